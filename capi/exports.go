@@ -1,0 +1,94 @@
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime/debug"
+	"unsafe"
+
+	"github.com/golang/protobuf/proto"
+
+	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/torchbridge"
+)
+
+var rt = torchbridge.Default
+
+//export nf_init
+func nf_init(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.int64_t) *C.char {
+	return control(req, reqLen, out, outLen, &api.InitRequest{}, func(m proto.Message) (proto.Message, error) {
+		return rt.Init(m.(*api.InitRequest))
+	})
+}
+
+//export nf_define
+func nf_define(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.int64_t) *C.char {
+	return control(req, reqLen, out, outLen, &api.DefineRequest{}, func(m proto.Message) (proto.Message, error) {
+		return rt.Define(m.(*api.DefineRequest))
+	})
+}
+
+//export nf_specialize
+func nf_specialize(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.int64_t) *C.char {
+	return control(req, reqLen, out, outLen, &api.SpecializeRequest{}, func(m proto.Message) (proto.Message, error) {
+		return rt.Specialize(m.(*api.SpecializeRequest))
+	})
+}
+
+//export nf_release
+func nf_release(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.int64_t) *C.char {
+	return control(req, reqLen, out, outLen, &api.ReleaseRequest{}, func(m proto.Message) (proto.Message, error) {
+		return rt.Release(m.(*api.ReleaseRequest))
+	})
+}
+
+// nf_launch runs a kernel: bufs points to nbufs data pointers.
+//
+//export nf_launch
+func nf_launch(kernel C.uint64_t, bufs unsafe.Pointer, nbufs C.int64_t, nthreads C.int64_t) (errText *C.char) {
+	defer recoverInto(&errText)
+	if err := rt.Launch(uint64(kernel), bufs, int(nbufs), int(nthreads)); err != nil {
+		return C.CString(err.Error())
+	}
+	return nil
+}
+
+// nf_free releases memory returned by any nf_* function.
+//
+//export nf_free
+func nf_free(p unsafe.Pointer) {
+	C.free(p)
+}
+
+// control decodes a request into msg, runs fn and encodes its response.
+func control(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.int64_t,
+	msg proto.Message, fn func(proto.Message) (proto.Message, error)) (errText *C.char) {
+	defer recoverInto(&errText)
+	*out, *outLen = nil, 0
+	if err := proto.Unmarshal(C.GoBytes(req, C.int(reqLen)), msg); err != nil {
+		return C.CString(fmt.Sprintf("neoflow: malformed %T: %v", msg, err))
+	}
+	resp, err := fn(msg)
+	if err != nil {
+		return C.CString(err.Error())
+	}
+	b, err := proto.Marshal(resp)
+	if err != nil {
+		return C.CString(fmt.Sprintf("neoflow: encoding %T: %v", resp, err))
+	}
+	*out = (*C.char)(C.CBytes(b))
+	*outLen = C.int64_t(len(b))
+	return nil
+}
+
+// recoverInto turns a panic into an error text.
+func recoverInto(errText **C.char) {
+	if r := recover(); r != nil {
+		*errText = C.CString(fmt.Sprintf("neoflow: internal error (panic): %v\n%s", r, debug.Stack()))
+	}
+}

@@ -1,0 +1,31 @@
+// Package interp is neoflow's reference interpreter: a direct, unoptimized
+// evaluation of a specialized op (ir.Spec) in float64. It is the ground
+// truth that generated kernels are tested against.
+//
+// Run evaluates the statements in order. For each statement it visits the
+// spatial points in row-major order; at each one it folds the right-hand
+// side over every reduction point (row-major over the reduction axes)
+// starting from the identity of the assignment operator (+= 0, *= 1,
+// max= -inf, min= +inf) and stores the result; '=' evaluates the
+// right-hand side once. Semantics follow core/ir:
+//
+//   - Index expressions are int64 arithmetic; '/' and '%' are floor division
+//     and floor modulo (-7/2 == -4, -7%2 == 1).
+//   - Value expressions are float64; '/' is true division and '%' is
+//     x - floor(x/y)*y. An index mixed with a value is converted to float64.
+//   - where evaluates only the selected branch, so a guarded access that
+//     would be out of bounds is never performed.
+//   - sigmoid(x) = 1/(1+exp(-x)), relu(x) = max(x, 0), rsqrt(x) =
+//     1/sqrt(x), erf is math.Erf; min, max and abs apply to indices and
+//     values (math.Min and math.Max on values, which propagate NaN).
+//   - Comparisons of two index expressions compare integers, otherwise
+//     float64 values.
+//
+// For Float32 specs every stored element (the copied inputs and every
+// element a statement writes) is rounded to float32, as a kernel storing
+// float32 would; arithmetic between stores is in float64.
+//
+// The right-hand side is compiled once per statement into closures over
+// an environment of index-variable values. An out-of-bounds access, which
+// Specialize rules out, stops the run with an error.
+package interp

@@ -1,0 +1,204 @@
+package ir
+
+// Pos is a 1-based line and column in an op's source text. The zero Pos means
+// "unknown".
+type Pos struct{ Line, Col int }
+
+// Expr is an expression node. The concrete types are *IntLit, *FloatLit,
+// *Const, *Index, *Access, *Unary, *Binary, *Call and *Where.
+type Expr interface {
+	// At is the position of the node's first token.
+	At() Pos
+	exprNode()
+}
+
+// IntLit is an integer literal. Its kind is KindIndex. The parser folds a
+// leading minus into the literal, so Value may be negative.
+type IntLit struct {
+	Pos   Pos
+	Value int64
+}
+
+// FloatLit is a floating-point literal (it has a '.' or an exponent in the
+// source). Its kind is KindValue. Value may be negative (folded minus).
+type FloatLit struct {
+	Pos   Pos
+	Value float64
+}
+
+// Const is a named scalar constant bound when the op was defined. An integer
+// constant has kind KindIndex and may appear in index expressions; a float
+// constant has kind KindValue.
+type Const struct {
+	Pos     Pos
+	Name    string
+	IsFloat bool
+	Int     int64   // the value when !IsFloat
+	Float   float64 // the value when IsFloat
+}
+
+// Index is a use of an index variable.
+type Index struct {
+	Pos  Pos
+	Name string
+}
+
+// Access reads one element of a tensor: Tensor[Indices...]. Each index is a
+// KindIndex expression. Its kind is KindValue.
+type Access struct {
+	Pos     Pos
+	Tensor  string
+	Indices []Expr
+}
+
+// UnOp is a unary operator.
+type UnOp int
+
+// Unary operators.
+const (
+	Neg UnOp = iota // -x
+	Not             // !x, on KindBool
+)
+
+// Unary applies a unary operator.
+type Unary struct {
+	Pos Pos
+	Op  UnOp
+	X   Expr
+}
+
+// BinOp is a binary operator.
+type BinOp int
+
+// Binary operators, in no particular order. Precedence (loosest first):
+// Or; And; Eq Ne; Lt Le Gt Ge; Add Sub; Mul Div Mod. All are left
+// associative.
+const (
+	Add BinOp = iota
+	Sub
+	Mul
+	Div // floor division on indices, true division on values
+	Mod // floor modulo
+	Lt
+	Le
+	Gt
+	Ge
+	Eq
+	Ne
+	And // &&, on KindBool
+	Or  // ||, on KindBool
+)
+
+// Binary applies a binary operator.
+type Binary struct {
+	Pos  Pos
+	Op   BinOp
+	X, Y Expr
+}
+
+// Func is a built-in math function.
+type Func int
+
+// Built-in functions. FuncMin, FuncMax and FuncPow take two arguments, the
+// rest one. FuncMin, FuncMax and FuncAbs keep the kind of their arguments (index or value);
+// the others produce KindValue.
+const (
+	FuncExp Func = iota
+	FuncLog
+	FuncSqrt
+	FuncRsqrt
+	FuncTanh
+	FuncSigmoid
+	FuncRelu
+	FuncAbs
+	FuncPow
+	FuncMin
+	FuncMax
+	FuncErf
+)
+
+// Call applies a built-in function.
+type Call struct {
+	Pos  Pos
+	Fn   Func
+	Args []Expr
+}
+
+// Where selects Then where Cond holds and Else otherwise; only the selected
+// branch is evaluated.
+type Where struct {
+	Pos              Pos
+	Cond, Then, Else Expr
+}
+
+func (e *IntLit) At() Pos   { return e.Pos }
+func (e *FloatLit) At() Pos { return e.Pos }
+func (e *Const) At() Pos    { return e.Pos }
+func (e *Index) At() Pos    { return e.Pos }
+func (e *Access) At() Pos   { return e.Pos }
+func (e *Unary) At() Pos    { return e.Pos }
+func (e *Binary) At() Pos   { return e.Pos }
+func (e *Call) At() Pos     { return e.Pos }
+func (e *Where) At() Pos    { return e.Pos }
+
+func (*IntLit) exprNode()   {}
+func (*FloatLit) exprNode() {}
+func (*Const) exprNode()    {}
+func (*Index) exprNode()    {}
+func (*Access) exprNode()   {}
+func (*Unary) exprNode()    {}
+func (*Binary) exprNode()   {}
+func (*Call) exprNode()     {}
+func (*Where) exprNode()    {}
+
+var funcNames = [...]string{"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "abs", "pow", "min", "max", "erf"}
+
+// String is the function's name in the expression language.
+func (f Func) String() string { return funcNames[f] }
+
+// Arity is the number of arguments the function takes.
+func (f Func) Arity() int {
+	switch f {
+	case FuncPow, FuncMin, FuncMax:
+		return 2
+	}
+	return 1
+}
+
+// LookupFunc finds a built-in function by name.
+func LookupFunc(name string) (Func, bool) {
+	for i, n := range funcNames {
+		if n == name {
+			return Func(i), true
+		}
+	}
+	return 0, false
+}
+
+var binOpText = [...]string{"+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||"}
+
+// String is the operator's token.
+func (op BinOp) String() string { return binOpText[op] }
+
+// Prec is the binding strength, larger binds tighter (Or=1 ... Mul=6).
+func (op BinOp) Prec() int {
+	switch op {
+	case Or:
+		return 1
+	case And:
+		return 2
+	case Eq, Ne:
+		return 3
+	case Lt, Le, Gt, Ge:
+		return 4
+	case Add, Sub:
+		return 5
+	}
+	return 6
+}
+
+// IsCompare reports whether op is a comparison (its result is KindBool).
+func (op BinOp) IsCompare() bool { return op >= Lt && op <= Ne }
+
+// IsLogic reports whether op is && or ||.
+func (op BinOp) IsLogic() bool { return op == And || op == Or }

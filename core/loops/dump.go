@@ -1,0 +1,76 @@
+package loops
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// Dump prints fn as indented text, one node per line, for debugging and
+// golden tests:
+//
+//	func matmul float32
+//	  buf 0 A[64, 32] input
+//	  ...
+//	stmt 0: C[i, j] += A[i, k] * B[k, j]  (vector 16, parallel 1)
+//	  parallel(1) for i < 64
+//	    for j.o < 3
+//	      local %acc[16]
+//	      ...
+func Dump(fn *Func) string {
+	var b strings.Builder
+	name := fn.Spec.Op.Name
+	if name == "" {
+		name = "_"
+	}
+	fmt.Fprintf(&b, "func %s %s\n", name, fn.Spec.DType)
+	for i, t := range fn.Spec.Tensors {
+		fmt.Fprintf(&b, "  buf %d %s%s %s\n", i, t.Name, shapeString(t.Shape), t.Role)
+	}
+	for _, n := range fn.Nests {
+		fmt.Fprintf(&b, "stmt %d: %s  (vector %d, parallel %d)\n",
+			n.Index, ir.StmtString(n.Stmt.Stmt), n.Schedule.VectorWidth, n.Schedule.ParallelDepth)
+		dumpNodes(&b, n.Body, 1)
+	}
+	return b.String()
+}
+
+func shapeString(s []int64) string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = fmt.Sprint(d)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func dumpNodes(b *strings.Builder, nodes []Node, depth int) {
+	ind := strings.Repeat("  ", depth)
+	for _, n := range nodes {
+		switch n := n.(type) {
+		case *Loop:
+			b.WriteString(ind)
+			if n.Parallel {
+				fmt.Fprintf(b, "parallel(%d) ", n.Collapse)
+			}
+			if n.Vector {
+				b.WriteString("vector ")
+			}
+			if n.Unroll > 1 {
+				fmt.Fprintf(b, "unroll(%d) ", n.Unroll)
+			}
+			fmt.Fprintf(b, "for %s < %d\n", n.Var, n.Extent)
+			dumpNodes(b, n.Body, depth+1)
+		case *Block:
+			fmt.Fprintf(b, "%sblock  // %s\n", ind, n.Comment)
+			dumpNodes(b, n.Body, depth+1)
+		case *Local:
+			fmt.Fprintf(b, "%slocal %s[%d]\n", ind, n.Name, n.Len)
+		case *Store:
+			op := n.Op.String()
+			fmt.Fprintf(b, "%s%s %s %s\n", ind, ir.ExprString(n.Dst), op, ir.ExprString(n.Value))
+		default:
+			fmt.Fprintf(b, "%s<%T>\n", ind, n)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package loops
+
+import (
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// KindOf is the kind of an expression, following the rules of package ir:
+// comparisons and logical operators are bools; an arithmetic expression is
+// a value when any operand is (an index mixed with a value is promoted);
+// min, max and abs keep their arguments' joint kind; every other function
+// produces a value. Accesses, Locals included, are values.
+func KindOf(e ir.Expr) ir.Kind {
+	switch e := e.(type) {
+	case *ir.IntLit, *ir.Index:
+		return ir.KindIndex
+	case *ir.Const:
+		if e.IsFloat {
+			return ir.KindValue
+		}
+		return ir.KindIndex
+	case *ir.Unary:
+		if e.Op == ir.Not {
+			return ir.KindBool
+		}
+		return KindOf(e.X)
+	case *ir.Binary:
+		if e.Op.IsCompare() || e.Op.IsLogic() {
+			return ir.KindBool
+		}
+		return Join(KindOf(e.X), KindOf(e.Y))
+	case *ir.Call:
+		switch e.Fn {
+		case ir.FuncMin, ir.FuncMax, ir.FuncAbs:
+			k := ir.KindIndex
+			for _, a := range e.Args {
+				k = Join(k, KindOf(a))
+			}
+			return k
+		}
+		return ir.KindValue
+	case *ir.Where:
+		return Join(KindOf(e.Then), KindOf(e.Else))
+	}
+	return ir.KindValue
+}
+
+// Join is the kind of an arithmetic combination of two numeric kinds.
+func Join(a, b ir.Kind) ir.Kind {
+	if a == ir.KindValue || b == ir.KindValue {
+		return ir.KindValue
+	}
+	return ir.KindIndex
+}
+
+// FloorDiv is floor division: the quotient rounded toward -inf.
+func FloorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// FloorMod is the modulo matching FloorDiv: it has the sign of b.
+func FloorMod(a, b int64) int64 {
+	m := a % b
+	if m != 0 && (m < 0) != (b < 0) {
+		m += b
+	}
+	return m
+}
+
+// Lit is an integer literal.
+func Lit(v int64) ir.Expr { return &ir.IntLit{Value: v} }
+
+// Var is a use of a loop variable.
+func Var(name string) ir.Expr { return &ir.Index{Name: name} }
+
+// Add is x + y, simplified when both are indices.
+func Add(x, y ir.Expr) ir.Expr { return simplify(&ir.Binary{Op: ir.Add, X: x, Y: y}) }
+
+// Mul is x * y, simplified when both are indices.
+func Mul(x, y ir.Expr) ir.Expr { return simplify(&ir.Binary{Op: ir.Mul, X: x, Y: y}) }
+
+// Subst returns e with every index variable replaced by env[name] (names
+// missing from env are kept), constants replaced by literals and index
+// arithmetic simplified. e is not modified.
+func Subst(e ir.Expr, env map[string]ir.Expr) ir.Expr {
+	switch e := e.(type) {
+	case *ir.IntLit:
+		return &ir.IntLit{Pos: e.Pos, Value: e.Value}
+	case *ir.FloatLit:
+		return &ir.FloatLit{Pos: e.Pos, Value: e.Value}
+	case *ir.Const:
+		if e.IsFloat {
+			return &ir.FloatLit{Pos: e.Pos, Value: e.Float}
+		}
+		return &ir.IntLit{Pos: e.Pos, Value: e.Int}
+	case *ir.Index:
+		if r, ok := env[e.Name]; ok {
+			return r
+		}
+		return &ir.Index{Pos: e.Pos, Name: e.Name}
+	case *ir.Access:
+		out := &ir.Access{Pos: e.Pos, Tensor: e.Tensor, Indices: make([]ir.Expr, len(e.Indices))}
+		for i, x := range e.Indices {
+			out.Indices[i] = Subst(x, env)
+		}
+		return out
+	case *ir.Unary:
+		return simplify(&ir.Unary{Pos: e.Pos, Op: e.Op, X: Subst(e.X, env)})
+	case *ir.Binary:
+		return simplify(&ir.Binary{Pos: e.Pos, Op: e.Op, X: Subst(e.X, env), Y: Subst(e.Y, env)})
+	case *ir.Call:
+		out := &ir.Call{Pos: e.Pos, Fn: e.Fn, Args: make([]ir.Expr, len(e.Args))}
+		for i, a := range e.Args {
+			out.Args[i] = Subst(a, env)
+		}
+		return out
+	case *ir.Where:
+		return &ir.Where{Pos: e.Pos, Cond: Subst(e.Cond, env), Then: Subst(e.Then, env), Else: Subst(e.Else, env)}
+	}
+	return e
+}
+
+// simplify folds integer literals and the identities x+0, x-0, x*1, x*0,
+// x/1 and x%1 in index arithmetic. Values are left alone: x+0 is not x for
+// x = -0.0, and x*0 is not 0 for NaN.
+func simplify(e ir.Expr) ir.Expr {
+	switch e := e.(type) {
+	case *ir.Unary:
+		if l, ok := e.X.(*ir.IntLit); ok && e.Op == ir.Neg {
+			return &ir.IntLit{Pos: e.Pos, Value: -l.Value}
+		}
+	case *ir.Binary:
+		if KindOf(e) != ir.KindIndex {
+			return e
+		}
+		x, xok := e.X.(*ir.IntLit)
+		y, yok := e.Y.(*ir.IntLit)
+		if xok && yok {
+			switch e.Op {
+			case ir.Add:
+				return &ir.IntLit{Pos: e.Pos, Value: x.Value + y.Value}
+			case ir.Sub:
+				return &ir.IntLit{Pos: e.Pos, Value: x.Value - y.Value}
+			case ir.Mul:
+				return &ir.IntLit{Pos: e.Pos, Value: x.Value * y.Value}
+			case ir.Div:
+				if y.Value != 0 {
+					return &ir.IntLit{Pos: e.Pos, Value: FloorDiv(x.Value, y.Value)}
+				}
+			case ir.Mod:
+				if y.Value != 0 {
+					return &ir.IntLit{Pos: e.Pos, Value: FloorMod(x.Value, y.Value)}
+				}
+			}
+			return e
+		}
+		switch {
+		case e.Op == ir.Add && xok && x.Value == 0:
+			return e.Y
+		case (e.Op == ir.Add || e.Op == ir.Sub) && yok && y.Value == 0:
+			return e.X
+		case e.Op == ir.Mul && xok && x.Value == 1:
+			return e.Y
+		case (e.Op == ir.Mul || e.Op == ir.Div) && yok && y.Value == 1:
+			return e.X
+		case e.Op == ir.Mul && ((xok && x.Value == 0) || (yok && y.Value == 0)):
+			return &ir.IntLit{Pos: e.Pos, Value: 0}
+		case e.Op == ir.Mod && yok && y.Value == 1:
+			return &ir.IntLit{Pos: e.Pos, Value: 0}
+		}
+	}
+	return e
+}
+
+// Walk calls fn on e and its sub-expressions in pre-order.
+func Walk(e ir.Expr, fn func(ir.Expr)) {
+	if e == nil {
+		return
+	}
+	fn(e)
+	switch e := e.(type) {
+	case *ir.Access:
+		for _, x := range e.Indices {
+			Walk(x, fn)
+		}
+	case *ir.Unary:
+		Walk(e.X, fn)
+	case *ir.Binary:
+		Walk(e.X, fn)
+		Walk(e.Y, fn)
+	case *ir.Call:
+		for _, a := range e.Args {
+			Walk(a, fn)
+		}
+	case *ir.Where:
+		Walk(e.Cond, fn)
+		Walk(e.Then, fn)
+		Walk(e.Else, fn)
+	}
+}

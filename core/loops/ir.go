@@ -1,0 +1,79 @@
+package loops
+
+import "github.com/neoflow/neoflow/core/ir"
+
+// Func is a lowered kernel: one loop nest per statement of Spec, run in
+// order. The kernel's buffers are Spec.Tensors, in that order.
+type Func struct {
+	Spec  *ir.Spec
+	Nests []*Nest
+}
+
+// Nest computes one statement.
+type Nest struct {
+	// Index is the statement's position in Spec.Stmts.
+	Index int
+	Stmt  *ir.BoundStmt
+	// Schedule is the schedule the nest was lowered with.
+	Schedule Schedule
+	Body     []Node
+}
+
+// Node is a *Loop, *Block, *Local or *Store.
+type Node interface{ node() }
+
+// Loop runs Body for Var = 0, 1, ..., Extent-1.
+type Loop struct {
+	Var    string
+	Extent int64
+	// Parallel distributes the iterations over threads. Collapse (>= 1)
+	// is the number of perfectly nested loops, this one first, whose
+	// combined iteration space is distributed; the inner ones carry no
+	// annotation of their own.
+	Parallel bool
+	Collapse int
+	// Vector marks a lane loop: its iterations are independent (no
+	// loop-carried dependence), so it may be run as SIMD.
+	Vector bool
+	// Unroll is an unroll factor hint; 0 or 1 means none.
+	Unroll int
+	Body   []Node
+}
+
+// Block is a scope, e.g. the remainder of a split axis.
+type Block struct {
+	Comment string
+	Body    []Node
+}
+
+// Local declares a register array of Len elements of the op's dtype,
+// visible in the rest of the enclosing body. Its contents start undefined.
+// Name starts with LocalPrefix.
+type Local struct {
+	Name string
+	Len  int64
+}
+
+// Store writes Dst, an element of a tensor or of a Local. With Op ==
+// ir.Assign it sets Dst = Value; otherwise it combines, Dst = Dst op Value
+// (Sum adds, Prod multiplies, Max and Min keep the larger and smaller value
+// with the reference interpreter's NaN rule).
+type Store struct {
+	Dst   *ir.Access
+	Op    ir.ReduceOp
+	Value ir.Expr
+}
+
+// LocalPrefix starts the name of every Local. In expressions (ir.Access,
+// including Store.Dst) a name with this prefix is a Local, indexed by one
+// lane index, or by none when the Local has one element. Source names never
+// start with it.
+const LocalPrefix = "%"
+
+// IsLocal reports whether an access names a Local rather than a tensor.
+func IsLocal(name string) bool { return len(name) > 0 && name[:1] == LocalPrefix }
+
+func (*Loop) node()  {}
+func (*Block) node() {}
+func (*Local) node() {}
+func (*Store) node() {}

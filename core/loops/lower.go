@@ -1,0 +1,188 @@
+package loops
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// accName is the Local a reduction accumulates into.
+const accName = LocalPrefix + "acc"
+
+// Lower lowers every statement of spec with the default schedule.
+func Lower(spec *ir.Spec) (*Func, error) {
+	return LowerWith(spec, DefaultSchedule)
+}
+
+// LowerWith lowers spec, asking sched for the schedule of each statement.
+func LowerWith(spec *ir.Spec, sched func(spec *ir.Spec, i int) Schedule) (*Func, error) {
+	if err := checkSpec(spec); err != nil {
+		return nil, errors.Wrap(err, "lowering")
+	}
+	fn := &Func{Spec: spec}
+	for i := range spec.Stmts {
+		n, err := LowerStmt(spec, i, sched(spec, i))
+		if err != nil {
+			return nil, err
+		}
+		fn.Nests = append(fn.Nests, n)
+	}
+	return fn, nil
+}
+
+// LowerStmt lowers statement i of spec with schedule s.
+func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
+	if i < 0 || i >= len(spec.Stmts) {
+		return nil, errors.Errorf("lowering: no statement %d", i)
+	}
+	st := spec.Stmts[i]
+	if err := s.check(st); err != nil {
+		return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %+v", i, st.Stmt.Tensor, s)
+	}
+	l := &lowerer{st: st, env: map[string]ir.Expr{}}
+	nest := &Nest{Index: i, Stmt: st, Schedule: s}
+	l.build(&nest.Body, s.VectorWidth)
+	if s.ParallelDepth > 0 {
+		l.chain[0].Parallel = true
+		l.chain[0].Collapse = s.ParallelDepth
+	}
+	return nest, nil
+}
+
+// lowerer builds the nest of one statement.
+type lowerer struct {
+	st *ir.BoundStmt
+	// env maps the statement's index variables to their loop expressions.
+	env map[string]ir.Expr
+	// chain lists the spatial loops outermost first, in the order of
+	// parallelCandidates.
+	chain []*Loop
+}
+
+// loop appends a loop over v to *body, or binds v to 0 when its extent is
+// 1, and returns the body the loop's contents go into.
+func (l *lowerer) loop(body *[]Node, v ir.Var, spatial bool) *[]Node {
+	if v.Extent == 1 {
+		l.env[v.Name] = Lit(0)
+		return body
+	}
+	lp := &Loop{Var: v.Name, Extent: v.Extent}
+	*body = append(*body, lp)
+	l.env[v.Name] = Var(v.Name)
+	if spatial {
+		l.chain = append(l.chain, lp)
+	}
+	return &lp.Body
+}
+
+func (l *lowerer) build(root *[]Node, vw int64) {
+	sp := l.st.Spatial
+	n := len(sp)
+	split := n > 0 && vw > 1
+	cur := root
+	for i, ax := range sp {
+		if split && i == n-1 {
+			break
+		}
+		cur = l.loop(cur, ax, true)
+	}
+	for _, r := range l.st.Reduction {
+		// Reduction variables are bound up front; their loops are built
+		// by compute.
+		if r.Extent == 1 {
+			l.env[r.Name] = Lit(0)
+		} else {
+			l.env[r.Name] = Var(r.Name)
+		}
+	}
+	if !split {
+		l.compute(cur, 1, "")
+		return
+	}
+	ax := sp[n-1]
+	outer, lane := ax.Name+".o", ax.Name+".l"
+	m, t := ax.Extent/vw, ax.Extent%vw
+	main := cur
+	base := Lit(0)
+	if m > 1 {
+		lp := &Loop{Var: outer, Extent: m}
+		*cur = append(*cur, lp)
+		l.chain = append(l.chain, lp)
+		main = &lp.Body
+		base = Mul(Var(outer), Lit(vw))
+	} else if t > 0 {
+		b := &Block{Comment: fmt.Sprintf("%s in [0, %d)", ax.Name, vw)}
+		*cur = append(*cur, b)
+		main = &b.Body
+	}
+	l.env[ax.Name] = Add(base, Var(lane))
+	l.compute(main, vw, lane)
+	if t > 0 {
+		b := &Block{Comment: fmt.Sprintf("remainder: %s in [%d, %d)", ax.Name, m*vw, ax.Extent)}
+		*cur = append(*cur, b)
+		if t == 1 {
+			l.env[ax.Name] = Lit(m * vw)
+		} else {
+			l.env[ax.Name] = Add(Var(lane), Lit(m*vw))
+		}
+		l.compute(&b.Body, t, lane)
+	}
+}
+
+// compute appends the statement's computation for w lanes (lane variable
+// lane; w == 1 means no lane loop) to *body.
+func (l *lowerer) compute(body *[]Node, w int64, lane string) {
+	st := l.st.Stmt
+	lanes := func(s *Store) Node {
+		if w == 1 {
+			return s
+		}
+		return &Loop{Var: lane, Extent: w, Vector: true, Body: []Node{s}}
+	}
+	out := &ir.Access{Tensor: st.Tensor}
+	for _, ax := range l.st.Spatial {
+		out.Indices = append(out.Indices, l.env[ax.Name])
+	}
+	rhs := Subst(st.RHS, l.env)
+	if st.Reduce == ir.Assign {
+		*body = append(*body, lanes(&Store{Dst: out, Op: ir.Assign, Value: rhs}))
+		return
+	}
+	acc := func() *ir.Access {
+		a := &ir.Access{Tensor: accName}
+		if w > 1 {
+			a.Indices = []ir.Expr{Var(lane)}
+		}
+		return a
+	}
+	*body = append(*body,
+		&Local{Name: accName, Len: w},
+		lanes(&Store{Dst: acc(), Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Reduce)}}))
+	cur := body
+	for _, r := range l.st.Reduction {
+		if r.Extent > 1 {
+			lp := &Loop{Var: r.Name, Extent: r.Extent}
+			*cur = append(*cur, lp)
+			cur = &lp.Body
+		}
+	}
+	*cur = append(*cur, lanes(&Store{Dst: acc(), Op: st.Reduce, Value: rhs}))
+	*body = append(*body, lanes(&Store{Dst: out, Op: ir.Assign, Value: acc()}))
+}
+
+// Identity is the starting value of a reduction: 0 for Sum, 1 for Prod,
+// -inf for Max and +inf for Min.
+func Identity(r ir.ReduceOp) float64 {
+	switch r {
+	case ir.Prod:
+		return 1
+	case ir.Max:
+		return math.Inf(-1)
+	case ir.Min:
+		return math.Inf(1)
+	}
+	return 0
+}

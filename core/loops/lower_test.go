@@ -1,0 +1,175 @@
+package loops
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s (run go test -update after checking):\n%s", name, path, got)
+	}
+}
+
+func lower(t *testing.T, s *ir.Spec) *Func {
+	t.Helper()
+	fn, err := Lower(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fn
+}
+
+func goldenSpecs() map[string]*ir.Spec {
+	f32, f64 := ir.Float32, ir.Float64
+	in, out, tmp := ir.RoleInput, ir.RoleOutput, ir.RoleTemp
+	return map[string]*ir.Spec{
+		"matmul":     matmulSpec(f32, 64, 48, 32),
+		"matmul_f64": matmulSpec(f64, 64, 48, 32),
+		"tail":       matmulSpec(f32, 8, 20, 5),
+		"scalar_sum": spec("sum", f64, []*ir.TensorDecl{tensor("X", in, 100), tensor("S", out)},
+			stmt("S", ir.Sum, at("X", ix("i")), nil, v("i", 100))),
+		"inner1": spec("col", f32, []*ir.TensorDecl{tensor("X", in, 300, 7), tensor("Y", out, 300, 1)},
+			stmt("Y", ir.Max, at("X", ix("i"), ix("k")), []ir.Var{v("i", 300), v("z", 1)}, v("k", 7))),
+		"collapse": spec("relu4", f32, []*ir.TensorDecl{tensor("X", in, 2, 4, 8, 32), tensor("Y", out, 2, 4, 8, 32)},
+			stmt("Y", ir.Assign, &ir.Call{Fn: ir.FuncRelu, Args: []ir.Expr{at("X", ix("n"), ix("c"), ix("h"), ix("w"))}},
+				[]ir.Var{v("n", 2), v("c", 4), v("h", 8), v("w", 32)})),
+		"tail_nocollapse": spec("scale", f32, []*ir.TensorDecl{tensor("X", in, 2, 40), tensor("Y", out, 2, 40)},
+			stmt("Y", ir.Assign, bin(ir.Mul, at("X", ix("a"), ix("b")), flit(0.5)),
+				[]ir.Var{v("a", 2), v("b", 40)})),
+		"vec1d": spec("neg", f32, []*ir.TensorDecl{tensor("X", in, 100), tensor("Y", out, 100)},
+			stmt("Y", ir.Assign, &ir.Unary{Op: ir.Neg, X: at("X", ix("i"))}, []ir.Var{v("i", 100)})),
+		"tail1": spec("prod", f64, []*ir.TensorDecl{tensor("X", in, 9, 3), tensor("Y", out, 9)},
+			stmt("Y", ir.Prod, at("X", ix("i"), ix("r")), []ir.Var{v("i", 9)}, v("r", 3))),
+		"temps": spec("softmax", f32,
+			[]*ir.TensorDecl{tensor("X", in, 4, 10), tensor("Y", out, 4, 10), tensor("M", tmp, 4), tensor("S", tmp, 4)},
+			stmt("M", ir.Max, at("X", ix("i"), ix("j")), []ir.Var{v("i", 4)}, v("j", 10)),
+			stmt("S", ir.Sum, &ir.Call{Fn: ir.FuncExp, Args: []ir.Expr{bin(ir.Sub, at("X", ix("i"), ix("j")), at("M", ix("i")))}},
+				[]ir.Var{v("i", 4)}, v("j", 10)),
+			stmt("Y", ir.Assign, bin(ir.Div, &ir.Call{Fn: ir.FuncExp, Args: []ir.Expr{bin(ir.Sub, at("X", ix("i"), ix("j")), at("M", ix("i")))}}, at("S", ix("i"))),
+				[]ir.Var{v("i", 4), v("j", 10)})),
+	}
+}
+
+func TestGoldenDumps(t *testing.T) {
+	for name, s := range goldenSpecs() {
+		t.Run(name, func(t *testing.T) { golden(t, name, Dump(lower(t, s))) })
+	}
+}
+
+func TestDefaultSchedule(t *testing.T) {
+	specs := goldenSpecs()
+	for _, c := range []struct {
+		name  string
+		stmt  int
+		vw    int64
+		depth int
+	}{
+		{"matmul", 0, 16, 1},
+		{"matmul_f64", 0, 8, 1},
+		{"tail", 0, 16, 1},
+		{"scalar_sum", 0, 1, 0},
+		{"inner1", 0, 1, 1},
+		{"collapse", 0, 16, 3},
+		{"tail_nocollapse", 0, 16, 1},
+		{"vec1d", 0, 16, 1},
+		{"tail1", 0, 8, 0},
+		{"temps", 0, 4, 0},
+		{"temps", 2, 10, 1},
+	} {
+		s := DefaultSchedule(specs[c.name], c.stmt)
+		if s.VectorWidth != c.vw || s.ParallelDepth != c.depth {
+			t.Errorf("%s stmt %d: got %+v, want vector %d parallel %d", c.name, c.stmt, s, c.vw, c.depth)
+		}
+	}
+}
+
+func TestLanesInnermostAndIndependent(t *testing.T) {
+	fn := lower(t, matmulSpec(ir.Float32, 64, 48, 32))
+	var visit func(nodes []Node, inLane bool)
+	lanes := 0
+	visit = func(nodes []Node, inLane bool) {
+		for _, n := range nodes {
+			if lp, ok := n.(*Loop); ok {
+				if inLane {
+					t.Errorf("loop %s nested in a lane loop", lp.Var)
+				}
+				if lp.Vector {
+					lanes++
+					if lp.Var != "j.l" || lp.Extent != 16 {
+						t.Errorf("lane loop %s < %d", lp.Var, lp.Extent)
+					}
+				}
+				visit(lp.Body, lp.Vector)
+			}
+		}
+	}
+	visit(fn.Nests[0].Body, false)
+	if lanes != 3 {
+		t.Errorf("got %d lane loops (init, update, store), want 3", lanes)
+	}
+}
+
+func TestScheduleErrors(t *testing.T) {
+	s := matmulSpec(ir.Float32, 64, 8, 32)
+	for _, c := range []struct {
+		sched Schedule
+		want  string
+	}{
+		{Schedule{VectorWidth: 16}, "exceeds the extent 8"},
+		{Schedule{VectorWidth: 0}, "vector width 0"},
+		{Schedule{VectorWidth: 8, ParallelDepth: 2}, "parallel depth 2"},
+	} {
+		_, err := LowerStmt(s, 0, c.sched)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want error containing %q", c.sched, err, c.want)
+		}
+	}
+	// A depth that reaches past the remainder is rejected.
+	s = matmulSpec(ir.Float32, 4, 40, 2)
+	if _, err := LowerStmt(s, 0, Schedule{VectorWidth: 16, ParallelDepth: 2}); err == nil {
+		t.Error("collapse over a loop followed by a remainder accepted")
+	}
+}
+
+func TestSpecErrors(t *testing.T) {
+	bad := matmulSpec(ir.Float32, 4, 4, 4)
+	bad.Stmts[0].Spatial[1].Extent = 5
+	if _, err := Lower(bad); err == nil || !strings.Contains(err.Error(), "extent 5") {
+		t.Errorf("shape mismatch: %v", err)
+	}
+	bad = matmulSpec(ir.Float32, 4, 4, 4)
+	bad.Stmts[0].Reduction = nil
+	if _, err := Lower(bad); err == nil || !strings.Contains(err.Error(), "index variable k") {
+		t.Errorf("unbound variable: %v", err)
+	}
+	bad = matmulSpec(ir.InvalidDType, 4, 4, 4)
+	if _, err := Lower(bad); err == nil {
+		t.Error("invalid dtype accepted")
+	}
+	if _, err := Lower(nil); err == nil {
+		t.Error("nil spec accepted")
+	}
+}

@@ -1,0 +1,205 @@
+package sema
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// maxExtent caps the search for a derived extent: a constraint that still
+// holds at this extent does not bound its variable at all (as for h%2).
+const maxExtent = int64(1) << 40
+
+// direct records where a direct constraint on a variable came from.
+type direct struct {
+	tensor string
+	dim    int
+	size   int64
+}
+
+// stmtVars lists a statement's index variables: the left-hand side in order,
+// then the reduction variables in order of first appearance on the right.
+func stmtVars(s *ir.Stmt) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range s.Indices {
+		seen[x.Name] = true
+		out = append(out, x.Name)
+	}
+	for _, v := range varNames(s.RHS) {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// inferExtents computes the extent of every index variable of statement s,
+// given the shapes of the tensors it reads and the user's sizes. See the
+// package documentation for the algorithm.
+func inferExtents(op *ir.Op, s *ir.Stmt, shapes map[string][]int64, sizes map[string]int64) (map[string]int64, error) {
+	ext := map[string]int64{}
+	for _, v := range stmtVars(s) {
+		if n, ok := sizes[v]; ok {
+			ext[v] = n
+		}
+	}
+	refs := accesses(s.RHS)
+
+	// Direct constraints: a plain variable indexing a dimension.
+	directs := map[string]direct{}
+	for _, a := range refs {
+		for d, x := range a.acc.Indices {
+			v, ok := x.(*ir.Index)
+			if !ok || !a.unguardedBy(x) {
+				continue
+			}
+			here := direct{a.acc.Tensor, d, shapes[a.acc.Tensor][d]}
+			if first, ok := directs[v.Name]; ok {
+				if first.size != here.size {
+					return nil, op.Errorf(x.At(), "inconsistent ranges for index %s: %s dim %d gives %d but %s dim %d gives %d",
+						v.Name, first.tensor, first.dim, first.size, here.tensor, here.dim, here.size)
+				}
+				continue
+			}
+			if n, ok := sizes[v.Name]; ok && n != here.size {
+				return nil, op.Errorf(x.At(), "inconsistent ranges for index %s: sizes gives %d but %s dim %d gives %d",
+					v.Name, n, here.tensor, here.dim, here.size)
+			}
+			directs[v.Name] = here
+			ext[v.Name] = here.size
+		}
+	}
+
+	// Derived constraints, to a fixed point: an index expression with one
+	// variable of unknown extent bounds it.
+	for {
+		derived := map[string]int64{}
+		for _, a := range refs {
+			for d, x := range a.acc.Indices {
+				if _, ok := x.(*ir.Index); ok || !a.unguardedBy(x) {
+					continue
+				}
+				var unknown []string
+				for _, v := range varNames(x) {
+					if _, ok := ext[v]; !ok {
+						unknown = append(unknown, v)
+					}
+				}
+				if len(unknown) != 1 {
+					continue
+				}
+				u, size := unknown[0], shapes[a.acc.Tensor][d]
+				n, err := largestExtent(x, u, ext, size)
+				if err != nil {
+					return nil, op.Errorf(a.acc.Pos, "access %s can never be in bounds: dimension %d index %s %v, but %s has size %d there",
+						ir.ExprString(a.acc), d, ir.ExprString(x), err, a.acc.Tensor, size)
+				}
+				if n == 0 {
+					continue // no bound
+				}
+				if old, ok := derived[u]; !ok || n < old {
+					derived[u] = n
+				}
+			}
+		}
+		if len(derived) == 0 {
+			break
+		}
+		for u, n := range derived {
+			ext[u] = n
+		}
+	}
+
+	var unknown []string
+	for _, v := range stmtVars(s) {
+		if _, ok := ext[v]; !ok {
+			unknown = append(unknown, v)
+		}
+	}
+	if len(unknown) > 0 {
+		v := unknown[0]
+		why := "it appears only in guarded or composite accesses"
+		if !inAccess(v, refs) {
+			why = "it appears in no tensor access on the right-hand side"
+		}
+		also := ""
+		switch rest := unknown[1:]; len(rest) {
+		case 0:
+		case 1:
+			also = fmt.Sprintf(" (%s is unknown too)", rest[0])
+		default:
+			also = fmt.Sprintf(" (%s are unknown too)", strings.Join(rest, ", "))
+		}
+		return nil, op.Errorf(firstUse(s, v), "cannot infer the range of index %s (%s); pass its size explicitly, e.g. sizes={'%s': ...}%s",
+			v, why, v, also)
+	}
+	return ext, nil
+}
+
+// largestExtent returns the largest n >= 1 such that x stays within
+// [0, size-1] when u ranges over [0, n-1] and the other variables over
+// their extents, by binary search (interval bounds grow with n). It returns
+// 0 when no n up to maxExtent violates the bounds (x does not bound u), and
+// an error describing the range of x when even n = 1 does.
+func largestExtent(x ir.Expr, u string, ext map[string]int64, size int64) (int64, error) {
+	vars := map[string]interval{}
+	for v, n := range ext {
+		vars[v] = interval{0, n - 1}
+	}
+	s := newScope(vars)
+	at := func(n int64) interval {
+		vars[u] = interval{0, n - 1}
+		return s.intervalOf(x)
+	}
+	fits := func(n int64) bool {
+		r := at(n)
+		return r.lo >= 0 && r.hi <= size-1
+	}
+	if !fits(1) {
+		return 0, fmt.Errorf("ranges over %v even when %s = 0", at(1), u)
+	}
+	if fits(maxExtent) {
+		return 0, nil
+	}
+	lo, hi := int64(1), maxExtent // fits(lo), !fits(hi)
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}
+
+// inAccess reports whether v appears in an index of any access.
+func inAccess(v string, refs []accessRef) bool {
+	for _, a := range refs {
+		for _, x := range a.acc.Indices {
+			if slices.Contains(varNames(x), v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// firstUse is the position of the first use of variable v in s.
+func firstUse(s *ir.Stmt, v string) ir.Pos {
+	for _, x := range s.Indices {
+		if x.Name == v {
+			return x.Pos
+		}
+	}
+	for _, x := range indexUses(s.RHS) {
+		if x.Name == v {
+			return x.Pos
+		}
+	}
+	return s.Pos
+}

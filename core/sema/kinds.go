@@ -1,0 +1,191 @@
+package sema
+
+import "github.com/neoflow/neoflow/core/ir"
+
+// KindOf is the kind of an expression: KindBool for comparisons and logical
+// operators, KindValue when any sub-term is a value (a tensor access, a
+// float literal, a float constant or a function that produces values), and
+// KindIndex otherwise. It does not validate the expression; Check does.
+func KindOf(e ir.Expr) ir.Kind {
+	switch e := e.(type) {
+	case *ir.IntLit, *ir.Index:
+		return ir.KindIndex
+	case *ir.FloatLit, *ir.Access:
+		return ir.KindValue
+	case *ir.Const:
+		if e.IsFloat {
+			return ir.KindValue
+		}
+		return ir.KindIndex
+	case *ir.Unary:
+		if e.Op == ir.Not {
+			return ir.KindBool
+		}
+		return KindOf(e.X)
+	case *ir.Binary:
+		if e.Op.IsCompare() || e.Op.IsLogic() {
+			return ir.KindBool
+		}
+		return join(KindOf(e.X), KindOf(e.Y))
+	case *ir.Call:
+		switch e.Fn {
+		case ir.FuncMin, ir.FuncMax, ir.FuncAbs:
+			k := ir.KindIndex
+			for _, a := range e.Args {
+				k = join(k, KindOf(a))
+			}
+			return k
+		}
+		return ir.KindValue
+	case *ir.Where:
+		return join(KindOf(e.Then), KindOf(e.Else))
+	}
+	return ir.KindValue
+}
+
+// join is the kind of an arithmetic combination of two numeric kinds: an
+// index mixed with a value is promoted to a value.
+func join(a, b ir.Kind) ir.Kind {
+	if a == ir.KindValue || b == ir.KindValue {
+		return ir.KindValue
+	}
+	return ir.KindIndex
+}
+
+// kindNoun describes a kind for messages: "an index", "a value", "a bool".
+func kindNoun(k ir.Kind) string {
+	switch k {
+	case ir.KindIndex:
+		return "an integer expression"
+	case ir.KindValue:
+		return "a value"
+	}
+	return "a bool"
+}
+
+// checkKinds verifies the kinds of e and its sub-terms and returns e's kind.
+func (c *checker) checkKinds(e ir.Expr) (ir.Kind, error) {
+	switch e := e.(type) {
+	case *ir.IntLit, *ir.FloatLit, *ir.Const, *ir.Index:
+		return KindOf(e), nil
+	case *ir.Access:
+		for _, x := range e.Indices {
+			k, err := c.checkKinds(x)
+			if err != nil {
+				return 0, err
+			}
+			if k != ir.KindIndex {
+				return 0, c.op.Errorf(x.At(), "index expression of %s must be an integer expression, got %s: %s",
+					e.Tensor, kindNoun(k), ir.ExprString(x))
+			}
+		}
+		return ir.KindValue, nil
+	case *ir.Unary:
+		k, err := c.checkKinds(e.X)
+		if err != nil {
+			return 0, err
+		}
+		if e.Op == ir.Not {
+			if k != ir.KindBool {
+				return 0, c.op.Errorf(e.X.At(), "operand of ! must be a bool (a comparison), got %s: %s", kindNoun(k), ir.ExprString(e.X))
+			}
+			return ir.KindBool, nil
+		}
+		if err := c.numeric(e.X, k, "operand of unary -"); err != nil {
+			return 0, err
+		}
+		return k, nil
+	case *ir.Binary:
+		kx, err := c.checkKinds(e.X)
+		if err != nil {
+			return 0, err
+		}
+		ky, err := c.checkKinds(e.Y)
+		if err != nil {
+			return 0, err
+		}
+		what := "operand of " + e.Op.String()
+		if e.Op.IsLogic() {
+			for _, p := range []struct {
+				x ir.Expr
+				k ir.Kind
+			}{{e.X, kx}, {e.Y, ky}} {
+				if p.k != ir.KindBool {
+					return 0, c.op.Errorf(p.x.At(), "%s must be a bool (a comparison), got %s: %s", what, kindNoun(p.k), ir.ExprString(p.x))
+				}
+			}
+			return ir.KindBool, nil
+		}
+		if err := c.numeric(e.X, kx, what); err != nil {
+			return 0, err
+		}
+		if err := c.numeric(e.Y, ky, what); err != nil {
+			return 0, err
+		}
+		if e.Op.IsCompare() {
+			return ir.KindBool, nil
+		}
+		k := join(kx, ky)
+		if k == ir.KindIndex && (e.Op == ir.Div || e.Op == ir.Mod) {
+			if _, ok := constDivisor(e.Y); !ok {
+				return 0, c.op.Errorf(e.Y.At(), "divisor of %s in an index expression must be a positive integer constant, got %s",
+					e.Op, ir.ExprString(e.Y))
+			}
+		}
+		return k, nil
+	case *ir.Call:
+		if len(e.Args) != e.Fn.Arity() {
+			return 0, c.op.Errorf(e.Pos, "%s takes %d argument(s), got %d", e.Fn, e.Fn.Arity(), len(e.Args))
+		}
+		for _, a := range e.Args {
+			k, err := c.checkKinds(a)
+			if err != nil {
+				return 0, err
+			}
+			if err := c.numeric(a, k, "argument of "+e.Fn.String()); err != nil {
+				return 0, err
+			}
+		}
+		return KindOf(e), nil
+	case *ir.Where:
+		k, err := c.checkKinds(e.Cond)
+		if err != nil {
+			return 0, err
+		}
+		if k != ir.KindBool {
+			return 0, c.op.Errorf(e.Cond.At(), "condition of where must be a bool (a comparison), got %s: %s", kindNoun(k), ir.ExprString(e.Cond))
+		}
+		for _, b := range []ir.Expr{e.Then, e.Else} {
+			k, err := c.checkKinds(b)
+			if err != nil {
+				return 0, err
+			}
+			if err := c.numeric(b, k, "branch of where"); err != nil {
+				return 0, err
+			}
+		}
+		return KindOf(e), nil
+	case nil:
+		return 0, c.op.Errorf(ir.Pos{}, "missing expression")
+	}
+	return 0, c.op.Errorf(e.At(), "unsupported expression node %T", e)
+}
+
+// numeric rejects a bool used where a number (index or value) is needed.
+func (c *checker) numeric(e ir.Expr, k ir.Kind, what string) error {
+	if k == ir.KindBool {
+		return c.op.Errorf(e.At(), "%s must be a number, got a bool: %s (a bool can only be the condition of where)", what, ir.ExprString(e))
+	}
+	return nil
+}
+
+// constDivisor returns the value of a positive integer constant divisor.
+func constDivisor(e ir.Expr) (int64, bool) {
+	switch e := e.(type) {
+	case *ir.IntLit:
+		return e.Value, e.Value > 0
+	case *ir.Const:
+		return e.Int, !e.IsFloat && e.Int > 0
+	}
+	return 0, false
+}

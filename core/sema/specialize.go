@@ -1,0 +1,142 @@
+package sema
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// Specialize binds an op to a dtype, the shapes of its inputs (in Op.Inputs
+// order) and optional sizes of index variables by name, which apply to
+// every statement using the name. It checks the op, infers the extent of
+// every index variable and the shape of every written tensor, proves every
+// access in bounds and returns the Spec. Problems with the op or the
+// arguments are user-facing *ir.Error values.
+func Specialize(op *ir.Op, dtype ir.DType, inputShapes [][]int64, sizes map[string]int64) (*ir.Spec, error) {
+	if err := Check(op); err != nil {
+		return nil, err
+	}
+	if dtype != ir.Float32 && dtype != ir.Float64 {
+		return nil, op.Errorf(ir.Pos{}, "unsupported dtype %s: neoflow supports float32 and float64", dtype)
+	}
+	if len(inputShapes) != len(op.Inputs) {
+		return nil, op.Errorf(ir.Pos{}, "op %stakes %s (%s), got %d",
+			nameSpace(op), plural(len(op.Inputs), "input", "inputs"), strings.Join(op.Inputs, ", "), len(inputShapes))
+	}
+	shapes := map[string][]int64{}
+	for i, name := range op.Inputs {
+		shape := inputShapes[i]
+		if u, ok := firstAccess(op, name); ok && len(u.Indices) != len(shape) {
+			return nil, op.Errorf(u.Pos, "input %s has rank %d but is used with %s", name, len(shape), plural(len(u.Indices), "index", "indices"))
+		}
+		for d, n := range shape {
+			if n < 1 {
+				what := "a zero-size"
+				if n < 0 {
+					what = "a negative"
+				}
+				return nil, op.Errorf(ir.Pos{}, "input %s has shape %s with %s dimension %d: every dimension must be at least 1",
+					name, shapeString(shape), what, d)
+			}
+		}
+		shapes[name] = slices.Clone(shape)
+	}
+	if err := checkSizes(op, sizes); err != nil {
+		return nil, err
+	}
+
+	spec := &ir.Spec{Op: op, DType: dtype}
+	for _, s := range op.Stmts {
+		ext, err := inferExtents(op, s, shapes, sizes)
+		if err != nil {
+			return nil, err
+		}
+		if err := proveBounds(op, s, ext, shapes); err != nil {
+			return nil, err
+		}
+		b := &ir.BoundStmt{Stmt: s}
+		lhs := map[string]bool{}
+		shape := []int64{}
+		for _, x := range s.Indices {
+			lhs[x.Name] = true
+			b.Spatial = append(b.Spatial, ir.Var{Name: x.Name, Extent: ext[x.Name]})
+			shape = append(shape, ext[x.Name])
+		}
+		for _, v := range varNames(s.RHS) {
+			if !lhs[v] {
+				b.Reduction = append(b.Reduction, ir.Var{Name: v, Extent: ext[v]})
+			}
+		}
+		shapes[s.Tensor] = shape
+		spec.Stmts = append(spec.Stmts, b)
+	}
+
+	for _, name := range op.Inputs {
+		spec.Tensors = append(spec.Tensors, &ir.TensorDecl{Name: name, Role: ir.RoleInput, Shape: shapes[name]})
+	}
+	var temps []*ir.TensorDecl
+	for i, s := range op.Stmts {
+		t := &ir.TensorDecl{Name: s.Tensor, Role: ir.RoleOutput, Shape: shapes[s.Tensor]}
+		if readAfter(op, i, s.Tensor) {
+			t.Role = ir.RoleTemp
+			temps = append(temps, t)
+			continue
+		}
+		spec.Tensors = append(spec.Tensors, t)
+	}
+	spec.Tensors = append(spec.Tensors, temps...)
+	return spec, nil
+}
+
+// checkSizes rejects sizes below 1 and sizes of variables no statement uses
+// (most likely a typo).
+func checkSizes(op *ir.Op, sizes map[string]int64) error {
+	used := map[string]bool{}
+	for _, s := range op.Stmts {
+		for _, v := range stmtVars(s) {
+			used[v] = true
+		}
+	}
+	for _, v := range slices.Sorted(maps.Keys(sizes)) {
+		if !used[v] {
+			return op.Errorf(ir.Pos{}, "sizes names index %s, which the op does not use", v)
+		}
+		if sizes[v] < 1 {
+			return op.Errorf(ir.Pos{}, "size of index %s must be at least 1, got %d", v, sizes[v])
+		}
+	}
+	return nil
+}
+
+// firstAccess finds the first access of tensor t in the op.
+func firstAccess(op *ir.Op, t string) (*ir.Access, bool) {
+	for _, s := range op.Stmts {
+		for _, a := range accesses(s.RHS) {
+			if a.acc.Tensor == t {
+				return a.acc, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// readAfter reports whether a statement after i reads t.
+func readAfter(op *ir.Op, i int, t string) bool {
+	for _, s := range op.Stmts[i+1:] {
+		if _, ok := firstAccess(&ir.Op{Stmts: []*ir.Stmt{s}}, t); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func shapeString(shape []int64) string {
+	parts := make([]string, len(shape))
+	for i, n := range shape {
+		parts[i] = fmt.Sprint(n)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}

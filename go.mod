@@ -1,0 +1,12 @@
+module github.com/neoflow/neoflow
+
+go 1.24
+
+require google.golang.org/protobuf v1.33.0
+
+require (
+	github.com/golang/protobuf v1.5.4 // indirect
+	github.com/google/go-cmp v0.6.0 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
+	gonum.org/v1/gonum v0.17.0 // indirect
+)

@@ -1,0 +1,199 @@
+package cache
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/kernels/cc"
+)
+
+// Config configures a Cache.
+type Config struct {
+	// Dir is the cache directory; it is created (0700) if missing.
+	Dir string
+	// Compiler builds missing kernels.
+	Compiler cc.Compiler
+	// Version is neoflow's version string; it is part of every key.
+	Version string
+	// Logf receives reports of corrupt entries; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// Outcome says how Get obtained a kernel.
+type Outcome int
+
+// Outcomes.
+const (
+	Hit     Outcome = iota // loaded from the cache
+	Miss                   // compiled: no entry
+	Rebuilt                // compiled: the entry was corrupt and was deleted
+)
+
+func (o Outcome) String() string { return [...]string{"hit", "miss", "rebuilt"}[o] }
+
+// Stats counts the outcomes of a Cache's Get calls.
+type Stats struct {
+	Hits, Misses, Rebuilt int64
+}
+
+// Cache is a kernel cache directory with the compiler that fills it. It
+// is safe for concurrent use, and several Caches (in one process or many)
+// may share a directory.
+type Cache struct {
+	cfg     Config
+	ident   string
+	flags   []string
+	host    string
+	hits    atomic.Int64
+	misses  atomic.Int64
+	rebuilt atomic.Int64
+}
+
+// DefaultDir is os.UserCacheDir()/neoflow.
+func DefaultDir() (string, error) {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", errors.Wrap(err, "kernel cache: no default cache directory (set NEOFLOW_CACHE_DIR)")
+	}
+	return filepath.Join(d, "neoflow"), nil
+}
+
+// New opens the cache directory cfg.Dir, creating it with mode 0700, and
+// resolves the compiler's identity (without running it).
+func New(cfg Config) (*Cache, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("kernel cache: no directory given")
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, errors.Wrapf(err, "kernel cache: directory %s", cfg.Dir)
+	}
+	cfg.Dir = dir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, errors.Wrap(err, "kernel cache: creating directory")
+	}
+	if err := checkPrivate(dir, true, true); err != nil {
+		return nil, err
+	}
+	ident, err := cfg.Compiler.Identity()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	return &Cache{cfg: cfg, ident: ident, flags: cfg.Compiler.EffectiveFlags(), host: HostID()}, nil
+}
+
+// Dir is the cache directory (absolute).
+func (c *Cache) Dir() string { return c.cfg.Dir }
+
+// Stats returns the counts so far.
+func (c *Cache) Stats() Stats {
+	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Rebuilt: c.rebuilt.Load()}
+}
+
+// Key is the cache key of a kernel source: a 64-digit hex SHA-256 over the
+// source, the compiler identity, the flags, the version and the host.
+func (c *Cache) Key(source string) string {
+	h := sha256.New()
+	field := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field("neoflow kernel cache v1")
+	field(source)
+	field(c.ident)
+	field(strings.Join(c.flags, "\x00"))
+	field(c.cfg.Version)
+	field(c.host)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Paths are the files of an entry.
+func (c *Cache) Paths(key string) (so, meta string) {
+	base := filepath.Join(c.cfg.Dir, key[:2], key)
+	return base + ".so", base + ".json"
+}
+
+func validKey(key string) bool {
+	if len(key) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(key)
+	return err == nil && strings.ToLower(key) == key
+}
+
+// Get returns the loaded library of key, compiling source (the kernel of
+// op, a name for the metadata) when the entry is missing or corrupt. The
+// source compiled under a key must be a function of what the key covers.
+func (c *Cache) Get(ctx context.Context, key, source, op string) (*cc.Library, Outcome, error) {
+	if !validKey(key) {
+		return nil, 0, errors.Errorf("kernel cache: invalid key %q", key)
+	}
+	shard := filepath.Join(c.cfg.Dir, key[:2])
+	// Fast path without the lock. Anything but a clean hit (a miss, or an
+	// entry that looks corrupt, maybe because a builder is between its
+	// renames) is decided again under the lock.
+	if lib, _, err := c.load(key, shard); err != nil {
+		return nil, 0, err
+	} else if lib != nil {
+		c.hits.Add(1)
+		return lib, Hit, nil
+	}
+	if err := os.Mkdir(shard, 0o700); err != nil && !os.IsExist(err) {
+		return nil, 0, errors.Wrap(err, "kernel cache: creating directory")
+	}
+	if err := checkPrivate(shard, true, false); err != nil {
+		return nil, 0, err
+	}
+	unlock, err := lockFile(filepath.Join(shard, key+".lock"))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer unlock()
+	// Another builder may have finished while we waited.
+	lib, problem, err := c.load(key, shard)
+	if err != nil {
+		return nil, 0, err
+	}
+	if lib != nil {
+		c.hits.Add(1)
+		return lib, Hit, nil
+	}
+	outcome := Miss
+	so, meta := c.Paths(key)
+	if problem != "" {
+		outcome = Rebuilt
+		c.rebuilt.Add(1)
+		c.cfg.Logf("neoflow: kernel cache entry %s is corrupt (%s); deleting and rebuilding", so, problem)
+		for _, p := range []string{so, meta} {
+			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+				return nil, 0, errors.Wrap(err, "kernel cache: deleting corrupt entry")
+			}
+		}
+	} else {
+		c.misses.Add(1)
+	}
+	if err := c.build(ctx, key, shard, source, op); err != nil {
+		return nil, 0, err
+	}
+	lib, problem, err = c.load(key, shard)
+	if err != nil {
+		return nil, 0, err
+	}
+	if lib == nil {
+		return nil, 0, errors.Errorf("kernel cache: freshly built %s is unusable: %s", so, problem)
+	}
+	return lib, outcome, nil
+}

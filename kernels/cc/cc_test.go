@@ -1,0 +1,150 @@
+package cc
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+const addSrc = `#include <stdint.h>
+void nf_add(void **bufs, int64_t nthreads)
+{
+	const double *a = bufs[0], *b = bufs[1];
+	double *c = bufs[2];
+	for (int i = 0; i < 4; i++)
+		c[i] = a[i] + b[i] + (double)nthreads;
+}
+`
+
+func needCC(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath(DefaultPath); err != nil {
+		t.Skip("no C compiler")
+	}
+}
+
+func TestResolveMissing(t *testing.T) {
+	_, err := Compiler{Path: "no-such-compiler-xyz"}.Identity()
+	want := `C compiler "no-such-compiler-xyz" not found on PATH (set NEOFLOW_CC to a working compiler)`
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+func TestIdentity(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "fakecc")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "cc-link")
+	if err := os.Symlink(p, link); err != nil {
+		t.Fatal(err)
+	}
+	id1, err := Compiler{Path: link}.Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(id1, p) || !strings.Contains(id1, "size=") {
+		t.Errorf("identity %q does not name the resolved compiler", id1)
+	}
+	if id2, _ := (Compiler{Path: link}).Identity(); id2 != id1 {
+		t.Errorf("identity not stable: %q vs %q", id1, id2)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(p, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if id3, _ := (Compiler{Path: link}).Identity(); id3 == id1 {
+		t.Errorf("identity unchanged after the compiler changed: %q", id3)
+	}
+}
+
+func TestCompileError(t *testing.T) {
+	needCC(t)
+	out := filepath.Join(t.TempDir(), "bad.so")
+	err := Compiler{}.Compile(context.Background(), "int f(void) { return nosuch; }\n", out)
+	if err == nil {
+		t.Fatal("bad source compiled")
+	}
+	msg := err.Error()
+	for _, want := range []string{"C compiler failed", "-O3 -march=native -fPIC -shared -fopenmp -std=c11 -o " + out, "-lm", "nosuch"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(filepath.Dir(out), "*.c")); len(m) != 0 {
+		t.Errorf("temporary source left behind: %v", m)
+	}
+}
+
+func build(t *testing.T) *Kernel {
+	t.Helper()
+	needCC(t)
+	out := filepath.Join(t.TempDir(), "add.so")
+	if err := (Compiler{}).Compile(context.Background(), addSrc, out); err != nil {
+		t.Fatal(err)
+	}
+	lib, err := Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := lib.Kernel("nf_add", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestCompileLoadLaunch(t *testing.T) {
+	k := build(t)
+	a := []float64{1, 2, 3, 4}
+	b := []float64{10, 20, 30, 40}
+	c := make([]float64, 4)
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	bufs := []unsafe.Pointer{unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0])}
+	for _, p := range bufs {
+		pin.Pin(p)
+	}
+	if err := k.Launch(bufs, 2); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c {
+		if c[i] != a[i]+b[i]+2 {
+			t.Errorf("c[%d] = %v", i, c[i])
+		}
+	}
+	if err := k.Launch(bufs[:2], 1); err == nil || !strings.Contains(err.Error(), "takes 3 buffers, got 2") {
+		t.Errorf("wrong buffer count: %v", err)
+	}
+	if err := k.Launch([]unsafe.Pointer{bufs[0], nil, bufs[2]}, 1); err == nil {
+		t.Error("nil buffer accepted")
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		CallRaw(k.Fn, unsafe.Pointer(&bufs[0]), 1)
+	})
+	if allocs != 0 {
+		t.Errorf("CallRaw allocates %v times per call", allocs)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	k := build(t)
+	if _, err := k.Lib.Symbol("no_such_symbol"); err == nil || !strings.Contains(err.Error(), "dlsym no_such_symbol") {
+		t.Errorf("missing symbol: %v", err)
+	}
+	bad := filepath.Join(t.TempDir(), "garbage.so")
+	if err := os.WriteFile(bad, []byte("not an ELF file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(bad); err == nil || !strings.Contains(err.Error(), "dlopen "+bad) {
+		t.Errorf("garbage library: %v", err)
+	}
+}

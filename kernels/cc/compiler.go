@@ -1,0 +1,119 @@
+package cc
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/pkg/errors"
+)
+
+// DefaultPath is the compiler used when Compiler.Path is empty.
+const DefaultPath = "cc"
+
+// DefaultFlags are used when Compiler.Flags is nil. -std=c11 also turns
+// off floating-point contraction (no FMA), which the kernels rely on to
+// match the reference interpreter; never add -ffast-math.
+var DefaultFlags = []string{"-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-std=c11"}
+
+// Compiler is a C compiler invocation: Path (a name looked up on PATH, or
+// a path) and Flags, which replace DefaultFlags when non-nil and must then
+// produce a shared object themselves. "-lm" is always added after the
+// source file.
+type Compiler struct {
+	Path  string
+	Flags []string
+}
+
+func (c Compiler) path() string {
+	if c.Path == "" {
+		return DefaultPath
+	}
+	return c.Path
+}
+
+// EffectiveFlags are the flags a compilation uses.
+func (c Compiler) EffectiveFlags() []string {
+	if c.Flags == nil {
+		return append([]string(nil), DefaultFlags...)
+	}
+	return append([]string(nil), c.Flags...)
+}
+
+// Resolve finds the compiler executable, returning its absolute path.
+func (c Compiler) Resolve() (string, error) {
+	p, err := exec.LookPath(c.path())
+	if err != nil {
+		return "", errors.Errorf("C compiler %q not found on PATH (set NEOFLOW_CC to a working compiler)", c.path())
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", errors.Wrapf(err, "resolving C compiler %q", c.path())
+	}
+	return abs, nil
+}
+
+// Identity describes the compiler for cache keys without running it: the
+// resolved executable (symbolic links followed) with its size and
+// modification time, so that replacing or upgrading the compiler changes
+// the identity.
+func (c Compiler) Identity() (string, error) {
+	p, err := c.Resolve()
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", errors.Wrapf(err, "resolving C compiler %s", p)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", errors.Wrapf(err, "C compiler %s", real)
+	}
+	return fmt.Sprintf("%s -> %s size=%d mtime=%d", p, real, fi.Size(), fi.ModTime().UnixNano()), nil
+}
+
+// CommandLine is the argument list (compiler first) that compiles the C
+// file src into the shared object out.
+func (c Compiler) CommandLine(compiler, src, out string) []string {
+	args := []string{compiler}
+	args = append(args, c.EffectiveFlags()...)
+	return append(args, "-o", out, src, "-lm")
+}
+
+// Compile compiles source into the shared object out. The source is
+// written to a temporary .c file next to out and removed afterwards. On
+// failure the error holds the command line and the compiler's full
+// standard error.
+func (c Compiler) Compile(ctx context.Context, source, out string) error {
+	compiler, err := c.Resolve()
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".*.c")
+	if err != nil {
+		return errors.Wrap(err, "writing kernel source")
+	}
+	src := f.Name()
+	defer os.Remove(src)
+	if _, err := f.WriteString(source); err != nil {
+		f.Close()
+		return errors.Wrapf(err, "writing kernel source %s", src)
+	}
+	if err := f.Close(); err != nil {
+		return errors.Wrapf(err, "writing kernel source %s", src)
+	}
+	args := c.CommandLine(compiler, src, out)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	var stderr bytes.Buffer
+	cmd.Stdout = &stderr
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return errors.Errorf("C compiler failed (%v): %s\n%s", err, strings.Join(args, " "), strings.TrimRight(stderr.String(), "\n"))
+	}
+	return nil
+}

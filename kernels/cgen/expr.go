@@ -1,0 +1,344 @@
+package cgen
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+)
+
+// C precedence levels, loosest first.
+const (
+	precCond  = 3  // ?:
+	precOr    = 4  // ||
+	precAnd   = 5  // &&
+	precEq    = 9  // == !=
+	precRel   = 10 // < <= > >=
+	precAdd   = 12 // + -
+	precMul   = 13 // * / %
+	precUnary = 15 // - ! (cast)
+	precAtom  = 16 // names, literals, calls, subscripts
+)
+
+// cexpr is rendered C with its precedence and kind.
+type cexpr struct {
+	s    string
+	prec int
+	kind ir.Kind
+}
+
+func atom(s string, k ir.Kind) cexpr { return cexpr{s, precAtom, k} }
+
+// at renders c as an operand of a context that needs precedence p.
+func (c cexpr) at(p int) string {
+	if c.prec < p {
+		return "(" + c.s + ")"
+	}
+	return c.s
+}
+
+func (r *renderer) call(name string, k ir.Kind, args ...cexpr) cexpr {
+	if strings.HasPrefix(name, "nf_") {
+		r.used[name] = true
+	}
+	parts := make([]string, len(args))
+	for i, a := range args {
+		parts[i] = a.s
+	}
+	return atom(name+"("+strings.Join(parts, ", ")+")", k)
+}
+
+// math names a <math.h> function for the value type: expf or exp.
+func (r *renderer) math(name string) string { return name + r.suffix }
+
+// value renders e as a value of the kernel's type.
+func (r *renderer) value(e ir.Expr) (cexpr, error) {
+	if l, ok := e.(*ir.IntLit); ok {
+		return r.floatLit(float64(l.Value)), nil
+	}
+	c, err := r.expr(e)
+	if err != nil {
+		return c, err
+	}
+	return r.toValue(c)
+}
+
+func (r *renderer) toValue(c cexpr) (cexpr, error) {
+	switch c.kind {
+	case ir.KindIndex:
+		return cexpr{"(" + r.ctype + ")" + c.at(precUnary), precUnary, ir.KindValue}, nil
+	case ir.KindBool:
+		return c, errors.Errorf("a bool used as a value: %s", c.s)
+	}
+	return c, nil
+}
+
+// as renders e with kind k (KindIndex or KindValue).
+func (r *renderer) as(e ir.Expr, k ir.Kind) (cexpr, error) {
+	if k == ir.KindValue {
+		return r.value(e)
+	}
+	return r.expr(e)
+}
+
+func (r *renderer) floatLit(v float64) cexpr {
+	bits, suffix := 64, ""
+	if r.spec.DType == ir.Float32 {
+		// The value as the kernel sees it; beyond float32's range it is
+		// an infinity.
+		bits, suffix = 32, "f"
+		v = float64(float32(v))
+	}
+	switch {
+	case math.IsNaN(v):
+		return atom("NAN", ir.KindValue)
+	case math.IsInf(v, 1):
+		return atom("INFINITY", ir.KindValue)
+	case math.IsInf(v, -1):
+		return cexpr{"-INFINITY", precUnary, ir.KindValue}
+	}
+	s := strconv.FormatFloat(v, 'g', -1, bits)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	s += suffix
+	if strings.HasPrefix(s, "-") {
+		return cexpr{s, precUnary, ir.KindValue}
+	}
+	return atom(s, ir.KindValue)
+}
+
+func intLit(v int64) cexpr {
+	if v == math.MinInt64 {
+		return cexpr{"(-9223372036854775807 - 1)", precAtom, ir.KindIndex}
+	}
+	s := strconv.FormatInt(v, 10)
+	if v < 0 {
+		return cexpr{s, precUnary, ir.KindIndex}
+	}
+	return atom(s, ir.KindIndex)
+}
+
+// expr renders e in its own kind.
+func (r *renderer) expr(e ir.Expr) (cexpr, error) {
+	switch e := e.(type) {
+	case *ir.IntLit:
+		return intLit(e.Value), nil
+	case *ir.FloatLit:
+		return r.floatLit(e.Value), nil
+	case *ir.Const:
+		if e.IsFloat {
+			return r.floatLit(e.Float), nil
+		}
+		return intLit(e.Int), nil
+	case *ir.Index:
+		if _, ok := r.vars[e.Name]; !ok {
+			return cexpr{}, errors.Errorf("index variable %s is not bound by an enclosing loop", e.Name)
+		}
+		v, err := varName(e.Name)
+		return atom(v, ir.KindIndex), err
+	case *ir.Access:
+		return r.access(e)
+	case *ir.Unary:
+		x, err := r.expr(e.X)
+		if err != nil {
+			return x, err
+		}
+		if e.Op == ir.Not {
+			return cexpr{"!" + x.at(precUnary), precUnary, ir.KindBool}, nil
+		}
+		s := x.at(precUnary)
+		if strings.HasPrefix(s, "-") {
+			s = "(" + s + ")"
+		}
+		return cexpr{"-" + s, precUnary, x.kind}, nil
+	case *ir.Binary:
+		return r.binary(e)
+	case *ir.Call:
+		return r.callExpr(e)
+	case *ir.Where:
+		cond, err := r.expr(e.Cond)
+		if err != nil {
+			return cond, err
+		}
+		k := loops.KindOf(e)
+		a, err := r.as(e.Then, k)
+		if err != nil {
+			return a, err
+		}
+		b, err := r.as(e.Else, k)
+		if err != nil {
+			return b, err
+		}
+		return cexpr{cond.at(precOr) + " ? " + a.at(precOr) + " : " + b.at(precCond), precCond, k}, nil
+	case nil:
+		return cexpr{}, errors.New("nil expression")
+	}
+	return cexpr{}, errors.Errorf("unsupported expression %T", e)
+}
+
+var binText = map[ir.BinOp]struct {
+	tok  string
+	prec int
+}{
+	ir.Add: {"+", precAdd}, ir.Sub: {"-", precAdd}, ir.Mul: {"*", precMul}, ir.Div: {"/", precMul}, ir.Mod: {"%", precMul},
+	ir.Lt: {"<", precRel}, ir.Le: {"<=", precRel}, ir.Gt: {">", precRel}, ir.Ge: {">=", precRel},
+	ir.Eq: {"==", precEq}, ir.Ne: {"!=", precEq}, ir.And: {"&&", precAnd}, ir.Or: {"||", precOr},
+}
+
+func (r *renderer) binary(e *ir.Binary) (cexpr, error) {
+	op, ok := binText[e.Op]
+	if !ok {
+		return cexpr{}, errors.Errorf("unknown operator %d", int(e.Op))
+	}
+	k := loops.Join(loops.KindOf(e.X), loops.KindOf(e.Y))
+	if e.Op.IsLogic() {
+		k = ir.KindBool
+	}
+	var x, y cexpr
+	var err error
+	if k == ir.KindBool {
+		x, err = r.expr(e.X)
+		if err == nil {
+			y, err = r.expr(e.Y)
+		}
+	} else {
+		x, err = r.as(e.X, k)
+		if err == nil {
+			y, err = r.as(e.Y, k)
+		}
+	}
+	if err != nil {
+		return cexpr{}, err
+	}
+	resKind := k
+	if e.Op.IsCompare() {
+		resKind = ir.KindBool
+	}
+	if (e.Op == ir.Div || e.Op == ir.Mod) && k == ir.KindIndex && !r.plainDiv(e) {
+		name := "nf_floordiv"
+		if e.Op == ir.Mod {
+			name = "nf_floormod"
+		}
+		return r.call(name, ir.KindIndex, x, y), nil
+	}
+	if e.Op == ir.Mod && k == ir.KindValue {
+		return r.call("nf_mod", ir.KindValue, x, y), nil
+	}
+	yp := op.prec + 1
+	if k == ir.KindIndex && reassociates(e.Op, e.Y) {
+		yp = op.prec
+	}
+	return cexpr{x.at(op.prec) + " " + op.tok + " " + y.at(yp), op.prec, resKind}, nil
+}
+
+// reassociates reports whether x op (y) may drop the parentheses around an
+// index operand y: integer + and * are associative (a + (b - c) is
+// a + b - c), unlike their floating-point counterparts.
+func reassociates(op ir.BinOp, y ir.Expr) bool {
+	b, ok := y.(*ir.Binary)
+	if !ok || loops.KindOf(b) != ir.KindIndex {
+		return false
+	}
+	switch op {
+	case ir.Add:
+		return b.Op == ir.Add || b.Op == ir.Sub
+	case ir.Mul:
+		return b.Op == ir.Mul
+	}
+	return false
+}
+
+// plainDiv reports whether an index division or modulo may use C's
+// truncating operators: the dividend is provably non-negative and the
+// divisor a positive constant.
+func (r *renderer) plainDiv(e *ir.Binary) bool {
+	d, ok := rangeOf(e.Y, r.vars)
+	if !ok || d.lo != d.hi || d.lo <= 0 {
+		return false
+	}
+	x, ok := rangeOf(e.X, r.vars)
+	return ok && x.lo >= 0
+}
+
+func (r *renderer) callExpr(e *ir.Call) (cexpr, error) {
+	if len(e.Args) != e.Fn.Arity() {
+		return cexpr{}, errors.Errorf("%s takes %d arguments, got %d", e.Fn, e.Fn.Arity(), len(e.Args))
+	}
+	k := loops.KindOf(e)
+	args := make([]cexpr, len(e.Args))
+	for i, a := range e.Args {
+		c, err := r.as(a, k)
+		if err != nil {
+			return c, err
+		}
+		args[i] = c
+	}
+	if k == ir.KindIndex {
+		switch e.Fn {
+		case ir.FuncAbs:
+			return r.call("nf_absi", k, args...), nil
+		case ir.FuncMin:
+			return r.call("nf_mini", k, args...), nil
+		case ir.FuncMax:
+			return r.call("nf_maxi", k, args...), nil
+		}
+		return cexpr{}, errors.Errorf("%s of an index", e.Fn)
+	}
+	switch e.Fn {
+	case ir.FuncExp, ir.FuncLog, ir.FuncSqrt, ir.FuncTanh, ir.FuncPow, ir.FuncErf:
+		return r.call(r.math(e.Fn.String()), k, args...), nil
+	case ir.FuncAbs:
+		return r.call(r.math("fabs"), k, args...), nil
+	case ir.FuncRsqrt, ir.FuncSigmoid, ir.FuncRelu, ir.FuncMin, ir.FuncMax:
+		return r.call("nf_"+e.Fn.String(), k, args...), nil
+	}
+	return cexpr{}, errors.Errorf("unknown function %d", int(e.Fn))
+}
+
+// access renders a tensor element (row-major, constant strides) or a local.
+func (r *renderer) access(a *ir.Access) (cexpr, error) {
+	if loops.IsLocal(a.Tensor) {
+		name, err := localName(a.Tensor)
+		if err != nil || len(a.Indices) == 0 {
+			return atom(name, ir.KindValue), err
+		}
+		if len(a.Indices) != 1 {
+			return cexpr{}, errors.Errorf("local %s indexed by %d indices", a.Tensor, len(a.Indices))
+		}
+		i, err := r.expr(a.Indices[0])
+		return atom(name+"["+i.s+"]", ir.KindValue), err
+	}
+	t := r.tensors[a.Tensor]
+	if t == nil {
+		return cexpr{}, errors.Errorf("access to unknown tensor %s", a.Tensor)
+	}
+	if len(a.Indices) != len(t.Shape) {
+		return cexpr{}, errors.Errorf("%s has rank %d, accessed with %d indices", a.Tensor, len(t.Shape), len(a.Indices))
+	}
+	for _, x := range a.Indices {
+		if k := loops.KindOf(x); k != ir.KindIndex {
+			return cexpr{}, errors.Errorf("index of %s is a %v: %s", a.Tensor, k, ir.ExprString(x))
+		}
+	}
+	strides := make([]int64, len(t.Shape))
+	stride := int64(1)
+	for d := len(t.Shape) - 1; d >= 0; d-- {
+		strides[d] = stride
+		stride *= t.Shape[d]
+	}
+	off := loops.Lit(0)
+	for d, x := range a.Indices {
+		off = loops.Add(off, loops.Mul(x, loops.Lit(strides[d])))
+	}
+	name, err := tensorName(a.Tensor)
+	if err != nil {
+		return cexpr{}, err
+	}
+	i, err := r.expr(off)
+	return atom(name+"["+i.s+"]", ir.KindValue), err
+}

@@ -1,0 +1,65 @@
+package cgen
+
+import "strings"
+
+// helper is a static inline C function a kernel may need. In the text, $T
+// is the value type and $F the math-function suffix ("f" for float).
+type helper struct {
+	name string
+	text string
+}
+
+// helpers in the order they are emitted.
+var helpers = []helper{
+	{"nf_floordiv", `static inline int64_t nf_floordiv(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}`},
+	{"nf_floormod", `static inline int64_t nf_floormod(int64_t a, int64_t b)
+{
+	int64_t m = a % b;
+	return (m != 0 && (m < 0) != (b < 0)) ? m + b : m;
+}`},
+	{"nf_absi", `static inline int64_t nf_absi(int64_t a) { return a < 0 ? -a : a; }`},
+	{"nf_mini", `static inline int64_t nf_mini(int64_t a, int64_t b) { return a < b ? a : b; }`},
+	{"nf_maxi", `static inline int64_t nf_maxi(int64_t a, int64_t b) { return a > b ? a : b; }`},
+	// Go's math.Max and math.Min: NaN wins, and +0 > -0.
+	{"nf_max", `static inline $T nf_max($T a, $T b)
+{
+	if (isnan(a) || isnan(b))
+		return a + b;
+	if (a == b)
+		return signbit(a) ? b : a;
+	return a > b ? a : b;
+}`},
+	{"nf_min", `static inline $T nf_min($T a, $T b)
+{
+	if (isnan(a) || isnan(b))
+		return a + b;
+	if (a == b)
+		return signbit(a) ? a : b;
+	return a < b ? a : b;
+}`},
+	{"nf_relu", `static inline $T nf_relu($T x) { return nf_max(x, 0); }`},
+	{"nf_sigmoid", `static inline $T nf_sigmoid($T x) { return 1 / (1 + exp$F(-x)); }`},
+	{"nf_rsqrt", `static inline $T nf_rsqrt($T x) { return 1 / sqrt$F(x); }`},
+	{"nf_mod", `static inline $T nf_mod($T x, $T y) { return x - floor$F(x / y) * y; }`},
+}
+
+// helperDeps lists helpers another helper calls.
+var helperDeps = map[string][]string{"nf_relu": {"nf_max"}}
+
+// helperText renders the used helpers for value type ctype.
+func helperText(used map[string]bool, ctype, suffix string) string {
+	var b strings.Builder
+	for _, h := range helpers {
+		if !used[h.name] {
+			continue
+		}
+		t := strings.ReplaceAll(h.text, "$T", ctype)
+		t = strings.ReplaceAll(t, "$F", suffix)
+		b.WriteString(t + "\n\n")
+	}
+	return b.String()
+}

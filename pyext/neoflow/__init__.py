@@ -1,0 +1,100 @@
+"""neoflow: new tensor operators for PyTorch, written as index expressions.
+
+    import neoflow
+    matmul = neoflow.op("C[i,j] += A[i,k] * B[k,j]")
+    c = matmul(a, b)
+
+See ``neoflow.op`` for the two ways to define an op.
+"""
+
+from __future__ import annotations
+
+from . import dsl
+from .config import configure
+from .dsl import (
+    abs,
+    erf,
+    exp,
+    indices,
+    log,
+    max,
+    min,
+    pow,
+    reduce_max,
+    reduce_min,
+    reduce_prod,
+    reduce_sum,
+    relu,
+    rsqrt,
+    sigmoid,
+    sqrt,
+    tanh,
+    tensor,
+    where,
+)
+from .errors import Error, ForkError
+from .op import Op
+from .version import __version__
+
+__all__ = [
+    "Error",
+    "ForkError",
+    "Op",
+    "__version__",
+    "abs",
+    "configure",
+    "erf",
+    "exp",
+    "indices",
+    "log",
+    "max",
+    "min",
+    "op",
+    "pow",
+    "reduce_max",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_sum",
+    "relu",
+    "rsqrt",
+    "sigmoid",
+    "sqrt",
+    "tanh",
+    "tensor",
+    "where",
+]
+
+
+def op(source=None, /, *, name=None, inputs=None, sizes=None, consts=None, **kw):
+    """Defines an op from text, or from a decorated function.
+
+    Text: ``neoflow.op("Y[n,k,p,q] += X[n,c,p*S+r,q*S+s] * W[k,c,r,s]", S=2)``.
+    Statements are separated by newlines or ';'; the assignment operators are
+    ``=``, ``+=``, ``*=``, ``max=`` and ``min=``; an index that appears only on
+    the right is reduced over.
+
+    Decorated: ``@neoflow.op`` or ``@neoflow.op(S=2)`` on a function whose
+    positional parameters are the inputs and whose keyword-only parameters
+    are constants; see ``neoflow.dsl``.
+    """
+    if isinstance(source, str):
+        return Op(source, name=name, inputs=inputs, sizes=sizes, consts=consts, **kw)
+    if source is None:
+        return lambda fn: op(fn, name=name, inputs=inputs, sizes=sizes, consts=consts, **kw)
+    if callable(source):
+        if inputs is not None:
+            raise TypeError("a decorated op's inputs are its positional parameters; do not pass inputs=")
+        bound = dict(consts or {})
+        bound.update(kw)
+        text, params, returned = dsl.trace(source, bound)
+        result = Op(text, name=name or source.__name__, inputs=params, sizes=sizes, consts=bound)
+        if returned is not None and sorted(returned) != sorted(result.outputs):
+            raise ValueError(
+                f"{source.__name__} returns {', '.join(returned)} but its outputs (tensors no later "
+                f"statement reads) are {', '.join(result.outputs)}"
+            )
+        if returned is not None:
+            result.outputs = tuple(returned)
+        result.__doc__ = source.__doc__
+        return result
+    raise TypeError(f"neoflow.op takes an expression string or a function, got {type(source).__name__}")

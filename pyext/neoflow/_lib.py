@@ -1,0 +1,119 @@
+"""The one module that talks to libneoflow.so through ctypes.
+
+Control-plane calls send a protobuf request and get a protobuf response;
+`launch` passes only integers and pointers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from pathlib import Path
+
+from .errors import Error, ForkError
+
+_LIB_NAME = "libneoflow.so"
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+_loaded_pid: int | None = None
+
+
+def _path() -> Path:
+    override = os.environ.get("NEOFLOW_LIBRARY")
+    if override:
+        return Path(override)
+    return Path(__file__).with_name(_LIB_NAME)
+
+
+def _bind(lib: ctypes.CDLL) -> None:
+    control = (
+        ctypes.c_void_p,
+        ctypes.c_int64,
+        ctypes.POINTER(ctypes.c_void_p),
+        ctypes.POINTER(ctypes.c_int64),
+    )
+    for name in ("nf_init", "nf_define", "nf_specialize", "nf_release"):
+        fn = getattr(lib, name)
+        fn.argtypes = control
+        fn.restype = ctypes.c_void_p
+    lib.nf_launch.argtypes = (ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+    lib.nf_launch.restype = ctypes.c_void_p
+    lib.nf_free.argtypes = (ctypes.c_void_p,)
+    lib.nf_free.restype = None
+
+
+def _after_fork_in_child() -> None:
+    global _lib
+    if _lib is not None:
+        _lib = None  # the Go runtime's threads did not survive the fork
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def lib() -> ctypes.CDLL:
+    """Loads the library once per process."""
+    global _lib, _loaded_pid
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is None:
+            if _loaded_pid is not None and _loaded_pid != os.getpid():
+                raise ForkError(
+                    "neoflow was loaded before this process was forked, and the Go runtime "
+                    "does not survive fork(); start worker processes with the 'spawn' "
+                    "start method (multiprocessing.set_start_method('spawn')) or import "
+                    "and use neoflow only in the children"
+                )
+            path = _path()
+            if not path.exists():
+                raise Error(f"neoflow's library is missing at {path}; reinstall with `pip install .`")
+            handle = ctypes.CDLL(str(path))
+            _bind(handle)
+            _loaded_pid = os.getpid()
+            _lib = handle
+    return _lib
+
+
+def settings_from_env() -> dict:
+    """NEOFLOW_* settings, read by Python: Go does not see later changes to os.environ."""
+    cflags = os.environ.get("NEOFLOW_CFLAGS", "")
+    return {
+        "cache_dir": os.environ.get("NEOFLOW_CACHE_DIR", ""),
+        "cc": os.environ.get("NEOFLOW_CC", ""),
+        "cflags": cflags.split() if cflags.strip() else [],
+    }
+
+
+def _take_error(ptr: int | None) -> str | None:
+    if not ptr:
+        return None
+    try:
+        return ctypes.string_at(ptr).decode("utf-8", "replace")
+    finally:
+        lib().nf_free(ptr)
+
+
+def call(name: str, request, response_type):
+    """Sends a control-plane request; raises neoflow.Error with the Go text."""
+    fn = getattr(lib(), name)
+    data = request.SerializeToString()
+    out = ctypes.c_void_p()
+    out_len = ctypes.c_int64()
+    err = _take_error(fn(data, len(data), ctypes.byref(out), ctypes.byref(out_len)))
+    if err is not None:
+        raise Error(err)
+    try:
+        payload = ctypes.string_at(out.value, out_len.value) if out_len.value else b""
+    finally:
+        if out.value:
+            lib().nf_free(out.value)
+    return response_type.FromString(payload)
+
+
+def launch(kernel_id: int, pointers, nthreads: int) -> None:
+    """Runs a kernel on a ctypes array of data pointers."""
+    err = _take_error(lib().nf_launch(kernel_id, pointers, len(pointers), nthreads))
+    if err is not None:
+        raise Error(err)

@@ -1,0 +1,328 @@
+"""The decorated form: build an op's statements with Python operators.
+
+    @neoflow.op
+    def conv(X, W):
+        n, k, p, q, c, r, s = neoflow.indices("n k p q c r s")
+        Y = neoflow.tensor("Y")
+        Y[n, k, p, q] += X[n, c, p * 2 + r, q * 2 + s] * W[k, c, r, s]
+        return Y
+
+Positional parameters name the inputs; keyword-only parameters are named
+constants bound by the decorator (``@neoflow.op(S=2)``). Running the body on
+symbolic tensors records statements, which are rendered to the expression
+language and parsed by the Go core, so both forms yield the same IR.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+_trace: list[list[str]] = []
+
+
+def _wrap(x) -> Expr:
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, bool):
+        raise TypeError("booleans are not values in neoflow expressions; use a comparison")
+    if isinstance(x, int):
+        return Expr(str(x) if x >= 0 else f"({x})")
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise ValueError(f"literal {x} is not finite")
+        text = repr(x)
+        return Expr(text if x >= 0 else f"({text})", True)
+    raise TypeError(f"cannot use {type(x).__name__} in a neoflow expression")
+
+
+class Expr:
+    """A symbolic expression; Python operators build larger ones."""
+
+    __slots__ = ("text", "is_value")
+    __hash__ = None  # == builds an expression, so Exprs are not hashable
+
+    def __init__(self, text: str, is_value: bool = False):
+        self.text = text
+        self.is_value = is_value  # a floating-point value, not an integer index
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"neoflow.Expr({self.text!r})"
+
+    def __bool__(self):
+        raise TypeError(
+            "a neoflow expression has no truth value while the op is traced; "
+            "use neoflow.where(cond, a, b) instead of if/else, and & | ~ instead of and/or/not"
+        )
+
+    def _bin(self, op: str, other, swap=False) -> Expr:
+        a, b = (_wrap(other), self) if swap else (self, _wrap(other))
+        return Expr(f"({a.text} {op} {b.text})", a.is_value or b.is_value)
+
+    def __add__(self, o):
+        return self._bin("+", o)
+
+    def __radd__(self, o):
+        return self._bin("+", o, swap=True)
+
+    def __sub__(self, o):
+        return self._bin("-", o)
+
+    def __rsub__(self, o):
+        return self._bin("-", o, swap=True)
+
+    def __mul__(self, o):
+        return self._bin("*", o)
+
+    def __rmul__(self, o):
+        return self._bin("*", o, swap=True)
+
+    def __truediv__(self, o):
+        return self._bin("/", o)
+
+    def __rtruediv__(self, o):
+        return self._bin("/", o, swap=True)
+
+    def __floordiv__(self, o):
+        return self._floordiv(o, swap=False)
+
+    def __rfloordiv__(self, o):
+        return self._floordiv(o, swap=True)
+
+    def _floordiv(self, o, swap):
+        if self.is_value or _wrap(o).is_value:
+            raise TypeError("// is integer division on indices; on values use / (true division)")
+        return self._bin("/", o, swap)  # on indices, '/' is floor division
+
+    def __mod__(self, o):
+        return self._bin("%", o)
+
+    def __rmod__(self, o):
+        return self._bin("%", o, swap=True)
+
+    def __pow__(self, o):
+        return Expr(f"pow({self.text}, {_wrap(o).text})", True)
+
+    def __neg__(self):
+        return Expr(f"(-{self.text})", self.is_value)
+
+    def __pos__(self):
+        return self
+
+    def __lt__(self, o):
+        return self._bin("<", o)
+
+    def __le__(self, o):
+        return self._bin("<=", o)
+
+    def __gt__(self, o):
+        return self._bin(">", o)
+
+    def __ge__(self, o):
+        return self._bin(">=", o)
+
+    def __eq__(self, o):
+        return self._bin("==", o)
+
+    def __ne__(self, o):
+        return self._bin("!=", o)
+
+    def __and__(self, o):
+        return self._bin("&&", o)
+
+    def __rand__(self, o):
+        return self._bin("&&", o, swap=True)
+
+    def __or__(self, o):
+        return self._bin("||", o)
+
+    def __ror__(self, o):
+        return self._bin("||", o, swap=True)
+
+    def __invert__(self):
+        return Expr(f"(!{self.text})")
+
+
+class _Access(Expr):
+    __slots__ = ("tensor", "key")
+
+    def __init__(self, tensor: Tensor, key: str):
+        super().__init__(f"{tensor.name}[{key}]", True)
+        self.tensor = tensor
+        self.key = key
+
+    def __iadd__(self, rhs):
+        return _Reduction("+=", _wrap(rhs), self)
+
+    def __imul__(self, rhs):
+        return _Reduction("*=", _wrap(rhs), self)
+
+
+class _Reduction:
+    __slots__ = ("op", "rhs", "target")
+
+    def __init__(self, op: str, rhs: Expr, target: _Access | None = None):
+        self.op, self.rhs, self.target = op, rhs, target
+
+
+def _key(idx) -> str:
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    return ", ".join(_wrap(i).text for i in idx)
+
+
+class Tensor:
+    """A symbolic tensor: an input parameter or one made by neoflow.tensor."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        if not name.isidentifier():
+            raise ValueError(f"tensor name {name!r} is not an identifier")
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"neoflow.tensor({self.name!r})"
+
+    def __getitem__(self, idx) -> _Access:
+        return _Access(self, _key(idx))
+
+    def __setitem__(self, idx, value) -> None:
+        if not _trace:
+            raise RuntimeError("statements can only be written inside a function decorated with @neoflow.op")
+        key = _key(idx)
+        if isinstance(value, _Reduction):
+            if value.target is not None and (value.target.tensor is not self or value.target.key != key):
+                raise ValueError(f"{value.op} must update the same element it reads: {self.name}[{key}]")
+            _trace[-1].append(f"{self.name}[{key}] {value.op} {value.rhs.text}")
+        else:
+            _trace[-1].append(f"{self.name}[{key}] = {_wrap(value).text}")
+
+
+def tensor(name: str) -> Tensor:
+    """A tensor written by a statement of the op being traced."""
+    return Tensor(name)
+
+
+def indices(names: str):
+    """Index variables: ``i, j = neoflow.indices("i j")``; one name gives one."""
+    parts = names.replace(",", " ").split()
+    for p in parts:
+        if not p.isidentifier():
+            raise ValueError(f"index name {p!r} is not an identifier")
+    out = tuple(Expr(p) for p in parts)
+    return out[0] if len(out) == 1 else out
+
+
+def _call(fn: str, *args) -> Expr:
+    wrapped = [_wrap(a) for a in args]
+    keeps_kind = fn in ("min", "max", "abs", "where")
+    is_value = any(a.is_value for a in wrapped) if keeps_kind else True
+    return Expr(f"{fn}({', '.join(a.text for a in wrapped)})", is_value)
+
+
+def where(cond, a, b) -> Expr:
+    """a where cond holds, else b; only the chosen branch is read."""
+    return _call("where", cond, a, b)
+
+
+def exp(x):
+    return _call("exp", x)
+
+
+def log(x):
+    return _call("log", x)
+
+
+def sqrt(x):
+    return _call("sqrt", x)
+
+
+def rsqrt(x):
+    return _call("rsqrt", x)
+
+
+def tanh(x):
+    return _call("tanh", x)
+
+
+def sigmoid(x):
+    return _call("sigmoid", x)
+
+
+def relu(x):
+    return _call("relu", x)
+
+
+def abs(x):  # noqa: A001 - mirrors the expression language
+    return _call("abs", x)
+
+
+def erf(x):
+    return _call("erf", x)
+
+
+def pow(x, y):  # noqa: A001
+    return _call("pow", x, y)
+
+
+def min(x, y):  # noqa: A001
+    return _call("min", x, y)
+
+
+def max(x, y):  # noqa: A001
+    return _call("max", x, y)
+
+
+def reduce_sum(x) -> _Reduction:
+    """``Y[i] = reduce_sum(X[i, j])`` is ``Y[i] += X[i, j]``."""
+    return _Reduction("+=", _wrap(x))
+
+
+def reduce_prod(x) -> _Reduction:
+    return _Reduction("*=", _wrap(x))
+
+
+def reduce_max(x) -> _Reduction:
+    """``Y[i] = reduce_max(X[i, j])`` is ``Y[i] max= X[i, j]``."""
+    return _Reduction("max=", _wrap(x))
+
+
+def reduce_min(x) -> _Reduction:
+    return _Reduction("min=", _wrap(x))
+
+
+def trace(fn, consts: dict):
+    """Runs fn on symbolic tensors; returns (source, inputs, output names)."""
+    sig = inspect.signature(fn)
+    inputs, kwonly = [], {}
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            inputs.append(p.name)
+        elif p.kind == p.KEYWORD_ONLY:
+            if p.name not in consts:
+                raise TypeError(f"constant {p.name} of {fn.__name__} needs a value: @neoflow.op({p.name}=...)")
+            kwonly[p.name] = Expr(p.name, isinstance(consts[p.name], float))
+        else:
+            raise TypeError(f"{fn.__name__}: *args and **kwargs are not allowed in an op")
+    extra = set(consts) - set(kwonly)
+    if extra:
+        raise TypeError(f"{fn.__name__} has no keyword-only parameter for constant(s) {', '.join(sorted(extra))}")
+    _trace.append([])
+    try:
+        result = fn(*[Tensor(n) for n in inputs], **kwonly)
+    finally:
+        stmts = _trace.pop()
+    if not stmts:
+        raise ValueError(f"{fn.__name__} wrote no statements")
+    if result is None:
+        returned = None
+    else:
+        seq = result if isinstance(result, (tuple, list)) else (result,)
+        if not all(isinstance(t, Tensor) for t in seq):
+            raise TypeError(f"{fn.__name__} must return the output tensor(s) it wrote")
+        returned = [t.name for t in seq]
+    return "\n".join(stmts), inputs, returned

@@ -1,0 +1,182 @@
+"""Op: an operator defined by an index expression, callable on torch tensors."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping
+
+import torch
+
+from . import _lib, config
+from ._proto import neoflow_pb2 as pb
+
+_DTYPES = {torch.float32: "float32", torch.float64: "float64"}
+_TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
+_RESERVED = {"name", "inputs", "sizes", "consts"}
+
+
+class Kernel:
+    """One specialization of an op: its kernel and the buffers it takes."""
+
+    __slots__ = ("kernel_id", "buffers", "dtype", "c_source", "cache_hit", "outputs")
+
+    def __init__(self, resp: pb.SpecializeResponse, outputs=()):
+        self.kernel_id = resp.kernel_id
+        self.dtype = _TORCH_DTYPES[resp.dtype]
+        self.c_source = resp.c_source
+        self.cache_hit = resp.cache_hit
+        self.buffers = [(b.name, b.role, tuple(b.shape)) for b in resp.buffers]
+        names = [b.name for b in resp.buffers]
+        # positions of the op's outputs among the buffers, in the op's order
+        self.outputs = [names.index(n) for n in outputs] or [
+            i for i, b in enumerate(resp.buffers) if b.role == "output"
+        ]
+
+
+def _scalar(name: str, value) -> pb.Scalar:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"constant {name} must be an int or a float, got {type(value).__name__}")
+    if isinstance(value, int):
+        return pb.Scalar(int=value)
+    return pb.Scalar(float=value)
+
+
+def _sizes(sizes) -> dict[str, int]:
+    if sizes is None:
+        return {}
+    if not isinstance(sizes, Mapping):
+        raise TypeError(f"sizes must be a dict of index name to extent, got {type(sizes).__name__}")
+    out = {}
+    for k, v in sizes.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"size of index {k!r} must be a positive int, got {v!r}")
+        out[str(k)] = v
+    return out
+
+
+def check_devices(devices, names) -> None:
+    """Raises for devices neoflow cannot run on, or for inputs on mixed devices."""
+    first = devices[0]
+    for dev, name in zip(devices, names):
+        if dev != first:
+            raise ValueError(
+                f"inputs are on different devices: {names[0]} is on {first} but {name} is on {dev}"
+            )
+    if first.type == "cuda":
+        raise NotImplementedError(
+            "CUDA tensors are not supported yet: neoflow runs on CPU tensors for now "
+            "(move the inputs with .cpu())"
+        )
+    if first.type != "cpu":
+        raise NotImplementedError(f"device {first} is not supported: neoflow runs on CPU tensors")
+
+
+class Op:
+    """A tensor operator defined by index expressions.
+
+    >>> matmul = Op("C[i,j] += A[i,k] * B[k,j]")
+    >>> c = matmul(a, b)
+
+    Named scalar constants are keyword arguments (``Op(src, S=2)``) or the
+    ``consts`` dict. ``inputs`` fixes the order of the call's arguments
+    (default: order of first appearance). ``sizes`` gives extents of index
+    variables that cannot be inferred from the input shapes; they can also
+    be passed, or overridden, at call time.
+    """
+
+    def __init__(self, source: str, *, name: str | None = None, inputs=None, sizes=None, consts=None, **kw):
+        if not isinstance(source, str):
+            raise TypeError(f"an op's source must be a string, got {type(source).__name__}")
+        consts = dict(consts or {})
+        consts.update(kw)
+        request = pb.DefineRequest(
+            source=source,
+            name=name or "",
+            inputs=list(inputs or []),
+            consts={k: _scalar(k, v) for k, v in consts.items()},
+        )
+        config.ensure()
+        resp = _lib.call("nf_define", request, pb.DefineResponse)
+        self.source = source
+        self.name = name or ""
+        self.op_id = resp.op_id
+        self.inputs = tuple(resp.inputs)
+        self.outputs = tuple(resp.outputs)
+        self.input_ranks = tuple(resp.input_ranks)
+        self.hash = resp.hash
+        self._printed = resp.printed
+        self._sizes = _sizes(sizes)
+        self._kernels: dict = {}
+
+    def __str__(self) -> str:
+        return self._printed
+
+    def __repr__(self) -> str:
+        label = f" {self.name}" if self.name else ""
+        return f"<neoflow.Op{label}: {self._printed.strip()}>"
+
+    # -- specialization ---------------------------------------------------
+
+    def _check(self, tensors) -> None:
+        if len(tensors) != len(self.inputs):
+            raise TypeError(
+                f"op {self.name or '<anonymous>'} takes {len(self.inputs)} inputs "
+                f"({', '.join(self.inputs)}), got {len(tensors)}"
+            )
+        for t, n in zip(tensors, self.inputs):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"input {n} must be a torch.Tensor, got {type(t).__name__}")
+        check_devices([t.device for t in tensors], self.inputs)
+        for t, n in zip(tensors, self.inputs):
+            if t.dtype not in _DTYPES:
+                raise TypeError(f"input {n} has dtype {t.dtype}; neoflow supports torch.float32 and torch.float64")
+        for t, n, r in zip(tensors, self.inputs, self.input_ranks):
+            if t.dim() != r:
+                raise ValueError(f"input {n} must have {r} dimensions, got shape {tuple(t.shape)}")
+
+    def _request(self, tensors, sizes, source_only=False) -> pb.SpecializeRequest:
+        merged = dict(self._sizes)
+        merged.update(_sizes(sizes))
+        return pb.SpecializeRequest(
+            op_id=self.op_id,
+            inputs=[pb.TensorType(dtype=_DTYPES[t.dtype], shape=list(t.shape)) for t in tensors],
+            sizes=merged,
+            source_only=source_only,
+        )
+
+    def specialize(self, *tensors, sizes=None) -> Kernel:
+        """Builds (or finds) the kernel for these inputs' shapes and dtype."""
+        self._check(tensors)
+        key = (tuple((t.dtype, tuple(t.shape)) for t in tensors), tuple(sorted(_sizes(sizes).items())))
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            config.ensure()
+            resp = _lib.call("nf_specialize", self._request(tensors, sizes), pb.SpecializeResponse)
+            kernel = Kernel(resp, self.outputs)
+            self._kernels[key] = kernel
+        return kernel
+
+    def c_source(self, *tensors, sizes=None) -> str:
+        """The generated C source for these inputs, without compiling it."""
+        self._check(tensors)
+        config.ensure()
+        resp = _lib.call("nf_specialize", self._request(tensors, sizes, source_only=True), pb.SpecializeResponse)
+        return resp.c_source
+
+    # -- calling ----------------------------------------------------------
+
+    def __call__(self, *tensors, sizes=None):
+        if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors):
+            raise NotImplementedError(
+                "neoflow ops do not compute gradients yet: call them under torch.no_grad() "
+                "or on tensors that do not require grad"
+            )
+        kernel = self.specialize(*tensors, sizes=sizes)
+        ins = [t.contiguous() for t in tensors]
+        bufs = list(ins)
+        for _, role, shape in kernel.buffers[len(ins):]:
+            bufs.append(torch.empty(shape, dtype=kernel.dtype))
+        pointers = (ctypes.c_void_p * len(bufs))(*[b.data_ptr() for b in bufs])
+        _lib.launch(kernel.kernel_id, pointers, torch.get_num_threads())
+        outs = [bufs[i] for i in kernel.outputs]
+        return outs[0] if len(outs) == 1 else tuple(outs)

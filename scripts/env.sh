@@ -1,0 +1,12 @@
+# Sourced by the other scripts: finds or creates the virtual environment.
+# It lives outside the repository (PyTorch is several GB) and is reused.
+set -euo pipefail
+NEOFLOW_VENV=${NEOFLOW_VENV:-$HOME/.venvs/neoflow}
+if [ ! -x "$NEOFLOW_VENV/bin/python" ]; then
+  echo "neoflow: creating the virtual environment $NEOFLOW_VENV (downloads PyTorch once)"
+  mkdir -p "$(dirname "$NEOFLOW_VENV")"
+  python3 -m venv "$NEOFLOW_VENV"
+fi
+PY="$NEOFLOW_VENV/bin/python"
+"$PY" -m pip install -q "torch>=2.4" "protobuf>=4.21" pytest ruff
+command -v go >/dev/null || { echo "neoflow: Go is required (see go.mod)"; exit 1; }

@@ -1,0 +1,26 @@
+import os
+import tempfile
+
+import pytest
+
+# Every test session gets its own kernel cache, set before neoflow is used.
+_CACHE = tempfile.mkdtemp(prefix="neoflow-test-cache-")
+os.environ["NEOFLOW_CACHE_DIR"] = _CACHE
+
+import torch  # noqa: E402
+
+torch.manual_seed(0)
+
+
+@pytest.fixture(params=[torch.float32, torch.float64], ids=["f32", "f64"])
+def dtype(request):
+    return request.param
+
+
+def tol(dtype):
+    return {"rtol": 1e-4, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 1e-10, "atol": 1e-12}
+
+
+@pytest.fixture
+def cache_dir():
+    return _CACHE

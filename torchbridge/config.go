@@ -1,0 +1,61 @@
+package torchbridge
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/kernels/cc"
+)
+
+// Config is the runtime's settings, sent by Python in an InitRequest.
+type Config struct {
+	CacheDir   string
+	Compiler   cc.Compiler
+	NumThreads int
+}
+
+// defaultConfig is used until the first Init.
+func defaultConfig() (Config, error) {
+	dir, err := defaultCacheDir()
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{CacheDir: dir, Compiler: cc.DefaultCompiler(), NumThreads: runtime.NumCPU()}, nil
+}
+
+func defaultCacheDir() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", errors.Wrap(err, "finding the user's cache directory (set NEOFLOW_CACHE_DIR)")
+	}
+	return filepath.Join(base, "neoflow"), nil
+}
+
+// configFrom turns an InitRequest into a Config, filling defaults.
+func configFrom(req *api.InitRequest) (Config, error) {
+	cfg, err := defaultConfig()
+	if err != nil && req.GetCacheDir() == "" {
+		return Config{}, err
+	}
+	if d := req.GetCacheDir(); d != "" {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return Config{}, errors.Wrapf(err, "cache directory %q", d)
+		}
+		cfg.CacheDir = abs
+	}
+	if c := req.GetCc(); c != "" {
+		cfg.Compiler.Path = c
+	}
+	if fl := req.GetCflags(); len(fl) > 0 {
+		cfg.Compiler.Flags = append([]string(nil), fl...)
+	}
+	if n := req.GetNumThreads(); n > 0 {
+		cfg.NumThreads = int(n)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,105 @@
+package torchbridge
+
+import (
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/parse"
+	"github.com/neoflow/neoflow/core/sema"
+)
+
+// Define parses and checks an op and registers it.
+func (r *Runtime) Define(req *api.DefineRequest) (*api.DefineResponse, error) {
+	consts := map[string]parse.ConstValue{}
+	for name, s := range req.GetConsts() {
+		switch v := s.GetValue().(type) {
+		case *api.Scalar_Int:
+			consts[name] = parse.ConstValue{Int: v.Int}
+		case *api.Scalar_Float:
+			consts[name] = parse.ConstValue{IsFloat: true, Float: v.Float}
+		default:
+			return nil, errors.Errorf("constant %s has no value", name)
+		}
+	}
+	op, err := parse.Parse(req.GetSource(), parse.Options{Name: req.GetName(), Inputs: req.GetInputs(), Consts: consts})
+	if err != nil {
+		return nil, err
+	}
+	if err := sema.Check(op); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.nextOp++
+	id := r.nextOp
+	r.ops[id] = op
+	r.mu.Unlock()
+
+	resp := &api.DefineResponse{
+		OpId:    id,
+		Printed: ir.Print(op),
+		Inputs:  op.Inputs,
+		Outputs: outputs(op),
+		Hash:    ir.Hash(op),
+	}
+	ranks := ranksOf(op)
+	for _, in := range op.Inputs {
+		resp.InputRanks = append(resp.InputRanks, int32(ranks[in]))
+	}
+	return resp, nil
+}
+
+// Release forgets an op. Kernels built for it stay loaded: other ops may
+// share them, and a launch in flight must not lose its code.
+func (r *Runtime) Release(req *api.ReleaseRequest) (*api.Empty, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.ops, req.GetOpId())
+	return &api.Empty{}, nil
+}
+
+func (r *Runtime) op(id uint64) (*ir.Op, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op, ok := r.ops[id]
+	if !ok {
+		return nil, errors.Errorf("unknown op id %d (released, or defined in another process)", id)
+	}
+	return op, nil
+}
+
+// outputs lists, in statement order, the written tensors that no later
+// statement reads.
+func outputs(op *ir.Op) []string {
+	var out []string
+	for i, s := range op.Stmts {
+		readLater := false
+		for _, later := range op.Stmts[i+1:] {
+			ir.Walk(later.RHS, func(e ir.Expr) bool {
+				if a, ok := e.(*ir.Access); ok && a.Tensor == s.Tensor {
+					readLater = true
+				}
+				return !readLater
+			})
+		}
+		if !readLater {
+			out = append(out, s.Tensor)
+		}
+	}
+	return out
+}
+
+// ranksOf gives the number of indices each tensor is used with.
+func ranksOf(op *ir.Op) map[string]int {
+	ranks := map[string]int{}
+	for _, s := range op.Stmts {
+		ranks[s.Tensor] = len(s.Indices)
+		ir.Walk(s.RHS, func(e ir.Expr) bool {
+			if a, ok := e.(*ir.Access); ok {
+				ranks[a.Tensor] = len(a.Indices)
+			}
+			return true
+		})
+	}
+	return ranks
+}

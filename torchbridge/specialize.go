@@ -1,0 +1,130 @@
+package torchbridge
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/sema"
+	"github.com/neoflow/neoflow/kernels"
+)
+
+// Specialize fixes an op's input shapes and dtype, infers every other shape,
+// proves the accesses in bounds and builds (or finds) the kernel. With
+// source_only it stops after generating the C source.
+func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeResponse, error) {
+	op, err := r.op(req.GetOpId())
+	if err != nil {
+		return nil, err
+	}
+	dtype, shapes, err := inputTypes(op, req.GetInputs())
+	if err != nil {
+		return nil, err
+	}
+	key := specKey(req)
+	if !req.GetSourceOnly() {
+		r.mu.Lock()
+		cached := r.specs[key]
+		r.mu.Unlock()
+		if cached != nil {
+			return cached, nil
+		}
+	}
+	spec, err := sema.Specialize(op, dtype, shapes, req.GetSizes())
+	if err != nil {
+		return nil, err
+	}
+	resp := &api.SpecializeResponse{Dtype: dtype.String()}
+	for _, t := range spec.Tensors {
+		resp.Buffers = append(resp.Buffers, &api.Buffer{Name: t.Name, Role: t.Role.String(), Shape: t.Shape})
+	}
+	if req.GetSourceOnly() {
+		resp.CSource, err = kernels.Source(spec)
+		return resp, err
+	}
+	cfg, err := r.config()
+	if err != nil {
+		return nil, err
+	}
+	k, err := kernels.Build(spec, kernels.Options{Compiler: cfg.Compiler, CacheDir: cfg.CacheDir, Version: Version})
+	if err != nil {
+		return nil, err
+	}
+	resp.CSource = k.Source()
+	resp.CacheHit = k.CacheHit()
+	resp.KernelId = r.register(k, len(spec.Tensors))
+
+	r.mu.Lock()
+	r.specs[key] = resp
+	r.mu.Unlock()
+	return resp, nil
+}
+
+// register adds a kernel to the launch table, once per cache key.
+func (r *Runtime) register(k *kernels.Kernel, nbufs int) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id, ok := r.byCache[k.Key()]; ok {
+		return id
+	}
+	old := *r.table.Load()
+	next := make([]*launchable, len(old), len(old)+1)
+	copy(next, old)
+	next = append(next, &launchable{kernel: k, nbufs: nbufs})
+	r.table.Store(&next)
+	id := uint64(len(next) - 1)
+	r.byCache[k.Key()] = id
+	return id
+}
+
+// inputTypes checks that all inputs share one supported dtype.
+func inputTypes(op *ir.Op, ins []*api.TensorType) (ir.DType, [][]int64, error) {
+	if len(ins) != len(op.Inputs) {
+		return 0, nil, errors.Errorf("op %s takes %d inputs (%s), got %d",
+			opName(op), len(op.Inputs), strings.Join(op.Inputs, ", "), len(ins))
+	}
+	var dtype ir.DType
+	shapes := make([][]int64, len(ins))
+	for i, in := range ins {
+		d, err := ir.ParseDType(in.GetDtype())
+		if err != nil {
+			return 0, nil, errors.Wrapf(err, "input %s", op.Inputs[i])
+		}
+		if i > 0 && d != dtype {
+			return 0, nil, errors.Errorf("inputs of op %s must share one dtype: %s is %s but %s is %s",
+				opName(op), op.Inputs[0], dtype, op.Inputs[i], d)
+		}
+		dtype = d
+		shapes[i] = in.GetShape()
+	}
+	return dtype, shapes, nil
+}
+
+func opName(op *ir.Op) string {
+	if op.Name == "" {
+		return "<anonymous>"
+	}
+	return op.Name
+}
+
+// specKey identifies a specialization request.
+func specKey(req *api.SpecializeRequest) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d", req.GetOpId())
+	for _, in := range req.GetInputs() {
+		fmt.Fprintf(&b, "|%s%v", in.GetDtype(), in.GetShape())
+	}
+	names := make([]string, 0, len(req.GetSizes()))
+	for n := range req.GetSizes() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "|%s=%d", n, req.GetSizes()[n])
+	}
+	return b.String()
+}
