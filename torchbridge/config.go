@@ -24,7 +24,7 @@ func defaultConfig() (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{CacheDir: dir, Compiler: cc.DefaultCompiler(), NumThreads: runtime.NumCPU()}, nil
+	return Config{CacheDir: dir, NumThreads: runtime.NumCPU()}, nil
 }
 
 func defaultCacheDir() (string, error) {

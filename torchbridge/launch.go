@@ -4,6 +4,8 @@ import (
 	"unsafe"
 
 	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/kernels/cc"
 )
 
 // Launch runs kernel id on nbufs buffer pointers (bufs points to an array of
@@ -21,6 +23,6 @@ func (r *Runtime) Launch(id uint64, bufs unsafe.Pointer, nbufs int, nthreads int
 	if nthreads < 1 {
 		nthreads = 1
 	}
-	l.kernel.LaunchRaw(bufs, int64(nthreads))
+	cc.CallRaw(l.fn, bufs, int64(nthreads))
 	return nil
 }

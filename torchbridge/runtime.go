@@ -1,6 +1,7 @@
 package torchbridge
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,12 @@ type Runtime struct {
 	cfgErr  error
 	ops     map[uint64]*ir.Op
 	nextOp  uint64
+	builder *kernels.Builder                   // for cfg; nil until first needed
 	specs   map[string]*api.SpecializeResponse // by specialization key
 	byCache map[string]uint64                  // kernel id by kernel cache key
+
+	warnMu sync.Mutex // guards warns; the builder reports while mu may be held
+	warns  []string   // cache reports not yet sent to Python
 
 	// table is the launch path's view: kernel id -> kernel. It is replaced,
 	// never mutated, so Launch reads it without a lock.
@@ -27,8 +32,8 @@ type Runtime struct {
 
 // launchable is what Launch needs of a built kernel.
 type launchable struct {
-	kernel *kernels.Kernel
-	nbufs  int
+	fn    uintptr // the kernel's C entry point
+	nbufs int
 }
 
 // Default is the process's runtime, used by the C API.
@@ -59,11 +64,45 @@ func (r *Runtime) Init(req *api.InitRequest) (*api.InitResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cfg, r.cfgErr = cfg, nil
+	r.builder = nil // the next build uses the new settings
+	r.specs = map[string]*api.SpecializeResponse{}
 	return &api.InitResponse{Version: Version, CacheDir: cfg.CacheDir}, nil
 }
 
-func (r *Runtime) config() (Config, error) {
+// kernelBuilder returns the builder for the current settings.
+func (r *Runtime) kernelBuilder() (*kernels.Builder, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.cfg, r.cfgErr
+	if r.cfgErr != nil {
+		return nil, r.cfgErr
+	}
+	if r.builder == nil {
+		b, err := kernels.NewBuilder(kernels.Options{
+			Compiler: r.cfg.Compiler,
+			CacheDir: r.cfg.CacheDir,
+			Version:  Version,
+			Logf:     r.warnf,
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.builder = b
+	}
+	return r.builder, nil
+}
+
+// warnf records a report for the next SpecializeResponse.
+func (r *Runtime) warnf(format string, args ...any) {
+	r.warnMu.Lock()
+	defer r.warnMu.Unlock()
+	r.warns = append(r.warns, fmt.Sprintf(format, args...))
+}
+
+// takeWarnings returns and clears the pending reports.
+func (r *Runtime) takeWarnings() []string {
+	r.warnMu.Lock()
+	defer r.warnMu.Unlock()
+	w := r.warns
+	r.warns = nil
+	return w
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/sema"
 	"github.com/neoflow/neoflow/kernels"
+	"github.com/neoflow/neoflow/kernels/cache"
 )
 
 // Specialize fixes an op's input shapes and dtype, infers every other shape,
@@ -46,17 +47,18 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 		resp.CSource, err = kernels.Source(spec)
 		return resp, err
 	}
-	cfg, err := r.config()
+	builder, err := r.kernelBuilder()
 	if err != nil {
 		return nil, err
 	}
-	k, err := kernels.Build(spec, kernels.Options{Compiler: cfg.Compiler, CacheDir: cfg.CacheDir, Version: Version})
+	k, err := builder.Build(spec)
+	resp.Warnings = r.takeWarnings()
 	if err != nil {
 		return nil, err
 	}
 	resp.CSource = k.Source()
-	resp.CacheHit = k.CacheHit()
-	resp.KernelId = r.register(k, len(spec.Tensors))
+	resp.CacheHit = k.Outcome() == cache.Hit
+	resp.KernelId = r.register(k)
 
 	r.mu.Lock()
 	r.specs[key] = resp
@@ -65,7 +67,7 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 }
 
 // register adds a kernel to the launch table, once per cache key.
-func (r *Runtime) register(k *kernels.Kernel, nbufs int) uint64 {
+func (r *Runtime) register(k *kernels.Kernel) uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if id, ok := r.byCache[k.Key()]; ok {
@@ -74,7 +76,7 @@ func (r *Runtime) register(k *kernels.Kernel, nbufs int) uint64 {
 	old := *r.table.Load()
 	next := make([]*launchable, len(old), len(old)+1)
 	copy(next, old)
-	next = append(next, &launchable{kernel: k, nbufs: nbufs})
+	next = append(next, &launchable{fn: k.Addr(), nbufs: k.NumBufs()})
 	r.table.Store(&next)
 	id := uint64(len(next) - 1)
 	r.byCache[k.Key()] = id

@@ -6,8 +6,10 @@
 // decision is an annotation on a Loop (Parallel with Collapse, Vector,
 // Unroll), so a backend only renders what it is given. Expressions are
 // ir.Expr trees in which every ir.Index names a loop variable of an
-// enclosing Loop (the statement's own variables have been substituted), int
-// constants are folded to literals and index arithmetic is simplified.
+// enclosing Loop (the statement's own variables have been substituted),
+// named constants are replaced by literals and index arithmetic is
+// simplified. Locals are read and written as ir.Access nodes whose name
+// starts with LocalPrefix.
 //
 // Loop variable names: a statement axis keeps its source name ("k"); the
 // two halves of a split axis are "<axis>.o" (outer, the chunk number) and

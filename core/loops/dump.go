@@ -8,16 +8,23 @@ import (
 )
 
 // Dump prints fn as indented text, one node per line, for debugging and
-// golden tests:
+// golden tests. Expressions print with ir.ExprString.
 //
 //	func matmul float32
 //	  buf 0 A[64, 32] input
-//	  ...
+//	  buf 1 B[32, 48] input
+//	  buf 2 C[64, 48] output
 //	stmt 0: C[i, j] += A[i, k] * B[k, j]  (vector 16, parallel 1)
 //	  parallel(1) for i < 64
 //	    for j.o < 3
 //	      local %acc[16]
-//	      ...
+//	      vector for j.l < 16
+//	        %acc[j.l] = 0.0
+//	      for k < 32
+//	        vector for j.l < 16
+//	          %acc[j.l] += A[i, k] * B[k, j.o * 16 + j.l]
+//	      vector for j.l < 16
+//	        C[i, j.o * 16 + j.l] = %acc[j.l]
 func Dump(fn *Func) string {
 	var b strings.Builder
 	name := fn.Spec.Op.Name

@@ -173,3 +173,24 @@ func TestSpecErrors(t *testing.T) {
 		t.Error("nil spec accepted")
 	}
 }
+
+func TestLowerWithCustomSchedule(t *testing.T) {
+	s := matmulSpec(ir.Float32, 6, 10, 3)
+	fn, err := LowerWith(s, func(*ir.Spec, int) Schedule { return Schedule{VectorWidth: 4, ParallelDepth: 1} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Dump(fn)
+	for _, want := range []string{"(vector 4, parallel 1)", "parallel(1) for i < 6", "for j.o < 2", "vector for j.l < 4", "remainder: j in [8, 10)", "vector for j.l < 2"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("dump lacks %q:\n%s", want, got)
+		}
+	}
+	fn, err = LowerWith(s, func(*ir.Spec, int) Schedule { return Schedule{VectorWidth: 1} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Dump(fn); strings.Contains(got, "vector for") || strings.Contains(got, "parallel(") {
+		t.Errorf("scalar serial schedule:\n%s", got)
+	}
+}

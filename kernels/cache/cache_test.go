@@ -145,20 +145,28 @@ func TestCorruptionRebuilds(t *testing.T) {
 	c := newCache(t, dir, comp)
 	get(t, c, Miss)
 	so, meta := c.Paths(c.Key(testSrc))
+	// Corrupt files by replacing them: this process has the library
+	// mapped, and rewriting a mapped file in place would crash it.
+	replace := func(path string, b []byte, mode os.FileMode) error {
+		if err := os.WriteFile(path+".new", b, mode); err != nil {
+			return err
+		}
+		return os.Rename(path+".new", path)
+	}
 	for i, corrupt := range []struct {
 		name string
 		do   func() error
 	}{
-		{"garbage .so", func() error { return os.WriteFile(so, []byte("garbage"), 0o700) }},
+		{"garbage .so", func() error { return replace(so, []byte("garbage"), 0o700) }},
 		{"flipped byte", func() error {
 			b, err := os.ReadFile(so)
 			if err != nil {
 				return err
 			}
 			b[len(b)/2] ^= 0xff
-			return os.WriteFile(so, b, 0o700)
+			return replace(so, b, 0o700)
 		}},
-		{"truncated metadata", func() error { return os.WriteFile(meta, []byte(`{"key": "ab`), 0o600) }},
+		{"truncated metadata", func() error { return replace(meta, []byte(`{"key": "ab`), 0o600) }},
 		{"missing metadata", func() error { return os.Remove(meta) }},
 		{"missing .so", func() error { return os.Remove(so) }},
 	} {

@@ -21,6 +21,13 @@ func lockFile(path string) (unlock func(), err error) {
 			break
 		}
 	}
+	if err == syscall.ENOLCK || err == syscall.EOPNOTSUPP || err == syscall.ENOSYS {
+		// No locking on this file system (some network mounts): go on
+		// unlocked; the atomic renames keep entries consistent, at the
+		// cost of duplicate compilations.
+		f.Close()
+		return func() {}, nil
+	}
 	if err != nil {
 		f.Close()
 		return nil, errors.Wrapf(err, "kernel cache: lock %s", path)

@@ -51,10 +51,11 @@ type Library struct {
 	handle unsafe.Pointer
 }
 
-// loaded keeps every library reachable for the life of the process.
+// loaded keeps every library reachable for the life of the process, by
+// handle (dlopen of a loaded path returns its handle again).
 var loaded struct {
 	sync.Mutex
-	libs []*Library
+	libs map[unsafe.Pointer]*Library
 }
 
 // Open loads the shared object at path with dlopen(RTLD_NOW|RTLD_LOCAL).
@@ -68,10 +69,16 @@ func Open(path string) (*Library, error) {
 		C.free(unsafe.Pointer(cerr))
 		return nil, errors.Errorf("dlopen %s: %s", path, msg)
 	}
-	lib := &Library{Path: path, handle: h}
 	loaded.Lock()
-	loaded.libs = append(loaded.libs, lib)
-	loaded.Unlock()
+	defer loaded.Unlock()
+	if lib, ok := loaded.libs[h]; ok {
+		return lib, nil
+	}
+	if loaded.libs == nil {
+		loaded.libs = map[unsafe.Pointer]*Library{}
+	}
+	lib := &Library{Path: path, handle: h}
+	loaded.libs[h] = lib
 	return lib, nil
 }
 

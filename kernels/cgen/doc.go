@@ -20,8 +20,10 @@
 //     float; value '%' is x - floor(x/y)*y; sigmoid is 1/(1+exp(-x)), rsqrt
 //     1/sqrt(x), relu max(x, 0);
 //   - min and max on values (and max=/min= reductions, and relu) follow Go's
-//     math.Min/math.Max as the interpreter does: a NaN operand gives NaN, and
-//     max(-0, +0) = +0, min(-0, +0) = -0;
+//     math.Max/math.Min as the interpreter does: max with +inf is +inf even
+//     against NaN (min with -inf likewise), otherwise a NaN operand gives
+//     NaN, and max(-0, +0) = +0, min(-0, +0) = -0. So relu(NaN) is NaN, and
+//     a max= reduction over a row holding NaN is NaN unless it holds +inf;
 //   - where is a C conditional, so only the chosen branch (and any guarded
 //     access in it) is evaluated; && and || short-circuit;
 //   - an index used as a value is converted to the value type.

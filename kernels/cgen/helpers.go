@@ -24,9 +24,13 @@ var helpers = []helper{
 	{"nf_absi", `static inline int64_t nf_absi(int64_t a) { return a < 0 ? -a : a; }`},
 	{"nf_mini", `static inline int64_t nf_mini(int64_t a, int64_t b) { return a < b ? a : b; }`},
 	{"nf_maxi", `static inline int64_t nf_maxi(int64_t a, int64_t b) { return a > b ? a : b; }`},
-	// Go's math.Max and math.Min: NaN wins, and +0 > -0.
+	// Go's math.Max and math.Min, as the interpreter: an infinity in the
+	// direction of the operation wins over NaN, NaN over everything else,
+	// and +0 > -0.
 	{"nf_max", `static inline $T nf_max($T a, $T b)
 {
+	if (a == INFINITY || b == INFINITY)
+		return INFINITY;
 	if (isnan(a) || isnan(b))
 		return a + b;
 	if (a == b)
@@ -35,6 +39,8 @@ var helpers = []helper{
 }`},
 	{"nf_min", `static inline $T nf_min($T a, $T b)
 {
+	if (a == -INFINITY || b == -INFINITY)
+		return -INFINITY;
 	if (isnan(a) || isnan(b))
 		return a + b;
 	if (a == b)

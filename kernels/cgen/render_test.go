@@ -235,3 +235,24 @@ func TestCommentSafe(t *testing.T) {
 		t.Errorf("commentSafe = %q", got)
 	}
 }
+
+func TestUnrollAnnotation(t *testing.T) {
+	o, _ := testops.Lookup("matmul_aligned")
+	spec, err := o.Spec(ir.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := loops.Lower(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer := fn.Nests[0].Body[0].(*loops.Loop)
+	outer.Body[0].(*loops.Loop).Unroll = 3
+	src, err := Render(fn, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(src, "#pragma GCC unroll 3\n\t\t\tfor (int64_t vo_j = 0;") {
+		t.Errorf("no unroll pragma:\n%s", src)
+	}
+}

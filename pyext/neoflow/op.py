@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import warnings
 from collections.abc import Mapping
 
 import torch
@@ -152,6 +153,8 @@ class Op:
         if kernel is None:
             config.ensure()
             resp = _lib.call("nf_specialize", self._request(tensors, sizes), pb.SpecializeResponse)
+            for w in resp.warnings:
+                warnings.warn(f"neoflow: {w}", RuntimeWarning, stacklevel=2)
             kernel = Kernel(resp, self.outputs)
             self._kernels[key] = kernel
         return kernel

@@ -8,6 +8,8 @@
 
 static inline double nf_max(double a, double b)
 {
+	if (a == INFINITY || b == INFINITY)
+		return INFINITY;
 	if (isnan(a) || isnan(b))
 		return a + b;
 	if (a == b)

@@ -11,6 +11,8 @@
 
 static inline float nf_max(float a, float b)
 {
+	if (a == INFINITY || b == INFINITY)
+		return INFINITY;
 	if (isnan(a) || isnan(b))
 		return a + b;
 	if (a == b)

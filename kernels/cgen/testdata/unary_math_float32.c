@@ -8,6 +8,8 @@
 
 static inline float nf_max(float a, float b)
 {
+	if (a == INFINITY || b == INFINITY)
+		return INFINITY;
 	if (isnan(a) || isnan(b))
 		return a + b;
 	if (a == b)
@@ -17,6 +19,8 @@ static inline float nf_max(float a, float b)
 
 static inline float nf_min(float a, float b)
 {
+	if (a == -INFINITY || b == -INFINITY)
+		return -INFINITY;
 	if (isnan(a) || isnan(b))
 		return a + b;
 	if (a == b)

@@ -1,0 +1,146 @@
+package kernels
+
+import (
+	"context"
+	"strings"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/kernels/cache"
+	"github.com/neoflow/neoflow/kernels/cc"
+	"github.com/neoflow/neoflow/kernels/cgen"
+)
+
+// PlaceholderSymbol names the kernel function in Source and in the text
+// the cache key is computed over.
+const PlaceholderSymbol = "nf_kernel"
+
+// Options configure building kernels. Library code reads no environment:
+// the caller maps NEOFLOW_CC to Compiler.Path and NEOFLOW_CACHE_DIR to
+// CacheDir.
+type Options struct {
+	// Compiler compiles kernels; the zero value is "cc" with
+	// cc.DefaultFlags.
+	Compiler cc.Compiler
+	// CacheDir holds compiled kernels; empty means cache.DefaultDir()
+	// (os.UserCacheDir()/neoflow).
+	CacheDir string
+	// Version is neoflow's version string, part of every cache key.
+	Version string
+	// Logf receives reports of corrupt cache entries; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// Builder builds kernels with one cache. It is safe for concurrent use;
+// keep one per process to accumulate Stats.
+type Builder struct {
+	cache *cache.Cache
+}
+
+// NewBuilder opens the cache directory and resolves the compiler.
+func NewBuilder(opts Options) (*Builder, error) {
+	dir := opts.CacheDir
+	if dir == "" {
+		d, err := cache.DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	c, err := cache.New(cache.Config{Dir: dir, Compiler: opts.Compiler, Version: opts.Version, Logf: opts.Logf})
+	if err != nil {
+		return nil, err
+	}
+	return &Builder{cache: c}, nil
+}
+
+// Stats are the cache outcomes of this Builder's builds.
+func (b *Builder) Stats() cache.Stats { return b.cache.Stats() }
+
+// Build returns the kernel of spec, from the cache or freshly compiled.
+func Build(spec *ir.Spec, opts Options) (*Kernel, error) {
+	b, err := NewBuilder(opts)
+	if err != nil {
+		return nil, err
+	}
+	return b.Build(spec)
+}
+
+// Build returns the kernel of spec, from the cache or freshly compiled.
+func (b *Builder) Build(spec *ir.Spec) (*Kernel, error) {
+	return b.BuildContext(context.Background(), spec)
+}
+
+// BuildContext is Build with a context that can cancel compilation.
+func (b *Builder) BuildContext(ctx context.Context, spec *ir.Spec) (*Kernel, error) {
+	fn, canonical, err := lower(spec)
+	if err != nil {
+		return nil, err
+	}
+	key := b.cache.Key(canonical)
+	sym := Symbol(spec.Op.Name, key)
+	src, err := cgen.Render(fn, sym)
+	if err != nil {
+		return nil, errors.Wrapf(err, "kernel %s", opName(spec))
+	}
+	lib, outcome, err := b.cache.Get(ctx, key, src, opName(spec))
+	if err != nil {
+		return nil, errors.Wrapf(err, "building kernel %s", opName(spec))
+	}
+	k, err := lib.Kernel(sym, len(spec.Tensors))
+	if err != nil {
+		return nil, errors.Wrapf(err, "kernel %s", opName(spec))
+	}
+	return &Kernel{spec: spec, src: src, key: key, outcome: outcome, k: k}, nil
+}
+
+// Source is the C source of spec's kernel, with the function named
+// PlaceholderSymbol, without compiling anything.
+func Source(spec *ir.Spec) (string, error) {
+	_, src, err := lower(spec)
+	return src, err
+}
+
+func lower(spec *ir.Spec) (*loops.Func, string, error) {
+	if spec == nil || spec.Op == nil {
+		return nil, "", errors.New("kernels: nil spec")
+	}
+	fn, err := loops.Lower(spec)
+	if err != nil {
+		return nil, "", errors.Wrapf(err, "kernel %s", opName(spec))
+	}
+	src, err := cgen.Render(fn, PlaceholderSymbol)
+	if err != nil {
+		return nil, "", errors.Wrapf(err, "kernel %s", opName(spec))
+	}
+	return fn, src, nil
+}
+
+func opName(spec *ir.Spec) string {
+	if spec.Op.Name == "" {
+		return "(unnamed)"
+	}
+	return spec.Op.Name
+}
+
+// Symbol is the kernel function name for an op name and cache key:
+// nf_<name>_<key[:16]>, the name reduced to at most 32 of [A-Za-z0-9_].
+func Symbol(name, key string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if b.Len() >= 32 {
+			break
+		}
+		if r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		b.WriteString("op")
+	}
+	return "nf_" + b.String() + "_" + key[:16]
+}

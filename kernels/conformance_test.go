@@ -1,0 +1,142 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/neoflow/neoflow/core/interp"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/kernels/internal/testops"
+)
+
+func TestConformance(t *testing.T) {
+	for _, o := range testops.All {
+		for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
+			t.Run(o.Name+"_"+dt.String(), func(t *testing.T) {
+				spec, err := o.Spec(dt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run(t, spec, randomInputs(spec, o.Positive, 1), 3, tolerance(dt))
+			})
+		}
+	}
+}
+
+// TestThreadCountInvariant checks that results do not depend on the
+// number of threads (every element is computed by one thread in a fixed
+// order).
+func TestThreadCountInvariant(t *testing.T) {
+	o, _ := testops.Lookup("conv_pad")
+	spec, err := o.Spec(ir.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := randomInputs(spec, false, 2)
+	a := run(t, spec, in, 1, 1e-4)
+	b := run(t, spec, in, 4, 1e-4)
+	for i := range a.f32 {
+		for j := range a.f32[i] {
+			if math.Float32bits(a.f32[i][j]) != math.Float32bits(b.f32[i][j]) {
+				t.Fatalf("tensor %d element %d: %v with 1 thread, %v with 4", i, j, a.f32[i][j], b.f32[i][j])
+			}
+		}
+	}
+}
+
+// TestSpecialValues compares NaN, infinities and signed zeros exactly:
+// min, max, relu and max=/min= follow Go's math.Max/math.Min.
+func TestSpecialValues(t *testing.T) {
+	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 1, -1, 0.5}
+	n := int64(len(specials))
+	var x, y []float64
+	for _, a := range specials {
+		for _, b := range specials {
+			x, y = append(x, a), append(y, b)
+		}
+	}
+	ops := []testops.Op{
+		{Name: "minmax", Src: "Y[i] = max(X[i], Z[i])\nW[i] = min(X[i], Z[i])\nR[i] = relu(X[i])\nA[i] = abs(X[i])",
+			Shapes: [][]int64{{n * n}, {n * n}}},
+		{Name: "reduce_special", Src: "M[i] max= X[i, j]\nN[i] min= X[i, j]\nS[i] += X[i, j]\nP[i] *= X[i, j]",
+			Shapes: [][]int64{{n, 2 * n}}},
+	}
+	inputs := [][][]float64{{x, y}, {append(append([]float64(nil), x...), y...)}}
+	for i, o := range ops {
+		for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
+			t.Run(o.Name+"_"+dt.String(), func(t *testing.T) {
+				spec, err := o.Spec(dt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				k, err := testBuilder(t).Build(spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := interp.Run(spec, inputs[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				bufs := newBuffers(spec, inputs[i])
+				defer bufs.pin.Unpin()
+				if err := k.Launch(bufs.ptr, 2); err != nil {
+					t.Fatal(err)
+				}
+				for ti, td := range spec.Tensors {
+					if td.Role == ir.RoleInput {
+						continue
+					}
+					got := bufs.get(ti)
+					for j := range want[ti] {
+						g, w := got[j], want[ti][j]
+						ok := math.IsNaN(g) && math.IsNaN(w) || g == w && math.Signbit(g) == math.Signbit(w)
+						if !ok {
+							t.Errorf("%s[%d] = %v, interpreter says %v", td.Name, j, g, w)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestGuardIsLazy reads far out of bounds in the branch that is not
+// taken: an eager evaluation would fault.
+func TestGuardIsLazy(t *testing.T) {
+	o := testops.Op{Name: "guard_far", Src: "Y[i] = where(i < 1, X[i * 100000000], -1.0)",
+		Shapes: [][]int64{{1}}, Sizes: map[string]int64{"i": 64}}
+	for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
+		spec, err := o.Spec(dt)
+		if err != nil {
+			t.Skipf("sema cannot prove the guarded access: %v", err)
+		}
+		run(t, spec, [][]float64{{3}}, 2, tolerance(dt))
+	}
+}
+
+// TestShapeSweep runs matmul and a row reduction over shapes around the
+// vector width: remainders of every kind, extents of 1, scalar outputs.
+func TestShapeSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
+		for _, mn := range [][2]int64{{1, 1}, {1, 9}, {3, 1}, {2, 8}, {5, 15}, {4, 16}, {3, 17}, {2, 33}, {70, 2}} {
+			m, n := mn[0], mn[1]
+			for _, o := range []testops.Op{
+				{Name: "mm", Src: "C[i, j] += A[i, k] * B[k, j]", Shapes: [][]int64{{m, 3}, {3, n}}},
+				{Name: "rowmax", Src: "Y[i] max= X[i, j]\nZ[j] min= X[i, j] * 2.0", Shapes: [][]int64{{m, n}}},
+				{Name: "ew", Src: "Y[i, j] = X[i, j] * 2.0 + 1.0", Shapes: [][]int64{{m, n}}},
+			} {
+				spec, err := o.Spec(dt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Run(fmt.Sprintf("%s_%s_%dx%d", o.Name, dt, m, n), func(t *testing.T) {
+					run(t, spec, randomInputs(spec, false, uint64(m*100+n)), 2, tolerance(dt))
+				})
+			}
+		}
+	}
+}

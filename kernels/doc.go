@@ -1,0 +1,21 @@
+// Package kernels turns a specialized op (ir.Spec) into a callable native
+// kernel: loops.Lower (default schedule) -> cgen.Render -> the on-disk
+// cache (compiling with the system C compiler on a miss) -> dlopen.
+//
+// A kernel has the ABI
+//
+//	void <symbol>(void **bufs, int64_t nthreads);
+//
+// with one pointer per entry of spec.Tensors (inputs in Op.Inputs order,
+// then outputs, then temporaries), each a dense row-major, suitably aligned
+// array of spec.DType. The caller allocates every buffer, temporaries
+// included (their contents need not be initialized: every statement
+// writes its whole tensor before anything reads it). Outputs and
+// temporaries must not alias each other or the inputs.
+//
+// The symbol is "nf_<op name>_<first 16 hex digits of the cache key>"; the
+// key is computed over the source rendered with the placeholder symbol
+// PlaceholderSymbol, so it is a function of the op, shapes, dtype and
+// schedule (and compiler, flags, version, host), and the compiled source
+// is that source with the symbol substituted.
+package kernels

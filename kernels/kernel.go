@@ -1,0 +1,49 @@
+package kernels
+
+import (
+	"unsafe"
+
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/kernels/cache"
+	"github.com/neoflow/neoflow/kernels/cc"
+)
+
+// Kernel is a loaded kernel of one spec.
+type Kernel struct {
+	spec    *ir.Spec
+	src     string
+	key     string
+	outcome cache.Outcome
+	k       *cc.Kernel
+}
+
+// Source is the C source the kernel was compiled from.
+func (k *Kernel) Source() string { return k.src }
+
+// Symbol is the kernel function's name.
+func (k *Kernel) Symbol() string { return k.k.Symbol }
+
+// Key is the kernel's cache key.
+func (k *Kernel) Key() string { return k.key }
+
+// Spec is the spec the kernel computes.
+func (k *Kernel) Spec() *ir.Spec { return k.spec }
+
+// Outcome says whether the kernel came from the cache or was compiled.
+func (k *Kernel) Outcome() cache.Outcome { return k.outcome }
+
+// NumBufs is the number of buffers Launch takes: len(Spec().Tensors).
+func (k *Kernel) NumBufs() int { return k.k.NumBufs }
+
+// Addr is the kernel function's address, to call it from C directly or
+// with cc.CallRaw(k.Addr(), bufs, nthreads), which allocates nothing.
+func (k *Kernel) Addr() uintptr { return k.k.Fn }
+
+// Launch runs the kernel on one pointer per spec.Tensors entry with
+// nthreads threads (values below 1 mean 1). It checks the number of
+// buffers and that none is nil; sizes, dtype and aliasing are the
+// caller's responsibility. Go-allocated buffers must be pinned
+// (runtime.Pinner) during the call.
+func (k *Kernel) Launch(bufs []unsafe.Pointer, nthreads int) error {
+	return k.k.Launch(bufs, nthreads)
+}
