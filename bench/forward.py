@@ -71,8 +71,8 @@ def main() -> None:
         with torch.no_grad():
             want = case.reference(*tensors)
         ok = torch.allclose(got, want, rtol=1e-3, atol=1e-3)
-        nf = timeit(lambda: op(*tensors, sizes=sizes), args.repeat)
-        pt = timeit(lambda: case.reference(*tensors), args.repeat)
+        nf = timeit(lambda op=op, t=tensors, s=sizes: op(*t, sizes=s), args.repeat)
+        pt = timeit(lambda c=case, t=tensors: c.reference(*t), args.repeat)
         rows.append(
             {
                 "op": case.name,

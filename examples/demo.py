@@ -3,9 +3,8 @@ it on CPU tensors and check it against plain PyTorch."""
 
 import time
 
-import torch
-
 import neoflow
+import torch
 
 # Capsule convolution (NeoFlow paper, section 2): every input and output
 # element is a 4x4 matrix; stride 2.

@@ -19,7 +19,7 @@ _RESERVED = {"name", "inputs", "sizes", "consts"}
 class Kernel:
     """One specialization of an op: its kernel and the buffers it takes."""
 
-    __slots__ = ("kernel_id", "buffers", "dtype", "c_source", "cache_hit", "outputs")
+    __slots__ = ("kernel_id", "buffers", "dtype", "c_source", "cache_hit", "outputs", "allocated")
 
     def __init__(self, resp: pb.SpecializeResponse, outputs=()):
         self.kernel_id = resp.kernel_id
@@ -27,6 +27,8 @@ class Kernel:
         self.c_source = resp.c_source
         self.cache_hit = resp.cache_hit
         self.buffers = [(b.name, b.role, tuple(b.shape)) for b in resp.buffers]
+        # shapes of the buffers the caller allocates: outputs and temporaries
+        self.allocated = [shape for _, role, shape in self.buffers if role != "input"]
         names = [b.name for b in resp.buffers]
         # positions of the op's outputs among the buffers, in the op's order
         self.outputs = [names.index(n) for n in outputs] or [
@@ -60,13 +62,10 @@ def check_devices(devices, names) -> None:
     first = devices[0]
     for dev, name in zip(devices, names):
         if dev != first:
-            raise ValueError(
-                f"inputs are on different devices: {names[0]} is on {first} but {name} is on {dev}"
-            )
+            raise ValueError(f"inputs are on different devices: {names[0]} is on {first} but {name} is on {dev}")
     if first.type == "cuda":
         raise NotImplementedError(
-            "CUDA tensors are not supported yet: neoflow runs on CPU tensors for now "
-            "(move the inputs with .cpu())"
+            "CUDA tensors are not supported yet: neoflow runs on CPU tensors for now (move the inputs with .cpu())"
         )
     if first.type != "cpu":
         raise NotImplementedError(f"device {first} is not supported: neoflow runs on CPU tensors")
@@ -175,10 +174,8 @@ class Op:
                 "or on tensors that do not require grad"
             )
         kernel = self.specialize(*tensors, sizes=sizes)
-        ins = [t.contiguous() for t in tensors]
-        bufs = list(ins)
-        for _, role, shape in kernel.buffers[len(ins):]:
-            bufs.append(torch.empty(shape, dtype=kernel.dtype))
+        bufs = [t.contiguous() for t in tensors]
+        bufs += [torch.empty(shape, dtype=kernel.dtype) for shape in kernel.allocated]
         pointers = (ctypes.c_void_p * len(bufs))(*[b.data_ptr() for b in bufs])
         _lib.launch(kernel.kernel_id, pointers, torch.get_num_threads())
         outs = [bufs[i] for i in kernel.outputs]

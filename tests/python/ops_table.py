@@ -7,8 +7,8 @@ PyTorch reference.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -67,14 +67,20 @@ CASES = [
     Case(
         "conv2d_stride_dilation",
         "Y[n,k,p,q] += X[n,c,p*S+r*D,q*S+s*D] * W[k,c,r,s]",
-        lambda z, d: [_r(*_pick(z, (2, 3, 11, 10), (8, 32, 32, 32)), dtype=d), _r(*_pick(z, (4, 3, 3, 3), (32, 32, 3, 3)), dtype=d)],
+        lambda z, d: [
+            _r(*_pick(z, (2, 3, 11, 10), (8, 32, 32, 32)), dtype=d),
+            _r(*_pick(z, (4, 3, 3, 3), (32, 32, 3, 3)), dtype=d),
+        ],
         lambda x, w: F.conv2d(x, w, stride=2, dilation=2),
         consts={"S": 2, "D": 2},
     ),
     Case(
         "conv2d_padding_where",
         "Y[n,k,p,q] += where(p+r-1 >= 0 && p+r-1 < H && q+s-1 >= 0 && q+s-1 < H, X[n,c,p+r-1,q+s-1], 0.0) * W[k,c,r,s]",
-        lambda z, d: [_r(*_pick(z, (2, 3, 8, 8), (8, 32, 32, 32)), dtype=d), _r(*_pick(z, (4, 3, 3, 3), (32, 32, 3, 3)), dtype=d)],
+        lambda z, d: [
+            _r(*_pick(z, (2, 3, 8, 8), (8, 32, 32, 32)), dtype=d),
+            _r(*_pick(z, (4, 3, 3, 3), (32, 32, 3, 3)), dtype=d),
+        ],
         lambda x, w: F.conv2d(x, w, padding=1),
         consts={},  # H is filled from the input size by the callers
         sizes=lambda x, w: {"p": x.shape[2], "q": x.shape[3]},
@@ -82,7 +88,10 @@ CASES = [
     Case(
         "depthwise_conv",
         "Y[n,c,p,q] += X[n,c,p+r,q+s] * W[c,r,s]",
-        lambda z, d: [_r(*_pick(z, (2, 4, 9, 8), (8, 64, 56, 56)), dtype=d), _r(*_pick(z, (4, 3, 3), (64, 3, 3)), dtype=d)],
+        lambda z, d: [
+            _r(*_pick(z, (2, 4, 9, 8), (8, 64, 56, 56)), dtype=d),
+            _r(*_pick(z, (4, 3, 3), (64, 3, 3)), dtype=d),
+        ],
         lambda x, w: F.conv2d(x, w[:, None], groups=x.shape[1]),
     ),
     Case(
@@ -145,7 +154,11 @@ CASES = [
         "Mu[b] += X[b,j] / N\n"
         "Var[b] += (X[b,j] - Mu[b]) * (X[b,j] - Mu[b]) / N\n"
         "Y[b,j] = (X[b,j] - Mu[b]) * rsqrt(Var[b] + 1e-5) * G[j] + Bt[j]",
-        lambda z, d: [_r(*_pick(z, (5, 7), (512, 1024)), dtype=d), _r(_pick(z, 7, 1024), dtype=d), _r(_pick(z, 7, 1024), dtype=d)],
+        lambda z, d: [
+            _r(*_pick(z, (5, 7), (512, 1024)), dtype=d),
+            _r(_pick(z, 7, 1024), dtype=d),
+            _r(_pick(z, 7, 1024), dtype=d),
+        ],
         _layer_norm_ref,
     ),
     Case(

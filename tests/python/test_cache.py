@@ -9,10 +9,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+import neoflow
 import pytest
 import torch
-
-import neoflow
 
 # A child process that defines and runs one op, checking it against torch.
 CHILD = textwrap.dedent(

@@ -1,9 +1,8 @@
 """The decorated form builds the same IR as the text form."""
 
+import neoflow
 import pytest
 import torch
-
-import neoflow
 
 
 def test_decorated_conv_equals_text():
@@ -97,6 +96,6 @@ def test_decorated_errors():
 
 def test_print_and_c_source():
     op = neoflow.op("C[i,j]+=A[i,k]*B[k,j]")
-    assert str(op) .strip() == "C[i, j] += A[i, k] * B[k, j]"
+    assert str(op).strip() == "C[i, j] += A[i, k] * B[k, j]"
     src = op.c_source(torch.randn(4, 5), torch.randn(5, 6))
     assert "float" in src and "omp" in src

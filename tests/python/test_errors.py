@@ -1,9 +1,8 @@
 """Bad input gets a clear error that names the problem; nothing crashes."""
 
+import neoflow
 import pytest
 import torch
-
-import neoflow
 from neoflow.op import check_devices
 
 
@@ -28,9 +27,7 @@ def test_syntax_error_has_line_column_and_caret():
 
 
 def test_unknown_tensor():
-    assert "unknown tensor" in err("Y[i] = X[i]", inputs=["X", "Z"]) or "Z" in err(
-        "Y[i] = X[i]", inputs=["X", "Z"]
-    )
+    assert "unknown tensor" in err("Y[i] = X[i]", inputs=["X", "Z"]) or "Z" in err("Y[i] = X[i]", inputs=["X", "Z"])
     msg = err("Y[i] = X[i] + T[i]\nT[i] = X[i]")
     assert "T" in msg and "before" in msg
 

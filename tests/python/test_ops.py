@@ -1,11 +1,10 @@
 """Every spine operator matches plain PyTorch on CPU, in float32 and float64."""
 
+import neoflow
 import pytest
 import torch
 from conftest import tol
 from ops_table import CASES, consts_for
-
-import neoflow
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
