@@ -153,7 +153,7 @@ class Op:
             config.ensure()
             resp = _lib.call("nf_specialize", self._request(tensors, sizes), pb.SpecializeResponse)
             for w in resp.warnings:
-                warnings.warn(f"neoflow: {w}", RuntimeWarning, stacklevel=2)
+                warnings.warn(w, RuntimeWarning, stacklevel=2)
             kernel = Kernel(resp, self.outputs)
             self._kernels[key] = kernel
         return kernel

@@ -76,6 +76,7 @@ def test_corrupted_entry_is_detected_and_rebuilt(tmp_path, damage):
     again = run_child(cache, cc)
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == "miss"
+    assert "is corrupt" in again.stderr and "rebuilding" in again.stderr, again.stderr
     assert compiles(log) == 2, "the damaged entry was not rebuilt"
 
 
