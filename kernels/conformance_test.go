@@ -46,7 +46,9 @@ func TestThreadCountInvariant(t *testing.T) {
 }
 
 // TestSpecialValues compares NaN, infinities and signed zeros exactly:
-// min, max, relu and max=/min= follow Go's math.Max/math.Min.
+// min, max, relu and max=/min= follow the rule of core/ir,
+// max(a, b) = a > b || a != a ? a : b (NaN propagates, also against an
+// infinity; of equal operands the second wins).
 func TestSpecialValues(t *testing.T) {
 	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 1, -1, 0.5}
 	n := int64(len(specials))
@@ -62,7 +64,26 @@ func TestSpecialValues(t *testing.T) {
 		{Name: "reduce_special", Src: "M[i] max= X[i, j]\nN[i] min= X[i, j]\nS[i] += X[i, j]\nP[i] *= X[i, j]",
 			Shapes: [][]int64{{n, 2 * n}}},
 	}
-	inputs := [][][]float64{{x, y}, {append(append([]float64(nil), x...), y...)}}
+	// Rows of 21 special values: lane-parallel reductions over j (16 or
+	// 8 lanes and a remainder of 5). A row holds one sign of zero only:
+	// with both, the sign of a zero max or min depends on the order of
+	// the fold, which that schedule changes.
+	pools := [][]float64{
+		{math.NaN(), math.Inf(1), math.Inf(-1), 0, 1, -1, 0.5},
+		{math.Inf(1), math.Copysign(0, -1), 1, -1, 0.5},
+		{0, 1, -1, 0.5, 2},
+		{math.Inf(-1), math.Copysign(0, -1), -1, 0.5},
+	}
+	var rows []float64
+	for r := range 16 {
+		pool := pools[r%len(pools)]
+		for j := range 21 {
+			rows = append(rows, pool[(r*5+j*3+j*j)%len(pool)])
+		}
+	}
+	ops = append(ops, testops.Op{Name: "reduce_special_lanes", Src: "M[i] max= X[i, j]\nN[i] min= X[i, j]\nS[i] += X[i, j]\nP[i] *= X[i, j]",
+		Shapes: [][]int64{{16, 21}}})
+	inputs := [][][]float64{{x, y}, {append(append([]float64(nil), x...), y...)}, {rows}}
 	for i, o := range ops {
 		for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
 			t.Run(o.Name+"_"+dt.String(), func(t *testing.T) {
@@ -127,6 +148,12 @@ func TestShapeSweep(t *testing.T) {
 			for _, o := range []testops.Op{
 				{Name: "mm", Src: "C[i, j] += A[i, k] * B[k, j]", Shapes: [][]int64{{m, 3}, {3, n}}},
 				{Name: "rowmax", Src: "Y[i] max= X[i, j]\nZ[j] min= X[i, j] * 2.0", Shapes: [][]int64{{m, n}}},
+				// Lanes over the reduction axis k once n reaches the
+				// vector width.
+				{Name: "mmT", Src: "C[i, j] += A[i, k] * B[j, k]", Shapes: [][]int64{{m, n}, {3, n}}},
+				// At 70x2 the lanes go over i, which becomes the innermost
+				// loop (the store is strided by 2, both reads contiguous).
+				{Name: "tr", Src: "Y[i, j] = X[j, i] + Z[j, i]", Shapes: [][]int64{{n, m}, {n, m}}},
 				{Name: "ew", Src: "Y[i, j] = X[i, j] * 2.0 + 1.0", Shapes: [][]int64{{m, n}}},
 			} {
 				spec, err := o.Spec(dt)

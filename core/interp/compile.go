@@ -6,7 +6,6 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/neoflow/neoflow/core/ir"
-	"github.com/neoflow/neoflow/core/sema"
 )
 
 // Compiled expression forms. env holds the current value of each index
@@ -77,9 +76,9 @@ func (c *compiler) index(e ir.Expr) (indexFn, error) {
 		case ir.Mul:
 			return func(env []int64) int64 { return x(env) * y(env) }, nil
 		case ir.Div, ir.Mod:
-			f := floorDiv
+			f := ir.FloorDiv
 			if e.Op == ir.Mod {
-				f = floorMod
+				f = ir.FloorMod
 			}
 			text := ir.ExprString(e)
 			return func(env []int64) int64 {
@@ -140,7 +139,7 @@ func (c *compiler) indexList(es []ir.Expr) ([]indexFn, error) {
 
 // value compiles a numeric expression; index expressions are promoted.
 func (c *compiler) value(e ir.Expr) (valueFn, error) {
-	switch k := sema.KindOf(e); k {
+	switch k := ir.KindOf(e); k {
 	case ir.KindIndex:
 		f, err := c.index(e)
 		if err != nil {
@@ -199,7 +198,7 @@ func (c *compiler) value(e ir.Expr) (valueFn, error) {
 			return nil, errors.Errorf("interp: %s takes %d arguments, got %d", e.Fn, e.Fn.Arity(), len(args))
 		}
 		if len(args) == 2 {
-			f2 := map[ir.Func]func(a, b float64) float64{ir.FuncPow: math.Pow, ir.FuncMin: math.Min, ir.FuncMax: math.Max}[e.Fn]
+			f2 := map[ir.Func]func(a, b float64) float64{ir.FuncPow: math.Pow, ir.FuncMin: minValue, ir.FuncMax: maxValue}[e.Fn]
 			a, b := args[0], args[1]
 			return func(env []int64) float64 { return f2(a(env), b(env)) }, nil
 		}
@@ -292,7 +291,7 @@ func (c *compiler) bool(e ir.Expr) (boolFn, error) {
 		if !e.Op.IsCompare() {
 			break
 		}
-		if sema.KindOf(e.X) == ir.KindIndex && sema.KindOf(e.Y) == ir.KindIndex {
+		if ir.KindOf(e.X) == ir.KindIndex && ir.KindOf(e.Y) == ir.KindIndex {
 			x, err := c.index(e.X)
 			if err != nil {
 				return nil, err

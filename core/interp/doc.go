@@ -17,7 +17,10 @@
 //     would be out of bounds is never performed.
 //   - sigmoid(x) = 1/(1+exp(-x)), relu(x) = max(x, 0), rsqrt(x) =
 //     1/sqrt(x), erf is math.Erf; min, max and abs apply to indices and
-//     values (math.Min and math.Max on values, which propagate NaN).
+//     values. On values max, min, relu and the max=/min= folds follow the
+//     exact rule of core/ir (max(a, b) = a > b || a != a ? a : b), not
+//     math.Max: NaN propagates even against an infinity and of two equal
+//     zeros the second operand is returned.
 //   - Comparisons of two index expressions compare integers, otherwise
 //     float64 values.
 //

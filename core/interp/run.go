@@ -166,9 +166,9 @@ func fold(r ir.ReduceOp) (float64, func(acc, v float64) float64) {
 	case ir.Prod:
 		return 1, func(acc, v float64) float64 { return acc * v }
 	case ir.Max:
-		return math.Inf(-1), math.Max
+		return math.Inf(-1), maxValue
 	case ir.Min:
-		return math.Inf(1), math.Min
+		return math.Inf(1), minValue
 	}
 	return 0, func(acc, v float64) float64 { return acc + v }
 }

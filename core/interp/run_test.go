@@ -410,3 +410,69 @@ func TestRunErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestRunMaxMinRule checks the exact max/min/relu rule of core/ir on NaN,
+// infinities and signed zeros, elementwise and folded.
+func TestRunMaxMinRule(t *testing.T) {
+	nan, inf, negZero := math.NaN(), math.Inf(1), math.Copysign(0, -1)
+	same := func(a, b float64) bool {
+		return math.IsNaN(a) && math.IsNaN(b) || a == b && math.Signbit(a) == math.Signbit(b)
+	}
+	for _, c := range []struct{ a, b, max, min float64 }{
+		{nan, 1, nan, nan},
+		{1, nan, nan, nan},
+		{inf, nan, nan, nan},
+		{nan, -inf, nan, nan},
+		{-inf, nan, nan, nan},
+		{0, negZero, negZero, negZero},
+		{negZero, 0, 0, 0},
+		{1, 2, 2, 1},
+		{-inf, inf, inf, -inf},
+	} {
+		// M and N fold [a, b] from -inf and +inf: the same results.
+		spec := specialize(t, "Y[i] = max(A[i], B[i])\nZ[i] = min(A[i], B[i])\nM[] max= C[j]\nN[] min= C[j]",
+			ir.Float64, [][]int64{{1}, {1}, {2}}, nil)
+		out, err := Run(spec, [][]float64{{c.a}, {c.b}, {c.a, c.b}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, name := range spec.Tensors {
+			want := c.max
+			switch name.Name {
+			case "Z", "N":
+				want = c.min
+			case "A", "B", "C":
+				continue
+			}
+			if !same(out[i][0], want) {
+				t.Errorf("%s for (%v, %v) = %v, want %v", name.Name, c.a, c.b, out[i][0], want)
+			}
+		}
+	}
+	spec := specialize(t, "M[] max= A[i]\nN[] min= A[i]\nR[i] = relu(A[i])", ir.Float64, [][]int64{{4}}, nil)
+	for _, c := range []struct {
+		in       []float64
+		max, min float64
+		relu     []float64
+	}{
+		{[]float64{1, inf, nan, 2}, nan, nan, []float64{1, inf, nan, 2}},
+		{[]float64{0, negZero, -1, negZero}, negZero, -1, []float64{0, 0, 0, 0}},
+		{[]float64{negZero, 0, -1, 0}, 0, -1, []float64{0, 0, 0, 0}},
+	} {
+		out, err := Run(spec, [][]float64{c.in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != 4 || spec.Tensors[3].Name != "R" {
+			t.Fatalf("unexpected tensors %v", spec.Tensors)
+		}
+		if !same(out[1][0], c.max) || !same(out[2][0], c.min) {
+			t.Errorf("fold of %v: max %v, min %v; want %v, %v", c.in, out[1][0], out[2][0], c.max, c.min)
+		}
+		for i, w := range c.relu {
+			if !same(out[3][i], w) {
+				t.Errorf("relu(%v) = %v, want %v", c.in[i], out[3][i], w)
+			}
+		}
+	}
+}

@@ -23,10 +23,29 @@
 //     (x - floor(x/y)*y), as in Python.
 //   - where(c, a, b) evaluates only the chosen branch, so a guarded access
 //     need not be in bounds when its guard is false.
+//   - On values, max, min, relu and the max= and min= reductions follow the
+//     exact rule below, not IEEE maxNum or Go's math.Max. On indices min
+//     and max are the integer min and max.
 //   - Each tensor is written by exactly one statement. Tensors read but never
 //     written are the op's inputs; written tensors that no later statement
 //     reads are its outputs; the others are temporaries.
 //   - Tensors are dense and row-major once specialized (see Spec).
+//
+// The max/min rule, the one definition every package follows:
+//
+//	max(a, b) = a > b || a != a ? a : b
+//	min(a, b) = a < b || a != a ? a : b
+//	relu(x)   = x > 0 || x != x ? x : 0    (that is, max(x, 0))
+//
+// and max= (min=) folds acc = max(acc, x) (min) from the identity -inf
+// (+inf). A NaN operand on either side gives NaN: a NaN a is kept, and
+// a > NaN is false, so a NaN b is returned. That holds against an infinity
+// too: max(+Inf, NaN) is NaN, and relu(NaN) is NaN. Of two equal operands
+// the second is returned, so the sign of a zero result follows operand
+// order: max(+0, -0) = -0, max(-0, +0) = +0, relu(-0) = +0. The form is
+// branch-free, so kernels vectorize it; folding in another order gives the
+// same value, up to the sign of a zero result when +0 and -0 tie (and NaN
+// payloads).
 //
 // Positions (Pos) are 1-based line and column in the op's source text and
 // are ignored by Equal and Hash.

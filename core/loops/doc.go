@@ -13,20 +13,46 @@
 //
 // Loop variable names: a statement axis keeps its source name ("k"); the
 // two halves of a split axis are "<axis>.o" (outer, the chunk number) and
-// "<axis>.l" (the lane within the chunk). '.' never occurs in source names,
-// so the names do not collide.
+// "<axis>.l" (the lane within the chunk), and the horizontal combine of a
+// lane-parallel reduction runs over "<axis>.h". '.' never occurs in source
+// names, so the names do not collide.
 //
 // The default schedule (DefaultSchedule) is, per statement:
 //
-//   - spatial loops outermost in left-hand-side order; loops of extent 1 are
-//     removed (their variable is 0);
-//   - the innermost spatial axis is split by V = 64 bytes / element size,
-//     capped to its extent, into an outer loop and an innermost lane loop
-//     (Vector); a remainder of constant width E%V follows in its own Block;
-//   - a reduction accumulates into a Local register array acc[V] set to the
-//     identity (0, 1, -inf, +inf); the reduction loops run inside the outer
-//     split loop and the lane loop is innermost inside them; acc is then
-//     stored. '=' statements store directly from the lane loop;
+//   - the lane axis is chosen by contiguity (LaneAxis): every access (the
+//     store and the distinct reads) scores +1 when one step of the axis
+//     moves its flat offset by exactly 1, 0 when it does not use the axis,
+//     and -(min(|stride|, V) - 1) otherwise (V - 1 for a stride that is
+//     not constant). The innermost left-hand-side axis is kept when every
+//     access using it is contiguous (matmul, convolutions, elementwise);
+//     otherwise the best-scoring reduction axis or spatial axis of extent
+//     at least V wins if its score is positive and above the innermost
+//     axis's; otherwise the innermost axis is kept;
+//   - spatial loops are outermost, in left-hand-side order (a spatial
+//     lane axis other than the innermost moves to the end); loops of
+//     extent 1 are removed (their variable is 0);
+//   - a spatial lane axis is split by V = 64 bytes / element size, capped
+//     to its extent, into an outer loop and an innermost lane loop
+//     (Vector); a remainder of constant width E%V follows in its own
+//     Block. A reduction then accumulates into a Local register array
+//     acc[V] set to the identity (0, 1, -inf, +inf); the reduction loops
+//     run inside the outer split loop and the lane loop is innermost
+//     inside them; acc is then stored. '=' statements store directly from
+//     the lane loop;
+//   - a reduction lane axis (extent at least V) gives a lane-parallel
+//     reduction inside the spatial loops: acc[V] set to the identity; the
+//     other reduction loops in statement order; inside them the outer
+//     split loop and the lane loop, lane l folding elements l, l+V, ...
+//     into acc[l]; a remainder Block folding the last E%V elements into
+//     acc[0..E%V-1]; then the horizontal combine, a plain serial loop in
+//     lane order, red = identity; red = red op acc[0]; ...; red = red op
+//     acc[V-1], and the store of red. This reassociates += and *= (float
+//     results differ by rounding); max= and min= give the same value as
+//     the sequential fold, up to the sign of a zero result when +0 and -0
+//     tie. The spatial loops are then ordered by SpatialOrder: by
+//     decreasing total size of the tensors read with the axis, so that the
+//     inner spatial loops stream the small tensors while a row of the
+//     large ones stays in cache (WX[b,j] += W[j,k] * X[b,k]: j outside b);
 //   - the outermost loop is Parallel, collapsed with the following
 //     perfectly nested spatial loops until their iteration count is at
 //     least 64.

@@ -36,8 +36,8 @@ func Dump(fn *Func) string {
 		fmt.Fprintf(&b, "  buf %d %s%s %s\n", i, t.Name, shapeString(t.Shape), t.Role)
 	}
 	for _, n := range fn.Nests {
-		fmt.Fprintf(&b, "stmt %d: %s  (vector %d, parallel %d)\n",
-			n.Index, ir.StmtString(n.Stmt.Stmt), n.Schedule.VectorWidth, n.Schedule.ParallelDepth)
+		fmt.Fprintf(&b, "stmt %d: %s  (%s)\n",
+			n.Index, ir.StmtString(n.Stmt.Stmt), n.Schedule)
 		dumpNodes(&b, n.Body, 1)
 	}
 	return b.String()

@@ -4,72 +4,6 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 )
 
-// KindOf is the kind of an expression, following the rules of package ir:
-// comparisons and logical operators are bools; an arithmetic expression is
-// a value when any operand is (an index mixed with a value is promoted);
-// min, max and abs keep their arguments' joint kind; every other function
-// produces a value. Accesses, Locals included, are values.
-func KindOf(e ir.Expr) ir.Kind {
-	switch e := e.(type) {
-	case *ir.IntLit, *ir.Index:
-		return ir.KindIndex
-	case *ir.Const:
-		if e.IsFloat {
-			return ir.KindValue
-		}
-		return ir.KindIndex
-	case *ir.Unary:
-		if e.Op == ir.Not {
-			return ir.KindBool
-		}
-		return KindOf(e.X)
-	case *ir.Binary:
-		if e.Op.IsCompare() || e.Op.IsLogic() {
-			return ir.KindBool
-		}
-		return Join(KindOf(e.X), KindOf(e.Y))
-	case *ir.Call:
-		switch e.Fn {
-		case ir.FuncMin, ir.FuncMax, ir.FuncAbs:
-			k := ir.KindIndex
-			for _, a := range e.Args {
-				k = Join(k, KindOf(a))
-			}
-			return k
-		}
-		return ir.KindValue
-	case *ir.Where:
-		return Join(KindOf(e.Then), KindOf(e.Else))
-	}
-	return ir.KindValue
-}
-
-// Join is the kind of an arithmetic combination of two numeric kinds.
-func Join(a, b ir.Kind) ir.Kind {
-	if a == ir.KindValue || b == ir.KindValue {
-		return ir.KindValue
-	}
-	return ir.KindIndex
-}
-
-// FloorDiv is floor division: the quotient rounded toward -inf.
-func FloorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
-
-// FloorMod is the modulo matching FloorDiv: it has the sign of b.
-func FloorMod(a, b int64) int64 {
-	m := a % b
-	if m != 0 && (m < 0) != (b < 0) {
-		m += b
-	}
-	return m
-}
-
 // Lit is an integer literal.
 func Lit(v int64) ir.Expr { return &ir.IntLit{Value: v} }
 
@@ -133,7 +67,7 @@ func simplify(e ir.Expr) ir.Expr {
 			return &ir.IntLit{Pos: e.Pos, Value: -l.Value}
 		}
 	case *ir.Binary:
-		if KindOf(e) != ir.KindIndex {
+		if ir.KindOf(e) != ir.KindIndex {
 			return e
 		}
 		x, xok := e.X.(*ir.IntLit)
@@ -148,11 +82,11 @@ func simplify(e ir.Expr) ir.Expr {
 				return &ir.IntLit{Pos: e.Pos, Value: x.Value * y.Value}
 			case ir.Div:
 				if y.Value != 0 {
-					return &ir.IntLit{Pos: e.Pos, Value: FloorDiv(x.Value, y.Value)}
+					return &ir.IntLit{Pos: e.Pos, Value: ir.FloorDiv(x.Value, y.Value)}
 				}
 			case ir.Mod:
 				if y.Value != 0 {
-					return &ir.IntLit{Pos: e.Pos, Value: FloorMod(x.Value, y.Value)}
+					return &ir.IntLit{Pos: e.Pos, Value: ir.FloorMod(x.Value, y.Value)}
 				}
 			}
 			return e

@@ -10,7 +10,7 @@ func TestFloorDivMod(t *testing.T) {
 	for _, c := range []struct{ a, b, q, m int64 }{
 		{7, 2, 3, 1}, {-7, 2, -4, 1}, {7, -2, -4, -1}, {-7, -2, 3, -1}, {-8, 2, -4, 0}, {0, 3, 0, 0}, {-1, 5, -1, 4},
 	} {
-		if q, m := FloorDiv(c.a, c.b), FloorMod(c.a, c.b); q != c.q || m != c.m {
+		if q, m := ir.FloorDiv(c.a, c.b), ir.FloorMod(c.a, c.b); q != c.q || m != c.m {
 			t.Errorf("%d /,%% %d = %d, %d; want %d, %d", c.a, c.b, q, m, c.q, c.m)
 		}
 	}
@@ -53,8 +53,8 @@ func TestKindOf(t *testing.T) {
 		{&ir.Where{Cond: bin(ir.Lt, ix("i"), lit(1)), Then: ix("i"), Else: lit(0)}, ir.KindIndex},
 		{&ir.Unary{Op: ir.Not, X: bin(ir.Lt, ix("i"), lit(1))}, ir.KindBool},
 	} {
-		if got := KindOf(c.e); got != c.want {
-			t.Errorf("KindOf(%s) = %v, want %v", ir.ExprString(c.e), got, c.want)
+		if got := ir.KindOf(c.e); got != c.want {
+			t.Errorf("ir.KindOf(%s) = %v, want %v", ir.ExprString(c.e), got, c.want)
 		}
 	}
 }

@@ -57,7 +57,7 @@ type Local struct {
 // Store writes Dst, an element of a tensor or of a Local. With Op ==
 // ir.Assign it sets Dst = Value; otherwise it combines, Dst = Dst op Value
 // (Sum adds, Prod multiplies, Max and Min keep the larger and smaller value
-// with the reference interpreter's NaN rule).
+// by the exact rule of package ir: Dst = max(Dst, Value)).
 type Store struct {
 	Dst   *ir.Access
 	Op    ir.ReduceOp

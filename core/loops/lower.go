@@ -9,8 +9,12 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 )
 
-// accName is the Local a reduction accumulates into.
-const accName = LocalPrefix + "acc"
+// accName is the Local a reduction accumulates into; redName is the
+// scalar Local a lane-parallel reduction combines its lanes into.
+const (
+	accName = LocalPrefix + "acc"
+	redName = LocalPrefix + "red"
+)
 
 // Lower lowers every statement of spec with the default schedule.
 func Lower(spec *ir.Spec) (*Func, error) {
@@ -44,7 +48,7 @@ func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 	}
 	l := &lowerer{st: st, env: map[string]ir.Expr{}}
 	nest := &Nest{Index: i, Stmt: st, Schedule: s}
-	l.build(&nest.Body, s.VectorWidth)
+	l.build(&nest.Body, s)
 	if s.ParallelDepth > 0 {
 		l.chain[0].Parallel = true
 		l.chain[0].Collapse = s.ParallelDepth
@@ -58,7 +62,7 @@ type lowerer struct {
 	// env maps the statement's index variables to their loop expressions.
 	env map[string]ir.Expr
 	// chain lists the spatial loops outermost first, in the order of
-	// parallelCandidates.
+	// parallelCandidates (loop order).
 	chain []*Loop
 }
 
@@ -78,12 +82,13 @@ func (l *lowerer) loop(body *[]Node, v ir.Var, spatial bool) *[]Node {
 	return &lp.Body
 }
 
-func (l *lowerer) build(root *[]Node, vw int64) {
-	sp := l.st.Spatial
-	n := len(sp)
-	split := n > 0 && vw > 1
+func (l *lowerer) build(root *[]Node, s Schedule) {
+	ord := s.order(l.st)
+	n := len(ord)
+	lane, red, ok := s.lane(l.st)
+	split := ok && !red
 	cur := root
-	for i, ax := range sp {
+	for i, ax := range ord {
 		if split && i == n-1 {
 			break
 		}
@@ -91,19 +96,24 @@ func (l *lowerer) build(root *[]Node, vw int64) {
 	}
 	for _, r := range l.st.Reduction {
 		// Reduction variables are bound up front; their loops are built
-		// by compute.
+		// by compute and reduceLanes.
 		if r.Extent == 1 {
 			l.env[r.Name] = Lit(0)
 		} else {
 			l.env[r.Name] = Var(r.Name)
 		}
 	}
-	if !split {
+	switch {
+	case !ok:
 		l.compute(cur, 1, "")
 		return
+	case red:
+		l.reduceLanes(cur, lane, s.VectorWidth)
+		return
 	}
-	ax := sp[n-1]
-	outer, lane := ax.Name+".o", ax.Name+".l"
+	vw := s.VectorWidth
+	ax := lane
+	outer, laneVar := ax.Name+".o", ax.Name+".l"
 	m, t := ax.Extent/vw, ax.Extent%vw
 	main := cur
 	base := Lit(0)
@@ -118,18 +128,27 @@ func (l *lowerer) build(root *[]Node, vw int64) {
 		*cur = append(*cur, b)
 		main = &b.Body
 	}
-	l.env[ax.Name] = Add(base, Var(lane))
-	l.compute(main, vw, lane)
+	l.env[ax.Name] = Add(base, Var(laneVar))
+	l.compute(main, vw, laneVar)
 	if t > 0 {
 		b := &Block{Comment: fmt.Sprintf("remainder: %s in [%d, %d)", ax.Name, m*vw, ax.Extent)}
 		*cur = append(*cur, b)
 		if t == 1 {
 			l.env[ax.Name] = Lit(m * vw)
 		} else {
-			l.env[ax.Name] = Add(Var(lane), Lit(m*vw))
+			l.env[ax.Name] = Add(Var(laneVar), Lit(m*vw))
 		}
-		l.compute(&b.Body, t, lane)
+		l.compute(&b.Body, t, laneVar)
 	}
+}
+
+// out is the statement's store target at the current spatial point.
+func (l *lowerer) out() *ir.Access {
+	out := &ir.Access{Tensor: l.st.Stmt.Tensor}
+	for _, ax := range l.st.Spatial {
+		out.Indices = append(out.Indices, l.env[ax.Name])
+	}
+	return out
 }
 
 // compute appends the statement's computation for w lanes (lane variable
@@ -142,10 +161,7 @@ func (l *lowerer) compute(body *[]Node, w int64, lane string) {
 		}
 		return &Loop{Var: lane, Extent: w, Vector: true, Body: []Node{s}}
 	}
-	out := &ir.Access{Tensor: st.Tensor}
-	for _, ax := range l.st.Spatial {
-		out.Indices = append(out.Indices, l.env[ax.Name])
-	}
+	out := l.out()
 	rhs := Subst(st.RHS, l.env)
 	if st.Reduce == ir.Assign {
 		*body = append(*body, lanes(&Store{Dst: out, Op: ir.Assign, Value: rhs}))
@@ -171,6 +187,62 @@ func (l *lowerer) compute(body *[]Node, w int64, lane string) {
 	}
 	*cur = append(*cur, lanes(&Store{Dst: acc(), Op: st.Reduce, Value: rhs}))
 	*body = append(*body, lanes(&Store{Dst: out, Op: ir.Assign, Value: acc()}))
+}
+
+// reduceLanes appends a lane-parallel reduction over reduction axis ax,
+// split into vw lanes, to *body: acc[vw] set to the identity; the other
+// reduction loops, in statement order; inside them the outer split loop
+// "<ax>.o" with the lane loop "<ax>.l", where lane l folds the elements
+// l, l+vw, l+2*vw, ... into acc[l], and a remainder block whose t lanes
+// fold the last t elements into acc[0..t-1]; then the horizontal combine
+// red = identity; for <ax>.h < vw: red = red op acc[<ax>.h] (in lane
+// order, serially) and the store of red.
+func (l *lowerer) reduceLanes(body *[]Node, ax ir.Var, vw int64) {
+	st := l.st.Stmt
+	outer, lane, horiz := ax.Name+".o", ax.Name+".l", ax.Name+".h"
+	acc := func(i ir.Expr) *ir.Access { return &ir.Access{Tensor: accName, Indices: []ir.Expr{i}} }
+	lanes := func(w int64, s *Store) Node {
+		return &Loop{Var: lane, Extent: w, Vector: true, Body: []Node{s}}
+	}
+	*body = append(*body,
+		&Local{Name: accName, Len: vw},
+		lanes(vw, &Store{Dst: acc(Var(lane)), Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Reduce)}}))
+	cur := body
+	for _, r := range l.st.Reduction {
+		if r.Extent > 1 && r.Name != ax.Name {
+			lp := &Loop{Var: r.Name, Extent: r.Extent}
+			*cur = append(*cur, lp)
+			cur = &lp.Body
+		}
+	}
+	m, t := ax.Extent/vw, ax.Extent%vw
+	main := cur
+	base := Lit(0)
+	if m > 1 {
+		lp := &Loop{Var: outer, Extent: m}
+		*cur = append(*cur, lp)
+		main = &lp.Body
+		base = Mul(Var(outer), Lit(vw))
+	}
+	l.env[ax.Name] = Add(base, Var(lane))
+	*main = append(*main, lanes(vw, &Store{Dst: acc(Var(lane)), Op: st.Reduce, Value: Subst(st.RHS, l.env)}))
+	if t > 0 {
+		b := &Block{Comment: fmt.Sprintf("remainder: %s in [%d, %d)", ax.Name, m*vw, ax.Extent)}
+		*cur = append(*cur, b)
+		if t == 1 {
+			l.env[ax.Name] = Lit(m * vw)
+			b.Body = append(b.Body, &Store{Dst: acc(Lit(0)), Op: st.Reduce, Value: Subst(st.RHS, l.env)})
+		} else {
+			l.env[ax.Name] = Add(Var(lane), Lit(m*vw))
+			b.Body = append(b.Body, lanes(t, &Store{Dst: acc(Var(lane)), Op: st.Reduce, Value: Subst(st.RHS, l.env)}))
+		}
+	}
+	red := &ir.Access{Tensor: redName}
+	*body = append(*body,
+		&Local{Name: redName, Len: 1},
+		&Store{Dst: red, Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Reduce)}},
+		&Loop{Var: horiz, Extent: vw, Body: []Node{&Store{Dst: red, Op: st.Reduce, Value: acc(Var(horiz))}}},
+		&Store{Dst: l.out(), Op: ir.Assign, Value: red})
 }
 
 // Identity is the starting value of a reduction: 0 for Sum, 1 for Prod,

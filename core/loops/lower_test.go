@@ -70,6 +70,18 @@ func goldenSpecs() map[string]*ir.Spec {
 				[]ir.Var{v("i", 4)}, v("j", 10)),
 			stmt("Y", ir.Assign, bin(ir.Div, &ir.Call{Fn: ir.FuncExp, Args: []ir.Expr{bin(ir.Sub, at("X", ix("i"), ix("j")), at("M", ix("i")))}}, at("S", ix("i"))),
 				[]ir.Var{v("i", 4), v("j", 10)})),
+		// W is larger than X: lanes over k, j outside b.
+		"lane_reduce": spec("gate", f32, []*ir.TensorDecl{tensor("W", in, 6, 37), tensor("X", in, 4, 37), tensor("WX", out, 4, 6)},
+			stmt("WX", ir.Sum, bin(ir.Mul, at("W", ix("j"), ix("k")), at("X", ix("b"), ix("k"))),
+				[]ir.Var{v("b", 4), v("j", 6)}, v("k", 37))),
+		// Lanes over j (17 = 16 + 1) inside the other reduction loop r.
+		"lane_reduce_tail1": spec("rowmax", f32, []*ir.TensorDecl{tensor("X", in, 3, 5, 17), tensor("M", out, 3)},
+			stmt("M", ir.Max, at("X", ix("i"), ix("r"), ix("j")), []ir.Var{v("i", 3)}, v("r", 5), v("j", 17))),
+		// The store is strided by 2 in a, both reads contiguous: lanes
+		// over a, which moves innermost.
+		"lane_spatial": spec("transpose2", f64, []*ir.TensorDecl{tensor("X", in, 2, 20), tensor("Z", in, 2, 20), tensor("Y", out, 20, 2)},
+			stmt("Y", ir.Assign, bin(ir.Add, at("X", ix("b"), ix("a")), at("Z", ix("b"), ix("a"))),
+				[]ir.Var{v("a", 20), v("b", 2)})),
 	}
 }
 
@@ -82,26 +94,27 @@ func TestGoldenDumps(t *testing.T) {
 func TestDefaultSchedule(t *testing.T) {
 	specs := goldenSpecs()
 	for _, c := range []struct {
-		name  string
-		stmt  int
-		vw    int64
-		depth int
+		name string
+		stmt int
+		want string
 	}{
-		{"matmul", 0, 16, 1},
-		{"matmul_f64", 0, 8, 1},
-		{"tail", 0, 16, 1},
-		{"scalar_sum", 0, 1, 0},
-		{"inner1", 0, 1, 1},
-		{"collapse", 0, 16, 3},
-		{"tail_nocollapse", 0, 16, 1},
-		{"vec1d", 0, 16, 1},
-		{"tail1", 0, 8, 0},
-		{"temps", 0, 4, 0},
-		{"temps", 2, 10, 1},
+		{"matmul", 0, "vector 16, parallel 1"},
+		{"matmul_f64", 0, "vector 8, parallel 1"},
+		{"tail", 0, "vector 16, parallel 1"},
+		{"scalar_sum", 0, "vector 8 over i, parallel 0"},
+		{"inner1", 0, "vector 1, parallel 1"},
+		{"collapse", 0, "vector 16, parallel 3"},
+		{"tail_nocollapse", 0, "vector 16, parallel 1"},
+		{"vec1d", 0, "vector 16, parallel 1"},
+		{"tail1", 0, "vector 8, parallel 0"},
+		{"temps", 0, "vector 4, parallel 0"},
+		{"temps", 2, "vector 10, parallel 1"},
+		{"lane_reduce", 0, "vector 16 over k order [j b], parallel 2"},
+		{"lane_reduce_tail1", 0, "vector 16 over j, parallel 1"},
+		{"lane_spatial", 0, "vector 8 over a order [b a], parallel 1"},
 	} {
-		s := DefaultSchedule(specs[c.name], c.stmt)
-		if s.VectorWidth != c.vw || s.ParallelDepth != c.depth {
-			t.Errorf("%s stmt %d: got %+v, want vector %d parallel %d", c.name, c.stmt, s, c.vw, c.depth)
+		if got := DefaultSchedule(specs[c.name], c.stmt).String(); got != c.want {
+			t.Errorf("%s stmt %d: got %s, want %s", c.name, c.stmt, got, c.want)
 		}
 	}
 }
@@ -192,5 +205,70 @@ func TestLowerWithCustomSchedule(t *testing.T) {
 	}
 	if got := Dump(fn); strings.Contains(got, "vector for") || strings.Contains(got, "parallel(") {
 		t.Errorf("scalar serial schedule:\n%s", got)
+	}
+}
+
+// TestLaneAxisChoice checks the contiguity-driven lane axis on the shapes
+// that motivated it and that the good cases keep their layout.
+func TestLaneAxisChoice(t *testing.T) {
+	f32, in, out := ir.Float32, ir.RoleInput, ir.RoleOutput
+	mul := func(x, y ir.Expr) ir.Expr { return bin(ir.Mul, x, y) }
+	add := func(x, y ir.Expr) ir.Expr { return bin(ir.Add, x, y) }
+	for _, c := range []struct {
+		name string
+		s    *ir.Spec
+		want string
+	}{
+		{"milstm gate", spec("gate", f32, []*ir.TensorDecl{tensor("W", in, 1024, 512), tensor("X", in, 64, 512), tensor("WX", out, 64, 1024)},
+			stmt("WX", ir.Sum, mul(at("W", ix("j"), ix("k")), at("X", ix("b"), ix("k"))),
+				[]ir.Var{v("b", 64), v("j", 1024)}, v("k", 512))),
+			"vector 16 over k order [j b], parallel 1"},
+		{"row max", spec("rowmax", f32, []*ir.TensorDecl{tensor("X", in, 512, 1024), tensor("M", out, 512)},
+			stmt("M", ir.Max, at("X", ix("b"), ix("j")), []ir.Var{v("b", 512)}, v("j", 1024))),
+			"vector 16 over j, parallel 1"},
+		{"column max keeps spatial lanes", spec("colmax", f32, []*ir.TensorDecl{tensor("X", in, 512, 1024), tensor("M", out, 1024)},
+			stmt("M", ir.Max, at("X", ix("b"), ix("j")), []ir.Var{v("j", 1024)}, v("b", 512))),
+			"vector 16, parallel 1"},
+		{"matmul", matmulSpec(f32, 256, 256, 256), "vector 16, parallel 1"},
+		{"strided conv keeps q", spec("conv", f32, []*ir.TensorDecl{tensor("X", in, 8, 32, 32, 32), tensor("W", in, 32, 32, 3, 3), tensor("Y", out, 8, 32, 14, 14)},
+			stmt("Y", ir.Sum, mul(at("X", ix("n"), ix("c"), add(mul(ix("p"), lit(2)), mul(ix("r"), lit(2))), add(mul(ix("q"), lit(2)), mul(ix("s"), lit(2)))),
+				at("W", ix("k"), ix("c"), ix("r"), ix("s"))),
+				[]ir.Var{v("n", 8), v("k", 32), v("p", 14), v("q", 14)}, v("c", 32), v("r", 3), v("s", 3))),
+			"vector 14, parallel 2"},
+		{"non-affine index keeps the innermost axis", spec("d2s", f32, []*ir.TensorDecl{tensor("X", in, 64, 32), tensor("Y", out, 64, 64)},
+			stmt("Y", ir.Assign, at("X", ix("i"), bin(ir.Div, ix("j"), lit(2))), []ir.Var{v("i", 64), v("j", 64)})),
+			"vector 16, parallel 1"},
+		{"no spatial axes", spec("sum", f32, []*ir.TensorDecl{tensor("X", in, 40, 3), tensor("S", out)},
+			stmt("S", ir.Sum, at("X", ix("i"), ix("j")), nil, v("i", 40), v("j", 3))),
+			"vector 1, parallel 0"},
+	} {
+		if got := DefaultSchedule(c.s, 0).String(); got != c.want {
+			t.Errorf("%s: got %s, want %s", c.name, got, c.want)
+		}
+		if _, err := Lower(c.s); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+func TestScheduleAxisErrors(t *testing.T) {
+	s := matmulSpec(ir.Float32, 8, 8, 32)
+	for _, c := range []struct {
+		sched Schedule
+		want  string
+	}{
+		{Schedule{VectorWidth: 16, VectorAxis: "z"}, "not an axis"},
+		{Schedule{VectorWidth: 64, VectorAxis: "k"}, "exceeds the extent 32"},
+		{Schedule{VectorWidth: 4, VectorAxis: "i"}, "not the innermost"},
+		{Schedule{VectorWidth: 1, Order: []string{"j"}}, "does not list"},
+		{Schedule{VectorWidth: 1, Order: []string{"j", "j"}}, "not a permutation"},
+	} {
+		_, err := LowerStmt(s, 0, c.sched)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want error containing %q", c.sched, err, c.want)
+		}
+	}
+	if _, err := LowerStmt(s, 0, Schedule{VectorWidth: 4, VectorAxis: "i", Order: []string{"j", "i"}, ParallelDepth: 1}); err != nil {
+		t.Errorf("spatial lanes over i, innermost by order: %v", err)
 	}
 }

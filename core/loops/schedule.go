@@ -1,6 +1,9 @@
 package loops
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/pkg/errors"
 
 	"github.com/neoflow/neoflow/core/ir"
@@ -14,11 +17,21 @@ const VectorBytes = 64
 const MinParallelIters = 64
 
 // Schedule is how one statement is lowered. The default schedule is
-// DefaultSchedule; tuned schedules set other values.
+// DefaultSchedule; tuned schedules set other values. The zero values of
+// VectorAxis and Order give the historical layout: spatial loops in
+// left-hand-side order, the innermost one split into lanes.
 type Schedule struct {
-	// VectorWidth is the number of lanes the innermost spatial axis is
-	// split into (1: no split). It must not exceed that axis's extent.
+	// VectorWidth is the number of lanes the lane axis is split into (1:
+	// no split). It must not exceed that axis's extent.
 	VectorWidth int64
+	// VectorAxis names the lane axis. Empty means the innermost spatial
+	// loop (the last of Order). A spatial lane axis must be the last of
+	// Order. A reduction axis gives a lane-parallel reduction: VectorWidth
+	// partial results, combined at the end (see the package doc).
+	VectorAxis string
+	// Order lists the spatial axes, outermost loop first; nil means
+	// left-hand-side order.
+	Order []string
 	// ParallelDepth is how many outermost loops (after loops of extent 1
 	// are removed) form the parallel iteration space, 0 for none. Those
 	// loops must be perfectly nested: the outer split loop of an axis with
@@ -26,16 +39,53 @@ type Schedule struct {
 	ParallelDepth int
 }
 
-// DefaultSchedule is the default schedule of statement i of spec.
+// String is the schedule as Dump prints it.
+func (s Schedule) String() string {
+	t := fmt.Sprintf("vector %d", s.VectorWidth)
+	if s.VectorAxis != "" {
+		t += " over " + s.VectorAxis
+	}
+	if s.Order != nil {
+		t += fmt.Sprintf(" order %v", s.Order)
+	}
+	return t + fmt.Sprintf(", parallel %d", s.ParallelDepth)
+}
+
+// DefaultSchedule is the default schedule of statement i of spec: the lane
+// axis chosen by LaneAxis, split into VectorBytes / element size lanes
+// (capped to the extent of a spatial lane axis); for a lane-parallel
+// reduction the spatial loops ordered by SpatialOrder; and the outermost
+// loops collapsed into one parallel loop until they have at least
+// MinParallelIters iterations.
 func DefaultSchedule(spec *ir.Spec, i int) Schedule {
 	st := spec.Stmts[i]
 	s := Schedule{VectorWidth: 1}
-	if n := len(st.Spatial); n > 0 {
-		v := int64(VectorBytes / max(spec.DType.Size(), 1))
-		s.VectorWidth = max(min(v, st.Spatial[n-1].Extent), 1)
+	v := int64(VectorBytes / max(spec.DType.Size(), 1))
+	if ax, ok := LaneAxis(spec, st, v); ok {
+		n := len(st.Spatial)
+		switch {
+		case isReduction(st, ax.Name):
+			s.VectorWidth = v
+			s.VectorAxis = ax.Name
+			s.Order = SpatialOrder(spec, st)
+		case ax.Name == st.Spatial[n-1].Name:
+			s.VectorWidth = max(min(v, ax.Extent), 1)
+		default:
+			s.VectorWidth = v
+			s.VectorAxis = ax.Name
+			for _, sp := range st.Spatial {
+				if sp.Name != ax.Name {
+					s.Order = append(s.Order, sp.Name)
+				}
+			}
+			s.Order = append(s.Order, ax.Name)
+		}
+		if s.Order != nil && slices.Equal(s.Order, spatialNames(st)) {
+			s.Order = nil
+		}
 	}
 	prod := int64(1)
-	for _, c := range parallelCandidates(st, s.VectorWidth) {
+	for _, c := range parallelCandidates(st, s) {
 		if prod >= MinParallelIters {
 			break
 		}
@@ -45,21 +95,297 @@ func DefaultSchedule(spec *ir.Spec, i int) Schedule {
 	return s
 }
 
-// parallelCandidates lists the extents of the spatial loops that may form a
-// collapsed parallel loop, outermost first, for a lane split of width v.
-func parallelCandidates(st *ir.BoundStmt, v int64) []int64 {
-	var out []int64
+// LaneAxis chooses the lane axis of statement st for v lanes, by the
+// contiguity of the memory accesses along each candidate axis (see
+// laneScore):
+//
+//  1. The innermost left-hand-side axis, when its extent is above 1 and
+//     every access that uses it (the store included) is contiguous in it.
+//  2. Otherwise the candidate with the highest score, when that score is
+//     positive and above the innermost axis's (0 when its extent is 1).
+//     Candidates are the reduction axes ('=' statements have none) and the
+//     other spatial axes, those with an extent of at least v; ties go to
+//     the first in the order: reduction axes innermost first, then spatial
+//     axes innermost first.
+//  3. Otherwise the innermost left-hand-side axis; ok is false when the
+//     statement has no spatial axis (the nest stays scalar).
+func LaneAxis(spec *ir.Spec, st *ir.BoundStmt, v int64) (ir.Var, bool) {
+	acc := stmtAccesses(st)
 	n := len(st.Spatial)
+	var inner ir.Var
+	innerScore := int64(0)
+	if n > 0 {
+		inner = st.Spatial[n-1]
+		if inner.Extent > 1 {
+			sc, contiguous := laneScore(spec, acc, inner.Name, v)
+			if contiguous {
+				return inner, true
+			}
+			innerScore = sc
+		}
+	}
+	var cands []ir.Var
+	for i := len(st.Reduction) - 1; i >= 0; i-- {
+		cands = append(cands, st.Reduction[i])
+	}
+	for i := n - 2; i >= 0; i-- {
+		cands = append(cands, st.Spatial[i])
+	}
+	var best ir.Var
+	bestScore := int64(0)
+	for _, c := range cands {
+		if c.Extent < max(v, 2) {
+			continue
+		}
+		if sc, _ := laneScore(spec, acc, c.Name, v); sc > bestScore {
+			best, bestScore = c, sc
+		}
+	}
+	if bestScore > 0 && bestScore > innerScore {
+		return best, true
+	}
+	return inner, n > 0
+}
+
+// laneScore scores axis as the lane axis of v lanes over the accesses acc
+// (the statement's store and the distinct tensor reads of its right-hand
+// side): an access in which the axis moves the flat (row-major) offset by
+// exactly 1 is contiguous and counts +1; an access that does not use the
+// axis is a broadcast and counts 0; any other access is strided and counts
+// -(min(|stride|, v) - 1), the extra cache lines a vector of v lanes
+// touches, with v - 1 when the stride is not constant (the axis occurs
+// under '/', '%', a function, a where or a product with a variable).
+// contiguous reports that every access using the axis is contiguous and
+// at least one does.
+func laneScore(spec *ir.Spec, acc []*ir.Access, axis string, v int64) (score int64, contiguous bool) {
+	uses, contig := 0, 0
+	for _, a := range acc {
+		s, ok := flatStride(spec, a, axis)
+		switch {
+		case ok && s == 0:
+			continue
+		case ok && s == 1:
+			score++
+			contig++
+		case ok:
+			score -= min(max(s, -s), v) - 1
+		default:
+			score -= v - 1
+		}
+		uses++
+	}
+	return score, uses > 0 && contig == uses
+}
+
+// flatStride is how far one step of axis moves the flat row-major offset
+// of access a; ok is false when that is not a constant.
+func flatStride(spec *ir.Spec, a *ir.Access, axis string) (int64, bool) {
+	t := spec.Tensor(a.Tensor)
+	if t == nil || len(t.Shape) != len(a.Indices) {
+		return 0, false
+	}
+	stride, total := int64(1), int64(0)
+	for d := len(a.Indices) - 1; d >= 0; d-- {
+		c, ok := coefficient(a.Indices[d], axis)
+		if !ok {
+			return 0, false
+		}
+		total += c * stride
+		stride *= max(t.Shape[d], 1)
+	}
+	return total, true
+}
+
+// coefficient is the constant c with e = c*axis + (terms without axis);
+// ok is false when e is not of that form.
+func coefficient(e ir.Expr, axis string) (int64, bool) {
+	if !uses(e, axis) {
+		return 0, true
+	}
+	switch e := e.(type) {
+	case *ir.Index:
+		return 1, true
+	case *ir.Unary:
+		c, ok := coefficient(e.X, axis)
+		return -c, ok && e.Op == ir.Neg
+	case *ir.Binary:
+		switch e.Op {
+		case ir.Add, ir.Sub:
+			x, okx := coefficient(e.X, axis)
+			y, oky := coefficient(e.Y, axis)
+			if e.Op == ir.Sub {
+				y = -y
+			}
+			return x + y, okx && oky
+		case ir.Mul:
+			if k, ok := intConst(e.Y); ok {
+				c, okc := coefficient(e.X, axis)
+				return c * k, okc
+			}
+			if k, ok := intConst(e.X); ok {
+				c, okc := coefficient(e.Y, axis)
+				return c * k, okc
+			}
+		}
+	}
+	return 0, false
+}
+
+func intConst(e ir.Expr) (int64, bool) {
+	switch e := e.(type) {
+	case *ir.IntLit:
+		return e.Value, true
+	case *ir.Const:
+		return e.Int, !e.IsFloat
+	}
+	return 0, false
+}
+
+// uses reports whether index variable name occurs in e.
+func uses(e ir.Expr, name string) bool {
+	found := false
+	Walk(e, func(x ir.Expr) {
+		if ix, ok := x.(*ir.Index); ok && ix.Name == name {
+			found = true
+		}
+	})
+	return found
+}
+
+// stmtAccesses lists the store of st and the distinct tensor reads of its
+// right-hand side, in order of first occurrence.
+func stmtAccesses(st *ir.BoundStmt) []*ir.Access {
+	out := []*ir.Access{{Tensor: st.Stmt.Tensor}}
+	for _, ix := range st.Stmt.Indices {
+		out[0].Indices = append(out[0].Indices, ix)
+	}
+	seen := map[string]bool{}
+	Walk(st.Stmt.RHS, func(e ir.Expr) {
+		if a, ok := e.(*ir.Access); ok {
+			if k := ir.ExprString(a); !seen[k] {
+				seen[k] = true
+				out = append(out, a)
+			}
+		}
+	})
+	return out
+}
+
+// SpatialOrder is the spatial loop order of a lane-parallel reduction:
+// spatial axes by decreasing footprint, ties in left-hand-side order. The
+// footprint of an axis is the total size of the tensors whose reads use it
+// (each tensor counted once). The innermost spatial loops then walk the
+// smallest tensors, while a row of each large tensor, indexed by the outer
+// axes only, stays in cache across them: for WX[b,j] += W[j,k] * X[b,k]
+// with W larger than X the order is j, b, so W's row j is reused for every
+// b.
+func SpatialOrder(spec *ir.Spec, st *ir.BoundStmt) []string {
+	reads := stmtAccesses(st)[1:]
+	foot := map[string]int64{}
+	for _, ax := range st.Spatial {
+		seen := map[string]bool{}
+		for _, a := range reads {
+			if seen[a.Tensor] || !uses(a, ax.Name) {
+				continue
+			}
+			seen[a.Tensor] = true
+			if t := spec.Tensor(a.Tensor); t != nil {
+				foot[ax.Name] += t.Elems()
+			}
+		}
+	}
+	order := spatialNames(st)
+	slices.SortStableFunc(order, func(a, b string) int {
+		switch {
+		case foot[a] > foot[b]:
+			return -1
+		case foot[a] < foot[b]:
+			return 1
+		}
+		return 0
+	})
+	return order
+}
+
+func spatialNames(st *ir.BoundStmt) []string {
+	out := make([]string, len(st.Spatial))
 	for i, ax := range st.Spatial {
+		out[i] = ax.Name
+	}
+	return out
+}
+
+func isReduction(st *ir.BoundStmt, name string) bool {
+	_, red, _ := axis(st, name)
+	return red
+}
+
+// order is the spatial axes of st in loop order, outermost first.
+func (s Schedule) order(st *ir.BoundStmt) []ir.Var {
+	if s.Order == nil {
+		return st.Spatial
+	}
+	byName := map[string]ir.Var{}
+	for _, ax := range st.Spatial {
+		byName[ax.Name] = ax
+	}
+	out := make([]ir.Var, len(s.Order))
+	for i, n := range s.Order {
+		out[i] = byName[n]
+	}
+	return out
+}
+
+// lane is the lane axis of a checked schedule and whether it is a
+// reduction axis; ok is false when there is no lane split.
+func (s Schedule) lane(st *ir.BoundStmt) (ax ir.Var, reduction, ok bool) {
+	if s.VectorWidth <= 1 {
+		return ir.Var{}, false, false
+	}
+	if s.VectorAxis == "" {
+		o := s.order(st)
+		if len(o) == 0 {
+			return ir.Var{}, false, false
+		}
+		return o[len(o)-1], false, true
+	}
+	return axis(st, s.VectorAxis)
+}
+
+// axis finds the axis of st named name.
+func axis(st *ir.BoundStmt, name string) (ax ir.Var, reduction, ok bool) {
+	for _, r := range st.Reduction {
+		if r.Name == name {
+			return r, true, true
+		}
+	}
+	for _, sp := range st.Spatial {
+		if sp.Name == name {
+			return sp, false, true
+		}
+	}
+	return ir.Var{}, false, false
+}
+
+// parallelCandidates lists the extents of the spatial loops that may form a
+// collapsed parallel loop under schedule s, outermost first.
+func parallelCandidates(st *ir.BoundStmt, s Schedule) []int64 {
+	var out []int64
+	ord := s.order(st)
+	n := len(ord)
+	_, red, ok := s.lane(st)
+	split := ok && !red
+	v := s.VectorWidth
+	for i, ax := range ord {
 		ext := ax.Extent
-		last := i == n-1
-		if last && v > 1 {
+		last := split && i == n-1
+		if last {
 			ext = ax.Extent / v
 		}
 		if ext == 1 {
 			continue
 		}
-		if last && v > 1 && ax.Extent%v != 0 && len(out) > 0 {
+		if last && ax.Extent%v != 0 && len(out) > 0 {
 			// The remainder block follows the outer split loop inside
 			// the enclosing loop: the nest is no longer perfect.
 			break
@@ -74,16 +400,39 @@ func (s Schedule) check(st *ir.BoundStmt) error {
 	if s.VectorWidth < 1 {
 		return errors.Errorf("vector width %d < 1", s.VectorWidth)
 	}
-	if s.VectorWidth > 1 {
-		n := len(st.Spatial)
-		if n == 0 {
-			return errors.Errorf("vector width %d on a statement without spatial axes", s.VectorWidth)
+	if s.Order != nil {
+		if len(s.Order) != len(st.Spatial) {
+			return errors.Errorf("order %v does not list the %d spatial axes", s.Order, len(st.Spatial))
 		}
-		if e := st.Spatial[n-1].Extent; s.VectorWidth > e {
-			return errors.Errorf("vector width %d exceeds the extent %d of axis %s", s.VectorWidth, e, st.Spatial[n-1].Name)
+		seen := map[string]bool{}
+		for _, n := range s.Order {
+			if seen[n] || !slices.Contains(spatialNames(st), n) {
+				return errors.Errorf("order %v is not a permutation of the spatial axes %v", s.Order, spatialNames(st))
+			}
+			seen[n] = true
 		}
 	}
-	if c := len(parallelCandidates(st, s.VectorWidth)); s.ParallelDepth < 0 || s.ParallelDepth > c {
+	if s.VectorAxis != "" {
+		ord := s.order(st)
+		ax, red, ok := axis(st, s.VectorAxis)
+		switch {
+		case !ok:
+			return errors.Errorf("vector axis %s is not an axis of the statement", s.VectorAxis)
+		case !red && ord[len(ord)-1].Name != ax.Name:
+			return errors.Errorf("spatial vector axis %s is not the innermost spatial loop", s.VectorAxis)
+		case s.VectorWidth > ax.Extent:
+			return errors.Errorf("vector width %d exceeds the extent %d of axis %s", s.VectorWidth, ax.Extent, ax.Name)
+		}
+	} else if s.VectorWidth > 1 {
+		ord := s.order(st)
+		if len(ord) == 0 {
+			return errors.Errorf("vector width %d on a statement without spatial axes", s.VectorWidth)
+		}
+		if e := ord[len(ord)-1].Extent; s.VectorWidth > e {
+			return errors.Errorf("vector width %d exceeds the extent %d of axis %s", s.VectorWidth, e, ord[len(ord)-1].Name)
+		}
+	}
+	if c := len(parallelCandidates(st, s)); s.ParallelDepth < 0 || s.ParallelDepth > c {
 		return errors.Errorf("parallel depth %d: only %d perfectly nested spatial loops", s.ParallelDepth, c)
 	}
 	return nil

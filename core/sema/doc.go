@@ -5,7 +5,7 @@
 // Check verifies an op at define time and returns a user-facing *ir.Error
 // (line:col and a caret) for the first problem:
 //
-//   - Kinds (KindOf): access indices must be integer (KindIndex)
+//   - Kinds (ir.KindOf): access indices must be integer (KindIndex)
 //     expressions; where's condition and the operands of &&, || and ! must
 //     be bools; a bool cannot be used as a value or an index anywhere else;
 //     comparisons take index or value operands. Division and modulo in an

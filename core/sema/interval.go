@@ -149,20 +149,12 @@ func floorDiv(a, k int64) int64 {
 	if a == negInf || a == posInf {
 		return a
 	}
-	q := a / k
-	if a%k != 0 && a < 0 {
-		q--
-	}
-	return q
+	return ir.FloorDiv(a, k)
 }
 
 // floorMod is a - floorDiv(a, k)*k for k > 0: in [0, k-1].
 func floorMod(a, k int64) int64 {
-	m := a % k
-	if m < 0 {
-		m += k
-	}
-	return m
+	return ir.FloorMod(a, k)
 }
 
 // scope is what is known at a point of a statement: the interval of each

@@ -2,56 +2,6 @@ package sema
 
 import "github.com/neoflow/neoflow/core/ir"
 
-// KindOf is the kind of an expression: KindBool for comparisons and logical
-// operators, KindValue when any sub-term is a value (a tensor access, a
-// float literal, a float constant or a function that produces values), and
-// KindIndex otherwise. It does not validate the expression; Check does.
-func KindOf(e ir.Expr) ir.Kind {
-	switch e := e.(type) {
-	case *ir.IntLit, *ir.Index:
-		return ir.KindIndex
-	case *ir.FloatLit, *ir.Access:
-		return ir.KindValue
-	case *ir.Const:
-		if e.IsFloat {
-			return ir.KindValue
-		}
-		return ir.KindIndex
-	case *ir.Unary:
-		if e.Op == ir.Not {
-			return ir.KindBool
-		}
-		return KindOf(e.X)
-	case *ir.Binary:
-		if e.Op.IsCompare() || e.Op.IsLogic() {
-			return ir.KindBool
-		}
-		return join(KindOf(e.X), KindOf(e.Y))
-	case *ir.Call:
-		switch e.Fn {
-		case ir.FuncMin, ir.FuncMax, ir.FuncAbs:
-			k := ir.KindIndex
-			for _, a := range e.Args {
-				k = join(k, KindOf(a))
-			}
-			return k
-		}
-		return ir.KindValue
-	case *ir.Where:
-		return join(KindOf(e.Then), KindOf(e.Else))
-	}
-	return ir.KindValue
-}
-
-// join is the kind of an arithmetic combination of two numeric kinds: an
-// index mixed with a value is promoted to a value.
-func join(a, b ir.Kind) ir.Kind {
-	if a == ir.KindValue || b == ir.KindValue {
-		return ir.KindValue
-	}
-	return ir.KindIndex
-}
-
 // kindNoun describes a kind for messages: "an index", "a value", "a bool".
 func kindNoun(k ir.Kind) string {
 	switch k {
@@ -67,7 +17,7 @@ func kindNoun(k ir.Kind) string {
 func (c *checker) checkKinds(e ir.Expr) (ir.Kind, error) {
 	switch e := e.(type) {
 	case *ir.IntLit, *ir.FloatLit, *ir.Const, *ir.Index:
-		return KindOf(e), nil
+		return ir.KindOf(e), nil
 	case *ir.Access:
 		for _, x := range e.Indices {
 			k, err := c.checkKinds(x)
@@ -125,7 +75,7 @@ func (c *checker) checkKinds(e ir.Expr) (ir.Kind, error) {
 		if e.Op.IsCompare() {
 			return ir.KindBool, nil
 		}
-		k := join(kx, ky)
+		k := ir.JoinKinds(kx, ky)
 		if k == ir.KindIndex && (e.Op == ir.Div || e.Op == ir.Mod) {
 			if _, ok := constDivisor(e.Y); !ok {
 				return 0, c.op.Errorf(e.Y.At(), "divisor of %s in an index expression must be a positive integer constant, got %s",
@@ -146,7 +96,7 @@ func (c *checker) checkKinds(e ir.Expr) (ir.Kind, error) {
 				return 0, err
 			}
 		}
-		return KindOf(e), nil
+		return ir.KindOf(e), nil
 	case *ir.Where:
 		k, err := c.checkKinds(e.Cond)
 		if err != nil {
@@ -164,7 +114,7 @@ func (c *checker) checkKinds(e ir.Expr) (ir.Kind, error) {
 				return 0, err
 			}
 		}
-		return KindOf(e), nil
+		return ir.KindOf(e), nil
 	case nil:
 		return 0, c.op.Errorf(ir.Pos{}, "missing expression")
 	}

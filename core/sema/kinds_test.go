@@ -35,8 +35,8 @@ func TestKindOf(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			op := mustParse(t, "Y[i] = "+tc.expr, parse.Options{Consts: ints("G", 2, "eps", 1e-5)})
-			if got := KindOf(op.Stmts[0].RHS); got != tc.want {
-				t.Errorf("KindOf(%s): got %v, want %v", tc.expr, got, tc.want)
+			if got := ir.KindOf(op.Stmts[0].RHS); got != tc.want {
+				t.Errorf("ir.KindOf(%s): got %v, want %v", tc.expr, got, tc.want)
 			}
 		})
 	}

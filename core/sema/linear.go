@@ -119,7 +119,7 @@ func facts(cond ir.Expr, negate bool) []linear {
 		case e.Op == ir.And && !negate, e.Op == ir.Or && negate:
 			return append(facts(e.X, negate), facts(e.Y, negate)...)
 		case e.Op.IsCompare():
-			if KindOf(e.X) != ir.KindIndex || KindOf(e.Y) != ir.KindIndex {
+			if ir.KindOf(e.X) != ir.KindIndex || ir.KindOf(e.Y) != ir.KindIndex {
 				return nil
 			}
 			op := e.Op

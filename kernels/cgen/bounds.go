@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/neoflow/neoflow/core/ir"
-	"github.com/neoflow/neoflow/core/loops"
 )
 
 // interval is a closed range of int64 values.
@@ -72,7 +71,7 @@ func rangeRec(e ir.Expr, vars map[string]int64) (interval, bool) {
 			}
 			d := y.lo
 			if e.Op == ir.Div {
-				return interval{loops.FloorDiv(x.lo, d), loops.FloorDiv(x.hi, d)}, true
+				return interval{ir.FloorDiv(x.lo, d), ir.FloorDiv(x.hi, d)}, true
 			}
 			if x.lo >= 0 && x.hi < d {
 				return x, true

@@ -19,11 +19,18 @@
 //   - values are float or double with the f-suffixed <math.h> functions for
 //     float; value '%' is x - floor(x/y)*y; sigmoid is 1/(1+exp(-x)), rsqrt
 //     1/sqrt(x), relu max(x, 0);
-//   - min and max on values (and max=/min= reductions, and relu) follow Go's
-//     math.Max/math.Min as the interpreter does: max with +inf is +inf even
-//     against NaN (min with -inf likewise), otherwise a NaN operand gives
-//     NaN, and max(-0, +0) = +0, min(-0, +0) = -0. So relu(NaN) is NaN, and
-//     a max= reduction over a row holding NaN is NaN unless it holds +inf;
+//   - min and max on values (and max=/min= reductions, and relu) follow
+//     the exact rule of core/ir, as the interpreter does:
+//     max(a, b) = a > b || a != a ? a : b (min with <), relu(x) = max(x, 0).
+//     They are rendered as branch-free conditionals (nf_max, nf_min,
+//     nf_relu), which GCC vectorizes. A NaN operand gives NaN, also against
+//     an infinity, and of two equal operands the second is returned, so
+//     max(+0, -0) = -0 and relu(-0) = +0;
+//   - a lane-parallel reduction (the lane axis is a reduction axis, see
+//     core/loops) reassociates += and *=: float results then differ from
+//     the interpreter's sequential fold by rounding only. max= and min= are
+//     exact, except that a zero result may have the other sign when +0
+//     and -0 tie;
 //   - where is a C conditional, so only the chosen branch (and any guarded
 //     access in it) is evaluated; && and || short-circuit;
 //   - an index used as a value is converted to the value type.

@@ -165,7 +165,7 @@ func (r *renderer) expr(e ir.Expr) (cexpr, error) {
 		if err != nil {
 			return cond, err
 		}
-		k := loops.KindOf(e)
+		k := ir.KindOf(e)
 		a, err := r.as(e.Then, k)
 		if err != nil {
 			return a, err
@@ -195,7 +195,7 @@ func (r *renderer) binary(e *ir.Binary) (cexpr, error) {
 	if !ok {
 		return cexpr{}, errors.Errorf("unknown operator %d", int(e.Op))
 	}
-	k := loops.Join(loops.KindOf(e.X), loops.KindOf(e.Y))
+	k := ir.JoinKinds(ir.KindOf(e.X), ir.KindOf(e.Y))
 	if e.Op.IsLogic() {
 		k = ir.KindBool
 	}
@@ -241,7 +241,7 @@ func (r *renderer) binary(e *ir.Binary) (cexpr, error) {
 // a + b - c), unlike their floating-point counterparts.
 func reassociates(op ir.BinOp, y ir.Expr) bool {
 	b, ok := y.(*ir.Binary)
-	if !ok || loops.KindOf(b) != ir.KindIndex {
+	if !ok || ir.KindOf(b) != ir.KindIndex {
 		return false
 	}
 	switch op {
@@ -269,7 +269,7 @@ func (r *renderer) callExpr(e *ir.Call) (cexpr, error) {
 	if len(e.Args) != e.Fn.Arity() {
 		return cexpr{}, errors.Errorf("%s takes %d arguments, got %d", e.Fn, e.Fn.Arity(), len(e.Args))
 	}
-	k := loops.KindOf(e)
+	k := ir.KindOf(e)
 	args := make([]cexpr, len(e.Args))
 	for i, a := range e.Args {
 		c, err := r.as(a, k)
@@ -321,7 +321,7 @@ func (r *renderer) access(a *ir.Access) (cexpr, error) {
 		return cexpr{}, errors.Errorf("%s has rank %d, accessed with %d indices", a.Tensor, len(t.Shape), len(a.Indices))
 	}
 	for _, x := range a.Indices {
-		if k := loops.KindOf(x); k != ir.KindIndex {
+		if k := ir.KindOf(x); k != ir.KindIndex {
 			return cexpr{}, errors.Errorf("index of %s is a %v: %s", a.Tensor, k, ir.ExprString(x))
 		}
 	}

@@ -24,37 +24,19 @@ var helpers = []helper{
 	{"nf_absi", `static inline int64_t nf_absi(int64_t a) { return a < 0 ? -a : a; }`},
 	{"nf_mini", `static inline int64_t nf_mini(int64_t a, int64_t b) { return a < b ? a : b; }`},
 	{"nf_maxi", `static inline int64_t nf_maxi(int64_t a, int64_t b) { return a > b ? a : b; }`},
-	// Go's math.Max and math.Min, as the interpreter: an infinity in the
-	// direction of the operation wins over NaN, NaN over everything else,
-	// and +0 > -0.
-	{"nf_max", `static inline $T nf_max($T a, $T b)
-{
-	if (a == INFINITY || b == INFINITY)
-		return INFINITY;
-	if (isnan(a) || isnan(b))
-		return a + b;
-	if (a == b)
-		return signbit(a) ? b : a;
-	return a > b ? a : b;
-}`},
-	{"nf_min", `static inline $T nf_min($T a, $T b)
-{
-	if (a == -INFINITY || b == -INFINITY)
-		return -INFINITY;
-	if (isnan(a) || isnan(b))
-		return a + b;
-	if (a == b)
-		return signbit(a) ? a : b;
-	return a < b ? a : b;
-}`},
-	{"nf_relu", `static inline $T nf_relu($T x) { return nf_max(x, 0); }`},
+	// max, min and relu on values, exactly as core/ir defines them
+	// (a NaN operand propagates; of equal operands the second is
+	// returned): branch-free selects that vectorize.
+	{"nf_max", `static inline $T nf_max($T a, $T b) { return a > b || a != a ? a : b; }`},
+	{"nf_min", `static inline $T nf_min($T a, $T b) { return a < b || a != a ? a : b; }`},
+	{"nf_relu", `static inline $T nf_relu($T x) { return x > 0 || x != x ? x : 0; }`},
 	{"nf_sigmoid", `static inline $T nf_sigmoid($T x) { return 1 / (1 + exp$F(-x)); }`},
 	{"nf_rsqrt", `static inline $T nf_rsqrt($T x) { return 1 / sqrt$F(x); }`},
 	{"nf_mod", `static inline $T nf_mod($T x, $T y) { return x - floor$F(x / y) * y; }`},
 }
 
 // helperDeps lists helpers another helper calls.
-var helperDeps = map[string][]string{"nf_relu": {"nf_max"}}
+var helperDeps = map[string][]string{}
 
 // helperText renders the used helpers for value type ctype.
 func helperText(used map[string]bool, ctype, suffix string) string {

@@ -142,8 +142,32 @@ func TestPatterns(t *testing.T) {
 		t.Errorf("padded conv should guard the load with a conditional:\n%s", pad)
 	}
 	sum := source(t, "sum_all", ir.Float64)
-	if !strings.Contains(sum, "double r_acc;") || strings.Contains(sum, "omp parallel") || !strings.Contains(sum, "t_S[0] = r_acc;") {
-		t.Errorf("scalar sum should be a serial scalar accumulation:\n%s", sum)
+	for _, want := range []string{
+		"double r_acc[8];",
+		"r_acc[vl_j] += t_X[v_i * 29 + vo_j * 8 + vl_j];",
+		"// remainder: j in [24, 29)",
+		"double r_red;\n\t\tr_red = 0.0;\n\t\tfor (int64_t vh_j = 0; vh_j < 8; vh_j++) {\n\t\t\tr_red += r_acc[vh_j];",
+		"t_S[0] = r_red;",
+	} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("sum over all elements should be a lane-parallel reduction over j; lacks %q:\n%s", want, sum)
+		}
+	}
+	if strings.Contains(sum, "omp parallel") {
+		t.Errorf("scalar sum should be serial:\n%s", sum)
+	}
+	sm := source(t, "softmax", ir.Float32)
+	for _, want := range []string{
+		"static inline float nf_max(float a, float b) { return a > b || a != a ? a : b; }",
+		"r_acc[vl_j] = nf_max(r_acc[vl_j], t_X[v_i * 19 + vl_j]);",
+		"r_red = nf_max(r_red, r_acc[vh_j]);",
+	} {
+		if !strings.Contains(sm, want) {
+			t.Errorf("softmax lacks %q:\n%s", want, sm)
+		}
+	}
+	if strings.Contains(sm, "isnan") || strings.Contains(sm, "signbit") || strings.Contains(um, "if (") {
+		t.Errorf("max/min/relu helpers should be branch-free")
 	}
 }
 

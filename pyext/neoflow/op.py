@@ -146,16 +146,23 @@ class Op:
 
     def specialize(self, *tensors, sizes=None) -> Kernel:
         """Builds (or finds) the kernel for these inputs' shapes and dtype."""
-        self._check(tensors)
-        key = (tuple((t.dtype, tuple(t.shape)) for t in tensors), tuple(sorted(_sizes(sizes).items())))
-        kernel = self._kernels.get(key)
+        try:  # the fast path: a specialization seen before, already validated
+            key = (
+                tuple((t.dtype, t.device, t.shape) for t in tensors),
+                tuple(sorted(sizes.items())) if sizes else (),
+            )
+            kernel = self._kernels.get(key)
+        except (AttributeError, TypeError):  # not tensors, or sizes not a dict: _check explains
+            key, kernel = None, None
         if kernel is None:
+            self._check(tensors)
             config.ensure()
             resp = _lib.call("nf_specialize", self._request(tensors, sizes), pb.SpecializeResponse)
             for w in resp.warnings:
                 warnings.warn(w, RuntimeWarning, stacklevel=2)
             kernel = Kernel(resp, self.outputs)
-            self._kernels[key] = kernel
+            if key is not None:
+                self._kernels[key] = kernel
         return kernel
 
     def c_source(self, *tensors, sizes=None) -> str:

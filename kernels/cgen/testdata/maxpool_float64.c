@@ -6,16 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 
-static inline double nf_max(double a, double b)
-{
-	if (a == INFINITY || b == INFINITY)
-		return INFINITY;
-	if (isnan(a) || isnan(b))
-		return a + b;
-	if (a == b)
-		return signbit(a) ? b : a;
-	return a > b ? a : b;
-}
+static inline double nf_max(double a, double b) { return a > b || a != a ? a : b; }
 
 void nf_kernel(void **bufs, int64_t nthreads)
 {

@@ -9,16 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 
-static inline float nf_max(float a, float b)
-{
-	if (a == INFINITY || b == INFINITY)
-		return INFINITY;
-	if (isnan(a) || isnan(b))
-		return a + b;
-	if (a == b)
-		return signbit(a) ? b : a;
-	return a > b ? a : b;
-}
+static inline float nf_max(float a, float b) { return a > b || a != a ? a : b; }
 
 void nf_kernel(void **bufs, int64_t nthreads)
 {
@@ -30,20 +21,29 @@ void nf_kernel(void **bufs, int64_t nthreads)
 	const int nf_nt = nthreads < 1 ? 1 : nthreads > 4096 ? 4096 : (int)nthreads;
 	// M[i] max= X[i, j]
 	{
-		float r_acc[7];
-		#pragma omp simd
-		for (int64_t vl_i = 0; vl_i < 7; vl_i++) {
-			r_acc[vl_i] = -INFINITY;
-		}
-		for (int64_t v_j = 0; v_j < 19; v_j++) {
+		#pragma omp parallel for num_threads(nf_nt) schedule(static)
+		for (int64_t v_i = 0; v_i < 7; v_i++) {
+			float r_acc[16];
 			#pragma omp simd
-			for (int64_t vl_i = 0; vl_i < 7; vl_i++) {
-				r_acc[vl_i] = nf_max(r_acc[vl_i], t_X[vl_i * 19 + v_j]);
+			for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
+				r_acc[vl_j] = -INFINITY;
 			}
-		}
-		#pragma omp simd
-		for (int64_t vl_i = 0; vl_i < 7; vl_i++) {
-			t_M[vl_i] = r_acc[vl_i];
+			#pragma omp simd
+			for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
+				r_acc[vl_j] = nf_max(r_acc[vl_j], t_X[v_i * 19 + vl_j]);
+			}
+			{ // remainder: j in [16, 19)
+				#pragma omp simd
+				for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
+					r_acc[vl_j] = nf_max(r_acc[vl_j], t_X[v_i * 19 + vl_j + 16]);
+				}
+			}
+			float r_red;
+			r_red = -INFINITY;
+			for (int64_t vh_j = 0; vh_j < 16; vh_j++) {
+				r_red = nf_max(r_red, r_acc[vh_j]);
+			}
+			t_M[v_i] = r_red;
 		}
 	}
 	// E[i, j] = exp(X[i, j] - M[i])
@@ -66,20 +66,29 @@ void nf_kernel(void **bufs, int64_t nthreads)
 	}
 	// S[i] += E[i, j]
 	{
-		float r_acc[7];
-		#pragma omp simd
-		for (int64_t vl_i = 0; vl_i < 7; vl_i++) {
-			r_acc[vl_i] = 0.0f;
-		}
-		for (int64_t v_j = 0; v_j < 19; v_j++) {
+		#pragma omp parallel for num_threads(nf_nt) schedule(static)
+		for (int64_t v_i = 0; v_i < 7; v_i++) {
+			float r_acc[16];
 			#pragma omp simd
-			for (int64_t vl_i = 0; vl_i < 7; vl_i++) {
-				r_acc[vl_i] += t_E[vl_i * 19 + v_j];
+			for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
+				r_acc[vl_j] = 0.0f;
 			}
-		}
-		#pragma omp simd
-		for (int64_t vl_i = 0; vl_i < 7; vl_i++) {
-			t_S[vl_i] = r_acc[vl_i];
+			#pragma omp simd
+			for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
+				r_acc[vl_j] += t_E[v_i * 19 + vl_j];
+			}
+			{ // remainder: j in [16, 19)
+				#pragma omp simd
+				for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
+					r_acc[vl_j] += t_E[v_i * 19 + vl_j + 16];
+				}
+			}
+			float r_red;
+			r_red = 0.0f;
+			for (int64_t vh_j = 0; vh_j < 16; vh_j++) {
+				r_red += r_acc[vh_j];
+			}
+			t_S[v_i] = r_red;
 		}
 	}
 	// Y[i, j] = E[i, j] / S[i]

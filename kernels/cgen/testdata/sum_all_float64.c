@@ -13,13 +13,30 @@ void nf_kernel(void **bufs, int64_t nthreads)
 	(void)nthreads;
 	// S[] += X[i, j]
 	{
-		double r_acc;
-		r_acc = 0.0;
+		double r_acc[8];
+		#pragma omp simd
+		for (int64_t vl_j = 0; vl_j < 8; vl_j++) {
+			r_acc[vl_j] = 0.0;
+		}
 		for (int64_t v_i = 0; v_i < 13; v_i++) {
-			for (int64_t v_j = 0; v_j < 29; v_j++) {
-				r_acc += t_X[v_i * 29 + v_j];
+			for (int64_t vo_j = 0; vo_j < 3; vo_j++) {
+				#pragma omp simd
+				for (int64_t vl_j = 0; vl_j < 8; vl_j++) {
+					r_acc[vl_j] += t_X[v_i * 29 + vo_j * 8 + vl_j];
+				}
+			}
+			{ // remainder: j in [24, 29)
+				#pragma omp simd
+				for (int64_t vl_j = 0; vl_j < 5; vl_j++) {
+					r_acc[vl_j] += t_X[v_i * 29 + vl_j + 24];
+				}
 			}
 		}
-		t_S[0] = r_acc;
+		double r_red;
+		r_red = 0.0;
+		for (int64_t vh_j = 0; vh_j < 8; vh_j++) {
+			r_red += r_acc[vh_j];
+		}
+		t_S[0] = r_red;
 	}
 }

@@ -6,29 +6,11 @@
 #include <math.h>
 #include <stdint.h>
 
-static inline float nf_max(float a, float b)
-{
-	if (a == INFINITY || b == INFINITY)
-		return INFINITY;
-	if (isnan(a) || isnan(b))
-		return a + b;
-	if (a == b)
-		return signbit(a) ? b : a;
-	return a > b ? a : b;
-}
+static inline float nf_max(float a, float b) { return a > b || a != a ? a : b; }
 
-static inline float nf_min(float a, float b)
-{
-	if (a == -INFINITY || b == -INFINITY)
-		return -INFINITY;
-	if (isnan(a) || isnan(b))
-		return a + b;
-	if (a == b)
-		return signbit(a) ? a : b;
-	return a < b ? a : b;
-}
+static inline float nf_min(float a, float b) { return a < b || a != a ? a : b; }
 
-static inline float nf_relu(float x) { return nf_max(x, 0); }
+static inline float nf_relu(float x) { return x > 0 || x != x ? x : 0; }
 
 static inline float nf_sigmoid(float x) { return 1 / (1 + expf(-x)); }
 

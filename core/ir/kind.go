@@ -1,0 +1,50 @@
+package ir
+
+// KindOf is the kind of an expression: comparisons and logical operators
+// are KindBool; an arithmetic expression is a value when any operand is (an
+// index mixed with a value is promoted); min, max, abs and where keep their
+// operands' joint kind; accesses, float literals, float constants and every
+// other function are values. It does not validate the expression: a bool
+// used as a number is the checker's business (core/sema).
+func KindOf(e Expr) Kind {
+	switch e := e.(type) {
+	case *IntLit, *Index:
+		return KindIndex
+	case *Const:
+		if e.IsFloat {
+			return KindValue
+		}
+		return KindIndex
+	case *Unary:
+		if e.Op == Not {
+			return KindBool
+		}
+		return KindOf(e.X)
+	case *Binary:
+		if e.Op.IsCompare() || e.Op.IsLogic() {
+			return KindBool
+		}
+		return JoinKinds(KindOf(e.X), KindOf(e.Y))
+	case *Call:
+		switch e.Fn {
+		case FuncMin, FuncMax, FuncAbs:
+			k := KindIndex
+			for _, a := range e.Args {
+				k = JoinKinds(k, KindOf(a))
+			}
+			return k
+		}
+		return KindValue
+	case *Where:
+		return JoinKinds(KindOf(e.Then), KindOf(e.Else))
+	}
+	return KindValue // *FloatLit, *Access
+}
+
+// JoinKinds is the kind of an arithmetic combination of two numeric kinds.
+func JoinKinds(a, b Kind) Kind {
+	if a == KindValue || b == KindValue {
+		return KindValue
+	}
+	return KindIndex
+}
