@@ -3,9 +3,12 @@ package kernels
 import (
 	"os"
 	"testing"
+
+	"github.com/neoflow/neoflow/core/loops"
 )
 
 func TestMain(m *testing.M) {
+	loops.MinParallelWork = 0 // small test shapes exercise the parallel code
 	code := m.Run()
 	if builderDir != "" {
 		os.RemoveAll(builderDir)

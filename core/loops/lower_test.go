@@ -272,3 +272,29 @@ func TestScheduleAxisErrors(t *testing.T) {
 		t.Errorf("spatial lanes over i, innermost by order: %v", err)
 	}
 }
+
+// A statement with less work than MinParallelWork runs on the calling
+// thread; a large one gets parallel loops.
+func TestSmallWorkStaysSerial(t *testing.T) {
+	saved := MinParallelWork
+	defer func() { MinParallelWork = saved }()
+	MinParallelWork = 1 << 15
+	for _, tc := range []struct {
+		desc         string
+		rows, cols   int64
+		wantParallel bool
+	}{
+		{"8 elements", 1, 8, false},
+		{"64x64", 64, 64, false},
+		{"512x512", 512, 512, true},
+	} {
+		spec := &ir.Spec{DType: ir.Float32, Stmts: []*ir.BoundStmt{{
+			Stmt:    &ir.Stmt{Tensor: "Y"},
+			Spatial: []ir.Var{{Name: "i", Extent: tc.rows}, {Name: "j", Extent: tc.cols}},
+		}}}
+		s := DefaultSchedule(spec, 0)
+		if got := s.ParallelDepth > 0; got != tc.wantParallel {
+			t.Errorf("%s: parallel %v (depth %d), want %v", tc.desc, got, s.ParallelDepth, tc.wantParallel)
+		}
+	}
+}

@@ -84,6 +84,9 @@ func DefaultSchedule(spec *ir.Spec, i int) Schedule {
 			s.Order = nil
 		}
 	}
+	if work(st) < MinParallelWork {
+		return s // too little work to pay for starting threads
+	}
 	prod := int64(1)
 	for _, c := range parallelCandidates(st, s) {
 		if prod >= MinParallelIters {
@@ -93,6 +96,25 @@ func DefaultSchedule(spec *ir.Spec, i int) Schedule {
 		s.ParallelDepth++
 	}
 	return s
+}
+
+// MinParallelWork is the number of innermost iterations (the product of
+// all of a statement's extents) below which the default schedule runs the
+// statement on the calling thread: starting an OpenMP team costs a few
+// microseconds, more than a small elementwise op takes. Tests set it to 0
+// so that small shapes exercise the parallel code paths.
+var MinParallelWork int64 = 1 << 15
+
+// work is the number of innermost iterations of a statement.
+func work(st *ir.BoundStmt) int64 {
+	n := int64(1)
+	for _, v := range st.Spatial {
+		n *= v.Extent
+	}
+	for _, v := range st.Reduction {
+		n *= v.Extent
+	}
+	return n
 }
 
 // LaneAxis chooses the lane axis of statement st for v lanes, by the

@@ -146,12 +146,9 @@ class Op:
 
     def specialize(self, *tensors, sizes=None) -> Kernel:
         """Builds (or finds) the kernel for these inputs' shapes and dtype."""
-        try:  # the fast path: a specialization seen before, already validated
-            key = (
-                tuple((t.dtype, t.device, t.shape) for t in tensors),
-                tuple(sorted(sizes.items())) if sizes else (),
-            )
-            kernel = self._kernels.get(key)
+        try:  # the fast path: CPU tensors of a specialization seen before, already validated
+            key = (tuple((t.dtype, t.shape) for t in tensors), tuple(sorted(sizes.items())) if sizes else ())
+            kernel = self._kernels.get(key) if all(t.is_cpu for t in tensors) else None
         except (AttributeError, TypeError):  # not tensors, or sizes not a dict: _check explains
             key, kernel = None, None
         if kernel is None:

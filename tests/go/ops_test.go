@@ -13,6 +13,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/parse"
 	"github.com/neoflow/neoflow/core/sema"
 	"github.com/neoflow/neoflow/kernels"
@@ -170,6 +171,7 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	loops.MinParallelWork = 0 // small test shapes exercise the parallel code
 	dir, err := os.MkdirTemp("", "neoflow-gotests-*")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
