@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/pkg/errors"
@@ -17,13 +18,15 @@ const DefaultPath = "cc"
 
 // DefaultFlags are used when Compiler.Flags is nil. -std=c11 also turns
 // off floating-point contraction (no FMA), which the kernels rely on to
-// match the reference interpreter; never add -ffast-math.
-var DefaultFlags = []string{"-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-std=c11"}
+// match the reference interpreter; never add -ffast-math. -fno-math-errno
+// changes no result (only whether sqrt and friends set errno) and lets sqrt
+// vectorize.
+var DefaultFlags = []string{"-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-std=c11", "-fno-math-errno"}
 
 // Compiler is a C compiler invocation: Path (a name looked up on PATH, or
 // a path) and Flags, which replace DefaultFlags when non-nil and must then
-// produce a shared object themselves. "-lm" is always added after the
-// source file.
+// produce a shared object themselves. "-lm" (and "-lmvec" on linux/amd64,
+// for vectorized math) is always added after the source file.
 type Compiler struct {
 	Path  string
 	Flags []string
@@ -82,7 +85,11 @@ func (c Compiler) Identity() (string, error) {
 func (c Compiler) CommandLine(compiler, src, out string) []string {
 	args := []string{compiler}
 	args = append(args, c.EffectiveFlags()...)
-	return append(args, "-o", out, src, "-lm")
+	args = append(args, "-o", out, src)
+	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
+		args = append(args, "-lmvec") // vector math for the kernels' lane loops (cgen)
+	}
+	return append(args, "-lm")
 }
 
 // Compile compiles source into the shared object out. The source is

@@ -49,6 +49,7 @@ func Render(fn *loops.Func, symbol string) (string, error) {
 			r.used[d] = true
 		}
 	}
+	b.WriteString(vectorMathDecls(r.ctype, r.suffix))
 	b.WriteString(helperText(r.used, r.ctype, r.suffix))
 	fmt.Fprintf(&b, "void %s(void **bufs, int64_t nthreads)\n{\n", symbol)
 	for i, t := range fn.Spec.Tensors {

@@ -217,8 +217,8 @@ func TestExprRendering(t *testing.T) {
 		{&ir.Where{Cond: bin(ir.Lt, ix("i"), lit(2)), Then: ix("i"), Else: &ir.FloatLit{Value: -1}}, "v_i < 2 ? (float)v_i : -1.0f"},
 		{&ir.Call{Fn: ir.FuncPow, Args: []ir.Expr{ix("i"), lit(2)}}, "powf((float)v_i, 2.0f)"},
 		{&ir.Call{Fn: ir.FuncMax, Args: []ir.Expr{ix("i"), lit(2)}}, "nf_maxi(v_i, 2)"},
-		{&ir.Unary{Op: ir.Not, X: bin(ir.Or, bin(ir.Lt, ix("i"), lit(2)), bin(ir.Eq, ix("i"), lit(5)))}, "!(v_i < 2 || v_i == 5)"},
-		{bin(ir.And, bin(ir.Or, bin(ir.Lt, ix("i"), lit(2)), bin(ir.Eq, ix("i"), lit(5))), bin(ir.Ge, ix("i"), lit(0))), "(v_i < 2 || v_i == 5) && v_i >= 0"},
+		{&ir.Unary{Op: ir.Not, X: bin(ir.Or, bin(ir.Lt, ix("i"), lit(2)), bin(ir.Eq, ix("i"), lit(5)))}, "!((v_i < 2) | (v_i == 5))"},
+		{bin(ir.And, bin(ir.Or, bin(ir.Lt, ix("i"), lit(2)), bin(ir.Eq, ix("i"), lit(5))), bin(ir.Ge, ix("i"), lit(0))), "((v_i < 2) | (v_i == 5)) & (v_i >= 0)"},
 	} {
 		got, err := r.expr(c.e)
 		if err != nil {

@@ -6,6 +6,19 @@
 #include <math.h>
 #include <stdint.h>
 
+#if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
+#pragma omp declare simd notinbranch
+float expf(float);
+#pragma omp declare simd notinbranch
+float logf(float);
+#pragma omp declare simd notinbranch
+float tanhf(float);
+#pragma omp declare simd notinbranch
+float erff(float);
+#pragma omp declare simd notinbranch
+float powf(float, float);
+#endif
+
 void nf_kernel(void **bufs, int64_t nthreads)
 {
 	const float *restrict t_X = (const float *)bufs[0];
@@ -28,7 +41,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 							for (int64_t v_c = 0; v_c < 3; v_c++) {
 								#pragma omp simd
 								for (int64_t vl_q = 0; vl_q < 11; vl_q++) {
-									r_acc[vl_q] += (v_p + v_r - 1 >= 0 && v_p + v_r - 1 < 9 && vl_q + v_s - 1 >= 0 && vl_q + v_s - 1 < 11 ? t_X[v_n * 297 + v_c * 99 + (v_p + v_r - 1) * 11 + vl_q + v_s - 1] : 0.0f) * t_Wt[v_k * 27 + v_c * 9 + v_r * 3 + v_s];
+									r_acc[vl_q] += ((v_p + v_r - 1 >= 0) & (v_p + v_r - 1 < 9) & (vl_q + v_s - 1 >= 0) & (vl_q + v_s - 1 < 11) ? t_X[v_n * 297 + v_c * 99 + (v_p + v_r - 1) * 11 + vl_q + v_s - 1] : 0.0f) * t_Wt[v_k * 27 + v_c * 9 + v_r * 3 + v_s];
 								}
 							}
 						}

@@ -6,6 +6,19 @@
 #include <math.h>
 #include <stdint.h>
 
+#if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
+#pragma omp declare simd notinbranch
+double exp(double);
+#pragma omp declare simd notinbranch
+double log(double);
+#pragma omp declare simd notinbranch
+double tanh(double);
+#pragma omp declare simd notinbranch
+double erf(double);
+#pragma omp declare simd notinbranch
+double pow(double, double);
+#endif
+
 static inline int64_t nf_floordiv(int64_t a, int64_t b)
 {
 	int64_t q = a / b;

@@ -6,6 +6,19 @@
 #include <math.h>
 #include <stdint.h>
 
+#if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
+#pragma omp declare simd notinbranch
+double exp(double);
+#pragma omp declare simd notinbranch
+double log(double);
+#pragma omp declare simd notinbranch
+double tanh(double);
+#pragma omp declare simd notinbranch
+double erf(double);
+#pragma omp declare simd notinbranch
+double pow(double, double);
+#endif
+
 void nf_kernel(void **bufs, int64_t nthreads)
 {
 	const double *restrict t_X = (const double *)bufs[0];

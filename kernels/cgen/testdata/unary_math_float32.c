@@ -6,6 +6,19 @@
 #include <math.h>
 #include <stdint.h>
 
+#if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
+#pragma omp declare simd notinbranch
+float expf(float);
+#pragma omp declare simd notinbranch
+float logf(float);
+#pragma omp declare simd notinbranch
+float tanhf(float);
+#pragma omp declare simd notinbranch
+float erff(float);
+#pragma omp declare simd notinbranch
+float powf(float, float);
+#endif
+
 static inline float nf_max(float a, float b) { return a > b || a != a ? a : b; }
 
 static inline float nf_min(float a, float b) { return a < b || a != a ? a : b; }
