@@ -40,6 +40,13 @@ func nf_specialize(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C
 	})
 }
 
+//export nf_grad
+func nf_grad(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.int64_t) *C.char {
+	return control(req, reqLen, out, outLen, &api.GradRequest{}, func(m proto.Message) (proto.Message, error) {
+		return rt.Grad(m.(*api.GradRequest))
+	})
+}
+
 //export nf_release
 func nf_release(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.int64_t) *C.char {
 	return control(req, reqLen, out, outLen, &api.ReleaseRequest{}, func(m proto.Message) (proto.Message, error) {

@@ -26,6 +26,11 @@ func (r *Runtime) Define(req *api.DefineRequest) (*api.DefineResponse, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.register(op)
+}
+
+// register checks an op and adds it to the registry.
+func (r *Runtime) register(op *ir.Op) (*api.DefineResponse, error) {
 	if err := sema.Check(op); err != nil {
 		return nil, err
 	}

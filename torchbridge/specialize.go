@@ -16,7 +16,8 @@ import (
 
 // Specialize fixes an op's input shapes and dtype, infers every other shape,
 // proves the accesses in bounds and builds (or finds) the kernel. With
-// source_only it stops after generating the C source.
+// shapes_only it stops after inference, with source_only after generating
+// the C source.
 func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeResponse, error) {
 	op, err := r.op(req.GetOpId())
 	if err != nil {
@@ -27,7 +28,7 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 		return nil, err
 	}
 	key := specKey(req)
-	if !req.GetSourceOnly() {
+	if !req.GetSourceOnly() && !req.GetShapesOnly() {
 		r.mu.Lock()
 		cached := r.specs[key]
 		r.mu.Unlock()
@@ -42,6 +43,9 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	resp := &api.SpecializeResponse{Dtype: dtype.String()}
 	for _, t := range spec.Tensors {
 		resp.Buffers = append(resp.Buffers, &api.Buffer{Name: t.Name, Role: t.Role.String(), Shape: t.Shape})
+	}
+	if req.GetShapesOnly() {
+		return resp, nil
 	}
 	if req.GetSourceOnly() {
 		resp.CSource, err = kernels.Source(spec)
@@ -58,7 +62,7 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	}
 	resp.CSource = k.Source()
 	resp.CacheHit = k.Outcome() == cache.Hit
-	resp.KernelId = r.register(k)
+	resp.KernelId = r.registerKernel(k)
 
 	r.mu.Lock()
 	r.specs[key] = resp
@@ -66,8 +70,8 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	return resp, nil
 }
 
-// register adds a kernel to the launch table, once per cache key.
-func (r *Runtime) register(k *kernels.Kernel) uint64 {
+// registerKernel adds a kernel to the launch table, once per cache key.
+func (r *Runtime) registerKernel(k *kernels.Kernel) uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if id, ok := r.byCache[k.Key()]; ok {

@@ -33,7 +33,7 @@ def _bind(lib: ctypes.CDLL) -> None:
         ctypes.POINTER(ctypes.c_void_p),
         ctypes.POINTER(ctypes.c_int64),
     )
-    for name in ("nf_init", "nf_define", "nf_specialize", "nf_release"):
+    for name in ("nf_init", "nf_define", "nf_specialize", "nf_grad", "nf_release"):
         fn = getattr(lib, name)
         fn.argtypes = control
         fn.restype = ctypes.c_void_p

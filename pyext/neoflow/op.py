@@ -96,17 +96,30 @@ class Op:
             consts={k: _scalar(k, v) for k, v in consts.items()},
         )
         config.ensure()
-        resp = _lib.call("nf_define", request, pb.DefineResponse)
+        self._setup(_lib.call("nf_define", request, pb.DefineResponse), source, name or "", _sizes(sizes))
+
+    def _setup(self, resp: pb.DefineResponse, source: str, name: str, sizes: dict) -> None:
         self.source = source
-        self.name = name or ""
+        self.name = name
         self.op_id = resp.op_id
         self.inputs = tuple(resp.inputs)
         self.outputs = tuple(resp.outputs)
         self.input_ranks = tuple(resp.input_ranks)
         self.hash = resp.hash
         self._printed = resp.printed
-        self._sizes = _sizes(sizes)
+        self._sizes = sizes
         self._kernels: dict = {}
+        self._shapes: dict = {}
+        self._grads: dict = {}
+        self._custom = None
+        self._function = None
+
+    @classmethod
+    def _from_response(cls, resp: pb.DefineResponse, name: str, sizes: dict) -> Op:
+        """An op the Go core defined itself, such as a gradient op."""
+        op = cls.__new__(cls)
+        op._setup(resp, resp.printed, name, dict(sizes))
+        return op
 
     def __str__(self) -> str:
         return self._printed
@@ -134,15 +147,58 @@ class Op:
             if t.dim() != r:
                 raise ValueError(f"input {n} must have {r} dimensions, got shape {tuple(t.shape)}")
 
-    def _request(self, tensors, sizes, source_only=False) -> pb.SpecializeRequest:
+    def _merged_sizes(self, sizes) -> dict[str, int]:
         merged = dict(self._sizes)
         merged.update(_sizes(sizes))
+        return merged
+
+    def _request(self, tensors, sizes, **flags) -> pb.SpecializeRequest:
         return pb.SpecializeRequest(
             op_id=self.op_id,
-            inputs=[pb.TensorType(dtype=_DTYPES[t.dtype], shape=list(t.shape)) for t in tensors],
-            sizes=merged,
-            source_only=source_only,
+            inputs=[pb.TensorType(dtype=_DTYPES[t.dtype], shape=[int(d) for d in t.shape]) for t in tensors],
+            sizes=self._merged_sizes(sizes),
+            **flags,
         )
+
+    def output_shapes(self, *tensors, sizes=None) -> list[tuple[int, ...]]:
+        """The shapes of the outputs for these inputs, without building anything."""
+        key = _shape_key(tensors, sizes)
+        shapes = self._shapes.get(key)
+        if shapes is None:
+            self._check(tensors)
+            config.ensure()
+            resp = _lib.call("nf_specialize", self._request(tensors, sizes, shapes_only=True), pb.SpecializeResponse)
+            by_name = {b.name: tuple(b.shape) for b in resp.buffers}
+            shapes = [by_name[n] for n in self.outputs]
+            self._shapes[key] = shapes
+        return shapes
+
+    def grad_op(self, *tensors, sizes=None, wrt=None) -> tuple[Op, dict]:
+        """The derived gradient op for these inputs, and the sizes to call it with.
+
+        It takes this op's inputs followed by one gradient per output, and
+        returns the gradients of the inputs selected by ``wrt`` (default:
+        all). ``print(op.grad_op(x, w)[0])`` shows the derived expressions,
+        guards included.
+        """
+        wrt = tuple(bool(w) for w in (wrt if wrt is not None else [True] * len(self.inputs)))
+        key = (_shape_key(tensors, sizes), wrt)
+        entry = self._grads.get(key)
+        if entry is None:
+            self._check(tensors)
+            config.ensure()
+            spec = self._request(tensors, sizes)
+            request = pb.GradRequest(op_id=self.op_id, inputs=spec.inputs, sizes=spec.sizes, wrt=list(wrt))
+            resp = _lib.call("nf_grad", request, pb.GradResponse)
+            gop = Op._from_response(resp.op, f"grad_{self.name or 'op'}", dict(resp.sizes))
+            gop.explanation = resp.explain
+            entry = (gop, dict(resp.sizes))
+            self._grads[key] = entry
+        return entry
+
+    def explain_grad(self, *tensors, sizes=None) -> str:
+        """The derived gradient expressions for these inputs, guards and sizes included."""
+        return self.grad_op(*tensors, sizes=sizes)[0].explanation
 
     def specialize(self, *tensors, sizes=None) -> Kernel:
         """Builds (or finds) the kernel for these inputs' shapes and dtype."""
@@ -171,16 +227,69 @@ class Op:
 
     # -- calling ----------------------------------------------------------
 
-    def __call__(self, *tensors, sizes=None):
-        if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors):
-            raise NotImplementedError(
-                "neoflow ops do not compute gradients yet: call them under torch.no_grad() "
-                "or on tensors that do not require grad"
-            )
+    def _launch(self, tensors, sizes) -> list[torch.Tensor]:
+        """Runs the kernel directly on plain CPU tensors: no autograd."""
         kernel = self.specialize(*tensors, sizes=sizes)
         bufs = [t.contiguous() for t in tensors]
         bufs += [torch.empty(shape, dtype=kernel.dtype) for shape in kernel.allocated]
         pointers = (ctypes.c_void_p * len(bufs))(*[b.data_ptr() for b in bufs])
         _lib.launch(kernel.kernel_id, pointers, torch.get_num_threads())
-        outs = [bufs[i] for i in kernel.outputs]
+        return [bufs[i] for i in kernel.outputs]
+
+    def __call__(self, *tensors, sizes=None):
+        if _direct(tensors):
+            outs = self._launch(tensors, sizes)
+        else:  # autograd, torch.compile or tensor subclasses: through the registered custom op
+            self._check(tensors)
+            outs = self.custom_op(*tensors, sizes_text(self._merged_sizes(sizes)))
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    @property
+    def custom_op(self):
+        """The op as a torch.library custom op, ``neoflow::<name>``.
+
+        Its schema is ``(Tensor x0, ..., str sizes) -> Tensor[]``, where
+        sizes is ``"p=8,q=8"``; it has a fake (meta) implementation and an
+        autograd formula, so it works under torch.compile and in autograd.
+        """
+        if self._custom is None:
+            from .autograd import register
+
+            self._custom = register(self)
+        return self._custom
+
+    @property
+    def function(self):
+        """The op as a torch.autograd.Function: ``op.function.apply(sizes, *tensors)``."""
+        if self._function is None:
+            from .autograd import make_function
+
+            self._function = make_function(self)
+        return self._function
+
+
+def _shape_key(tensors, sizes) -> tuple:
+    """A specialization's key from shapes that may be symbolic (under torch.compile)."""
+    return tuple((t.dtype, tuple(int(d) for d in t.shape)) for t in tensors), tuple(sorted(_sizes(sizes).items()))
+
+
+def sizes_text(sizes: dict) -> str:
+    """Sizes as the custom op's string argument: "p=8,q=8"."""
+    return ",".join(f"{k}={v}" for k, v in sorted(sizes.items()))
+
+
+def parse_sizes_text(text: str) -> dict[str, int]:
+    if not text:
+        return {}
+    return {k: int(v) for k, v in (item.split("=") for item in text.split(","))}
+
+
+def _direct(tensors) -> bool:
+    """Whether a call can skip the dispatcher: plain tensors, no autograd, not tracing."""
+    if torch.compiler.is_compiling():
+        return False
+    grad = torch.is_grad_enabled()
+    for t in tensors:
+        if type(t) is not torch.Tensor or (grad and t.requires_grad):
+            return False
+    return True

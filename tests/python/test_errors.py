@@ -100,15 +100,6 @@ def test_non_tensor_input():
     assert "must be a torch.Tensor" in call_err(op, [1.0, 2.0], exc=TypeError)
 
 
-def test_requires_grad_is_refused_until_gradients_exist():
-    op = neoflow.op("Y[i] = X[i]")
-    x = torch.ones(3, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="gradients"):
-        op(x)
-    with torch.no_grad():
-        torch.testing.assert_close(op(x), x.detach())
-
-
 def test_bad_constant_type():
     with pytest.raises(TypeError, match="constant S"):
         neoflow.op("Y[i] = X[i*S]", S="2")

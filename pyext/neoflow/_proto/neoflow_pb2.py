@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\rneoflow.proto\x12\x07neoflow\"Q\n\x0bInitRequest\x12\x11\n\tcache_dir\x18\x01 \x01(\t\x12\n\n\x02\x63\x63\x18\x02 \x01(\t\x12\x0e\n\x06\x63\x66lags\x18\x03 \x03(\t\x12\x13\n\x0bnum_threads\x18\x04 \x01(\x05\"2\n\x0cInitResponse\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x11\n\tcache_dir\x18\x02 \x01(\t\"1\n\x06Scalar\x12\r\n\x03int\x18\x01 \x01(\x03H\x00\x12\x0f\n\x05\x66loat\x18\x02 \x01(\x01H\x00\x42\x07\n\x05value\"\xb1\x01\n\rDefineRequest\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06inputs\x18\x03 \x03(\t\x12\x32\n\x06\x63onsts\x18\x04 \x03(\x0b\x32\".neoflow.DefineRequest.ConstsEntry\x1a>\n\x0b\x43onstsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1e\n\x05value\x18\x02 \x01(\x0b\x32\x0f.neoflow.Scalar:\x02\x38\x01\"t\n\x0e\x44\x65\x66ineResponse\x12\r\n\x05op_id\x18\x01 \x01(\x04\x12\x0f\n\x07printed\x18\x02 \x01(\t\x12\x0e\n\x06inputs\x18\x03 \x03(\t\x12\x0f\n\x07outputs\x18\x04 \x03(\t\x12\x13\n\x0binput_ranks\x18\x05 \x03(\x05\x12\x0c\n\x04hash\x18\x06 \x01(\t\"*\n\nTensorType\x12\r\n\x05\x64type\x18\x01 \x01(\t\x12\r\n\x05shape\x18\x02 \x03(\x03\"\xc0\x01\n\x11SpecializeRequest\x12\r\n\x05op_id\x18\x01 \x01(\x04\x12#\n\x06inputs\x18\x02 \x03(\x0b\x32\x13.neoflow.TensorType\x12\x34\n\x05sizes\x18\x03 \x03(\x0b\x32%.neoflow.SpecializeRequest.SizesEntry\x12\x13\n\x0bsource_only\x18\x04 \x01(\x08\x1a,\n\nSizesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"3\n\x06\x42uffer\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\r\n\x05shape\x18\x03 \x03(\x03\"\x8f\x01\n\x12SpecializeResponse\x12\x11\n\tkernel_id\x18\x01 \x01(\x04\x12 \n\x07\x62uffers\x18\x02 \x03(\x0b\x32\x0f.neoflow.Buffer\x12\r\n\x05\x64type\x18\x03 \x01(\t\x12\x10\n\x08\x63_source\x18\x04 \x01(\t\x12\x11\n\tcache_hit\x18\x05 \x01(\x08\x12\x10\n\x08warnings\x18\x06 \x03(\t\"\x1f\n\x0eReleaseRequest\x12\r\n\x05op_id\x18\x01 \x01(\x04\"\x07\n\x05\x45mptyB$Z\"github.com/neoflow/neoflow/api;apib\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\rneoflow.proto\x12\x07neoflow\"Q\n\x0bInitRequest\x12\x11\n\tcache_dir\x18\x01 \x01(\t\x12\n\n\x02\x63\x63\x18\x02 \x01(\t\x12\x0e\n\x06\x63\x66lags\x18\x03 \x03(\t\x12\x13\n\x0bnum_threads\x18\x04 \x01(\x05\"2\n\x0cInitResponse\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x11\n\tcache_dir\x18\x02 \x01(\t\"1\n\x06Scalar\x12\r\n\x03int\x18\x01 \x01(\x03H\x00\x12\x0f\n\x05\x66loat\x18\x02 \x01(\x01H\x00\x42\x07\n\x05value\"\xb1\x01\n\rDefineRequest\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06inputs\x18\x03 \x03(\t\x12\x32\n\x06\x63onsts\x18\x04 \x03(\x0b\x32\".neoflow.DefineRequest.ConstsEntry\x1a>\n\x0b\x43onstsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1e\n\x05value\x18\x02 \x01(\x0b\x32\x0f.neoflow.Scalar:\x02\x38\x01\"t\n\x0e\x44\x65\x66ineResponse\x12\r\n\x05op_id\x18\x01 \x01(\x04\x12\x0f\n\x07printed\x18\x02 \x01(\t\x12\x0e\n\x06inputs\x18\x03 \x03(\t\x12\x0f\n\x07outputs\x18\x04 \x03(\t\x12\x13\n\x0binput_ranks\x18\x05 \x03(\x05\x12\x0c\n\x04hash\x18\x06 \x01(\t\"*\n\nTensorType\x12\r\n\x05\x64type\x18\x01 \x01(\t\x12\r\n\x05shape\x18\x02 \x03(\x03\"\xd5\x01\n\x11SpecializeRequest\x12\r\n\x05op_id\x18\x01 \x01(\x04\x12#\n\x06inputs\x18\x02 \x03(\x0b\x32\x13.neoflow.TensorType\x12\x34\n\x05sizes\x18\x03 \x03(\x0b\x32%.neoflow.SpecializeRequest.SizesEntry\x12\x13\n\x0bsource_only\x18\x04 \x01(\x08\x12\x13\n\x0bshapes_only\x18\x05 \x01(\x08\x1a,\n\nSizesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"3\n\x06\x42uffer\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\r\n\x05shape\x18\x03 \x03(\x03\"\x8f\x01\n\x12SpecializeResponse\x12\x11\n\tkernel_id\x18\x01 \x01(\x04\x12 \n\x07\x62uffers\x18\x02 \x03(\x0b\x32\x0f.neoflow.Buffer\x12\r\n\x05\x64type\x18\x03 \x01(\t\x12\x10\n\x08\x63_source\x18\x04 \x01(\t\x12\x11\n\tcache_hit\x18\x05 \x01(\x08\x12\x10\n\x08warnings\x18\x06 \x03(\t\"\xac\x01\n\x0bGradRequest\x12\r\n\x05op_id\x18\x01 \x01(\x04\x12#\n\x06inputs\x18\x02 \x03(\x0b\x32\x13.neoflow.TensorType\x12.\n\x05sizes\x18\x03 \x03(\x0b\x32\x1f.neoflow.GradRequest.SizesEntry\x12\x0b\n\x03wrt\x18\x04 \x03(\x08\x1a,\n\nSizesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xa3\x01\n\x0cGradResponse\x12#\n\x02op\x18\x01 \x01(\x0b\x32\x17.neoflow.DefineResponse\x12/\n\x05sizes\x18\x02 \x03(\x0b\x32 .neoflow.GradResponse.SizesEntry\x12\x0f\n\x07\x65xplain\x18\x03 \x01(\t\x1a,\n\nSizesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\x1f\n\x0eReleaseRequest\x12\r\n\x05op_id\x18\x01 \x01(\x04\"\x07\n\x05\x45mptyB$Z\"github.com/neoflow/neoflow/api;apib\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'neoflow_pb2', globals())
@@ -25,6 +25,10 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _DEFINEREQUEST_CONSTSENTRY._serialized_options = b'8\001'
   _SPECIALIZEREQUEST_SIZESENTRY._options = None
   _SPECIALIZEREQUEST_SIZESENTRY._serialized_options = b'8\001'
+  _GRADREQUEST_SIZESENTRY._options = None
+  _GRADREQUEST_SIZESENTRY._serialized_options = b'8\001'
+  _GRADRESPONSE_SIZESENTRY._options = None
+  _GRADRESPONSE_SIZESENTRY._serialized_options = b'8\001'
   _INITREQUEST._serialized_start=26
   _INITREQUEST._serialized_end=107
   _INITRESPONSE._serialized_start=109
@@ -40,15 +44,23 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _TENSORTYPE._serialized_start=510
   _TENSORTYPE._serialized_end=552
   _SPECIALIZEREQUEST._serialized_start=555
-  _SPECIALIZEREQUEST._serialized_end=747
-  _SPECIALIZEREQUEST_SIZESENTRY._serialized_start=703
-  _SPECIALIZEREQUEST_SIZESENTRY._serialized_end=747
-  _BUFFER._serialized_start=749
-  _BUFFER._serialized_end=800
-  _SPECIALIZERESPONSE._serialized_start=803
-  _SPECIALIZERESPONSE._serialized_end=946
-  _RELEASEREQUEST._serialized_start=948
-  _RELEASEREQUEST._serialized_end=979
-  _EMPTY._serialized_start=981
-  _EMPTY._serialized_end=988
+  _SPECIALIZEREQUEST._serialized_end=768
+  _SPECIALIZEREQUEST_SIZESENTRY._serialized_start=724
+  _SPECIALIZEREQUEST_SIZESENTRY._serialized_end=768
+  _BUFFER._serialized_start=770
+  _BUFFER._serialized_end=821
+  _SPECIALIZERESPONSE._serialized_start=824
+  _SPECIALIZERESPONSE._serialized_end=967
+  _GRADREQUEST._serialized_start=970
+  _GRADREQUEST._serialized_end=1142
+  _GRADREQUEST_SIZESENTRY._serialized_start=724
+  _GRADREQUEST_SIZESENTRY._serialized_end=768
+  _GRADRESPONSE._serialized_start=1145
+  _GRADRESPONSE._serialized_end=1308
+  _GRADRESPONSE_SIZESENTRY._serialized_start=724
+  _GRADRESPONSE_SIZESENTRY._serialized_end=768
+  _RELEASEREQUEST._serialized_start=1310
+  _RELEASEREQUEST._serialized_end=1341
+  _EMPTY._serialized_start=1343
+  _EMPTY._serialized_end=1350
 # @@protoc_insertion_point(module_scope)

@@ -1,0 +1,164 @@
+// Package autodiff derives gradient ops: for a specialized op (ir.Spec)
+// it builds another ordinary op, in the same IR, that computes the
+// gradients of the outputs with respect to selected inputs.
+//
+//	g, err := autodiff.Grad(spec, wrt)
+//	gspec, err := sema.Specialize(g.Op, spec.DType, shapes(inputs ++ outputs), g.Sizes)
+//	fmt.Println(autodiff.Explain(g))
+//
+// The gradient op's inputs are the forward inputs (same names) followed by
+// d_<Out> for every forward output (in spec.Outputs() order, the output's
+// shape); its outputs are d_<In> for every selected input, in input
+// order. For loss L = Σ_outputs Σ d_<Out> · <Out>, it computes
+// d_<In> = ∂L/∂<In>. Because the result is an ordinary op, Grad applies to
+// its Spec again (double backward).
+//
+// # Per statement
+//
+// A statement Y[x] op= F(x, r), with spatial axes x and reduction axes r,
+// contributes to the gradient of every tensor A it reads:
+//
+//	dA[z] += Σ_{(x, r): f(x, r) = z} R(x, r) · ∂F/∂A[f(x, r)]
+//
+// summed over every read A[f] of A (reads with the same index tuple are
+// inverted together, the others give separate parts).
+//
+// ∂F/∂A[f] comes from the elementwise table (table.go): the product of the
+// local partials along the path from the root to the read. A where does
+// not become a factor: the partial stays under the where's condition
+// (where(c, ∂, 0) in the then branch, where(c, 0, ∂) in the else
+// branch), nested as in the forward expression, so every read the partial
+// evaluates is guarded exactly as in the forward op and sema's bounds
+// proof goes through the same way. Comparisons, logic and index
+// expressions have no derivative; the literal 0 is a structural zero, so
+// products with it vanish. Conventions at non-differentiable points:
+// relu'(0) = 0, abs'(0) = 0, max/min route the derivative to the operand
+// the value rule of core/ir selects (a tie goes to the second operand),
+// pow's derivative in the exponent is 0 for a non-positive base.
+//
+// R(x, r) = dY[x] · ∂fold/∂F(x, r) depends on the reduction (reduce.go):
+//
+//   - '=' and '+=': R = dY[x].
+//   - '*=': with Z[x] = #{r: F = 0} and P[x] = Π_{F ≠ 0} F (temporaries that
+//     recompute F), the product of the other factors is
+//     G = where(Z == 0, P / F, where(Z == 1 && F == 0, P, 0)): P/F without
+//     zeros, P at the only zero, 0 with two zeros or more. R = dY[x] · G.
+//   - 'max=' / 'min=': the gradient goes to the FIRST arg-extremum, in the
+//     row-major (lexicographic) order of the reduction axes as the spec
+//     lists them (order of first appearance on the right), which is the
+//     order the interpreter folds in. With lin(r) the row-major linear
+//     index of r and N the number of reduction points, a temporary
+//     I[x] min= where(F == Y[x], lin(r), N) finds it and
+//     R = where(lin(r) == I[x], dY[x], 0). Y is recomputed. When F is not a
+//     plain stored value (it has arithmetic), F is stored first,
+//     T[x, r] = F, and the extremum is retaken over T, so that the equality
+//     compares the very values the extremum was taken of, whatever the
+//     kernel's rounding. A NaN extremum routes no gradient. lin(r) is a
+//     value in the op's dtype, so more than 2^24 reduction points (float32)
+//     or 2^53 (float64) is an error.
+//   - a reduction statement with no reduction axes is treated as '='.
+//
+// # Index inversion
+//
+// The sum over {(x, r): f(x, r) = z} becomes a gather indexed by A's own
+// indices z (invert.go):
+//
+//  1. Quasi-affine form (affine.go): every index of the read is written as
+//     an integer affine form over the statement's variables and auxiliary
+//     unknowns: e / c and e % c (c a positive constant, e quasi-affine)
+//     introduce q and s with e = c·q + s, 0 <= s < c, shared by every / and
+//     % of the same e and c (nested ones recursively). This gives the system
+//     M·u = z + c0 over u = (x, r, q, s), with the rows e - c·q - s = 0.
+//  2. Mixed-radix splitting (split.go): a row c·H(u) + L(u) = z whose low
+//     part L stays within one period of c splits exactly into H + m = z / c
+//     and L - c·m = z % c, with z / c and z % c as new right-hand symbols.
+//     depth2space, pixel shuffle and non-overlapping windows then invert
+//     with no free variable at all.
+//  3. Elimination (solve.go): exact Gauss-Jordan elimination over the
+//     rationals, pivoting on the unknowns in order of preference: spatial
+//     variables first (larger ranges first), then quotients, remainders,
+//     and reduction variables last, so reduction variables stay free and
+//     keep their plain ranges. Each dependent unknown is u = N(z, t) / D
+//     with N integer affine in z and the free unknowns t and D > 0; the
+//     integer solutions are exactly those with N % D == 0 (divisibility
+//     guards), plus the conditions of the rows that eliminated to zero
+//     (equality guards). This parametrizes the same integer solution set
+//     as the Smith normal form would (every integer solution is visited
+//     exactly once: the free unknowns determine the rest), but keeps the
+//     original variables as the loop variables, which is what makes the
+//     ranges trivial: the conv stride-2 gradient reduces over r and s with
+//     p = (h - r) / 2 under (h - r) % 2 == 0.
+//  4. Ranges: free unknowns become the gather's reduction axes. A free
+//     forward variable keeps its extent, a free remainder ranges over
+//     [0, c), a free quotient over the interval of e / c, shifted to start
+//     at 0. Every dependent forward variable and remainder gets the guards
+//     lo <= u(z, t) <= hi that the ranges of z and t do not already imply
+//     (exact interval reasoning over the concrete extents); quotients need
+//     none (q is floor(e / c) once s is in range). This is sound with no
+//     Fourier-Motzkin step because every bound the ranges do not imply is
+//     checked by a guard.
+//  5. Substitution: the contribution R · ∂F/∂A is rewritten with every
+//     solved forward variable replaced by its expression; reads of A at the
+//     inverted indices become A[z]. Affine subexpressions whose terms
+//     cancel are rewritten in canonical form, and guards that hold (or
+//     fail) for every point of the ranges are dropped (or resolved)
+//     (guards.go). Guards and reads are printed from the same canonical
+//     forms, so the opaque atoms of sema's linear facts ((x2 - r) / 2) match
+//     by text and sema's bounds proof accepts the reads.
+//
+// Each gather is checked with sema.Specialize on its own. If the proof
+// fails (a solved variable used with another coefficient elsewhere, say),
+// the gather is rebuilt with opaque substitution, (x - j) / 1 in place of
+// x - j: an atom that the guards bound directly, which reproduces the
+// forward op's own proof. Failing that, or when a read is not
+// quasi-affine (a product of variables such as i*j or i*i, min, max, abs
+// or where in an index, division by a non-constant), the gather falls back
+// to the always-correct indicator form, which reduces over the whole
+// forward iteration space:
+//
+//	dA[z] += where(f(x, r) == z, R · ∂F/∂A, 0)
+//
+// It is correct but costs |x|·|r| per element of dA; a true scatter kernel
+// (atomics on a GPU, privatized accumulation on a CPU) is future work.
+// Explain notes which statements use it and why. Anything the method
+// cannot handle is an error naming the read and the reason; Grad never
+// returns an op it has not checked: the whole gradient op must parse back,
+// specialize with Sizes (bounds proof included) and have the promised
+// outputs, else Grad reports an internal error.
+//
+// A gather variable that sema could not accept is repaired (fixVars): one
+// that the guards use but no read does gets a read in a branch that never
+// runs, where(v < 0, A[v, 0, ...], 0.0) (sema requires every variable in
+// some read); one used nowhere is summed out by scaling with its extent.
+//
+// # Reverse mode over statements
+//
+// reverse.go walks the statements backwards. Only tensors on a path from
+// a selected input get gradients. The gradient of an output is its input
+// d_<Out>; the gradient of a forward temporary T is the sum of the parts
+// contributed by the statements reading T (one '=' statement summing them,
+// or the single part renamed), complete when T's writer is reached;
+// gradients of temporaries are temporaries of the gradient op. The
+// statements the gradient reads (T, Y for max=, ...) are recomputed: the
+// needed forward statements are copied in, in forward order, as
+// temporaries. The gradients of the selected inputs come last, in input
+// order; statements whose gradient reaches nothing are dropped. An input
+// that nothing reads (an unneeded forward input, or d_<Out> of an output
+// that depends on no selected input) is read in a never-taken branch
+// where(0 > 1, X[0, ...], rhs) of the first output statement, because an
+// op must read each of its inputs.
+//
+// # Names and sizes
+//
+// Tensors: d_<T> for gradients (suffixed when taken), d_<T>_1, d_<T>_2 for
+// parts, nz_/pnz_ (product rule), t_/m_/arg_ (extremum rule); a forward
+// tensor whose name a gradient needs is recomputed as <T>_f. Index
+// variables reuse the forward names when a variable solves to exactly a
+// gradient index; other gradient indices are named after the tensor's
+// dimension (the writer's left-hand side, a plain forward index, else the
+// lowercased tensor name and dimension: x2), remainders and quotients after
+// their variable (h_mod2, h_div3). sema.Specialize applies Sizes by name to
+// every statement, so a variable that sema cannot infer (not a plain
+// index of an unguarded read) goes into Sizes, and wherever the same name
+// has another extent it is renamed (r_1).
+package autodiff

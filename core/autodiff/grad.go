@@ -1,0 +1,238 @@
+package autodiff
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/parse"
+	"github.com/neoflow/neoflow/core/sema"
+)
+
+// GradOp is a derived gradient op.
+type GradOp struct {
+	// Op is an ordinary op: its Source is ir.Print(Op) and it is the parse
+	// of that text (with the forward op's constants), so it parses back.
+	//
+	// Inputs of Op, in order: the forward inputs (same names), then one
+	// gradient per forward output, "d_<Out>" (the output's shape), in the
+	// order of spec.Outputs(). Outputs of Op, in order: "d_<In>" for each
+	// input selected by wrt (the input's shape).
+	Op *ir.Op
+	// Sizes are the extents to pass to sema.Specialize for the index
+	// variables it cannot infer. Each name has one extent in every
+	// statement that uses it.
+	Sizes map[string]int64
+
+	notes []string // per statement of Op, for Explain
+}
+
+// Grad returns the op computing the gradients of spec's outputs with
+// respect to the inputs selected by wrt (len(wrt) == number of inputs):
+// given the forward inputs and d_<Out> for each output, it computes
+// d_<In> = Σ_outputs Σ d_<Out> · ∂<Out>/∂<In>. See the package
+// documentation for the method.
+//
+// The result is checked before it is returned: it specializes (bounds
+// proof included) for the forward shapes and Sizes, and its outputs are
+// the requested gradients. Specialize it with
+//
+//	sema.Specialize(g.Op, spec.DType, shapes(forward inputs ++ forward outputs), g.Sizes)
+func Grad(spec *ir.Spec, wrt []bool) (*GradOp, error) {
+	if spec == nil || spec.Op == nil {
+		return nil, fmt.Errorf("autodiff: nil spec")
+	}
+	op := spec.Op
+	if len(wrt) != len(op.Inputs) {
+		return nil, fmt.Errorf("autodiff: wrt has %d entries but op %shas %d inputs (%s)",
+			len(wrt), nameSpace(op), len(op.Inputs), strings.Join(op.Inputs, ", "))
+	}
+	if !slices.Contains(wrt, true) {
+		return nil, fmt.Errorf("autodiff: wrt selects no input: nothing to differentiate")
+	}
+	b, err := newBuilder(spec, wrt)
+	if err != nil {
+		return nil, err
+	}
+	body, err := b.run(wrt)
+	if err != nil {
+		return nil, err
+	}
+	var outputs []string
+	for i, in := range op.Inputs {
+		if wrt[i] {
+			outputs = append(outputs, "d_"+in)
+		}
+	}
+	body = prune(body, outputs)
+	all := append(b.recompute(body), body...)
+
+	inputs := slices.Clone(op.Inputs)
+	var shapes [][]int64
+	for _, t := range spec.InputsDecl() {
+		shapes = append(shapes, t.Shape)
+	}
+	for _, t := range spec.Outputs() {
+		inputs = append(inputs, "d_"+t.Name)
+		shapes = append(shapes, t.Shape)
+	}
+	anchorInputs(all, inputs, outputs[0], b.shapes)
+
+	taken := nameSet{}
+	for c := range b.consts {
+		taken[c] = true
+	}
+	sizes := resolveSizes(all, taken)
+
+	gop := &ir.Op{Name: gradName(op), Inputs: inputs, Consts: b.consts}
+	var notes []string
+	for _, g := range all {
+		gop.Stmts = append(gop.Stmts, g.s)
+		notes = append(notes, g.note)
+	}
+	src := ir.Print(gop)
+	consts := map[string]parse.ConstValue{}
+	for n, c := range b.consts {
+		consts[n] = parse.ConstValue{IsFloat: c.IsFloat, Int: c.Int, Float: c.Float}
+	}
+	parsed, err := parse.Parse(src, parse.Options{Name: gop.Name, Inputs: inputs, Consts: consts})
+	if err != nil {
+		return nil, fmt.Errorf("autodiff: internal error: the gradient op does not parse back: %v\n%s", err, src)
+	}
+	gs, err := sema.Specialize(parsed, spec.DType, shapes, sizes)
+	if err != nil {
+		return nil, fmt.Errorf("autodiff: internal error: the gradient op does not specialize: %v\n%s", err, src)
+	}
+	outs := gs.Outputs()
+	for i, name := range outputs {
+		in := spec.Tensor(strings.TrimPrefix(name, "d_"))
+		if i >= len(outs) || outs[i].Name != name || !slices.Equal(outs[i].Shape, in.Shape) {
+			return nil, fmt.Errorf("autodiff: internal error: the gradient op's outputs are not %s\n%s", strings.Join(outputs, ", "), src)
+		}
+	}
+	if len(outs) != len(outputs) {
+		return nil, fmt.Errorf("autodiff: internal error: the gradient op has extra outputs\n%s", src)
+	}
+	return &GradOp{Op: parsed, Sizes: sizes, notes: notes}, nil
+}
+
+func nameSpace(op *ir.Op) string {
+	if op.Name == "" {
+		return ""
+	}
+	return op.Name + " "
+}
+
+func gradName(op *ir.Op) string {
+	if op.Name == "" {
+		return "grad"
+	}
+	return op.Name + "_grad"
+}
+
+// prune drops statements nothing reads (a gradient that reaches no input
+// through a non-zero derivative), except the outputs.
+func prune(stmts []*gstmt, outputs []string) []*gstmt {
+	for {
+		read := map[string]bool{}
+		for _, g := range stmts {
+			for _, a := range accessesOf(g.s.RHS) {
+				read[a.Tensor] = true
+			}
+		}
+		var out []*gstmt
+		for _, g := range stmts {
+			if read[g.s.Tensor] || slices.Contains(outputs, g.s.Tensor) {
+				out = append(out, g)
+			}
+		}
+		if len(out) == len(stmts) {
+			return out
+		}
+		stmts = out
+	}
+}
+
+// anchorInputs makes the op read every input: sema rejects an op with an
+// input it never reads, and the contract fixes the inputs, so an input the
+// gradient does not need (a d_<Out> of an output that does not depend on a
+// selected input, a forward input no derivative uses) is read in a branch
+// that never runs, where(0 > 1, X[0, ...] + ..., rhs), in the statement
+// writing the first output.
+func anchorInputs(all []*gstmt, inputs []string, first string, shapes map[string][]int64) {
+	read := map[string]bool{}
+	for _, g := range all {
+		for _, a := range accessesOf(g.s.RHS) {
+			read[a.Tensor] = true
+		}
+	}
+	var anchors ir.Expr
+	var names []string
+	for _, in := range inputs {
+		if read[in] {
+			continue
+		}
+		a := &ir.Access{Tensor: in}
+		for range shapes[in] {
+			a.Indices = append(a.Indices, ilit(0))
+		}
+		anchors = addAnchor(anchors, a)
+		names = append(names, in)
+	}
+	if anchors == nil {
+		return
+	}
+	for _, g := range all {
+		if g.s.Tensor == first {
+			s := *g.s
+			s.RHS = where(never(), anchors, s.RHS)
+			g.s = &s
+			g.note += fmt.Sprintf("; never-taken read of %s, which the gradient does not use", strings.Join(names, ", "))
+			return
+		}
+	}
+}
+
+// Explain renders a gradient op for people: the inputs and outputs, each
+// statement of the derived gradient (guards included) with a note on how
+// it was derived, and the sizes. The text parses back to the op (notes
+// are comments).
+func Explain(g *GradOp) string {
+	if g == nil || g.Op == nil {
+		return "<nil>"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n# inputs: %s\n", g.Op.Name, strings.Join(g.Op.Inputs, ", "))
+	read := map[string]bool{}
+	for _, s := range g.Op.Stmts {
+		for _, a := range accessesOf(s.RHS) {
+			read[a.Tensor] = true
+		}
+	}
+	var outs []string
+	for _, s := range g.Op.Stmts {
+		if !read[s.Tensor] {
+			outs = append(outs, s.Tensor)
+		}
+	}
+	fmt.Fprintf(&b, "# outputs: %s\n", strings.Join(outs, ", "))
+	for i, s := range g.Op.Stmts {
+		b.WriteString(ir.StmtString(s))
+		if i < len(g.notes) && g.notes[i] != "" {
+			b.WriteString("  # " + g.notes[i])
+		}
+		b.WriteByte('\n')
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(g.Sizes)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, g.Sizes[k]))
+	}
+	if len(parts) == 0 {
+		b.WriteString("# sizes: none")
+	} else {
+		b.WriteString("# sizes: " + strings.Join(parts, ", "))
+	}
+	return b.String()
+}

@@ -1,0 +1,376 @@
+package autodiff
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// Guard simplification. After substitution, a forward guard often becomes
+// decidable from the ranges alone: the padding guard p + r - 1 >= 0 of a
+// convolution reads x2 - r + 1 + r - 1 >= 0 in the gradient, which holds
+// for every x2 in [0, H). simplifyGuards drops index comparisons that hold
+// everywhere and resolves a where whose condition fails everywhere.
+//
+// This never weakens sema's bounds proof: a dropped comparison holds on the
+// variables' full ranges by interval arithmetic that is never tighter than
+// sema's, so every fact it contributed already follows from the intervals
+// (interval evaluation of a linear form is superadditive in its lower
+// bound: lo(l) >= lo(l - F) + lo(F)).
+
+type span struct{ lo, hi int64 }
+
+var unbounded = span{math.MinInt64, math.MaxInt64}
+
+func (s span) known() bool { return s.lo != math.MinInt64 && s.hi != math.MaxInt64 }
+
+// spanOf bounds an index expression over the variables' ranges; unbounded
+// where it cannot tell (or on overflow).
+func spanOf(e ir.Expr, ranges map[string]int64) span {
+	switch x := e.(type) {
+	case *ir.IntLit:
+		return span{x.Value, x.Value}
+	case *ir.Const:
+		if !x.IsFloat {
+			return span{x.Int, x.Int}
+		}
+	case *ir.Index:
+		if n, ok := ranges[x.Name]; ok {
+			return span{0, n - 1}
+		}
+	case *ir.Unary:
+		if x.Op == ir.Neg {
+			if a := spanOf(x.X, ranges); a.known() {
+				return span{-a.hi, -a.lo}
+			}
+		}
+	case *ir.Binary:
+		a, b := spanOf(x.X, ranges), spanOf(x.Y, ranges)
+		if !a.known() || !b.known() {
+			return unbounded
+		}
+		switch x.Op {
+		case ir.Add:
+			lo, e1 := addChk(a.lo, b.lo)
+			hi, e2 := addChk(a.hi, b.hi)
+			if e1 == nil && e2 == nil {
+				return span{lo, hi}
+			}
+		case ir.Sub:
+			lo, e1 := addChk(a.lo, -b.hi)
+			hi, e2 := addChk(a.hi, -b.lo)
+			if e1 == nil && e2 == nil {
+				return span{lo, hi}
+			}
+		case ir.Mul:
+			r := span{math.MaxInt64, math.MinInt64}
+			for _, p := range [][2]int64{{a.lo, b.lo}, {a.lo, b.hi}, {a.hi, b.lo}, {a.hi, b.hi}} {
+				v, err := mulChk(p[0], p[1])
+				if err != nil {
+					return unbounded
+				}
+				r.lo, r.hi = min(r.lo, v), max(r.hi, v)
+			}
+			return r
+		case ir.Div:
+			if b.lo == b.hi && b.lo > 0 {
+				return span{ir.FloorDiv(a.lo, b.lo), ir.FloorDiv(a.hi, b.lo)}
+			}
+		case ir.Mod:
+			if b.lo == b.hi && b.lo > 0 {
+				k := b.lo
+				if ir.FloorDiv(a.lo, k) == ir.FloorDiv(a.hi, k) {
+					return span{ir.FloorMod(a.lo, k), ir.FloorMod(a.hi, k)}
+				}
+				return span{0, k - 1}
+			}
+		}
+	}
+	return unbounded
+}
+
+// linAtoms writes an index expression as Σ coef·atom + c, where atoms are
+// variables and opaque non-linear terms keyed by their printed form (as
+// sema's linear forms are), so that identical terms cancel.
+func linAtoms(e ir.Expr, coef map[string]int64, atoms map[string]ir.Expr, k int64) (int64, bool) {
+	switch x := e.(type) {
+	case *ir.IntLit:
+		v, err := mulChk(k, x.Value)
+		return v, err == nil
+	case *ir.Const:
+		if !x.IsFloat {
+			v, err := mulChk(k, x.Int)
+			return v, err == nil
+		}
+		return 0, false
+	case *ir.Unary:
+		if x.Op == ir.Neg {
+			return linAtoms(x.X, coef, atoms, -k)
+		}
+	case *ir.Binary:
+		switch x.Op {
+		case ir.Add, ir.Sub:
+			c1, ok1 := linAtoms(x.X, coef, atoms, k)
+			k2 := k
+			if x.Op == ir.Sub {
+				k2 = -k
+			}
+			c2, ok2 := linAtoms(x.Y, coef, atoms, k2)
+			c, err := addChk(c1, c2)
+			return c, ok1 && ok2 && err == nil
+		case ir.Mul:
+			for _, p := range [][2]ir.Expr{{x.X, x.Y}, {x.Y, x.X}} {
+				if l, ok := p[0].(*ir.IntLit); ok {
+					kk, err := mulChk(k, l.Value)
+					if err != nil {
+						return 0, false
+					}
+					return linAtoms(p[1], coef, atoms, kk)
+				}
+			}
+		}
+	}
+	key := ir.ExprString(e)
+	v, err := addChk(coef[key], k)
+	if err != nil {
+		return 0, false
+	}
+	coef[key] = v
+	atoms[key] = e
+	return 0, true
+}
+
+// decide returns +1 when the index comparison c holds for every value of
+// its variables, -1 when it never does, 0 otherwise or when c is not an
+// index comparison. The difference of the sides is evaluated as a linear
+// form over atoms, like sema's eval.
+func decide(c ir.Expr, ranges map[string]int64) int {
+	b, ok := c.(*ir.Binary)
+	if !ok || !b.Op.IsCompare() || ir.KindOf(b.X) != ir.KindIndex || ir.KindOf(b.Y) != ir.KindIndex {
+		return 0
+	}
+	coef, atoms := map[string]int64{}, map[string]ir.Expr{}
+	c0, ok := linAtoms(bin(ir.Sub, b.X, b.Y), coef, atoms, 1)
+	if !ok {
+		return 0
+	}
+	d := span{c0, c0}
+	for key, k := range coef {
+		if k == 0 {
+			continue
+		}
+		a := spanOf(atoms[key], ranges)
+		if !a.known() {
+			return 0
+		}
+		l, e1 := mulChk(k, a.lo)
+		h, e2 := mulChk(k, a.hi)
+		if e1 != nil || e2 != nil {
+			return 0
+		}
+		if k < 0 {
+			l, h = h, l
+		}
+		lo, e3 := addChk(d.lo, l)
+		hi, e4 := addChk(d.hi, h)
+		if e3 != nil || e4 != nil {
+			return 0
+		}
+		d = span{lo, hi}
+	}
+	always := func(ok bool) int {
+		if ok {
+			return 1
+		}
+		return 0
+	}
+	switch b.Op {
+	case ir.Lt:
+		if d.lo >= 0 {
+			return -1
+		}
+		return always(d.hi < 0)
+	case ir.Le:
+		if d.lo > 0 {
+			return -1
+		}
+		return always(d.hi <= 0)
+	case ir.Gt:
+		if d.hi <= 0 {
+			return -1
+		}
+		return always(d.lo > 0)
+	case ir.Ge:
+		if d.hi < 0 {
+			return -1
+		}
+		return always(d.lo >= 0)
+	case ir.Eq:
+		if d.lo > 0 || d.hi < 0 {
+			return -1
+		}
+		return always(d.lo == 0 && d.hi == 0)
+	case ir.Ne:
+		if d.lo == 0 && d.hi == 0 {
+			return -1
+		}
+		return always(d.lo > 0 || d.hi < 0)
+	}
+	return 0
+}
+
+func conjuncts(c ir.Expr) []ir.Expr {
+	if b, ok := c.(*ir.Binary); ok && b.Op == ir.And {
+		return append(conjuncts(b.X), conjuncts(b.Y)...)
+	}
+	return []ir.Expr{c}
+}
+
+// simplifyGuards drops the conjuncts of where conditions that always hold
+// and resolves a where whose condition has a conjunct that never holds.
+func simplifyGuards(e ir.Expr, ranges map[string]int64) ir.Expr {
+	return ir.Rewrite(e, func(n ir.Expr) ir.Expr {
+		w, ok := n.(*ir.Where)
+		if !ok {
+			return nil
+		}
+		var keep []ir.Expr
+		for _, c := range conjuncts(w.Cond) {
+			switch decide(c, ranges) {
+			case 1:
+				continue
+			case -1:
+				return w.Else
+			}
+			keep = append(keep, c)
+		}
+		if len(keep) == 0 {
+			return w.Then
+		}
+		if len(keep) == len(conjuncts(w.Cond)) {
+			return nil
+		}
+		return where(and(keep), w.Then, w.Else)
+	})
+}
+
+// canonIndex rewrites an index subexpression whose terms cancel or merge
+// (x2 - r + 1 + r - 1, the substituted padding guard) into the canonical
+// form of linearExpr: variables in the given order, then other atoms
+// (constants by name, opaque terms) by their text, then the constant. An
+// expression with nothing to merge keeps its form. The rewrite is exact,
+// so sema sees the same linear forms; the gather's own guards are already
+// canonical with the same order, so identical terms still print alike.
+func canonIndex(e ir.Expr, order []string) ir.Expr {
+	rank := map[string]int{}
+	for i, v := range order {
+		rank[v] = i
+	}
+	return ir.Rewrite(e, func(n ir.Expr) ir.Expr {
+		if ir.KindOf(n) != ir.KindIndex {
+			return nil
+		}
+		switch x := n.(type) {
+		case *ir.Unary:
+			if x.Op != ir.Neg {
+				return nil
+			}
+		case *ir.Binary:
+			if x.Op != ir.Add && x.Op != ir.Sub && x.Op != ir.Mul {
+				return nil
+			}
+		default:
+			return nil
+		}
+		coef, atoms := map[string]int64{}, map[string]ir.Expr{}
+		leaves := 0
+		c, ok := canonLin(n, coef, atoms, 1, &leaves)
+		if !ok {
+			return nil
+		}
+		var keys []string
+		for k, v := range coef {
+			if v != 0 {
+				keys = append(keys, k)
+			}
+		}
+		size := len(keys)
+		if c != 0 {
+			size++
+		}
+		if size >= leaves {
+			return nil
+		}
+		slices.SortFunc(keys, func(a, b string) int {
+			ra, oka := rank[a]
+			rb, okb := rank[b]
+			switch {
+			case oka && okb:
+				return ra - rb
+			case oka:
+				return -1
+			case okb:
+				return 1
+			}
+			return strings.Compare(a, b)
+		})
+		var terms []term
+		for _, k := range keys {
+			terms = append(terms, term{atoms[k], coef[k]})
+		}
+		return linearExpr(terms, c)
+	})
+}
+
+// canonLin is linAtoms that keeps named constants as atoms (so they print
+// by name) and counts the occurrences of atoms and non-zero literals.
+func canonLin(e ir.Expr, coef map[string]int64, atoms map[string]ir.Expr, k int64, leaves *int) (int64, bool) {
+	switch x := e.(type) {
+	case *ir.IntLit:
+		if x.Value != 0 {
+			*leaves++
+		}
+		v, err := mulChk(k, x.Value)
+		return v, err == nil
+	case *ir.Unary:
+		if x.Op == ir.Neg {
+			return canonLin(x.X, coef, atoms, -k, leaves)
+		}
+	case *ir.Binary:
+		switch x.Op {
+		case ir.Add, ir.Sub:
+			c1, ok1 := canonLin(x.X, coef, atoms, k, leaves)
+			k2 := k
+			if x.Op == ir.Sub {
+				k2 = -k
+			}
+			c2, ok2 := canonLin(x.Y, coef, atoms, k2, leaves)
+			c, err := addChk(c1, c2)
+			return c, ok1 && ok2 && err == nil
+		case ir.Mul:
+			for _, p := range [][2]ir.Expr{{x.X, x.Y}, {x.Y, x.X}} {
+				if l, ok := p[0].(*ir.IntLit); ok {
+					kk, err := mulChk(k, l.Value)
+					if err != nil {
+						return 0, false
+					}
+					return canonLin(p[1], coef, atoms, kk, leaves)
+				}
+			}
+		}
+	}
+	key := ir.ExprString(e)
+	if x, ok := e.(*ir.Index); ok {
+		key = x.Name
+	}
+	v, err := addChk(coef[key], k)
+	if err != nil {
+		return 0, false
+	}
+	coef[key] = v
+	atoms[key] = e
+	*leaves++
+	return 0, true
+}

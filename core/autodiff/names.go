@@ -1,0 +1,205 @@
+package autodiff
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// nameSet is a set of taken names that hands out fresh ones.
+type nameSet map[string]bool
+
+// fresh returns base if it is free, else base_1, base_2, ...; the result is
+// marked taken.
+func (s nameSet) fresh(base string) string {
+	if !s[base] {
+		s[base] = true
+		return base
+	}
+	for i := 1; ; i++ {
+		n := fmt.Sprintf("%s_%d", base, i)
+		if !s[n] {
+			s[n] = true
+			return n
+		}
+	}
+}
+
+func (s nameSet) clone() nameSet { return maps.Clone(s) }
+
+// gstmt is a statement of the gradient op with the extent of every index
+// variable it uses, and a note for Explain.
+type gstmt struct {
+	s    *ir.Stmt
+	ext  map[string]int64
+	note string
+}
+
+// vars lists the statement's index variables: the left-hand side, then
+// the rest in order of first use.
+func (g *gstmt) vars() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range g.s.Indices {
+		seen[x.Name] = true
+		out = append(out, x.Name)
+	}
+	for _, v := range varsOf(g.s.RHS) {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// renameVar renames index variable old to nw throughout the statement.
+func (g *gstmt) renameVar(old, nw string) {
+	ixs := make([]*ir.Index, len(g.s.Indices))
+	for i, x := range g.s.Indices {
+		if x.Name == old {
+			x = idx(nw)
+		}
+		ixs[i] = x
+	}
+	s := *g.s
+	s.Indices = ixs
+	s.RHS = substitute(s.RHS, map[string]ir.Expr{old: idx(nw)})
+	g.s = &s
+	if e, ok := g.ext[old]; ok {
+		delete(g.ext, old)
+		g.ext[nw] = e
+	}
+}
+
+// directVars are the variables sema infers from a plain-variable index in
+// an access that no enclosing where condition mentions (core/sema, range
+// inference, step 2). Every other variable gets its extent from Sizes.
+func directVars(s *ir.Stmt) map[string]bool {
+	out := map[string]bool{}
+	var rec func(e ir.Expr, guarded map[string]bool)
+	rec = func(e ir.Expr, guarded map[string]bool) {
+		switch x := e.(type) {
+		case *ir.Access:
+			for _, ix := range x.Indices {
+				if v, ok := ix.(*ir.Index); ok && !guarded[v.Name] {
+					out[v.Name] = true
+				}
+			}
+			return
+		case *ir.Where:
+			rec(x.Cond, guarded)
+			inner := maps.Clone(guarded)
+			if inner == nil {
+				inner = map[string]bool{}
+			}
+			for _, v := range varsOf(x.Cond) {
+				inner[v] = true
+			}
+			rec(x.Then, inner)
+			rec(x.Else, inner)
+			return
+		}
+		ir.Walk(e, func(c ir.Expr) bool {
+			if c == e {
+				return true
+			}
+			rec(c, guarded)
+			return false
+		})
+	}
+	rec(s.RHS, nil)
+	return out
+}
+
+// resolveSizes computes the Sizes of the gradient op. sema applies a size
+// by name to every statement, so a name in Sizes must have one extent
+// wherever it is used: a variable that some statement cannot infer keeps
+// its name where its extent is the one recorded, and is renamed (to a
+// fresh name, with its own size if needed) in statements where its extent
+// differs.
+func resolveSizes(stmts []*gstmt, taken nameSet) map[string]int64 {
+	type use struct {
+		g    *gstmt
+		ext  int64
+		need bool
+	}
+	uses := map[string][]use{}
+	for _, g := range stmts {
+		direct := directVars(g.s)
+		for _, v := range g.vars() {
+			taken[v] = true
+			uses[v] = append(uses[v], use{g, g.ext[v], !direct[v]})
+		}
+	}
+	sizes := map[string]int64{}
+	for _, v := range slices.Sorted(maps.Keys(uses)) {
+		us := uses[v]
+		keep := int64(-1)
+		for _, u := range us {
+			if u.need {
+				keep = u.ext
+				break
+			}
+		}
+		if keep < 0 {
+			continue
+		}
+		sizes[v] = keep
+		renamed := map[int64]string{}
+		for _, u := range us {
+			if u.ext == keep {
+				continue
+			}
+			nv, ok := renamed[u.ext]
+			if !ok {
+				nv = taken.fresh(v)
+				renamed[u.ext] = nv
+			}
+			u.g.renameVar(v, nv)
+			if u.need {
+				sizes[nv] = u.ext
+			}
+		}
+	}
+	return sizes
+}
+
+// dimHint proposes a name for dimension d of forward tensor t: the
+// left-hand-side variable of its writer, else a plain variable indexing
+// that dimension somewhere in the forward op, else the lowercased tensor
+// name and the dimension ("x2").
+func (b *builder) dimHint(t string, d int) string {
+	for _, s := range b.fwd.Stmts {
+		if s.Tensor == t && d < len(s.Indices) {
+			return s.Indices[d].Name
+		}
+	}
+	for _, s := range b.fwd.Stmts {
+		for _, a := range accessesOf(s.RHS) {
+			if a.Tensor != t || d >= len(a.Indices) {
+				continue
+			}
+			if v, ok := a.Indices[d].(*ir.Index); ok {
+				return v.Name
+			}
+		}
+	}
+	return fmt.Sprintf("%s%d", strings.ToLower(t), d)
+}
+
+// dimNames returns distinct names for the dimensions of forward tensor t.
+func (b *builder) dimNames(t string, rank int) []string {
+	taken := nameSet{}
+	for c := range b.consts {
+		taken[c] = true
+	}
+	out := make([]string, rank)
+	for d := range out {
+		out[d] = taken.fresh(b.dimHint(t, d))
+	}
+	return out
+}

@@ -1,0 +1,223 @@
+package autodiff
+
+import (
+	"fmt"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// The elementwise derivative table: for every node kind, the partial
+// derivative of the node's value with respect to each value operand.
+//
+//	-a             d/da = -1
+//	a + b, a - b   d/da = 1, d/db = ±1
+//	a * b          d/da = b, d/db = a
+//	a / b          d/da = 1/b, d/db = -a/(b*b)
+//	a % b          d/da = 1, d/db = -floor(a/b) = -((a - a % b) / b)
+//	exp(a)         exp(a)
+//	log(a)         1/a
+//	sqrt(a)        0.5/sqrt(a)
+//	rsqrt(a)       -0.5 * rsqrt(a) / a
+//	tanh(a)        1 - tanh(a)*tanh(a)
+//	sigmoid(a)     sigmoid(a) * (1 - sigmoid(a))
+//	relu(a)        where(a > 0, 1, 0): 0 at 0 (and at NaN)
+//	abs(a)         sign(a): where(a > 0, 1, where(a < 0, -1, 0)), 0 at 0
+//	pow(a, b)      d/da = b * pow(a, b - 1)
+//	               d/db = where(a > 0, pow(a, b) * log(a), 0): no derivative
+//	                      through a non-positive base
+//	max(a, b)      to the operand the value rule selects (core/ir):
+//	               a where a > b || a != a, else b (ties go to b)
+//	min(a, b)      a where a < b || a != a, else b (ties go to b)
+//	erf(a)         2/sqrt(pi) * exp(-(a*a))
+//	where(c, t, e) to the taken branch; c gets none
+//	comparisons, logic, index expressions: no derivative (zero)
+//
+// A where does not become a factor: the branch's derivative stays under
+// the where's condition (a guard), so that the accesses it guards are
+// never evaluated outside it (see occ.guards).
+
+// twoOverSqrtPi is 2/sqrt(pi), the scale of erf's derivative.
+const twoOverSqrtPi = 1.1283791670955126
+
+// guard is an enclosing where condition of an access: the access sits in
+// the then branch (neg false) or the else branch (neg true).
+type guard struct {
+	cond ir.Expr
+	neg  bool
+}
+
+// occ is one occurrence of a tensor read in a right-hand side with the
+// partial derivative of the right-hand side with respect to it: the
+// product of the local derivatives along the path from the root (factor,
+// nil for 1), valid where every guard on the path holds.
+type occ struct {
+	acc    *ir.Access
+	guards []guard
+	factor ir.Expr
+}
+
+// occurrences differentiates e with respect to every read of tensor t.
+func occurrences(e ir.Expr, t string) ([]occ, error) {
+	var out []occ
+	var walk func(e ir.Expr, gs []guard, f ir.Expr) error
+	walk = func(e ir.Expr, gs []guard, f ir.Expr) error {
+		if ir.KindOf(e) != ir.KindValue {
+			return nil // index and bool subexpressions have no derivative
+		}
+		switch e := e.(type) {
+		case *ir.Access:
+			if e.Tensor == t {
+				out = append(out, occ{acc: e, guards: gs, factor: f})
+			}
+			return nil
+		case *ir.FloatLit, *ir.Const:
+			return nil
+		case *ir.Unary:
+			if e.Op == ir.Neg {
+				return walk(e.X, gs, mul(f, flit(-1)))
+			}
+			return nil
+		case *ir.Binary:
+			a, b := e.X, e.Y
+			var da, db ir.Expr // local partials; nil is 1
+			switch e.Op {
+			case ir.Add:
+			case ir.Sub:
+				db = flit(-1)
+			case ir.Mul:
+				da, db = b, a
+			case ir.Div:
+				da = div(nil, b)
+				db = neg(div(a, mul(b, b)))
+			case ir.Mod:
+				db = neg(div(sub(a, bin(ir.Mod, a, b)), b))
+			default:
+				return nil // comparisons and logic: no derivative
+			}
+			if err := walk(a, gs, mul(f, da)); err != nil {
+				return err
+			}
+			return walk(b, gs, mul(f, db))
+		case *ir.Call:
+			return walkCall(e, gs, f, walk)
+		case *ir.Where:
+			if err := walk(e.Then, appendGuard(gs, e.Cond, false), f); err != nil {
+				return err
+			}
+			return walk(e.Else, appendGuard(gs, e.Cond, true), f)
+		}
+		return fmt.Errorf("autodiff: no derivative rule for expression %s (%T)", ir.ExprString(e), e)
+	}
+	if err := walk(e, nil, nil); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func appendGuard(gs []guard, c ir.Expr, neg bool) []guard {
+	out := make([]guard, len(gs), len(gs)+1)
+	copy(out, gs)
+	return append(out, guard{c, neg})
+}
+
+// walkCall applies the table to a function call.
+func walkCall(e *ir.Call, gs []guard, f ir.Expr, walk func(ir.Expr, []guard, ir.Expr) error) error {
+	if len(e.Args) != e.Fn.Arity() {
+		return fmt.Errorf("autodiff: %s takes %d arguments, got %d", e.Fn, e.Fn.Arity(), len(e.Args))
+	}
+	a := e.Args[0]
+	var d ir.Expr
+	switch e.Fn {
+	case ir.FuncExp:
+		d = call(ir.FuncExp, a)
+	case ir.FuncLog:
+		d = div(nil, a)
+	case ir.FuncSqrt:
+		d = div(flit(0.5), call(ir.FuncSqrt, a))
+	case ir.FuncRsqrt:
+		d = div(mul(flit(-0.5), call(ir.FuncRsqrt, a)), a)
+	case ir.FuncTanh:
+		t := call(ir.FuncTanh, a)
+		d = sub(flit(1), mul(t, t))
+	case ir.FuncSigmoid:
+		s := call(ir.FuncSigmoid, a)
+		d = mul(s, sub(flit(1), s))
+	case ir.FuncRelu:
+		d = where(bin(ir.Gt, a, flit(0)), flit(1), zero())
+	case ir.FuncAbs:
+		d = where(bin(ir.Gt, a, flit(0)), flit(1), where(bin(ir.Lt, a, flit(0)), flit(-1), zero()))
+	case ir.FuncErf:
+		d = mul(flit(twoOverSqrtPi), call(ir.FuncExp, neg(mul(a, a))))
+	case ir.FuncPow:
+		b := e.Args[1]
+		if err := walk(a, gs, mul(f, mul(b, call(ir.FuncPow, a, sub(b, flit(1)))))); err != nil {
+			return err
+		}
+		db := where(bin(ir.Gt, a, flit(0)), mul(call(ir.FuncPow, a, b), call(ir.FuncLog, a)), zero())
+		return walk(b, gs, mul(f, db))
+	case ir.FuncMax, ir.FuncMin:
+		b := e.Args[1]
+		cmp := ir.Gt
+		if e.Fn == ir.FuncMin {
+			cmp = ir.Lt
+		}
+		// The value rule: a where a > b || a != a (max), else b.
+		pickA := bin(ir.Or, bin(cmp, a, b), bin(ir.Ne, a, a))
+		if err := walk(a, gs, mul(f, where(pickA, flit(1), zero()))); err != nil {
+			return err
+		}
+		return walk(b, gs, mul(f, where(pickA, zero(), flit(1))))
+	default:
+		return fmt.Errorf("autodiff: no derivative rule for function %s", e.Fn)
+	}
+	return walk(a, gs, mul(f, d))
+}
+
+// nest puts body under the guards, outermost first: each guard becomes
+// where(c, body, 0) or, for an else branch, where(c, 0, body).
+func nest(gs []guard, body ir.Expr) ir.Expr {
+	for i := len(gs) - 1; i >= 0; i-- {
+		if isZero(body) {
+			return body
+		}
+		if gs[i].neg {
+			body = where(gs[i].cond, zero(), body)
+		} else {
+			body = where(gs[i].cond, body, zero())
+		}
+	}
+	return body
+}
+
+// group is the occurrences of one tensor that share an index tuple: they
+// invert together.
+type group struct {
+	acc  *ir.Access
+	occs []occ
+}
+
+func groupOccs(occs []occ) []*group {
+	var out []*group
+	byKey := map[string]*group{}
+	for _, o := range occs {
+		k := ir.ExprString(o.acc)
+		g, ok := byKey[k]
+		if !ok {
+			g = &group{acc: o.acc}
+			byKey[k] = g
+			out = append(out, g)
+		}
+		g.occs = append(g.occs, o)
+	}
+	return out
+}
+
+// contribution is Σ over the group's occurrences of the reduction factor
+// r times the occurrence's partial, each under its guards.
+func (g *group) contribution(r ir.Expr) ir.Expr {
+	var sum ir.Expr = zero()
+	for _, o := range g.occs {
+		sum = add(sum, nest(o.guards, mul(r, o.factor)))
+	}
+	return sum
+}

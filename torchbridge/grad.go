@@ -1,0 +1,42 @@
+package torchbridge
+
+import (
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/core/autodiff"
+	"github.com/neoflow/neoflow/core/sema"
+)
+
+// Grad derives the gradient op of an op specialized for the request's
+// inputs and registers it as a new op, so that it is specialized, built and
+// differentiated again (double backward) like any other.
+func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
+	op, err := r.op(req.GetOpId())
+	if err != nil {
+		return nil, err
+	}
+	dtype, shapes, err := inputTypes(op, req.GetInputs())
+	if err != nil {
+		return nil, err
+	}
+	if len(req.GetWrt()) != len(op.Inputs) {
+		return nil, errors.Errorf("gradient request names %d inputs, op %s has %d", len(req.GetWrt()), opName(op), len(op.Inputs))
+	}
+	spec, err := sema.Specialize(op, dtype, shapes, req.GetSizes())
+	if err != nil {
+		return nil, err
+	}
+	g, err := autodiff.Grad(spec, req.GetWrt())
+	if err != nil {
+		return nil, errors.Wrapf(err, "differentiating op %s", opName(op))
+	}
+	if g.Op.Name == "" {
+		g.Op.Name = "grad_" + opName(op)
+	}
+	def, err := r.register(g.Op)
+	if err != nil {
+		return nil, errors.Wrapf(err, "the gradient of op %s does not check (a neoflow bug)", opName(op))
+	}
+	return &api.GradResponse{Op: def, Sizes: g.Sizes, Explain: autodiff.Explain(g)}, nil
+}
