@@ -60,6 +60,7 @@ func (r *Runtime) Release(req *api.ReleaseRequest) (*api.Empty, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.ops, req.GetOpId())
+	delete(r.specs, req.GetOpId())
 	return &api.Empty{}, nil
 }
 

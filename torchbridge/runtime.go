@@ -18,9 +18,9 @@ type Runtime struct {
 	cfgErr  error
 	ops     map[uint64]*ir.Op
 	nextOp  uint64
-	builder *kernels.Builder                   // for cfg; nil until first needed
-	specs   map[string]*api.SpecializeResponse // by specialization key
-	byCache map[string]uint64                  // kernel id by kernel cache key
+	builder *kernels.Builder                              // for cfg; nil until first needed
+	specs   map[uint64]map[string]*api.SpecializeResponse // by op id, then specialization key
+	byCache map[string]uint64                             // kernel id by kernel cache key
 
 	warnMu sync.Mutex // guards warns; the builder reports while mu may be held
 	warns  []string   // cache reports not yet sent to Python
@@ -43,7 +43,7 @@ var Default = New()
 func New() *Runtime {
 	r := &Runtime{
 		ops:     map[uint64]*ir.Op{},
-		specs:   map[string]*api.SpecializeResponse{},
+		specs:   map[uint64]map[string]*api.SpecializeResponse{},
 		byCache: map[string]uint64{},
 	}
 	r.cfg, r.cfgErr = defaultConfig()
@@ -65,7 +65,7 @@ func (r *Runtime) Init(req *api.InitRequest) (*api.InitResponse, error) {
 	defer r.mu.Unlock()
 	r.cfg, r.cfgErr = cfg, nil
 	r.builder = nil // the next build uses the new settings
-	r.specs = map[string]*api.SpecializeResponse{}
+	r.specs = map[uint64]map[string]*api.SpecializeResponse{}
 	return &api.InitResponse{Version: Version, CacheDir: cfg.CacheDir}, nil
 }
 

@@ -30,7 +30,7 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	key := specKey(req)
 	if !req.GetSourceOnly() && !req.GetShapesOnly() {
 		r.mu.Lock()
-		cached := r.specs[key]
+		cached := r.specs[req.GetOpId()][key]
 		r.mu.Unlock()
 		if cached != nil {
 			return cached, nil
@@ -65,7 +65,10 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	resp.KernelId = r.registerKernel(k)
 
 	r.mu.Lock()
-	r.specs[key] = resp
+	if r.specs[req.GetOpId()] == nil {
+		r.specs[req.GetOpId()] = map[string]*api.SpecializeResponse{}
+	}
+	r.specs[req.GetOpId()][key] = resp
 	r.mu.Unlock()
 	return resp, nil
 }
@@ -117,10 +120,9 @@ func opName(op *ir.Op) string {
 	return op.Name
 }
 
-// specKey identifies a specialization request.
+// specKey identifies a specialization request of one op.
 func specKey(req *api.SpecializeRequest) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d", req.GetOpId())
 	for _, in := range req.GetInputs() {
 		fmt.Fprintf(&b, "|%s%v", in.GetDtype(), in.GetShape())
 	}

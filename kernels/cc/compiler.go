@@ -16,12 +16,12 @@ import (
 // DefaultPath is the compiler used when Compiler.Path is empty.
 const DefaultPath = "cc"
 
-// DefaultFlags are used when Compiler.Flags is nil. -std=c11 also turns
-// off floating-point contraction (no FMA), which the kernels rely on to
-// match the reference interpreter; never add -ffast-math. -fno-math-errno
-// changes no result (only whether sqrt and friends set errno) and lets sqrt
-// vectorize.
-var DefaultFlags = []string{"-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-std=c11", "-fno-math-errno"}
+// DefaultFlags are used when Compiler.Flags is nil. -ffp-contract=off
+// keeps a*b+c from becoming a fused multiply-add (gcc's -std=c11 implies it,
+// clang's does not), so kernels round like the reference interpreter; never
+// add -ffast-math. -fno-math-errno changes no result (only whether sqrt and
+// friends set errno) and lets sqrt vectorize.
+var DefaultFlags = []string{"-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-std=c11", "-ffp-contract=off", "-fno-math-errno"}
 
 // Compiler is a C compiler invocation: Path (a name looked up on PATH, or
 // a path) and Flags, which replace DefaultFlags when non-nil and must then

@@ -20,6 +20,12 @@ import math
 
 _trace: list[list[str]] = []
 
+# Binding strength of the expression language's operators (as the Go
+# printer uses them), so the rendered text has only the parentheses it needs.
+_PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
+_UNARY = 7
+_ATOM = 8
+
 
 def _wrap(x) -> Expr:
     if isinstance(x, Expr):
@@ -39,12 +45,16 @@ def _wrap(x) -> Expr:
 class Expr:
     """A symbolic expression; Python operators build larger ones."""
 
-    __slots__ = ("text", "is_value")
+    __slots__ = ("text", "is_value", "prec")
     __hash__ = None  # == builds an expression, so Exprs are not hashable
 
-    def __init__(self, text: str, is_value: bool = False):
+    def __init__(self, text: str, is_value: bool = False, prec: int = _ATOM):
         self.text = text
         self.is_value = is_value  # a floating-point value, not an integer index
+        self.prec = prec  # binding strength of the text's outermost operator
+
+    def _at(self, prec: int) -> str:
+        return self.text if self.prec >= prec else f"({self.text})"
 
     def __str__(self) -> str:
         return self.text
@@ -60,7 +70,9 @@ class Expr:
 
     def _bin(self, op: str, other, swap=False) -> Expr:
         a, b = (_wrap(other), self) if swap else (self, _wrap(other))
-        return Expr(f"({a.text} {op} {b.text})", a.is_value or b.is_value)
+        p = _PREC[op]
+        # all operators are left associative: a right operand of equal strength keeps its parentheses
+        return Expr(f"{a._at(p)} {op} {b._at(p + 1)}", a.is_value or b.is_value, p)
 
     def __add__(self, o):
         return self._bin("+", o)
@@ -107,7 +119,7 @@ class Expr:
         return Expr(f"pow({self.text}, {_wrap(o).text})", True)
 
     def __neg__(self):
-        return Expr(f"(-{self.text})", self.is_value)
+        return Expr(f"-{self._at(_UNARY + 1)}", self.is_value, _UNARY)
 
     def __pos__(self):
         return self
@@ -143,7 +155,7 @@ class Expr:
         return self._bin("||", o, swap=True)
 
     def __invert__(self):
-        return Expr(f"(!{self.text})")
+        return Expr(f"!{self._at(_UNARY + 1)}", False, _UNARY)
 
 
 class _Access(Expr):

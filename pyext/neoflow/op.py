@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import warnings
+import weakref
 from collections.abc import Mapping
 
 import torch
@@ -96,7 +97,13 @@ class Op:
             consts={k: _scalar(k, v) for k, v in consts.items()},
         )
         config.ensure()
-        self._setup(_lib.call("nf_define", request, pb.DefineResponse), source, name or "", _sizes(sizes))
+        resp = _lib.call("nf_define", request, pb.DefineResponse)
+        if not resp.inputs:
+            _release(resp.op_id)
+            raise ValueError(
+                "an op needs at least one input tensor: neoflow takes the dtype, device and shapes from its inputs"
+            )
+        self._setup(resp, source, name or "", _sizes(sizes))
 
     def _setup(self, resp: pb.DefineResponse, source: str, name: str, sizes: dict) -> None:
         self.source = source
@@ -113,6 +120,7 @@ class Op:
         self._grads: dict = {}
         self._custom = None
         self._function = None
+        weakref.finalize(self, _release, resp.op_id)
 
     @classmethod
     def _from_response(cls, resp: pb.DefineResponse, name: str, sizes: dict) -> Op:
@@ -230,7 +238,7 @@ class Op:
     def _launch(self, tensors, sizes) -> list[torch.Tensor]:
         """Runs the kernel directly on plain CPU tensors: no autograd."""
         kernel = self.specialize(*tensors, sizes=sizes)
-        bufs = [t.contiguous() for t in tensors]
+        bufs = [t.resolve_neg().contiguous() for t in tensors]  # a lazily negated view's memory is not negated
         bufs += [torch.empty(shape, dtype=kernel.dtype) for shape in kernel.allocated]
         pointers = (ctypes.c_void_p * len(bufs))(*[b.data_ptr() for b in bufs])
         _lib.launch(kernel.kernel_id, pointers, torch.get_num_threads())
@@ -266,6 +274,14 @@ class Op:
 
             self._function = make_function(self)
         return self._function
+
+
+def _release(op_id: int) -> None:
+    """Lets the Go core forget an op that Python no longer references."""
+    try:
+        _lib.call("nf_release", pb.ReleaseRequest(op_id=op_id), pb.Empty)
+    except Exception:  # noqa: BLE001 - at interpreter exit or after fork, forgetting is moot
+        pass
 
 
 def _shape_key(tensors, sizes) -> tuple:

@@ -99,3 +99,30 @@ def test_print_and_c_source():
     assert str(op).strip() == "C[i, j] += A[i, k] * B[k, j]"
     src = op.c_source(torch.randn(4, 5), torch.randn(5, 6))
     assert "float" in src and "omp" in src
+
+
+def test_decorated_long_sums_need_no_deep_nesting():
+    @neoflow.op
+    def many(X):
+        i = neoflow.indices("i")
+        Y = neoflow.tensor("Y")
+        total = X[i]
+        for _ in range(299):
+            total = total + X[i]
+        Y[i] = total
+        return Y
+
+    x = torch.randn(4, dtype=torch.float64)
+    torch.testing.assert_close(many(x), x * 300)
+
+
+def test_decorated_precedence_matches_python():
+    @neoflow.op
+    def prec(A, B):
+        i = neoflow.indices("i")
+        Y = neoflow.tensor("Y")
+        Y[i] = A[i] - (B[i] - A[i]) * 2.0 - -B[i] / (A[i] + 3.0)
+        return Y
+
+    a, b = torch.rand(5, dtype=torch.float64), torch.rand(5, dtype=torch.float64)
+    torch.testing.assert_close(prec(a, b), a - (b - a) * 2.0 - -b / (a + 3.0))

@@ -109,3 +109,8 @@ def test_bad_sizes():
     op = neoflow.op("Y[p] max= X[p*2+r]")
     with pytest.raises(ValueError, match="positive int"):
         op(torch.ones(4), sizes={"r": 0})
+
+
+def test_op_without_inputs_is_refused():
+    with pytest.raises(ValueError, match="at least one input"):
+        neoflow.op("Y[i] = i * 1.0", sizes={"i": 5})

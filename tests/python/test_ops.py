@@ -96,3 +96,11 @@ def test_sizes_at_definition_and_call():
     torch.testing.assert_close(pool(x), x.view(5, 2).amax(1))
     pool3 = pool(x, sizes={"r": 3})  # call-time sizes override
     torch.testing.assert_close(pool3, x[:9].unfold(0, 3, 2).amax(1))
+
+
+def test_lazily_negated_views():
+    op = neoflow.op("Y[i] = X[i] * 1.0")
+    x = torch.arange(4.0)
+    neg = torch._neg_view(x)
+    assert neg.is_neg()
+    torch.testing.assert_close(op(neg), -x)
