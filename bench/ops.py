@@ -1,10 +1,11 @@
-"""Forward time of the spine's operators: neoflow next to PyTorch eager.
+"""Forward and forward+backward time of the spine's operators: neoflow next
+to PyTorch eager.
 
 Runs every operator of tests/python/ops_table.py at its benchmark size, on
-the same inputs, in one process; prints a markdown table of medians and
+the same inputs, in one process; prints markdown tables of medians and
 ratios. Not a test: speed is reported, not asserted.
 
-    python bench/forward.py [--dtype float32] [--repeat 20] [--json out.json]
+    python bench/ops.py [--dtype float32] [--repeat 20] [--json out.json]
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ def timeit(fn, repeat: int, warmup: int = 3) -> tuple[float, float, float]:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), min(times), max(times)
+
+
+def fwd_bwd(fn, leaves, grad_out) -> None:
+    """One forward and backward pass; clears the gradients it made."""
+    torch.autograd.backward(fn(*leaves), grad_out)
+    for t in leaves:
+        t.grad = None
 
 
 def cpu_model() -> str:
@@ -68,11 +76,23 @@ def main() -> None:
         t0 = time.perf_counter()
         got = op(*tensors, sizes=sizes)
         build = time.perf_counter() - t0
-        with torch.no_grad():
-            want = case.reference(*tensors)
+        want = case.reference(*tensors)
         ok = torch.allclose(got, want, rtol=1e-3, atol=1e-3)
         nf = timeit(lambda op=op, t=tensors, s=sizes: op(*t, sizes=s), args.repeat)
         pt = timeit(lambda c=case, t=tensors: c.reference(*t), args.repeat)
+
+        # forward + backward: gradients w.r.t. every input, for a fixed output gradient
+        leaves = [t.detach().clone().requires_grad_(True) for t in tensors]
+        grad_out = torch.randn_like(got)
+
+        def nf_fn(*t, op=op, s=sizes):
+            return op(*t, sizes=s)
+
+        t0 = time.perf_counter()
+        fwd_bwd(nf_fn, leaves, grad_out)
+        grad_build = time.perf_counter() - t0
+        nf_fb = timeit(lambda f=nf_fn, t=leaves, g=grad_out: fwd_bwd(f, t, g), args.repeat)
+        pt_fb = timeit(lambda f=case.reference, t=leaves, g=grad_out: fwd_bwd(f, t, g), args.repeat)
         rows.append(
             {
                 "op": case.name,
@@ -83,10 +103,20 @@ def main() -> None:
                 "slowdown": nf[0] / pt[0],
                 "first_call_ms": build * 1e3,
                 "matches": bool(ok),
+                "fwd_bwd_neoflow_ms": nf_fb[0] * 1e3,
+                "fwd_bwd_neoflow_spread_ms": [nf_fb[1] * 1e3, nf_fb[2] * 1e3],
+                "fwd_bwd_eager_ms": pt_fb[0] * 1e3,
+                "fwd_bwd_eager_spread_ms": [pt_fb[1] * 1e3, pt_fb[2] * 1e3],
+                "fwd_bwd_slowdown": nf_fb[0] / pt_fb[0],
+                "first_backward_ms": grad_build * 1e3,
             }
         )
         r = rows[-1]
-        print(f"  {case.name}: neoflow {r['neoflow_ms']:.3f} ms, eager {r['eager_ms']:.3f} ms", flush=True)
+        print(
+            f"  {case.name}: forward {r['neoflow_ms']:.3f} vs {r['eager_ms']:.3f} ms, "
+            f"fwd+bwd {r['fwd_bwd_neoflow_ms']:.3f} vs {r['fwd_bwd_eager_ms']:.3f} ms",
+            flush=True,
+        )
 
     print()
     print("| op | neoflow ms (min–max) | eager ms (min–max) | neoflow / eager | first call ms | matches |")
@@ -98,9 +128,22 @@ def main() -> None:
             f"| {r['eager_ms']:.3f} ({r['eager_spread_ms'][0]:.3f}–{r['eager_spread_ms'][1]:.3f}) "
             f"| {r['slowdown']:.2f}x{flag} | {r['first_call_ms']:.0f} | {'yes' if r['matches'] else 'NO'} |"
         )
-    slow = [r["op"] for r in rows if r["slowdown"] > 5]
     print()
-    print("more than 5x slower than PyTorch eager:", ", ".join(slow) if slow else "none")
+    print("| op | fwd+bwd neoflow ms (min–max) | fwd+bwd eager ms (min–max) | neoflow / eager | first backward ms |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        flag = " **>5x**" if r["fwd_bwd_slowdown"] > 5 else ""
+        lo, hi = r["fwd_bwd_neoflow_spread_ms"]
+        elo, ehi = r["fwd_bwd_eager_spread_ms"]
+        print(
+            f"| {r['op']} | {r['fwd_bwd_neoflow_ms']:.3f} ({lo:.3f}–{hi:.3f}) "
+            f"| {r['fwd_bwd_eager_ms']:.3f} ({elo:.3f}–{ehi:.3f}) "
+            f"| {r['fwd_bwd_slowdown']:.2f}x{flag} | {r['first_backward_ms']:.0f} |"
+        )
+    print()
+    for key, label in (("slowdown", "forward"), ("fwd_bwd_slowdown", "forward+backward")):
+        slow = [r["op"] for r in rows if r[key] > 5]
+        print(f"{label}: more than 5x slower than PyTorch eager: {', '.join(slow) if slow else 'none'}")
     if args.json:
         meta = {
             "cpu": cpu_model(),
