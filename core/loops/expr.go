@@ -11,15 +11,60 @@ func Lit(v int64) ir.Expr { return &ir.IntLit{Value: v} }
 func Var(name string) ir.Expr { return &ir.Index{Name: name} }
 
 // Add is x + y, simplified when both are indices.
-func Add(x, y ir.Expr) ir.Expr { return simplify(&ir.Binary{Op: ir.Add, X: x, Y: y}) }
+func Add(x, y ir.Expr) ir.Expr { return simplify(&ir.Binary{Op: ir.Add, X: x, Y: y}, Kinds{}) }
 
 // Mul is x * y, simplified when both are indices.
-func Mul(x, y ir.Expr) ir.Expr { return simplify(&ir.Binary{Op: ir.Mul, X: x, Y: y}) }
+func Mul(x, y ir.Expr) ir.Expr { return simplify(&ir.Binary{Op: ir.Mul, X: x, Y: y}, Kinds{}) }
+
+// Kinds memoizes ir.KindOf by node pointer. ir.KindOf recurses into the
+// whole expression, so asking it at every node of a long expression is
+// quadratic; with the memo each node's kind is computed once, from its
+// operands' kinds. The expressions must not change while it is in use.
+type Kinds map[ir.Expr]ir.Kind
+
+// Of is ir.KindOf(e).
+func (m Kinds) Of(e ir.Expr) ir.Kind {
+	if k, ok := m[e]; ok {
+		return k
+	}
+	var k ir.Kind
+	switch e := e.(type) {
+	case *ir.Unary:
+		k = ir.KindBool
+		if e.Op != ir.Not {
+			k = m.Of(e.X)
+		}
+	case *ir.Binary:
+		k = ir.KindBool
+		if !e.Op.IsCompare() && !e.Op.IsLogic() {
+			k = ir.JoinKinds(m.Of(e.X), m.Of(e.Y))
+		}
+	case *ir.Call:
+		k = ir.KindValue
+		switch e.Fn {
+		case ir.FuncMin, ir.FuncMax, ir.FuncAbs:
+			k = ir.KindIndex
+			for _, a := range e.Args {
+				k = ir.JoinKinds(k, m.Of(a))
+			}
+		}
+	case *ir.Where:
+		k = ir.JoinKinds(m.Of(e.Then), m.Of(e.Else))
+	default:
+		k = ir.KindOf(e) // a leaf or an access: no recursion
+	}
+	m[e] = k
+	return k
+}
 
 // Subst returns e with every index variable replaced by env[name] (names
 // missing from env are kept), constants replaced by literals and index
 // arithmetic simplified. e is not modified.
 func Subst(e ir.Expr, env map[string]ir.Expr) ir.Expr {
+	return subst(e, env, Kinds{})
+}
+
+func subst(e ir.Expr, env map[string]ir.Expr, k Kinds) ir.Expr {
 	switch e := e.(type) {
 	case *ir.IntLit:
 		return &ir.IntLit{Pos: e.Pos, Value: e.Value}
@@ -38,40 +83,43 @@ func Subst(e ir.Expr, env map[string]ir.Expr) ir.Expr {
 	case *ir.Access:
 		out := &ir.Access{Pos: e.Pos, Tensor: e.Tensor, Indices: make([]ir.Expr, len(e.Indices))}
 		for i, x := range e.Indices {
-			out.Indices[i] = Subst(x, env)
+			out.Indices[i] = subst(x, env, k)
 		}
 		return out
 	case *ir.Unary:
-		return simplify(&ir.Unary{Pos: e.Pos, Op: e.Op, X: Subst(e.X, env)})
+		return simplify(&ir.Unary{Pos: e.Pos, Op: e.Op, X: subst(e.X, env, k)}, k)
 	case *ir.Binary:
-		return simplify(&ir.Binary{Pos: e.Pos, Op: e.Op, X: Subst(e.X, env), Y: Subst(e.Y, env)})
+		return simplify(&ir.Binary{Pos: e.Pos, Op: e.Op, X: subst(e.X, env, k), Y: subst(e.Y, env, k)}, k)
 	case *ir.Call:
 		out := &ir.Call{Pos: e.Pos, Fn: e.Fn, Args: make([]ir.Expr, len(e.Args))}
 		for i, a := range e.Args {
-			out.Args[i] = Subst(a, env)
+			out.Args[i] = subst(a, env, k)
 		}
 		return out
 	case *ir.Where:
-		return &ir.Where{Pos: e.Pos, Cond: Subst(e.Cond, env), Then: Subst(e.Then, env), Else: Subst(e.Else, env)}
+		return &ir.Where{Pos: e.Pos, Cond: subst(e.Cond, env, k), Then: subst(e.Then, env, k), Else: subst(e.Else, env, k)}
 	}
 	return e
 }
 
 // simplify folds integer literals and the identities x+0, x-0, x*1, x*0,
 // x/1 and x%1 in index arithmetic. Values are left alone: x+0 is not x for
-// x = -0.0, and x*0 is not 0 for NaN.
-func simplify(e ir.Expr) ir.Expr {
+// x = -0.0, and x*0 is not 0 for NaN. k memoizes kinds.
+func simplify(e ir.Expr, k Kinds) ir.Expr {
 	switch e := e.(type) {
 	case *ir.Unary:
 		if l, ok := e.X.(*ir.IntLit); ok && e.Op == ir.Neg {
 			return &ir.IntLit{Pos: e.Pos, Value: -l.Value}
 		}
 	case *ir.Binary:
-		if ir.KindOf(e) != ir.KindIndex {
-			return e
-		}
 		x, xok := e.X.(*ir.IntLit)
 		y, yok := e.Y.(*ir.IntLit)
+		if !xok && !yok {
+			return e // every rule below needs a literal operand
+		}
+		if k.Of(e) != ir.KindIndex {
+			return e
+		}
 		if xok && yok {
 			switch e.Op {
 			case ir.Add:

@@ -4,55 +4,127 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 )
 
+// indexLimit bounds every value of index arithmetic: integer literals and
+// constants used in it (Check) and every integer sub-expression
+// (Specialize) must stay strictly between -indexLimit and indexLimit. The
+// kernels compute index expressions in int64 (C's int64_t, where overflow
+// is undefined behaviour); the margin below 2^63 leaves room for the
+// rearrangements of lowering (x*2 + y*2 for (x + y)*2, offsets).
+const indexLimit = int64(1) << 62
+
+// prover proves the accesses of one statement in bounds.
+type prover struct {
+	op     *ir.Op
+	shapes map[string][]int64
+	info   *exprInfo
+}
+
 // proveBounds proves every access of statement s in bounds for the extents
-// ext, or returns a user error naming the first access and dimension it
+// ext, and every integer sub-expression free of int64 overflow, or returns
+// a user error naming the first access and dimension (or expression) it
 // cannot prove. See the package documentation for the method.
 func proveBounds(op *ir.Op, s *ir.Stmt, ext map[string]int64, shapes map[string][]int64) error {
 	vars := map[string]interval{}
 	for v, n := range ext {
 		vars[v] = interval{0, n - 1}
 	}
-	return proveExpr(op, s.RHS, newScope(vars), shapes)
+	p := &prover{op: op, shapes: shapes, info: newExprInfo()}
+	return p.expr(s.RHS, newScopeInfo(vars, p.info))
 }
 
-func proveExpr(op *ir.Op, e ir.Expr, sc *scope, shapes map[string][]int64) error {
+// expr proves e where it is evaluated, in scope sc: its sub-expressions
+// first, then e itself.
+func (p *prover) expr(e ir.Expr, sc *scope) error {
 	if sc.dead {
 		return nil // the guards contradict each other: never evaluated
 	}
 	switch e := e.(type) {
 	case *ir.Where:
-		if err := proveExpr(op, e.Cond, sc, shapes); err != nil {
+		if err := p.expr(e.Cond, sc); err != nil {
 			return err
 		}
-		if err := proveExpr(op, e.Then, sc.guard(e.Cond, false), shapes); err != nil {
+		if err := p.expr(e.Then, sc.guard(e.Cond, false)); err != nil {
 			return err
 		}
-		return proveExpr(op, e.Else, sc.guard(e.Cond, true), shapes)
+		if err := p.expr(e.Else, sc.guard(e.Cond, true)); err != nil {
+			return err
+		}
 	case *ir.Access:
-		shape := shapes[e.Tensor]
-		for d, x := range e.Indices {
-			size := shape[d]
-			l := linearize(x)
-			r := sc.intervalOf(x).intersect(sc.eval(l))
-			lowOK := r.lo >= 0 || sc.proveNonneg(l)
-			highOK := r.hi <= size-1 || sc.proveNonneg(constLinear(size-1).sub(l))
-			if !lowOK || !highOK {
-				// Show the range as far as it is known.
-				if lowOK {
-					r.lo = max(r.lo, 0)
-				}
-				if highOK {
-					r.hi = min(r.hi, size-1)
-				}
-				return op.Errorf(e.Pos, "access %s may be out of bounds: dimension %d index %s ranges over %v but %s has size %d there",
-					ir.ExprString(e), d, ir.ExprString(x), r, e.Tensor, size)
+		// The indices are evaluated before the read: the reads and the
+		// arithmetic inside them must be sound too.
+		for _, x := range e.Indices {
+			if err := p.expr(x, sc); err != nil {
+				return err
 			}
 		}
+		return p.access(e, sc)
+	default:
+		for _, c := range children(e) {
+			if err := p.expr(c, sc); err != nil {
+				return err
+			}
+		}
+	}
+	return p.overflow(e, sc)
+}
+
+// overflow rejects an integer operation whose value may leave
+// (-indexLimit, indexLimit). The operands of e are already known to lie
+// within it, so e is computed exactly when its own range does.
+func (p *prover) overflow(e ir.Expr, sc *scope) error {
+	switch e.(type) {
+	case *ir.Unary, *ir.Binary, *ir.Call, *ir.Where:
+	default:
+		return nil // leaves: literals are checked by Check, variables are below their extents
+	}
+	if p.info.kind(e) != ir.KindIndex {
 		return nil
 	}
-	for _, c := range children(e) {
-		if err := proveExpr(op, c, sc, shapes); err != nil {
-			return err
+	if r := sc.intervalOf(e); r.lo <= -indexLimit || r.hi >= indexLimit {
+		return p.op.Errorf(e.At(), "index arithmetic may overflow int64: %s ranges over %v, beyond the limit of ±2^62 for index values",
+			ir.ExprString(e), r)
+	}
+	return nil
+}
+
+// access proves each index of e within its dimension.
+func (p *prover) access(e *ir.Access, sc *scope) error {
+	shape := p.shapes[e.Tensor]
+	for d, x := range e.Indices {
+		size := shape[d]
+		l := linearizeIn(x, p.info)
+		iv := sc.intervalOf(x)
+		r := iv.intersect(sc.eval(l))
+		if r.empty() {
+			// Two sound bounds of the same value are disjoint only where
+			// the access never runs; prove nothing from them.
+			r = iv
+			if r.empty() {
+				r = full
+			}
+		}
+		lowOK := r.lo >= 0
+		if !lowOK {
+			lowOK = sc.proveNonneg(l)
+		}
+		highOK := r.hi <= size-1
+		if !highOK {
+			if hl, ok := constLinear(0).axpy(-1, l); ok {
+				if hl, ok = hl.axpy(1, constLinear(size-1)); ok {
+					highOK = sc.proveNonneg(hl)
+				}
+			}
+		}
+		if !lowOK || !highOK {
+			// Show the range as far as it is known.
+			if lowOK {
+				r.lo = max(r.lo, 0)
+			}
+			if highOK {
+				r.hi = min(r.hi, size-1)
+			}
+			return p.op.Errorf(e.Pos, "access %s may be out of bounds: dimension %d index %s ranges over %v but %s has size %d there",
+				ir.ExprString(e), d, ir.ExprString(x), r, e.Tensor, size)
 		}
 	}
 	return nil

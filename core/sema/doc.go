@@ -11,6 +11,14 @@
 //     comparisons take index or value operands. Division and modulo in an
 //     index expression need a positive integer constant divisor (an integer
 //     literal or integer constant).
+//   - Index literals: an integer literal or integer constant used in index
+//     arithmetic (as an access index, as an operand of an integer
+//     operation or of a comparison of two integers, or as a branch of an
+//     integer where) must have a magnitude below 2^62 ("index arithmetic
+//     may overflow int64: integer literal 9223372036854775807 is too large
+//     for index arithmetic (its magnitude must be below 2^62)"). An integer
+//     literal used as a value (X[i] * 9223372036854775807) is a float
+//     constant and may be anything.
 //   - Data flow: each tensor is written by exactly one statement; a
 //     statement may not read the tensor it writes; an op input may not be
 //     written; a statement may only read inputs and tensors written by
@@ -63,40 +71,79 @@
 //  4. A variable still unknown is an error asking for its size.
 //
 // A written tensor's shape is the extents of its left-hand-side variables.
+// Every tensor, input or written, must have fewer than 2^62 elements, so
+// that element offsets fit in int64.
 // The Spec lists the inputs (Op.Inputs order), then the outputs, then the
 // temporaries (tensors read by a later statement), each in statement order.
 //
 // # Bounds proof
 //
 // Every access must be provably in bounds in every dimension for the
-// inferred extents, or the op is rejected with an error naming the access,
-// the dimension and the index's range. Accesses are proven where they sit:
+// inferred extents, and every integer sub-expression provably free of
+// int64 overflow, or the op is rejected with an error naming the access,
+// the dimension and the index's range (or the expression and its range).
+// Expressions are proven where they are evaluated, in the scope of the
+// guards around them, sub-expressions first: the indices of an access,
+// with any reads and wheres inside them (X[where(A[i] > 0.0, i, 0)] reads
+// A), are proven before the access itself.
 //
 //   - Guard facts. Walking down from the root, where(c, a, b) adds facts to
-//     the scope of a: the conjuncts of c (split on &&); and to b: the
-//     negation of c when c is a single comparison (or a negated
-//     disjunction, which splits into negated comparisons). Comparisons of
+//     the scope of a: the facts of c; and to b: the facts of !c. A
+//     conjunction gives the facts of its operands, ! negates, a negated
+//     disjunction gives the facts of its negated operands, and a
+//     disjunction (or a negated conjunction) gives none. Comparisons of
 //     two index expressions normalize into facts L >= 0, where L is a
 //     linear form with integer coefficients over atoms: index variables and
 //     opaque non-linear index terms (h/2, h%2, min(a, b), i*j), keyed by
 //     their printed form so that identical terms cancel:
 //     a < b gives b - a - 1 >= 0, a <= b gives b - a >= 0, a == b gives
-//     a - b >= 0 and b - a >= 0, and a != b gives nothing.
+//     a - b >= 0 and b - a >= 0, and a != b gives nothing; comparisons of
+//     values give nothing. The constant and coefficients of a linear form
+//     stay within ±2^62: arithmetic on forms is checked, a term whose form
+//     would leave that range stays an opaque atom, and a comparison whose
+//     fact would leave it gives no fact.
 //   - Tightening. A fact that mentions a single atom, a·x + c >= 0, narrows
 //     that atom's interval (x >= ceil(-c/a) or x <= floor(c/-a)). If an
 //     interval becomes empty the guards contradict each other and the
-//     branch is never evaluated, so it needs no proof.
+//     branch is never evaluated, so it needs no proof. (An opaque atom's
+//     narrowed interval is checked for emptiness against the atom's bounds
+//     outside the where, which finds fewer contradictions but keeps
+//     nested wheres linear to bound.)
 //   - Proof. An index e in a dimension of size D is in bounds when both
 //     e >= 0 and D-1-e >= 0 are proven. A linear form l >= 0 is proven when
 //     interval(l) >= 0, or interval(l - F) >= 0 for a fact F >= 0, or
-//     interval(l - F1 - F2) >= 0 for two facts.
+//     interval(l - F1 - F2) >= 0 for two facts. Only facts that share an
+//     atom with what is left to prove are tried (F1 with l, F2 with
+//     l - F1); a fact about a single atom is not, since tightening already
+//     applied it; of facts L + c >= 0 with the same L only the one with
+//     the least c, which implies the others, is kept. At most 512 single
+//     facts and 16 × 16 pairs are tried. An empty interval proves nothing.
+//   - Overflow. Kernels compute index expressions in int64 (C's int64_t,
+//     where overflow is undefined). Every integer operation (+, -, *, /,
+//     %, unary -, min, max, abs, an integer where) must have a range inside
+//     (-2^62, 2^62) where it is evaluated (branches whose guards contradict
+//     each other are exempt), or the op is rejected: "index arithmetic may
+//     overflow int64: i * 2305843009213693952 ranges over
+//     [0, 6917529027641081856], beyond the limit of ±2^62 for index
+//     values". This covers index expressions in where conditions and index
+//     expressions used as values. Its operands are operations checked the
+//     same way, literals below 2^62 or variables below their extents, so
+//     every integer value is computed exactly, and the guard facts, which
+//     are exact integer statements, hold in the kernels too. The margin
+//     below 2^63 leaves room for the rearrangements of lowering.
 //
-// Interval arithmetic is exact for sums and multiplication by constants,
-// for floor division by a positive constant, and for floor modulo within
-// one period (else [0, k-1]); products of intervals, min, max and abs take
-// the bounds of the endpoint combinations; a where inside an index
-// expression is the hull of its branches, each bounded under its own
-// guard facts. Arithmetic saturates at ±infinity instead of overflowing.
+// Interval ends are integers or infinities: a lower end is an integer or
+// -inf, an upper end an integer or +inf, so no literal is ever taken for
+// an infinity and infinities of opposite signs never meet in a sum. An end
+// that does not fit in int64 is rounded outward (a lower end down, an
+// upper end up), never wrapped around. Interval arithmetic is exact, up to
+// that rounding, for sums and multiplication by constants, for floor
+// division by a positive constant, and for floor modulo within one period
+// (else [0, k-1]); products of intervals, min, max and abs take the bounds
+// of the endpoint combinations; a where inside an index expression is the
+// hull of its branches, each bounded under its own guard facts. Intervals
+// are memoized per scope and guard scopes per where, so bounding an
+// expression takes time linear in its size in each scope.
 // The left-hand side indexes its tensor with plain variables, so it is in
 // bounds by construction.
 package sema

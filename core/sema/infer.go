@@ -150,10 +150,10 @@ func largestExtent(x ir.Expr, u string, ext map[string]int64, size int64) (int64
 	for v, n := range ext {
 		vars[v] = interval{0, n - 1}
 	}
-	s := newScope(vars)
+	info := newExprInfo()
 	at := func(n int64) interval {
 		vars[u] = interval{0, n - 1}
-		return s.intervalOf(x)
+		return newScopeInfo(vars, info).intervalOf(x) // scopes memoize: a fresh one per n
 	}
 	fits := func(n int64) bool {
 		r := at(n)

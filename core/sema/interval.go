@@ -3,15 +3,23 @@ package sema
 import (
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/neoflow/neoflow/core/ir"
 )
 
-// Infinite interval ends. Arithmetic saturates at them, so overflow never
-// wraps around into a wrong (and unsound) finite bound.
+// Interval ends. An interval's lower end is an integer or -infinity and its
+// upper end an integer or +infinity. The encoding is directional:
+// math.MinInt64 as a lower end means -infinity and math.MaxInt64 as an
+// upper end means +infinity; nothing else is infinite. A lower end of
+// MaxInt64 is finite (the values are at least MaxInt64) and so is an upper
+// end of MinInt64. Every operation computes each end exactly and rounds it
+// outward when it does not fit: a lower end down (to -infinity, or to
+// MaxInt64 when it exceeds MaxInt64), an upper end up. So no end ever wraps
+// around, and no literal can stand for an infinity of the wrong sign.
 const (
-	negInf = math.MinInt64
-	posInf = math.MaxInt64
+	negInf = math.MinInt64 // as a lower end
+	posInf = math.MaxInt64 // as an upper end
 )
 
 // interval is the integer interval [lo, hi]; it is empty when lo > hi.
@@ -19,21 +27,21 @@ type interval struct{ lo, hi int64 }
 
 var full = interval{negInf, posInf}
 
+// point is the interval of the single value v. Rounded outward, the point
+// MinInt64 is [-inf, MinInt64] and the point MaxInt64 is [MaxInt64, +inf].
 func point(v int64) interval { return interval{v, v} }
 
 func (a interval) empty() bool { return a.lo > a.hi }
 
 func (a interval) String() string {
-	end := func(v int64) string {
-		switch v {
-		case negInf:
-			return "-inf"
-		case posInf:
-			return "+inf"
-		}
-		return fmt.Sprint(v)
+	lo, hi := fmt.Sprint(a.lo), fmt.Sprint(a.hi)
+	if a.lo == negInf {
+		lo = "-inf"
 	}
-	return "[" + end(a.lo) + ", " + end(a.hi) + "]"
+	if a.hi == posInf {
+		hi = "+inf"
+	}
+	return "[" + lo + ", " + hi + "]"
 }
 
 func (a interval) intersect(b interval) interval {
@@ -50,21 +58,145 @@ func (a interval) hull(b interval) interval {
 	return interval{min(a.lo, b.lo), max(a.hi, b.hi)}
 }
 
-func (a interval) add(b interval) interval {
-	return interval{sadd(a.lo, b.lo), sadd(a.hi, b.hi)}
+// end is an extended integer: a finite int64 (inf == 0) or an infinity of
+// the sign of inf. An exact result too large for an int64 is also recorded
+// as an infinity of its sign: rounding outward maps it to the same
+// interval end as the true value would be.
+type end struct {
+	v   int64
+	inf int8
 }
 
-func (a interval) neg() interval { return interval{sneg(a.hi), sneg(a.lo)} }
+func lowerEnd(v int64) end {
+	if v == negInf {
+		return end{inf: -1}
+	}
+	return end{v: v}
+}
+
+func upperEnd(v int64) end {
+	if v == posInf {
+		return end{inf: 1}
+	}
+	return end{v: v}
+}
+
+// less orders extended integers.
+func (x end) less(y end) bool {
+	if x.inf != y.inf {
+		return x.inf < y.inf
+	}
+	return x.inf == 0 && x.v < y.v
+}
+
+// lower rounds x down to a lower interval end.
+func (x end) lower() int64 {
+	switch {
+	case x.inf < 0:
+		return negInf
+	case x.inf > 0:
+		return math.MaxInt64 // finite: the values exceed MaxInt64
+	}
+	return x.v
+}
+
+// upper rounds x up to an upper interval end.
+func (x end) upper() int64 {
+	switch {
+	case x.inf > 0:
+		return posInf
+	case x.inf < 0:
+		return math.MinInt64 // finite: the values are below MinInt64
+	}
+	return x.v
+}
+
+func (x end) neg() end {
+	if x.inf != 0 {
+		return end{inf: -x.inf}
+	}
+	if x.v == math.MinInt64 {
+		return end{inf: 1} // 2^63
+	}
+	return end{v: -x.v}
+}
+
+// mul multiplies extended integers; zero times an infinity is zero, since
+// an infinite end stands for unbounded finite values.
+func (x end) mul(y end) end {
+	if (x.inf == 0 && x.v == 0) || (y.inf == 0 && y.v == 0) {
+		return end{}
+	}
+	sign := int8(1)
+	if (x.inf < 0 || (x.inf == 0 && x.v < 0)) != (y.inf < 0 || (y.inf == 0 && y.v < 0)) {
+		sign = -1
+	}
+	if x.inf != 0 || y.inf != 0 {
+		return end{inf: sign}
+	}
+	hi, lo := bits.Mul64(absU(x.v), absU(y.v))
+	switch {
+	case hi != 0 || lo > 1<<63 || (lo == 1<<63 && sign > 0):
+		return end{inf: sign}
+	case sign < 0:
+		return end{v: int64(-lo)} // -lo wraps to MinInt64 for lo == 2^63
+	}
+	return end{v: int64(lo)}
+}
+
+func absU(v int64) uint64 {
+	if v < 0 {
+		return uint64(-v) // MinInt64 wraps to 2^63
+	}
+	return uint64(v)
+}
+
+func (a interval) add(b interval) interval {
+	lo, hi := int64(negInf), int64(posInf)
+	if a.lo != negInf && b.lo != negInf {
+		lo = addEnds(a.lo, b.lo).lower()
+	}
+	if a.hi != posInf && b.hi != posInf {
+		hi = addEnds(a.hi, b.hi).upper()
+	}
+	return interval{lo, hi}
+}
+
+// addEnds adds two finite ends exactly.
+func addEnds(x, y int64) end {
+	s := x + y
+	switch {
+	case x >= 0 && y >= 0 && s < 0:
+		return end{inf: 1}
+	case x < 0 && y < 0 && s >= 0:
+		return end{inf: -1}
+	}
+	return end{v: s}
+}
+
+func (a interval) neg() interval {
+	return interval{upperEnd(a.hi).neg().lower(), lowerEnd(a.lo).neg().upper()}
+}
 
 func (a interval) sub(b interval) interval { return a.add(b.neg()) }
 
+// mul bounds a product by the products of the ends.
 func (a interval) mul(b interval) interval {
-	p := [4]int64{smul(a.lo, b.lo), smul(a.lo, b.hi), smul(a.hi, b.lo), smul(a.hi, b.hi)}
-	r := interval{p[0], p[0]}
-	for _, v := range p[1:] {
-		r.lo, r.hi = min(r.lo, v), max(r.hi, v)
+	if a.empty() || b.empty() {
+		return interval{posInf, negInf}
 	}
-	return r
+	x := [2]end{lowerEnd(a.lo), upperEnd(a.hi)}
+	y := [2]end{lowerEnd(b.lo), upperEnd(b.hi)}
+	lo, hi := x[0].mul(y[0]), x[0].mul(y[0])
+	for _, p := range [...]end{x[0].mul(y[1]), x[1].mul(y[0]), x[1].mul(y[1])} {
+		if p.less(lo) {
+			lo = p
+		}
+		if hi.less(p) {
+			hi = p
+		}
+	}
+	return interval{lo.lower(), hi.upper()}
 }
 
 // scale multiplies by a constant.
@@ -72,12 +204,21 @@ func (a interval) scale(k int64) interval { return a.mul(point(k)) }
 
 // div is floor division by a positive constant k; it is exact because
 // floor(x/k) is monotone in x.
-func (a interval) div(k int64) interval { return interval{floorDiv(a.lo, k), floorDiv(a.hi, k)} }
+func (a interval) div(k int64) interval {
+	r := a
+	if a.lo != negInf {
+		r.lo = ir.FloorDiv(a.lo, k)
+	}
+	if a.hi != posInf {
+		r.hi = ir.FloorDiv(a.hi, k)
+	}
+	return r
+}
 
 // mod is floor modulo by a positive constant k: exact when the interval
 // lies within one period, [0, k-1] otherwise.
 func (a interval) mod(k int64) interval {
-	if a.lo != negInf && a.hi != posInf && floorDiv(a.lo, k) == floorDiv(a.hi, k) {
+	if a.lo != negInf && a.hi != posInf && !a.empty() && floorDiv(a.lo, k) == floorDiv(a.hi, k) {
 		return interval{floorMod(a.lo, k), floorMod(a.hi, k)}
 	}
 	return interval{0, k - 1}
@@ -90,160 +231,11 @@ func (a interval) abs() interval {
 	case a.hi <= 0:
 		return a.neg()
 	}
-	return interval{0, max(sneg(a.lo), a.hi)}
+	return interval{0, max(lowerEnd(a.lo).neg().upper(), a.hi)}
 }
 
-// sadd adds with saturation at the infinite ends. An infinite operand wins;
-// lo+lo and hi+hi never mix opposite infinities for non-empty intervals.
-func sadd(a, b int64) int64 {
-	switch {
-	case a == negInf || a == posInf:
-		return a
-	case b == negInf || b == posInf:
-		return b
-	}
-	s := a + b
-	if a > 0 && b > 0 && s < 0 {
-		return posInf
-	}
-	if a < 0 && b < 0 && s >= 0 {
-		return negInf
-	}
-	return s
-}
-
-func sneg(a int64) int64 {
-	switch a {
-	case negInf:
-		return posInf
-	case posInf:
-		return negInf
-	}
-	return -a
-}
-
-// smul multiplies with saturation at the infinite ends.
-func smul(a, b int64) int64 {
-	if a == 0 || b == 0 {
-		return 0
-	}
-	negative := (a < 0) != (b < 0)
-	inf := func() int64 {
-		if negative {
-			return negInf
-		}
-		return posInf
-	}
-	if a == negInf || a == posInf || b == negInf || b == posInf {
-		return inf()
-	}
-	p := a * b
-	if p/b != a || (a == -1 && b == negInf) || (b == -1 && a == negInf) {
-		return inf()
-	}
-	return p
-}
-
-// floorDiv is floor(a/k) for k > 0; infinities stay infinite.
-func floorDiv(a, k int64) int64 {
-	if a == negInf || a == posInf {
-		return a
-	}
-	return ir.FloorDiv(a, k)
-}
+// floorDiv is floor(a/k) for k > 0.
+func floorDiv(a, k int64) int64 { return ir.FloorDiv(a, k) }
 
 // floorMod is a - floorDiv(a, k)*k for k > 0: in [0, k-1].
-func floorMod(a, k int64) int64 {
-	return ir.FloorMod(a, k)
-}
-
-// scope is what is known at a point of a statement: the interval of each
-// index variable, tightened bounds of opaque atoms (see linear.go) and the
-// guard facts that hold there.
-type scope struct {
-	vars  map[string]interval
-	atoms map[string]interval
-	facts []linear
-	// dead is set when the guards contradict each other: the code under
-	// them never runs.
-	dead bool
-}
-
-func newScope(vars map[string]interval) *scope {
-	return &scope{vars: vars, atoms: map[string]interval{}}
-}
-
-// intervalOf bounds the integer expression e in scope s. Unknown variables
-// and non-index terms are unbounded.
-func (s *scope) intervalOf(e ir.Expr) interval {
-	r := s.rawInterval(e)
-	if len(s.atoms) > 0 {
-		switch e.(type) {
-		case *ir.Binary, *ir.Call, *ir.Where:
-			if t, ok := s.atoms[ir.ExprString(e)]; ok {
-				r = r.intersect(t)
-			}
-		}
-	}
-	return r
-}
-
-func (s *scope) rawInterval(e ir.Expr) interval {
-	switch e := e.(type) {
-	case *ir.IntLit:
-		return point(e.Value)
-	case *ir.Const:
-		if !e.IsFloat {
-			return point(e.Int)
-		}
-	case *ir.Index:
-		if v, ok := s.vars[e.Name]; ok {
-			return v
-		}
-	case *ir.Unary:
-		if e.Op == ir.Neg {
-			return s.intervalOf(e.X).neg()
-		}
-	case *ir.Binary:
-		switch e.Op {
-		case ir.Add:
-			return s.intervalOf(e.X).add(s.intervalOf(e.Y))
-		case ir.Sub:
-			return s.intervalOf(e.X).sub(s.intervalOf(e.Y))
-		case ir.Mul:
-			return s.intervalOf(e.X).mul(s.intervalOf(e.Y))
-		case ir.Div:
-			if k, ok := constDivisor(e.Y); ok {
-				return s.intervalOf(e.X).div(k)
-			}
-		case ir.Mod:
-			if k, ok := constDivisor(e.Y); ok {
-				return s.intervalOf(e.X).mod(k)
-			}
-		}
-	case *ir.Call:
-		switch {
-		case e.Fn == ir.FuncAbs && len(e.Args) == 1:
-			return s.intervalOf(e.Args[0]).abs()
-		case e.Fn == ir.FuncMin && len(e.Args) == 2:
-			a, b := s.intervalOf(e.Args[0]), s.intervalOf(e.Args[1])
-			return interval{min(a.lo, b.lo), min(a.hi, b.hi)}
-		case e.Fn == ir.FuncMax && len(e.Args) == 2:
-			a, b := s.intervalOf(e.Args[0]), s.intervalOf(e.Args[1])
-			return interval{max(a.lo, b.lo), max(a.hi, b.hi)}
-		}
-	case *ir.Where:
-		r := interval{posInf, negInf} // empty
-		if t := s.guard(e.Cond, false); !t.dead {
-			r = r.hull(t.intervalOf(e.Then))
-		}
-		if f := s.guard(e.Cond, true); !f.dead {
-			r = r.hull(f.intervalOf(e.Else))
-		}
-		if r.empty() {
-			return full // both branches dead: no information worth keeping
-		}
-		return r
-	}
-	return full
-}
+func floorMod(a, k int64) int64 { return ir.FloorMod(a, k) }

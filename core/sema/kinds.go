@@ -28,6 +28,9 @@ func (c *checker) checkKinds(e ir.Expr) (ir.Kind, error) {
 				return 0, c.op.Errorf(x.At(), "index expression of %s must be an integer expression, got %s: %s",
 					e.Tensor, kindNoun(k), ir.ExprString(x))
 			}
+			if err := c.indexOperands(x); err != nil {
+				return 0, err
+			}
 		}
 		return ir.KindValue, nil
 	case *ir.Unary:
@@ -43,6 +46,11 @@ func (c *checker) checkKinds(e ir.Expr) (ir.Kind, error) {
 		}
 		if err := c.numeric(e.X, k, "operand of unary -"); err != nil {
 			return 0, err
+		}
+		if k == ir.KindIndex {
+			if err := c.indexOperands(e.X); err != nil {
+				return 0, err
+			}
 		}
 		return k, nil
 	case *ir.Binary:
@@ -73,9 +81,19 @@ func (c *checker) checkKinds(e ir.Expr) (ir.Kind, error) {
 			return 0, err
 		}
 		if e.Op.IsCompare() {
+			if kx == ir.KindIndex && ky == ir.KindIndex {
+				if err := c.indexOperands(e.X, e.Y); err != nil {
+					return 0, err
+				}
+			}
 			return ir.KindBool, nil
 		}
 		k := ir.JoinKinds(kx, ky)
+		if k == ir.KindIndex {
+			if err := c.indexOperands(e.X, e.Y); err != nil {
+				return 0, err
+			}
+		}
 		if k == ir.KindIndex && (e.Op == ir.Div || e.Op == ir.Mod) {
 			if _, ok := constDivisor(e.Y); !ok {
 				return 0, c.op.Errorf(e.Y.At(), "divisor of %s in an index expression must be a positive integer constant, got %s",
@@ -87,16 +105,26 @@ func (c *checker) checkKinds(e ir.Expr) (ir.Kind, error) {
 		if len(e.Args) != e.Fn.Arity() {
 			return 0, c.op.Errorf(e.Pos, "%s takes %d argument(s), got %d", e.Fn, e.Fn.Arity(), len(e.Args))
 		}
+		k := ir.KindValue
+		if e.Fn == ir.FuncMin || e.Fn == ir.FuncMax || e.Fn == ir.FuncAbs {
+			k = ir.KindIndex // unless an argument is a value
+		}
 		for _, a := range e.Args {
-			k, err := c.checkKinds(a)
+			ka, err := c.checkKinds(a)
 			if err != nil {
 				return 0, err
 			}
-			if err := c.numeric(a, k, "argument of "+e.Fn.String()); err != nil {
+			if err := c.numeric(a, ka, "argument of "+e.Fn.String()); err != nil {
+				return 0, err
+			}
+			k = ir.JoinKinds(k, ka)
+		}
+		if k == ir.KindIndex {
+			if err := c.indexOperands(e.Args...); err != nil {
 				return 0, err
 			}
 		}
-		return ir.KindOf(e), nil
+		return k, nil
 	case *ir.Where:
 		k, err := c.checkKinds(e.Cond)
 		if err != nil {
@@ -105,20 +133,54 @@ func (c *checker) checkKinds(e ir.Expr) (ir.Kind, error) {
 		if k != ir.KindBool {
 			return 0, c.op.Errorf(e.Cond.At(), "condition of where must be a bool (a comparison), got %s: %s", kindNoun(k), ir.ExprString(e.Cond))
 		}
+		k = ir.KindIndex
 		for _, b := range []ir.Expr{e.Then, e.Else} {
-			k, err := c.checkKinds(b)
+			kb, err := c.checkKinds(b)
 			if err != nil {
 				return 0, err
 			}
-			if err := c.numeric(b, k, "branch of where"); err != nil {
+			if err := c.numeric(b, kb, "branch of where"); err != nil {
+				return 0, err
+			}
+			k = ir.JoinKinds(k, kb)
+		}
+		if k == ir.KindIndex {
+			if err := c.indexOperands(e.Then, e.Else); err != nil {
 				return 0, err
 			}
 		}
-		return ir.KindOf(e), nil
+		return k, nil
 	case nil:
 		return 0, c.op.Errorf(ir.Pos{}, "missing expression")
 	}
 	return 0, c.op.Errorf(e.At(), "unsupported expression node %T", e)
+}
+
+// indexOperands rejects an integer literal or constant operand of index
+// arithmetic (an access index, an operand of an integer operation, a
+// branch of an integer where, an operand of a comparison of integers)
+// whose magnitude is 2^62 or more: the kernels compute index arithmetic in
+// int64, and Specialize proves it free of overflow only within ±2^62.
+func (c *checker) indexOperands(es ...ir.Expr) error {
+	for _, e := range es {
+		var v int64
+		what := ""
+		switch e := e.(type) {
+		case *ir.IntLit:
+			v, what = e.Value, "integer literal"
+		case *ir.Const:
+			if e.IsFloat {
+				continue
+			}
+			v, what = e.Int, "integer constant "+e.Name+" ="
+		default:
+			continue
+		}
+		if v <= -indexLimit || v >= indexLimit {
+			return c.op.Errorf(e.At(), "index arithmetic may overflow int64: %s %d is too large for index arithmetic (its magnitude must be below 2^62)", what, v)
+		}
+	}
+	return nil
 }
 
 // numeric rejects a bool used where a number (index or value) is needed.

@@ -1,8 +1,10 @@
 package sema
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/neoflow/neoflow/core/ir"
 )
@@ -11,81 +13,134 @@ import (
 // index variable or an opaque non-linear index term (h/2, h%2, min(a, b),
 // i*j, a where, ...) keyed by its printed form, so identical terms cancel.
 // A guard fact is a linear form known to be >= 0.
+//
+// The constant and every coefficient stay within ±maxLinear: arithmetic on
+// linear forms is checked and reports failure instead of wrapping around,
+// and linearize keeps a term whose form would not fit as an atom.
 type linear struct {
 	c     int64
 	coef  map[string]int64
 	atoms map[string]ir.Expr // key -> the term, to bound it
 }
 
+// maxLinear bounds the numbers of a linear form. It is small enough that
+// negating or dividing them never overflows.
+const maxLinear = int64(1) << 62
+
 func constLinear(c int64) linear { return linear{c: c} }
 
-func atomLinear(e ir.Expr) linear {
-	k := ir.ExprString(e)
+func atomLinear(e ir.Expr, info *exprInfo) linear {
+	k := info.key(e)
 	return linear{coef: map[string]int64{k: 1}, atoms: map[string]ir.Expr{k: e}}
 }
 
 func (l linear) isConst() bool { return len(l.coef) == 0 }
 
-// axpy returns l + k·m.
-func (l linear) axpy(k int64, m linear) linear {
-	r := linear{c: l.c + k*m.c, coef: maps.Clone(l.coef), atoms: maps.Clone(l.atoms)}
+// shape identifies the non-constant part of l: its atoms and coefficients.
+func (l linear) shape() string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(l.coef)) {
+		fmt.Fprintf(&b, "%d*%s\x00", l.coef[k], k)
+	}
+	return b.String()
+}
+
+// checkedMul is a·b when it lies within ±maxLinear.
+func checkedMul(a, b int64) (int64, bool) {
+	p := end{v: a}.mul(end{v: b})
+	return p.v, p.inf == 0 && p.v >= -maxLinear && p.v <= maxLinear
+}
+
+// checkedAdd is a+b when it lies within ±maxLinear; a and b must already.
+func checkedAdd(a, b int64) (int64, bool) {
+	s := a + b // |a|, |b| <= 2^62: no wraparound
+	return s, s >= -maxLinear && s <= maxLinear
+}
+
+// axpy returns l + k·m, or false when a number would leave ±maxLinear.
+func (l linear) axpy(k int64, m linear) (linear, bool) {
+	km, ok := checkedMul(k, m.c)
+	if !ok {
+		return linear{}, false
+	}
+	c, ok := checkedAdd(l.c, km)
+	if !ok {
+		return linear{}, false
+	}
+	r := linear{c: c, coef: maps.Clone(l.coef), atoms: maps.Clone(l.atoms)}
 	if r.coef == nil {
 		r.coef, r.atoms = map[string]int64{}, map[string]ir.Expr{}
 	}
 	for key, v := range m.coef {
-		r.coef[key] += k * v
+		kv, ok := checkedMul(k, v)
+		if !ok {
+			return linear{}, false
+		}
+		sum, ok := checkedAdd(r.coef[key], kv)
+		if !ok {
+			return linear{}, false
+		}
+		r.coef[key] = sum
 		r.atoms[key] = m.atoms[key]
-		if r.coef[key] == 0 {
+		if sum == 0 {
 			delete(r.coef, key)
 			delete(r.atoms, key)
 		}
 	}
-	return r
+	return r, true
 }
 
-func (l linear) sub(m linear) linear { return l.axpy(-1, m) }
+func (l linear) sub(m linear) (linear, bool) { return l.axpy(-1, m) }
 
-func (l linear) scale(k int64) linear { return constLinear(0).axpy(k, l) }
+func (l linear) scale(k int64) (linear, bool) { return constLinear(0).axpy(k, l) }
 
 // linearize writes the index expression e as a linear form, exactly.
-func linearize(e ir.Expr) linear {
+func linearize(e ir.Expr) linear { return linearizeIn(e, newExprInfo()) }
+
+func linearizeIn(e ir.Expr, info *exprInfo) linear {
+	var r linear
+	ok := false
 	switch e := e.(type) {
 	case *ir.IntLit:
-		return constLinear(e.Value)
+		r, ok = constLinear(e.Value), e.Value >= -maxLinear && e.Value <= maxLinear
 	case *ir.Const:
 		if !e.IsFloat {
-			return constLinear(e.Int)
+			r, ok = constLinear(e.Int), e.Int >= -maxLinear && e.Int <= maxLinear
 		}
 	case *ir.Unary:
 		if e.Op == ir.Neg {
-			return linearize(e.X).scale(-1)
+			r, ok = linearizeIn(e.X, info).scale(-1)
 		}
 	case *ir.Binary:
 		switch e.Op {
 		case ir.Add:
-			return linearize(e.X).axpy(1, linearize(e.Y))
+			r, ok = linearizeIn(e.X, info).axpy(1, linearizeIn(e.Y, info))
 		case ir.Sub:
-			return linearize(e.X).axpy(-1, linearize(e.Y))
+			r, ok = linearizeIn(e.X, info).axpy(-1, linearizeIn(e.Y, info))
 		case ir.Mul:
-			x, y := linearize(e.X), linearize(e.Y)
-			if x.isConst() {
-				return y.scale(x.c)
-			}
-			if y.isConst() {
-				return x.scale(y.c)
+			x, y := linearizeIn(e.X, info), linearizeIn(e.Y, info)
+			switch {
+			case x.isConst():
+				r, ok = y.scale(x.c)
+			case y.isConst():
+				r, ok = x.scale(y.c)
 			}
 		case ir.Div, ir.Mod:
 			// Fold constant operands (C/G with integer constants).
-			x, y := linearize(e.X), linearize(e.Y)
+			x, y := linearizeIn(e.X, info), linearizeIn(e.Y, info)
 			if x.isConst() && y.isConst() && y.c > 0 {
 				if e.Op == ir.Div {
-					return constLinear(floorDiv(x.c, y.c))
+					r, ok = constLinear(floorDiv(x.c, y.c)), true
+				} else {
+					r, ok = constLinear(floorMod(x.c, y.c)), true
 				}
-				return constLinear(floorMod(x.c, y.c))
 			}
 		}
 	}
-	return atomLinear(e)
+	if !ok {
+		return atomLinear(e, info)
+	}
+	return r
 }
 
 // eval bounds the linear form in scope s.
@@ -107,108 +162,64 @@ func (s *scope) eval(l linear) interval {
 //	a > b  ->  a - b - 1 >= 0      a >= b  ->  a - b >= 0
 //	a == b ->  a - b >= 0 and b - a >= 0
 //
-// and a != b gives nothing. Comparisons of values give nothing.
-func facts(cond ir.Expr, negate bool) []linear {
-	switch e := cond.(type) {
-	case *ir.Unary:
-		if e.Op == ir.Not {
-			return facts(e.X, !negate)
-		}
-	case *ir.Binary:
-		switch {
-		case e.Op == ir.And && !negate, e.Op == ir.Or && negate:
-			return append(facts(e.X, negate), facts(e.Y, negate)...)
-		case e.Op.IsCompare():
-			if ir.KindOf(e.X) != ir.KindIndex || ir.KindOf(e.Y) != ir.KindIndex {
-				return nil
-			}
-			op := e.Op
-			if negate {
-				op = map[ir.BinOp]ir.BinOp{ir.Lt: ir.Ge, ir.Ge: ir.Lt, ir.Le: ir.Gt, ir.Gt: ir.Le, ir.Eq: ir.Ne, ir.Ne: ir.Eq}[op]
-			}
-			d := linearize(e.X).sub(linearize(e.Y)) // a - b
-			switch op {
-			case ir.Lt:
-				return []linear{d.scale(-1).axpy(1, constLinear(-1))}
-			case ir.Le:
-				return []linear{d.scale(-1)}
-			case ir.Gt:
-				return []linear{d.axpy(1, constLinear(-1))}
-			case ir.Ge:
-				return []linear{d}
-			case ir.Eq:
-				return []linear{d, d.scale(-1)}
-			}
-		}
-	}
-	return nil
-}
+// and a != b gives nothing. Comparisons of values give nothing, and so
+// does a comparison whose normalized form would not fit (see linear): a
+// missing fact only makes the proof weaker.
+func facts(cond ir.Expr, negate bool) []linear { return factsIn(cond, negate, newExprInfo()) }
 
-// guard returns the scope inside a where branch: s plus the facts of cond
-// (negated for the else branch), with the interval of every variable or
-// atom that a fact mentions alone tightened: a·x + c >= 0 gives
-// x >= ceil(-c/a) for a > 0 and x <= floor(c/-a) for a < 0.
-func (s *scope) guard(cond ir.Expr, negate bool) *scope {
-	fs := facts(cond, negate)
-	t := &scope{vars: maps.Clone(s.vars), atoms: maps.Clone(s.atoms), facts: append(slices.Clip(s.facts), fs...), dead: s.dead}
-	for _, f := range fs {
-		if len(f.coef) == 0 {
-			if f.c < 0 {
-				t.dead = true
-			}
-			continue
-		}
-		if len(f.coef) != 1 {
-			continue
-		}
-		for key, a := range f.coef {
-			b := full
-			if a > 0 {
-				b.lo = -floorDiv(f.c, a) // ceil(-c/a)
-			} else {
-				b.hi = floorDiv(f.c, -a)
-			}
-			if x, ok := f.atoms[key].(*ir.Index); ok {
-				v, known := t.vars[x.Name]
-				if !known {
-					continue
-				}
-				t.vars[x.Name] = v.intersect(b)
-				if t.vars[x.Name].empty() {
-					t.dead = true
-				}
-				continue
-			}
-			if old, ok := t.atoms[key]; ok {
-				b = b.intersect(old)
-			}
-			t.atoms[key] = b
-			if t.intervalOf(f.atoms[key]).empty() {
-				t.dead = true
-			}
-		}
-	}
-	return t
-}
+var negatedCompare = map[ir.BinOp]ir.BinOp{ir.Lt: ir.Ge, ir.Ge: ir.Lt, ir.Le: ir.Gt, ir.Gt: ir.Le, ir.Eq: ir.Ne, ir.Ne: ir.Eq}
 
-// proveNonneg tries to prove l >= 0 in scope s: from the bounds of l
-// alone, or from l - F >= 0 for a guard fact F >= 0, or from l - F1 - F2 >= 0
-// for two facts. The differences cancel identical atoms, which is what
-// proves guarded accesses such as X[p+r-1] under p+r-1 >= 0.
-func (s *scope) proveNonneg(l linear) bool {
-	if s.eval(l).lo >= 0 {
-		return true
-	}
-	for i, f := range s.facts {
-		d := l.sub(f)
-		if s.eval(d).lo >= 0 {
-			return true
-		}
-		for _, g := range s.facts[i+1:] {
-			if s.eval(d.sub(g)).lo >= 0 {
-				return true
+func factsIn(cond ir.Expr, negate bool, info *exprInfo) []linear {
+	var out []linear
+	var rec func(cond ir.Expr, negate bool)
+	rec = func(cond ir.Expr, negate bool) {
+		switch e := cond.(type) {
+		case *ir.Unary:
+			if e.Op == ir.Not {
+				rec(e.X, !negate)
+			}
+		case *ir.Binary:
+			switch {
+			case e.Op == ir.And && !negate, e.Op == ir.Or && negate:
+				rec(e.X, negate)
+				rec(e.Y, negate)
+			case e.Op.IsCompare():
+				if info.kind(e.X) != ir.KindIndex || info.kind(e.Y) != ir.KindIndex {
+					return
+				}
+				op := e.Op
+				if negate {
+					op = negatedCompare[op]
+				}
+				d, ok := linearizeIn(e.X, info).sub(linearizeIn(e.Y, info)) // a - b
+				if !ok {
+					return
+				}
+				var fs []linear
+				switch op {
+				case ir.Lt:
+					if f, ok := constLinear(-1).sub(d); ok {
+						fs = append(fs, f)
+					}
+				case ir.Le:
+					if f, ok := d.scale(-1); ok {
+						fs = append(fs, f)
+					}
+				case ir.Gt:
+					if f, ok := d.axpy(1, constLinear(-1)); ok {
+						fs = append(fs, f)
+					}
+				case ir.Ge:
+					fs = append(fs, d)
+				case ir.Eq:
+					if f, ok := d.scale(-1); ok {
+						fs = append(fs, d, f)
+					}
+				}
+				out = append(out, fs...)
 			}
 		}
 	}
-	return false
+	rec(cond, negate)
+	return out
 }

@@ -42,6 +42,9 @@ func Specialize(op *ir.Op, dtype ir.DType, inputShapes [][]int64, sizes map[stri
 					name, shapeString(shape), what, d)
 			}
 		}
+		if err := checkElems(op, ir.Pos{}, name, shape); err != nil {
+			return nil, err
+		}
 		shapes[name] = slices.Clone(shape)
 	}
 	if err := checkSizes(op, sizes); err != nil {
@@ -69,6 +72,9 @@ func Specialize(op *ir.Op, dtype ir.DType, inputShapes [][]int64, sizes map[stri
 			if !lhs[v] {
 				b.Reduction = append(b.Reduction, ir.Var{Name: v, Extent: ext[v]})
 			}
+		}
+		if err := checkElems(op, s.Pos, s.Tensor, shape); err != nil {
+			return nil, err
 		}
 		shapes[s.Tensor] = shape
 		spec.Stmts = append(spec.Stmts, b)
@@ -107,6 +113,19 @@ func checkSizes(op *ir.Op, sizes map[string]int64) error {
 		if sizes[v] < 1 {
 			return op.Errorf(ir.Pos{}, "size of index %s must be at least 1, got %d", v, sizes[v])
 		}
+	}
+	return nil
+}
+
+// checkElems rejects a tensor of 2^62 elements or more: kernels compute
+// element offsets in int64, which must not overflow.
+func checkElems(op *ir.Op, pos ir.Pos, name string, shape []int64) error {
+	n := int64(1)
+	for _, d := range shape {
+		if d > (indexLimit-1)/n { // n*d >= 2^62
+			return op.Errorf(pos, "tensor %s has shape %s: 2^62 elements or more, too many to address", name, shapeString(shape))
+		}
+		n *= d
 	}
 	return nil
 }

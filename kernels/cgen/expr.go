@@ -1,7 +1,9 @@
 package cgen
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,30 +30,89 @@ const (
 
 // cexpr is rendered C with its precedence and kind.
 type cexpr struct {
-	s    string
+	s    *code
 	prec int
 	kind ir.Kind
 }
 
-func atom(s string, k ir.Kind) cexpr { return cexpr{s, precAtom, k} }
+func atom(s string, k ir.Kind) cexpr { return cexpr{text(s), precAtom, k} }
 
 // at renders c as an operand of a context that needs precedence p.
-func (c cexpr) at(p int) string {
+func (c cexpr) at(p int) *code {
 	if c.prec < p {
-		return "(" + c.s + ")"
+		return cat("(", c.s, ")")
 	}
 	return c.s
+}
+
+// code is C text built by concatenation in constant time: a rope. Joining
+// flat strings at every node would copy each operand again at each
+// enclosing node, quadratic in the depth of a long expression.
+type code struct {
+	leaf  string
+	parts []*code // when not a leaf
+	first byte    // the first byte of the text; 0 when it is empty
+}
+
+func text(s string) *code {
+	c := &code{leaf: s}
+	if s != "" {
+		c.first = s[0]
+	}
+	return c
+}
+
+// cat concatenates strings and *code values.
+func cat(parts ...any) *code {
+	c := &code{parts: make([]*code, 0, len(parts))}
+	for _, p := range parts {
+		var x *code
+		switch p := p.(type) {
+		case string:
+			x = text(p)
+		case *code:
+			x = p
+		default:
+			panic(fmt.Sprintf("cgen: cat of %T", p))
+		}
+		if c.first == 0 {
+			c.first = x.first
+		}
+		c.parts = append(c.parts, x)
+	}
+	return c
+}
+
+// String flattens the text.
+func (c *code) String() string {
+	var b strings.Builder
+	c.write(&b)
+	return b.String()
+}
+
+func (c *code) write(b *strings.Builder) {
+	if c.parts == nil {
+		b.WriteString(c.leaf)
+		return
+	}
+	for _, p := range c.parts {
+		p.write(b)
+	}
 }
 
 func (r *renderer) call(name string, k ir.Kind, args ...cexpr) cexpr {
 	if strings.HasPrefix(name, "nf_") {
 		r.used[name] = true
 	}
-	parts := make([]string, len(args))
+	parts := make([]any, 0, 2*len(args)+2)
+	parts = append(parts, name+"(")
 	for i, a := range args {
-		parts[i] = a.s
+		if i > 0 {
+			parts = append(parts, ", ")
+		}
+		parts = append(parts, a.s)
 	}
-	return atom(name+"("+strings.Join(parts, ", ")+")", k)
+	return cexpr{cat(append(parts, ")")...), precAtom, k}
 }
 
 // math names a <math.h> function for the value type: expf or exp.
@@ -72,19 +133,26 @@ func (r *renderer) value(e ir.Expr) (cexpr, error) {
 func (r *renderer) toValue(c cexpr) (cexpr, error) {
 	switch c.kind {
 	case ir.KindIndex:
-		return cexpr{"(" + r.ctype + ")" + c.at(precUnary), precUnary, ir.KindValue}, nil
+		return cexpr{cat("("+r.ctype+")", c.at(precUnary)), precUnary, ir.KindValue}, nil
 	case ir.KindBool:
 		return c, errors.Errorf("a bool used as a value: %s", c.s)
 	}
 	return c, nil
 }
 
-// as renders e with kind k (KindIndex or KindValue).
-func (r *renderer) as(e ir.Expr, k ir.Kind) (cexpr, error) {
-	if k == ir.KindValue {
-		return r.value(e)
+// convert turns c, the rendering of e in its own kind, into the rendering
+// of e with kind k (KindIndex or KindValue): for a value, what r.value(e)
+// renders. Rendering operands in their own kind first tells their kinds
+// without asking ir.KindOf, which recurses into the whole operand: at
+// every node of a long expression that was quadratic.
+func (r *renderer) convert(e ir.Expr, c cexpr, k ir.Kind) (cexpr, error) {
+	if k != ir.KindValue {
+		return c, nil
 	}
-	return r.expr(e)
+	if l, ok := e.(*ir.IntLit); ok {
+		return r.floatLit(float64(l.Value)), nil
+	}
+	return r.toValue(c)
 }
 
 func (r *renderer) floatLit(v float64) cexpr {
@@ -101,7 +169,7 @@ func (r *renderer) floatLit(v float64) cexpr {
 	case math.IsInf(v, 1):
 		return atom("INFINITY", ir.KindValue)
 	case math.IsInf(v, -1):
-		return cexpr{"-INFINITY", precUnary, ir.KindValue}
+		return cexpr{text("-INFINITY"), precUnary, ir.KindValue}
 	}
 	s := strconv.FormatFloat(v, 'g', -1, bits)
 	if !strings.ContainsAny(s, ".eE") {
@@ -109,18 +177,18 @@ func (r *renderer) floatLit(v float64) cexpr {
 	}
 	s += suffix
 	if strings.HasPrefix(s, "-") {
-		return cexpr{s, precUnary, ir.KindValue}
+		return cexpr{text(s), precUnary, ir.KindValue}
 	}
 	return atom(s, ir.KindValue)
 }
 
 func intLit(v int64) cexpr {
 	if v == math.MinInt64 {
-		return cexpr{"(-9223372036854775807 - 1)", precAtom, ir.KindIndex}
+		return cexpr{text("(-9223372036854775807 - 1)"), precAtom, ir.KindIndex}
 	}
 	s := strconv.FormatInt(v, 10)
 	if v < 0 {
-		return cexpr{s, precUnary, ir.KindIndex}
+		return cexpr{text(s), precUnary, ir.KindIndex}
 	}
 	return atom(s, ir.KindIndex)
 }
@@ -151,13 +219,13 @@ func (r *renderer) expr(e ir.Expr) (cexpr, error) {
 			return x, err
 		}
 		if e.Op == ir.Not {
-			return cexpr{"!" + x.at(precUnary), precUnary, ir.KindBool}, nil
+			return cexpr{cat("!", x.at(precUnary)), precUnary, ir.KindBool}, nil
 		}
 		s := x.at(precUnary)
-		if strings.HasPrefix(s, "-") {
-			s = "(" + s + ")"
+		if s.first == '-' {
+			s = cat("(", s, ")")
 		}
-		return cexpr{"-" + s, precUnary, x.kind}, nil
+		return cexpr{cat("-", s), precUnary, x.kind}, nil
 	case *ir.Binary:
 		return r.binary(e)
 	case *ir.Call:
@@ -167,16 +235,22 @@ func (r *renderer) expr(e ir.Expr) (cexpr, error) {
 		if err != nil {
 			return cond, err
 		}
-		k := ir.KindOf(e)
-		a, err := r.as(e.Then, k)
+		a, err := r.expr(e.Then)
 		if err != nil {
 			return a, err
 		}
-		b, err := r.as(e.Else, k)
+		b, err := r.expr(e.Else)
 		if err != nil {
 			return b, err
 		}
-		return cexpr{cond.at(precOr) + " ? " + a.at(precOr) + " : " + b.at(precCond), precCond, k}, nil
+		k := ir.JoinKinds(a.kind, b.kind)
+		if a, err = r.convert(e.Then, a, k); err != nil {
+			return a, err
+		}
+		if b, err = r.convert(e.Else, b, k); err != nil {
+			return b, err
+		}
+		return cexpr{cat(cond.at(precOr), " ? ", a.at(precOr), " : ", b.at(precCond)), precCond, k}, nil
 	case nil:
 		return cexpr{}, errors.New("nil expression")
 	}
@@ -197,25 +271,25 @@ func (r *renderer) binary(e *ir.Binary) (cexpr, error) {
 	if !ok {
 		return cexpr{}, errors.Errorf("unknown operator %d", int(e.Op))
 	}
-	k := ir.JoinKinds(ir.KindOf(e.X), ir.KindOf(e.Y))
-	if e.Op.IsLogic() {
-		k = ir.KindBool
-	}
-	var x, y cexpr
-	var err error
-	if k == ir.KindBool {
-		x, err = r.expr(e.X)
-		if err == nil {
-			y, err = r.expr(e.Y)
-		}
-	} else {
-		x, err = r.as(e.X, k)
-		if err == nil {
-			y, err = r.as(e.Y, k)
-		}
-	}
+	x, err := r.expr(e.X)
 	if err != nil {
 		return cexpr{}, err
+	}
+	y, err := r.expr(e.Y)
+	if err != nil {
+		return cexpr{}, err
+	}
+	yKind := y.kind
+	k := ir.JoinKinds(x.kind, y.kind)
+	if e.Op.IsLogic() {
+		k = ir.KindBool
+	} else {
+		if x, err = r.convert(e.X, x, k); err != nil {
+			return cexpr{}, err
+		}
+		if y, err = r.convert(e.Y, y, k); err != nil {
+			return cexpr{}, err
+		}
 	}
 	resKind := k
 	if e.Op.IsCompare() {
@@ -231,7 +305,7 @@ func (r *renderer) binary(e *ir.Binary) (cexpr, error) {
 	if e.Op == ir.Mod && k == ir.KindValue {
 		return r.call("nf_mod", ir.KindValue, x, y), nil
 	}
-	if e.Op.IsLogic() && !readsTensor(e) {
+	if e.Op.IsLogic() && !r.readsTensor(e) {
 		// Both sides are 0/1 and cannot fault, so evaluate both: without
 		// the branch of && / ||, a guarded lane loop still vectorizes
 		// (a where-padded conv ran 6x faster). Parentheses keep -Wall quiet.
@@ -243,21 +317,21 @@ func (r *renderer) binary(e *ir.Binary) (cexpr, error) {
 		if x.prec == prec { // a chain: (a) & (b) & (c)
 			left = x.s
 		}
-		return cexpr{left + " " + tok + " " + y.at(precAtom), prec, resKind}, nil
+		return cexpr{cat(left, " "+tok+" ", y.at(precAtom)), prec, resKind}, nil
 	}
 	yp := op.prec + 1
-	if k == ir.KindIndex && reassociates(e.Op, e.Y) {
+	if k == ir.KindIndex && reassociates(e.Op, e.Y, yKind) {
 		yp = op.prec
 	}
-	return cexpr{x.at(op.prec) + " " + op.tok + " " + y.at(yp), op.prec, resKind}, nil
+	return cexpr{cat(x.at(op.prec), " "+op.tok+" ", y.at(yp)), op.prec, resKind}, nil
 }
 
 // reassociates reports whether x op (y) may drop the parentheses around an
-// index operand y: integer + and * are associative (a + (b - c) is
-// a + b - c), unlike their floating-point counterparts.
-func reassociates(op ir.BinOp, y ir.Expr) bool {
+// index operand y of kind yKind: integer + and * are associative
+// (a + (b - c) is a + b - c), unlike their floating-point counterparts.
+func reassociates(op ir.BinOp, y ir.Expr, yKind ir.Kind) bool {
 	b, ok := y.(*ir.Binary)
-	if !ok || ir.KindOf(b) != ir.KindIndex {
+	if !ok || yKind != ir.KindIndex {
 		return false
 	}
 	switch op {
@@ -285,10 +359,21 @@ func (r *renderer) callExpr(e *ir.Call) (cexpr, error) {
 	if len(e.Args) != e.Fn.Arity() {
 		return cexpr{}, errors.Errorf("%s takes %d arguments, got %d", e.Fn, e.Fn.Arity(), len(e.Args))
 	}
-	k := ir.KindOf(e)
+	k := ir.KindValue
+	if e.Fn == ir.FuncMin || e.Fn == ir.FuncMax || e.Fn == ir.FuncAbs {
+		k = ir.KindIndex // unless an argument is a value, as in ir.KindOf
+	}
 	args := make([]cexpr, len(e.Args))
 	for i, a := range e.Args {
-		c, err := r.as(a, k)
+		c, err := r.expr(a)
+		if err != nil {
+			return c, err
+		}
+		args[i] = c
+		k = ir.JoinKinds(k, c.kind)
+	}
+	for i, a := range e.Args {
+		c, err := r.convert(a, args[i], k)
 		if err != nil {
 			return c, err
 		}
@@ -327,7 +412,7 @@ func (r *renderer) access(a *ir.Access) (cexpr, error) {
 			return cexpr{}, errors.Errorf("local %s indexed by %d indices", a.Tensor, len(a.Indices))
 		}
 		i, err := r.expr(a.Indices[0])
-		return atom(name+"["+i.s+"]", ir.KindValue), err
+		return cexpr{cat(name+"[", i.s, "]"), precAtom, ir.KindValue}, err
 	}
 	t := r.tensors[a.Tensor]
 	if t == nil {
@@ -337,7 +422,7 @@ func (r *renderer) access(a *ir.Access) (cexpr, error) {
 		return cexpr{}, errors.Errorf("%s has rank %d, accessed with %d indices", a.Tensor, len(t.Shape), len(a.Indices))
 	}
 	for _, x := range a.Indices {
-		if k := ir.KindOf(x); k != ir.KindIndex {
+		if k := r.kind(x); k != ir.KindIndex {
 			return cexpr{}, errors.Errorf("index of %s is a %v: %s", a.Tensor, k, ir.ExprString(x))
 		}
 	}
@@ -356,18 +441,40 @@ func (r *renderer) access(a *ir.Access) (cexpr, error) {
 		return cexpr{}, err
 	}
 	i, err := r.expr(off)
-	return atom(name+"["+i.s+"]", ir.KindValue), err
+	return cexpr{cat(name+"[", i.s, "]"), precAtom, ir.KindValue}, err
+}
+
+// kind is ir.KindOf(e), memoized.
+func (r *renderer) kind(e ir.Expr) ir.Kind {
+	if r.kinds == nil {
+		r.kinds = loops.Kinds{}
+	}
+	return r.kinds.Of(e)
 }
 
 // readsTensor reports whether e reads a tensor (or a local). Such a
-// condition keeps && and ||: its left side may guard the read.
-func readsTensor(e ir.Expr) bool {
-	found := false
-	ir.Walk(e, func(x ir.Expr) bool {
-		if _, ok := x.(*ir.Access); ok {
-			found = true
-		}
-		return !found
-	})
-	return found
+// condition keeps && and ||: its left side may guard the read. Memoized
+// per node, so a long chain of && costs linear time.
+func (r *renderer) readsTensor(e ir.Expr) bool {
+	if v, ok := r.reads[e]; ok {
+		return v
+	}
+	if r.reads == nil {
+		r.reads = map[ir.Expr]bool{}
+	}
+	v := false
+	switch e := e.(type) {
+	case *ir.Access:
+		v = true
+	case *ir.Unary:
+		v = r.readsTensor(e.X)
+	case *ir.Binary:
+		v = r.readsTensor(e.X) || r.readsTensor(e.Y)
+	case *ir.Call:
+		v = slices.ContainsFunc(e.Args, r.readsTensor)
+	case *ir.Where:
+		v = r.readsTensor(e.Cond) || r.readsTensor(e.Then) || r.readsTensor(e.Else)
+	}
+	r.reads[e] = v
+	return v
 }

@@ -23,6 +23,8 @@ func Render(fn *loops.Func, symbol string) (string, error) {
 		used:    map[string]bool{},
 		vars:    map[string]int64{},
 		tensors: map[string]*ir.TensorDecl{},
+		kinds:   loops.Kinds{},
+		reads:   map[ir.Expr]bool{},
 	}
 	switch fn.Spec.DType {
 	case ir.Float32:
@@ -82,6 +84,10 @@ type renderer struct {
 	vars          map[string]int64 // extents of the loop variables in scope
 	tensors       map[string]*ir.TensorDecl
 	parallel      bool
+	// kinds and reads memoize ir.KindOf and readsTensor by node, so
+	// rendering is linear in the size of the expressions.
+	kinds loops.Kinds
+	reads map[ir.Expr]bool
 }
 
 func (r *renderer) header(b *strings.Builder) {

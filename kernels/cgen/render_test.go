@@ -185,10 +185,10 @@ func TestFloatLiterals(t *testing.T) {
 		{-1e300, "-INFINITY", "-1e+300"},
 		{1.0 / 3, "0.33333334f", "0.3333333333333333"},
 	} {
-		if got := r32.floatLit(c.v).s; got != c.f32 {
+		if got := r32.floatLit(c.v).s.String(); got != c.f32 {
 			t.Errorf("float32 %v: %s, want %s", c.v, got, c.f32)
 		}
-		if got := r64.floatLit(c.v).s; got != c.f64 {
+		if got := r64.floatLit(c.v).s.String(); got != c.f64 {
 			t.Errorf("float64 %v: %s, want %s", c.v, got, c.f64)
 		}
 	}
@@ -225,8 +225,8 @@ func TestExprRendering(t *testing.T) {
 			t.Errorf("%s: %v", ir.ExprString(c.e), err)
 			continue
 		}
-		if got.s != c.want {
-			t.Errorf("%s renders as %s, want %s", ir.ExprString(c.e), got.s, c.want)
+		if got := got.s.String(); got != c.want {
+			t.Errorf("%s renders as %s, want %s", ir.ExprString(c.e), got, c.want)
 		}
 	}
 	if _, err := r.expr(ix("k")); err == nil {

@@ -1,0 +1,372 @@
+package sema
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// exprInfo caches per-node facts about one statement's expressions, keyed
+// by node pointer and shared by every scope of a proof: kinds and printed
+// forms. Without it, asking for the kind of every node of a deep
+// expression is quadratic (ir.KindOf recurses).
+type exprInfo struct {
+	kinds map[ir.Expr]ir.Kind
+	keys  map[ir.Expr]string
+}
+
+func newExprInfo() *exprInfo {
+	return &exprInfo{kinds: map[ir.Expr]ir.Kind{}, keys: map[ir.Expr]string{}}
+}
+
+// kind is ir.KindOf(e), memoized per node.
+func (c *exprInfo) kind(e ir.Expr) ir.Kind {
+	if k, ok := c.kinds[e]; ok {
+		return k
+	}
+	var k ir.Kind
+	switch e := e.(type) {
+	case *ir.Unary:
+		k = ir.KindBool
+		if e.Op != ir.Not {
+			k = c.kind(e.X)
+		}
+	case *ir.Binary:
+		k = ir.KindBool
+		if !e.Op.IsCompare() && !e.Op.IsLogic() {
+			k = ir.JoinKinds(c.kind(e.X), c.kind(e.Y))
+		}
+	case *ir.Call:
+		k = ir.KindValue
+		switch e.Fn {
+		case ir.FuncMin, ir.FuncMax, ir.FuncAbs:
+			k = ir.KindIndex
+			for _, a := range e.Args {
+				k = ir.JoinKinds(k, c.kind(a))
+			}
+		}
+	case *ir.Where:
+		k = ir.JoinKinds(c.kind(e.Then), c.kind(e.Else))
+	default:
+		k = ir.KindOf(e) // a leaf or an access
+	}
+	c.kinds[e] = k
+	return k
+}
+
+// key is the printed form of e, which keys atoms (see linear.go).
+func (c *exprInfo) key(e ir.Expr) string {
+	if s, ok := c.keys[e]; ok {
+		return s
+	}
+	s := ir.ExprString(e)
+	c.keys[e] = s
+	return s
+}
+
+// scope is what is known at a point of a statement: the interval of each
+// index variable, tightened bounds of opaque atoms (see linear.go) and the
+// guard facts that hold there. A scope does not change once built, so the
+// intervals of expressions and the scopes of guards under it are memoized:
+// bounding an expression costs time linear in its size per scope.
+type scope struct {
+	vars  map[string]interval
+	atoms map[string]interval
+	// facts are the guard facts that tightening did not capture (see
+	// guard): those with two or more atoms, or on a variable without a
+	// range. Of facts L + c >= 0 with the same L only the one with the
+	// least c, which implies the others, is kept; factIndex maps the
+	// shape of L (see linear.shape) to its fact.
+	facts     []linear
+	factIndex map[string]int
+	// dead is set when the guards contradict each other: the code under
+	// them never runs.
+	dead bool
+
+	info   *exprInfo
+	memo   map[ir.Expr]interval
+	guards map[guardKey]*scope
+	// byAtom indexes facts by the atoms they mention, for proveNonneg;
+	// built on first use.
+	byAtom map[string][]int
+}
+
+type guardKey struct {
+	cond   ir.Expr
+	negate bool
+}
+
+func newScope(vars map[string]interval) *scope {
+	return newScopeInfo(vars, newExprInfo())
+}
+
+func newScopeInfo(vars map[string]interval, info *exprInfo) *scope {
+	return &scope{vars: vars, atoms: map[string]interval{}, info: info, memo: map[ir.Expr]interval{}, guards: map[guardKey]*scope{}}
+}
+
+// intervalOf bounds the integer expression e in scope s. Unknown variables
+// and non-index terms are unbounded.
+func (s *scope) intervalOf(e ir.Expr) interval {
+	if r, ok := s.memo[e]; ok {
+		return r
+	}
+	r := s.rawInterval(e)
+	if len(s.atoms) > 0 && mayBeAtom(e) {
+		if t, ok := s.atoms[s.info.key(e)]; ok {
+			r = r.intersect(t)
+		}
+	}
+	s.memo[e] = r
+	return r
+}
+
+// mayBeAtom reports whether linearize can make e an opaque atom whose
+// bounds a guard may have tightened. Sums and differences are never atoms
+// unless their linear form overflows; skipping them only loses precision.
+func mayBeAtom(e ir.Expr) bool {
+	switch e := e.(type) {
+	case *ir.Binary:
+		return e.Op != ir.Add && e.Op != ir.Sub
+	case *ir.Call, *ir.Where:
+		return true
+	}
+	return false
+}
+
+func (s *scope) rawInterval(e ir.Expr) interval {
+	switch e := e.(type) {
+	case *ir.IntLit:
+		return point(e.Value)
+	case *ir.Const:
+		if !e.IsFloat {
+			return point(e.Int)
+		}
+	case *ir.Index:
+		if v, ok := s.vars[e.Name]; ok {
+			return v
+		}
+	case *ir.Unary:
+		if e.Op == ir.Neg {
+			return s.intervalOf(e.X).neg()
+		}
+	case *ir.Binary:
+		switch e.Op {
+		case ir.Add:
+			return s.intervalOf(e.X).add(s.intervalOf(e.Y))
+		case ir.Sub:
+			return s.intervalOf(e.X).sub(s.intervalOf(e.Y))
+		case ir.Mul:
+			return s.intervalOf(e.X).mul(s.intervalOf(e.Y))
+		case ir.Div:
+			if k, ok := constDivisor(e.Y); ok {
+				return s.intervalOf(e.X).div(k)
+			}
+		case ir.Mod:
+			if k, ok := constDivisor(e.Y); ok {
+				return s.intervalOf(e.X).mod(k)
+			}
+		}
+	case *ir.Call:
+		switch {
+		case e.Fn == ir.FuncAbs && len(e.Args) == 1:
+			return s.intervalOf(e.Args[0]).abs()
+		case e.Fn == ir.FuncMin && len(e.Args) == 2:
+			a, b := s.intervalOf(e.Args[0]), s.intervalOf(e.Args[1])
+			return interval{min(a.lo, b.lo), min(a.hi, b.hi)}
+		case e.Fn == ir.FuncMax && len(e.Args) == 2:
+			a, b := s.intervalOf(e.Args[0]), s.intervalOf(e.Args[1])
+			return interval{max(a.lo, b.lo), max(a.hi, b.hi)}
+		}
+	case *ir.Where:
+		r := interval{posInf, negInf} // empty
+		if t := s.guard(e.Cond, false); !t.dead {
+			r = r.hull(t.intervalOf(e.Then))
+		}
+		if f := s.guard(e.Cond, true); !f.dead {
+			r = r.hull(f.intervalOf(e.Else))
+		}
+		if r.empty() {
+			return full // both branches dead: no information worth keeping
+		}
+		return r
+	}
+	return full
+}
+
+// guard returns the scope inside a where branch: s plus the facts of cond
+// (negated for the else branch), with the interval of every variable or
+// atom that a fact mentions alone tightened: a·x + c >= 0 gives
+// x >= ceil(-c/a) for a > 0 and x <= floor(c/-a) for a < 0.
+//
+// Whether a tightened atom's interval became empty is judged with the
+// atom's interval in s (then intersected with the new bounds), never in
+// the scope under construction: bounding the atom there would build the
+// guard scopes of the wheres inside it again, once per enclosing scope,
+// which is exponential in the nesting depth. The bounds in s are looser,
+// so the check finds fewer dead branches, never a live one dead.
+func (s *scope) guard(cond ir.Expr, negate bool) *scope {
+	k := guardKey{cond, negate}
+	if t, ok := s.guards[k]; ok {
+		return t
+	}
+	fs := factsIn(cond, negate, s.info)
+	t := newScopeInfo(maps.Clone(s.vars), s.info)
+	t.atoms, t.dead = maps.Clone(s.atoms), s.dead
+	t.facts, t.factIndex = slices.Clone(s.facts), maps.Clone(s.factIndex)
+	for _, f := range fs {
+		switch len(f.coef) {
+		case 0:
+			if f.c < 0 {
+				t.dead = true
+			}
+			continue
+		case 1:
+		default:
+			t.addFact(f)
+			continue
+		}
+		for key, a := range f.coef {
+			// |a| and |c| are at most maxLinear < 2^63, so neither the
+			// division nor the negation overflows.
+			b := full
+			if a > 0 {
+				b.lo = -floorDiv(f.c, a) // ceil(-c/a)
+			} else {
+				b.hi = floorDiv(f.c, -a)
+			}
+			if x, ok := f.atoms[key].(*ir.Index); ok {
+				v, known := t.vars[x.Name]
+				if !known {
+					t.addFact(f) // not captured: keep it
+					continue
+				}
+				t.vars[x.Name] = v.intersect(b)
+				if t.vars[x.Name].empty() {
+					t.dead = true
+				}
+				continue
+			}
+			if !mayBeAtom(f.atoms[key]) {
+				t.addFact(f) // intervalOf ignores such atoms
+				continue
+			}
+			if old, ok := t.atoms[key]; ok {
+				b = b.intersect(old)
+			}
+			t.atoms[key] = b
+			if s.intervalOf(f.atoms[key]).intersect(b).empty() {
+				t.dead = true
+			}
+		}
+	}
+	s.guards[k] = t
+	return t
+}
+
+// addFact records the fact f >= 0 in t, which is under construction.
+// Of facts L + c >= 0 with the same L the one with the least c implies the
+// others and proves at least as much (l - L - c is largest), so only it is
+// kept: a guard repeating a condition thousands of times adds one fact.
+func (t *scope) addFact(f linear) {
+	k := f.shape()
+	if i, ok := t.factIndex[k]; ok {
+		if f.c < t.facts[i].c {
+			t.facts[i] = f
+		}
+		return
+	}
+	if t.factIndex == nil {
+		t.factIndex = map[string]int{}
+	}
+	t.factIndex[k] = len(t.facts)
+	t.facts = append(t.facts, f)
+}
+
+// Limits of proveNonneg's search among the facts.
+const (
+	maxSingleTries = 512 // facts tried alone
+	maxPairFirsts  = 16  // facts tried as the first of a pair
+	maxPairSeconds = 16  // second facts tried with each first one
+)
+
+// proveNonneg tries to prove l >= 0 in scope s: from the bounds of l
+// alone, or from l - F >= 0 for a guard fact F >= 0, or from l - F1 - F2 >= 0
+// for two facts. The differences cancel identical atoms, which is what
+// proves guarded accesses such as X[p+r-1] under p+r-1 >= 0.
+//
+// Only facts that share an atom with what is left to prove are tried: a
+// fact with no atom in common with l cannot raise the lower bound of
+// l - F (its own lower bound is at most 0 wherever the scope is live).
+// Facts about a single atom are not tried at all, since guard already
+// narrowed that atom's interval to exactly where they hold. The number of
+// tries is capped, so a guard with thousands of conjuncts stays cheap.
+func (s *scope) proveNonneg(l linear) bool {
+	if s.nonneg(l) {
+		return true
+	}
+	cands := s.sharing(l, -1)
+	if len(cands) > maxSingleTries {
+		cands = cands[:maxSingleTries]
+	}
+	diffs := make([]linear, 0, maxPairFirsts)
+	firsts := make([]int, 0, maxPairFirsts)
+	for _, i := range cands {
+		d, ok := l.sub(s.facts[i])
+		if !ok {
+			continue
+		}
+		if s.nonneg(d) {
+			return true
+		}
+		if len(diffs) < maxPairFirsts {
+			diffs, firsts = append(diffs, d), append(firsts, i)
+		}
+	}
+	for n, d := range diffs {
+		seconds := s.sharing(d, firsts[n])
+		if len(seconds) > maxPairSeconds {
+			seconds = seconds[:maxPairSeconds]
+		}
+		for _, j := range seconds {
+			if dd, ok := d.sub(s.facts[j]); ok && s.nonneg(dd) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nonneg reports whether the bounds of l prove l >= 0. An empty range
+// proves nothing: sound bounds are empty only where the code never runs,
+// and an empty range is not worth trusting anywhere else.
+func (s *scope) nonneg(l linear) bool {
+	r := s.eval(l)
+	return !r.empty() && r.lo >= 0
+}
+
+// sharing lists, in order, the facts other than skip that mention an atom
+// of l.
+func (s *scope) sharing(l linear, skip int) []int {
+	if len(s.facts) == 0 || len(l.coef) == 0 {
+		return nil
+	}
+	if s.byAtom == nil {
+		s.byAtom = map[string][]int{}
+		for i, f := range s.facts {
+			for key := range f.coef {
+				s.byAtom[key] = append(s.byAtom[key], i)
+			}
+		}
+	}
+	var out []int
+	for key := range l.coef {
+		out = append(out, s.byAtom[key]...)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if i, found := slices.BinarySearch(out, skip); found {
+		out = slices.Delete(out, i, i+1)
+	}
+	return out
+}
