@@ -84,7 +84,7 @@ func Grad(spec *ir.Spec, wrt []bool) (*GradOp, error) {
 	for c := range b.consts {
 		taken[c] = true
 	}
-	sizes := resolveSizes(all, taken)
+	sizes := resolveSizes(all, taken, b.shapes)
 
 	gop := &ir.Op{Name: gradName(op), Inputs: inputs, Consts: b.consts}
 	var notes []string

@@ -75,18 +75,24 @@ func (g *gstmt) renameVar(old, nw string) {
 	}
 }
 
-// directVars are the variables sema infers from a plain-variable index in
+// directVars maps each variable sema infers from a plain-variable index in
 // an access that no enclosing where condition mentions (core/sema, range
-// inference, step 2). Every other variable gets its extent from Sizes.
-func directVars(s *ir.Stmt) map[string]bool {
-	out := map[string]bool{}
+// inference, step 2) to the sizes of those dimensions (-1 where unknown).
+// Every other variable, and one whose extent is smaller than such a
+// dimension, gets its extent from Sizes.
+func directVars(s *ir.Stmt, shapes map[string][]int64) map[string][]int64 {
+	out := map[string][]int64{}
 	var rec func(e ir.Expr, guarded map[string]bool)
 	rec = func(e ir.Expr, guarded map[string]bool) {
 		switch x := e.(type) {
 		case *ir.Access:
-			for _, ix := range x.Indices {
+			for d, ix := range x.Indices {
 				if v, ok := ix.(*ir.Index); ok && !guarded[v.Name] {
-					out[v.Name] = true
+					size := int64(-1) // unknown
+					if sh := shapes[x.Tensor]; d < len(sh) {
+						size = sh[d]
+					}
+					out[v.Name] = append(out[v.Name], size)
 				}
 			}
 			return
@@ -121,7 +127,7 @@ func directVars(s *ir.Stmt) map[string]bool {
 // its name where its extent is the one recorded, and is renamed (to a
 // fresh name, with its own size if needed) in statements where its extent
 // differs.
-func resolveSizes(stmts []*gstmt, taken nameSet) map[string]int64 {
+func resolveSizes(stmts []*gstmt, taken nameSet, shapes map[string][]int64) map[string]int64 {
 	type use struct {
 		g    *gstmt
 		ext  int64
@@ -129,10 +135,16 @@ func resolveSizes(stmts []*gstmt, taken nameSet) map[string]int64 {
 	}
 	uses := map[string][]use{}
 	for _, g := range stmts {
-		direct := directVars(g.s)
+		direct := directVars(g.s, shapes)
 		for _, v := range g.vars() {
 			taken[v] = true
-			uses[v] = append(uses[v], use{g, g.ext[v], !direct[v]})
+			// sema infers v only from dimensions of exactly its extent; a
+			// smaller extent (a prefix read) must be given as a size
+			inferable := len(direct[v]) > 0
+			for _, size := range direct[v] {
+				inferable = inferable && size == g.ext[v]
+			}
+			uses[v] = append(uses[v], use{g, g.ext[v], !inferable})
 		}
 	}
 	sizes := map[string]int64{}

@@ -43,8 +43,10 @@
 //  2. Direct constraints: in every access, an index position holding a
 //     plain variable v of a dimension of size D gives extent(v) = D. Two
 //     direct constraints that disagree are an error ("inconsistent ranges
-//     for index k: X dim 1 gives 3 but W dim 0 gives 4"), and so is a size
-//     that disagrees with a direct constraint.
+//     for index k: X dim 1 gives 3 but W dim 0 gives 4"). A user size
+//     replaces the direct constraints of its variable: it may be smaller
+//     than a dimension (the statement reads a prefix, as a gate split off a
+//     concatenation does), and a size larger than a dimension is an error.
 //
 //  3. Derived constraints, iterated to a fixed point: an index expression
 //     with exactly one variable u of unknown extent (the others known)

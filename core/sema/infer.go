@@ -58,16 +58,22 @@ func inferExtents(op *ir.Op, s *ir.Stmt, shapes map[string][]int64, sizes map[st
 				continue
 			}
 			here := direct{a.acc.Tensor, d, shapes[a.acc.Tensor][d]}
-			if first, ok := directs[v.Name]; ok {
-				if first.size != here.size {
-					return nil, op.Errorf(x.At(), "inconsistent ranges for index %s: %s dim %d gives %d but %s dim %d gives %d",
-						v.Name, first.tensor, first.dim, first.size, here.tensor, here.dim, here.size)
+			if n, ok := sizes[v.Name]; ok {
+				// An explicit size may read a prefix of a dimension, never past it.
+				if n > here.size {
+					return nil, op.Errorf(x.At(), "inconsistent ranges for index %s: sizes gives %d but %s dim %d has only %d",
+						v.Name, n, here.tensor, here.dim, here.size)
 				}
 				continue
 			}
-			if n, ok := sizes[v.Name]; ok && n != here.size {
-				return nil, op.Errorf(x.At(), "inconsistent ranges for index %s: sizes gives %d but %s dim %d gives %d",
-					v.Name, n, here.tensor, here.dim, here.size)
+			if first, ok := directs[v.Name]; ok {
+				if first.size != here.size {
+					return nil, op.Errorf(x.At(), "inconsistent ranges for index %s: %s dim %d gives %d but %s dim %d gives %d "+
+						"(to read only the first %d, pass sizes={'%s': %d})",
+						v.Name, first.tensor, first.dim, first.size, here.tensor, here.dim, here.size,
+						min(first.size, here.size), v.Name, min(first.size, here.size))
+				}
+				continue
 			}
 			directs[v.Name] = here
 			ext[v.Name] = here.size

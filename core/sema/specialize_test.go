@@ -265,11 +265,20 @@ var specCases = []specCase{
 		err:    []string{"1:22:", "inconsistent ranges for index k: A dim 1 gives 3 but B dim 0 gives 4"},
 	},
 	{
+		desc:    "a size smaller than a dimension reads a prefix",
+		src:     "Y[b,u] = A[b,u] * G[b,u] + G[b,N+u]",
+		opts:    parse.Options{Consts: map[string]parse.ConstValue{"N": {Int: 3}}},
+		shapes:  [][]int64{{2, 3}, {2, 6}},
+		sizes:   map[string]int64{"u": 3},
+		tensors: []string{"A input [2 3]", "G input [2 6]", "Y output [2 3]"},
+		axes:    []string{"b=2 u=3 |"},
+	},
+	{
 		desc:   "size contradicts a direct use",
 		src:    "Y[i] = A[i]",
 		shapes: [][]int64{{3}},
 		sizes:  map[string]int64{"i": 4},
-		err:    []string{"inconsistent ranges for index i: sizes gives 4 but A dim 0 gives 3"},
+		err:    []string{"inconsistent ranges for index i: sizes gives 4 but A dim 0 has only 3"},
 	},
 	{
 		desc:   "out of bounds neighbour",

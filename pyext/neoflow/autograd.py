@@ -6,20 +6,11 @@ the expression; it is itself an op, so double backward works the same way.
 
 from __future__ import annotations
 
-import hashlib
-import re
-
 import torch
 
 from .op import Op, parse_sizes_text
 
 _registered: dict[str, object] = {}
-
-
-def _op_name(op: Op) -> str:
-    label = re.sub(r"\W", "_", op.name or "op")[:40] or "op"
-    digest = hashlib.sha256(f"{op.hash}|{','.join(op.outputs)}".encode()).hexdigest()[:16]
-    return f"neoflow::{label}_{digest}"
 
 
 def _zeros_for_missing(op: Op, inputs, sizes: dict, grads) -> list[torch.Tensor]:
@@ -47,8 +38,10 @@ def _backward(op: Op, inputs, sizes: dict, grads, needs) -> list[torch.Tensor | 
 
 def register(op: Op):
     """The torch.library custom op for op (one per distinct op)."""
-    name = _op_name(op)
-    if name in _registered:
+    name = f"neoflow::{op._custom_name}"
+    # A registration made inside a scoped library (torch.library.opcheck does
+    # that) is gone when the scope ends: check the dispatcher still has it.
+    if name in _registered and hasattr(torch.ops.neoflow, op._custom_name):
         return _registered[name]
     params = ", ".join(f"Tensor x{i}" for i in range(len(op.inputs)))
     schema = f"({params}, str sizes) -> Tensor[]"

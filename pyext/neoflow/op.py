@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ctypes
+import re
 import warnings
 import weakref
+import zlib
 from collections.abc import Mapping
 
 import torch
@@ -118,8 +120,11 @@ class Op:
         self._kernels: dict = {}
         self._shapes: dict = {}
         self._grads: dict = {}
-        self._custom = None
         self._function = None
+        self._custom = None
+        label = re.sub(r"\W", "_", name or "op")[:40] or "op"
+        order = zlib.crc32(",".join(self.outputs).encode())  # the decorated form may reorder outputs
+        self._custom_name = f"{label}_{resp.hash[:16]}_{order:08x}"
         weakref.finalize(self, _release, resp.op_id)
 
     @classmethod
@@ -260,7 +265,9 @@ class Op:
         sizes is ``"p=8,q=8"``; it has a fake (meta) implementation and an
         autograd formula, so it works under torch.compile and in autograd.
         """
-        if self._custom is None:
+        # Registered once; again if a scoped library (torch.library.opcheck
+        # makes one) removed it. Cheap enough for Dynamo to trace.
+        if self._custom is None or not hasattr(torch.ops.neoflow, self._custom_name):
             from .autograd import register
 
             self._custom = register(self)

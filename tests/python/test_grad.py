@@ -144,7 +144,7 @@ EXTRA += [
         "sublstm_cell",
         SUBLSTM,
         {"U": 3},
-        None,
+        {"u": 3},  # the gates are read from column blocks of S: u covers one block
         lambda: [_r(12, 5), _r(2, 5), _r(12, 3), _r(2, 3), _r(12), _r(2, 3)],
         sublstm_ref,
     ),
@@ -152,7 +152,7 @@ EXTRA += [
         "lltm_cell",
         LLTM,
         {"U": 3},
-        None,
+        {"u": 3},
         lambda: [_r(9, 3), _r(2, 3), _r(9, 4), _r(2, 4), _r(9), _r(2, 3)],
         lltm_ref,
     ),
