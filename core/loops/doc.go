@@ -2,14 +2,14 @@
 // specialized op (ir.Spec).
 //
 // A Func holds one Nest per statement, in program order; each nest is a tree
-// of Loops, Blocks, Locals (register arrays) and Stores. Every schedule
-// decision is an annotation on a Loop (Parallel with Collapse, Vector,
-// Unroll), so a backend only renders what it is given. Expressions are
-// ir.Expr trees in which every ir.Index names a loop variable of an
-// enclosing Loop (the statement's own variables have been substituted),
-// named constants are replaced by literals and index arithmetic is
-// simplified. Locals are read and written as ir.Access nodes whose name
-// starts with LocalPrefix.
+// of Loops, Blocks, Locals (register arrays), Stores and Ifs (guards). Every
+// schedule decision is an annotation on a Loop (Parallel with Collapse,
+// Vector, Unroll) or on a Schedule (Scatter), so a backend only renders what
+// it is given. Expressions are ir.Expr trees in which every ir.Index names a
+// loop variable of an enclosing Loop (the statement's own variables have
+// been substituted), named constants are replaced by literals and index
+// arithmetic is simplified. Locals are read and written as ir.Access nodes
+// whose name starts with LocalPrefix.
 //
 // Loop variable names: a statement axis keeps its source name ("k"); the
 // two halves of a split axis are "<axis>.o" (outer, the chunk number) and
@@ -56,6 +56,44 @@
 //   - the outermost loop is Parallel, collapsed with the following
 //     perfectly nested spatial loops until their iteration count is at
 //     least 64.
+//
+// Scatter statements. The indicator form core/autodiff falls back to for
+// an index map it cannot invert, T[z] += where(f(r) == z, body, 0.0),
+// reduces over every point r for every element z: |T| * |points|. A '+='
+// statement of the scatter form (matchScatter in scatter.go has the exact
+// conditions)
+//
+//	T[z1, ..., zn] += where(C, body, 0.0)      (or 0)
+//
+// where C, split at &&, holds for EVERY left-hand-side variable z_k one
+// equality e_k == z_k (or z_k == e_k) with e_k an index expression free of
+// left-hand-side variables and tensor reads, and no z_k occurs anywhere
+// else (body, other conjuncts, the e's), is lowered by DefaultSchedule as a
+// scatter (Schedule.Scatter) instead:
+//
+//	block  // zero fill
+//	  T[z1, ..., zn] = 0.0          (scheduled as any '=' statement:
+//	                                 lanes, parallel loops)
+//	block  // scatter over r..., serial
+//	  for r... (statement order)
+//	    if <conjuncts of C in order, e_k == z_k replaced by
+//	        e_k >= 0 && e_k < extent(z_k)>
+//	      T[e1, ..., en] += body
+//
+// which costs |T| + |points|. Range checks that the variables' ranges
+// already imply are dropped; a point whose target is out of range is
+// skipped, as the gather never matches it. Recognition looks through what
+// autodiff wraps around the indicator: a where whose condition the ranges
+// decide (where(0 > 1, X[0], ...), where(j < 0, X[j], 0.0)) is its chosen
+// branch, a zero term of a top-level sum is dropped, and nested
+// where(c, where(c', b, 0), 0) is where(c && c', b, 0); each is exact
+// for a sum starting at +0. The scatter loop is serial: distinct points
+// may share a target element, so parallel iterations would race; serial
+// is race-free without atomics or per-thread copies of T, independent of
+// the thread count, and adds each element's terms in the order the
+// interpreter does (row-major over the reduction variables). Any other
+// statement, and any statement under a schedule without Scatter
+// (GatherSchedule), is lowered as a gather as described above.
 //
 // Statements run in order, each fully materializing its tensor (temporaries
 // included) before the next starts; each parallel loop is its own parallel

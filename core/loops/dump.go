@@ -76,6 +76,9 @@ func dumpNodes(b *strings.Builder, nodes []Node, depth int) {
 		case *Store:
 			op := n.Op.String()
 			fmt.Fprintf(b, "%s%s %s %s\n", ind, ir.ExprString(n.Dst), op, ir.ExprString(n.Value))
+		case *If:
+			fmt.Fprintf(b, "%sif %s\n", ind, ir.ExprString(n.Cond))
+			dumpNodes(b, n.Body, depth+1)
 		default:
 			fmt.Fprintf(b, "%s<%T>\n", ind, n)
 		}

@@ -10,6 +10,7 @@ func flit(v float64) ir.Expr                { return &ir.FloatLit{Value: v} }
 func bin(op ir.BinOp, x, y ir.Expr) ir.Expr { return &ir.Binary{Op: op, X: x, Y: y} }
 func at(t string, idx ...ir.Expr) ir.Expr   { return &ir.Access{Tensor: t, Indices: idx} }
 func v(n string, e int64) ir.Var            { return ir.Var{Name: n, Extent: e} }
+func where(c, a, b ir.Expr) ir.Expr         { return &ir.Where{Cond: c, Then: a, Else: b} }
 
 func tensor(name string, role ir.Role, shape ...int64) *ir.TensorDecl {
 	return &ir.TensorDecl{Name: name, Role: role, Shape: shape}

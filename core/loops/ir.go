@@ -19,7 +19,7 @@ type Nest struct {
 	Body     []Node
 }
 
-// Node is a *Loop, *Block, *Local or *Store.
+// Node is a *Loop, *Block, *Local, *Store or *If.
 type Node interface{ node() }
 
 // Loop runs Body for Var = 0, 1, ..., Extent-1.
@@ -64,6 +64,13 @@ type Store struct {
 	Value ir.Expr
 }
 
+// If runs Body when Cond, a KindBool expression, holds. && and || in Cond
+// short-circuit, so a conjunct may guard a read in a later one.
+type If struct {
+	Cond ir.Expr
+	Body []Node
+}
+
 // LocalPrefix starts the name of every Local. In expressions (ir.Access,
 // including Store.Dst) a name with this prefix is a Local, indexed by one
 // lane index, or by none when the Local has one element. Source names never
@@ -77,3 +84,4 @@ func (*Loop) node()  {}
 func (*Block) node() {}
 func (*Local) node() {}
 func (*Store) node() {}
+func (*If) node()    {}

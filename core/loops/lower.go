@@ -46,8 +46,13 @@ func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 	if err := s.check(st); err != nil {
 		return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %+v", i, st.Stmt.Tensor, s)
 	}
-	l := &lowerer{st: st, env: map[string]ir.Expr{}}
 	nest := &Nest{Index: i, Stmt: st, Schedule: s}
+	if s.Scatter {
+		f, _ := matchScatter(st) // s.check has matched it
+		lowerScatter(nest, f, s)
+		return nest, nil
+	}
+	l := &lowerer{st: st, env: map[string]ir.Expr{}}
 	l.build(&nest.Body, s)
 	if s.ParallelDepth > 0 {
 		l.chain[0].Parallel = true

@@ -82,6 +82,27 @@ func goldenSpecs() map[string]*ir.Spec {
 		"lane_spatial": spec("transpose2", f64, []*ir.TensorDecl{tensor("X", in, 2, 20), tensor("Z", in, 2, 20), tensor("Y", out, 20, 2)},
 			stmt("Y", ir.Assign, bin(ir.Add, at("X", ix("b"), ix("a")), at("Z", ix("b"), ix("a"))),
 				[]ir.Var{v("a", 20), v("b", 2)})),
+		// The indicator gradient of Y[i] += X[(i*i) % 5] * ...: a zero
+		// fill and a serial scatter; i*i % 5 is always in range.
+		"scatter_square": spec("grad", f32, []*ir.TensorDecl{tensor("d_Y", in, 7), tensor("d_X", out, 5)},
+			stmt("d_X", ir.Sum, where(bin(ir.Eq, bin(ir.Mod, bin(ir.Mul, ix("i"), ix("i")), lit(5)), ix("z")), at("d_Y", ix("i")), flit(0)),
+				[]ir.Var{v("z", 5)}, v("i", 7))),
+		// Two targets (z2 == j reversed), a guard before the equalities
+		// and one reading a tensor after them, the dead branches autodiff
+		// adds to read X, and i * j in [0, 6] checked against 5 only from
+		// above.
+		"scatter_2d": spec("grad2", f64,
+			[]*ir.TensorDecl{tensor("d_Y", in, 4, 3), tensor("W", in, 3), tensor("X", in, 5, 3), tensor("d_X", out, 5, 3)},
+			stmt("d_X", ir.Sum, bin(ir.Add,
+				where(bin(ir.Gt, lit(0), lit(1)), at("X", lit(0), lit(0)),
+					where(bin(ir.And, bin(ir.And, bin(ir.And,
+						bin(ir.Eq, bin(ir.Mod, ix("i"), lit(2)), lit(0)),
+						bin(ir.Eq, bin(ir.Mul, ix("i"), ix("j")), ix("z1"))),
+						bin(ir.Eq, ix("z2"), ix("j"))),
+						bin(ir.Gt, at("W", ix("j")), flit(0))),
+						bin(ir.Mul, at("d_Y", ix("i"), ix("j")), at("W", ix("j"))), flit(0))),
+				where(bin(ir.Lt, ix("j"), lit(0)), at("X", ix("j"), lit(0)), flit(0))),
+				[]ir.Var{v("z1", 5), v("z2", 3)}, v("i", 4), v("j", 3))),
 	}
 }
 
@@ -112,6 +133,8 @@ func TestDefaultSchedule(t *testing.T) {
 		{"lane_reduce", 0, "vector 16 over k order [j b], parallel 2"},
 		{"lane_reduce_tail1", 0, "vector 16 over j, parallel 1"},
 		{"lane_spatial", 0, "vector 8 over a order [b a], parallel 1"},
+		{"scatter_square", 0, "scatter, vector 5, parallel 0"},
+		{"scatter_2d", 0, "scatter, vector 3, parallel 1"},
 	} {
 		if got := DefaultSchedule(specs[c.name], c.stmt).String(); got != c.want {
 			t.Errorf("%s stmt %d: got %s, want %s", c.name, c.stmt, got, c.want)

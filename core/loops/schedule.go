@@ -37,11 +37,19 @@ type Schedule struct {
 	// loops must be perfectly nested: the outer split loop of an axis with
 	// a remainder can only be included when it is the first loop.
 	ParallelDepth int
+	// Scatter lowers a statement of the scatter form (see the package
+	// doc) as a zero fill of its tensor followed by a serial scatter over
+	// the reduction variables, instead of a gather; the fields above then
+	// schedule the zero fill, an '=' statement over the left-hand side.
+	Scatter bool
 }
 
 // String is the schedule as Dump prints it.
 func (s Schedule) String() string {
 	t := fmt.Sprintf("vector %d", s.VectorWidth)
+	if s.Scatter {
+		t = "scatter, " + t
+	}
 	if s.VectorAxis != "" {
 		t += " over " + s.VectorAxis
 	}
@@ -51,14 +59,32 @@ func (s Schedule) String() string {
 	return t + fmt.Sprintf(", parallel %d", s.ParallelDepth)
 }
 
-// DefaultSchedule is the default schedule of statement i of spec: the lane
-// axis chosen by LaneAxis, split into VectorBytes / element size lanes
-// (capped to the extent of a spatial lane axis); for a lane-parallel
-// reduction the spatial loops ordered by SpatialOrder; and the outermost
-// loops collapsed into one parallel loop until they have at least
-// MinParallelIters iterations.
+// DefaultSchedule is the default schedule of statement i of spec. A
+// statement of the scatter form is lowered as a scatter (Scatter set),
+// its zero fill scheduled as GatherSchedule schedules an '=' statement
+// over the same left-hand side; any other statement gets GatherSchedule.
 func DefaultSchedule(spec *ir.Spec, i int) Schedule {
 	st := spec.Stmts[i]
+	if _, ok := matchScatter(st); ok {
+		s := defaultSchedule(spec, fillStmt(st))
+		s.Scatter = true
+		return s
+	}
+	return defaultSchedule(spec, st)
+}
+
+// GatherSchedule is the default schedule of statement i of spec lowered as
+// a gather, the lowering every statement has: the lane axis chosen by
+// LaneAxis, split into VectorBytes / element size lanes (capped to the
+// extent of a spatial lane axis); for a lane-parallel reduction the
+// spatial loops ordered by SpatialOrder; and the outermost loops collapsed
+// into one parallel loop until they have at least MinParallelIters
+// iterations.
+func GatherSchedule(spec *ir.Spec, i int) Schedule {
+	return defaultSchedule(spec, spec.Stmts[i])
+}
+
+func defaultSchedule(spec *ir.Spec, st *ir.BoundStmt) Schedule {
 	s := Schedule{VectorWidth: 1}
 	v := int64(VectorBytes / max(spec.DType.Size(), 1))
 	if ax, ok := LaneAxis(spec, st, v); ok {
@@ -419,6 +445,12 @@ func parallelCandidates(st *ir.BoundStmt, s Schedule) []int64 {
 
 // check validates a schedule for statement st.
 func (s Schedule) check(st *ir.BoundStmt) error {
+	if s.Scatter {
+		if _, ok := matchScatter(st); !ok {
+			return errors.New("scatter schedule for a statement that is not of the scatter form")
+		}
+		st = fillStmt(st)
+	}
 	if s.VectorWidth < 1 {
 		return errors.Errorf("vector width %d < 1", s.VectorWidth)
 	}

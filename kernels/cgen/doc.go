@@ -33,7 +33,11 @@
 //     and -0 tie;
 //   - where is a C conditional, so only the chosen branch (and any guarded
 //     access in it) is evaluated; && and || short-circuit;
-//   - an index used as a value is converted to the value type.
+//   - an index used as a value is converted to the value type;
+//   - a guard (loops.If) is a C if; a scatter statement (see core/loops)
+//     is a zero fill followed by a serial loop nest that adds each point's
+//     term to the element its target indices select, in the interpreter's
+//     order.
 //
 // Float32 kernels compute in float, while the interpreter computes in
 // float64 and rounds on every store, so float32 results agree to about

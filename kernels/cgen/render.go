@@ -149,6 +149,8 @@ func (r *renderer) nodes(nodes []loops.Node, depth int) error {
 			err = r.local(n, depth)
 		case *loops.Store:
 			err = r.store(n, depth)
+		case *loops.If:
+			err = r.ifNode(n, depth)
 		default:
 			err = errors.Errorf("unknown loop node %T", n)
 		}
@@ -228,4 +230,19 @@ func (r *renderer) store(s *loops.Store, depth int) error {
 		return errors.Errorf("unknown store operator %d", int(s.Op))
 	}
 	return nil
+}
+
+// ifNode renders a guard: if (cond) { body }.
+func (r *renderer) ifNode(n *loops.If, depth int) error {
+	c, err := r.expr(n.Cond)
+	if err != nil {
+		return err
+	}
+	if c.kind != ir.KindBool {
+		return errors.Errorf("if condition is not a bool: %s", ir.ExprString(n.Cond))
+	}
+	r.line(depth, "if (%s) {", c.s)
+	err = r.nodes(n.Body, depth+1)
+	r.line(depth, "}")
+	return err
 }

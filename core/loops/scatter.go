@@ -1,0 +1,457 @@
+package loops
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// A scatter statement is a sum whose right-hand side selects, for every
+// point of the reduction variables, at most one element of the left-hand
+// side by equalities: the indicator form core/autodiff falls back to when
+// it cannot invert an index map,
+//
+//	T[z1, ..., zn] += where(e1 == z1 && ... && en == zn && g, body, 0.0)
+//
+// The gather lowering reduces over every point for every element of T,
+// |T| * |points| evaluations; the scatter visits each point once and adds
+// body to T[e1, ..., en]. matchScatter gives the precise form.
+
+// scatterForm is a statement recognized by matchScatter, in the
+// statement's own variables.
+type scatterForm struct {
+	// targets[k] is e_k, the element index the point selects along the
+	// k-th left-hand-side axis.
+	targets []ir.Expr
+	// guard lists, in the order of the original conjuncts, the conditions
+	// a point must meet: each equality e_k == z_k is replaced by the range
+	// checks e_k >= 0 and e_k < extent(z_k) (those not implied by the
+	// variables' ranges), the other conjuncts are kept. nil means always.
+	guard []ir.Expr
+	// body is the value added at T[targets].
+	body ir.Expr
+}
+
+// matchScatter recognizes a scatter statement. Its conditions, all on the
+// statement as given:
+//
+//   - the operator is += and the left-hand side has at least one index;
+//   - the right-hand side, after peel (where with a condition that the
+//     variables' ranges decide is replaced by the chosen branch; a term
+//     that peels to a zero literal is dropped from a top-level sum), is
+//     where(C, B, 0) with a zero else branch (0.0, -0.0 or 0, also after
+//     peel); while B peels to another where(C', B', 0), its condition joins
+//     C and B' the body (where(c, where(c', b, 0), 0) is where(c && c', b, 0));
+//   - C, split at && (left to right), contains for EVERY left-hand-side
+//     variable z_k exactly one conjunct e_k == z_k or z_k == e_k, z_k bare,
+//     with e_k an index expression that mentions no left-hand-side
+//     variable and reads no tensor;
+//   - no left-hand-side variable occurs anywhere else: not in the body,
+//     not in the other conjuncts, not in any e_k;
+//   - neither the body nor C reads T.
+//
+// Dropping zero terms and flattening nested wheres is exact for a +=
+// statement: the gather adds 0 where the scatter adds nothing, and a sum
+// that starts at +0 is never -0, so adding a zero of either sign changes
+// nothing. Likewise the scatter gives each element the same terms as the
+// gather, in the same order (row-major over the reduction variables).
+func matchScatter(st *ir.BoundStmt) (*scatterForm, bool) {
+	s := st.Stmt
+	if s == nil || s.Reduce != ir.Sum || len(st.Spatial) == 0 || s.RHS == nil {
+		return nil, false
+	}
+	ext := map[string]int64{}
+	lhs := map[string]int{}
+	for k, ax := range st.Spatial {
+		ext[ax.Name] = ax.Extent
+		lhs[ax.Name] = k
+	}
+	for _, r := range st.Reduction {
+		ext[r.Name] = r.Extent
+	}
+	var conds []ir.Expr
+	e := peel(s.RHS, ext)
+	for {
+		w, ok := e.(*ir.Where)
+		if !ok || !isZero(peel(w.Else, ext)) {
+			break
+		}
+		conds = append(conds, conjuncts(w.Cond)...)
+		e = peel(w.Then, ext)
+	}
+	if len(conds) == 0 {
+		return nil, false
+	}
+	f := &scatterForm{targets: make([]ir.Expr, len(st.Spatial)), body: e}
+	eqs := make([]int, len(conds)) // axis of an equality conjunct, else -1
+	for i, c := range conds {
+		eqs[i] = -1
+		k, t, ok := targetEquality(c, lhs)
+		switch {
+		case ok && f.targets[k] == nil:
+			f.targets[k] = t
+			eqs[i] = k
+		case mentions(c, lhs) || readsTensor(c, s.Tensor):
+			return nil, false
+		}
+	}
+	for _, t := range f.targets {
+		if t == nil {
+			return nil, false
+		}
+	}
+	if mentions(f.body, lhs) || readsTensor(f.body, s.Tensor) {
+		return nil, false
+	}
+	for i, c := range conds {
+		k := eqs[i]
+		if k < 0 {
+			f.guard = append(f.guard, c)
+			continue
+		}
+		t := f.targets[k]
+		sp, ok := indexSpan(t, ext)
+		if !ok || sp.lo < 0 {
+			f.guard = append(f.guard, &ir.Binary{Op: ir.Ge, X: t, Y: Lit(0)})
+		}
+		if n := st.Spatial[k].Extent; !ok || sp.hi >= n {
+			f.guard = append(f.guard, &ir.Binary{Op: ir.Lt, X: t, Y: Lit(n)})
+		}
+	}
+	return f, true
+}
+
+// targetEquality recognizes e == z or z == e with z a bare left-hand-side
+// variable (its axis k) and e an index expression free of left-hand-side
+// variables and of tensor reads.
+func targetEquality(c ir.Expr, lhs map[string]int) (k int, e ir.Expr, ok bool) {
+	b, isBin := c.(*ir.Binary)
+	if !isBin || b.Op != ir.Eq {
+		return 0, nil, false
+	}
+	for _, p := range [2][2]ir.Expr{{b.X, b.Y}, {b.Y, b.X}} {
+		z, isIx := p[1].(*ir.Index)
+		if !isIx {
+			continue
+		}
+		k, isLHS := lhs[z.Name]
+		if !isLHS || mentions(p[0], lhs) || readsTensor(p[0], "") || ir.KindOf(p[0]) != ir.KindIndex {
+			continue
+		}
+		return k, p[0], true
+	}
+	return 0, nil, false
+}
+
+// peel removes what the variables' ranges (ext) make dead at the top of a
+// summand: where(c, a, b) with c decided becomes the chosen branch, and
+// x + y where one side peels to a zero literal becomes the other side.
+func peel(e ir.Expr, ext map[string]int64) ir.Expr {
+	for {
+		switch x := e.(type) {
+		case *ir.Where:
+			if c, ok := constBool(x.Cond, ext); ok {
+				if c {
+					e = x.Then
+				} else {
+					e = x.Else
+				}
+				continue
+			}
+		case *ir.Binary:
+			if x.Op == ir.Add {
+				a, b := peel(x.X, ext), peel(x.Y, ext)
+				switch {
+				case isZero(b):
+					return a
+				case isZero(a):
+					return b
+				}
+			}
+		}
+		return e
+	}
+}
+
+// isZero reports whether e is a literal or constant zero (of either sign).
+func isZero(e ir.Expr) bool {
+	switch e := e.(type) {
+	case *ir.IntLit:
+		return e.Value == 0
+	case *ir.FloatLit:
+		return e.Value == 0
+	case *ir.Const:
+		if e.IsFloat {
+			return e.Float == 0
+		}
+		return e.Int == 0
+	}
+	return false
+}
+
+// conjuncts splits e at && into its operands, left to right.
+func conjuncts(e ir.Expr) []ir.Expr {
+	if b, ok := e.(*ir.Binary); ok && b.Op == ir.And {
+		return append(conjuncts(b.X), conjuncts(b.Y)...)
+	}
+	return []ir.Expr{e}
+}
+
+// and joins conditions with && (left-associated, so they are evaluated
+// left to right); nil for none.
+func and(cs []ir.Expr) ir.Expr {
+	var out ir.Expr
+	for _, c := range cs {
+		if out == nil {
+			out = c
+		} else {
+			out = &ir.Binary{Op: ir.And, X: out, Y: c}
+		}
+	}
+	return out
+}
+
+// mentions reports whether e uses one of the variables in vars.
+func mentions(e ir.Expr, vars map[string]int) bool {
+	found := false
+	Walk(e, func(x ir.Expr) {
+		if ix, ok := x.(*ir.Index); ok {
+			if _, in := vars[ix.Name]; in {
+				found = true
+			}
+		}
+	})
+	return found
+}
+
+// readsTensor reports whether e reads tensor name, or any tensor when name
+// is empty.
+func readsTensor(e ir.Expr, name string) bool {
+	found := false
+	Walk(e, func(x ir.Expr) {
+		if a, ok := x.(*ir.Access); ok && (name == "" || a.Tensor == name) {
+			found = true
+		}
+	})
+	return found
+}
+
+// fillStmt is T[z1, ..., zn] = 0.0 over the left-hand side of st: the
+// first nest of a scatter, scheduled like any '=' statement.
+func fillStmt(st *ir.BoundStmt) *ir.BoundStmt {
+	s := st.Stmt
+	return &ir.BoundStmt{
+		Stmt:    &ir.Stmt{Pos: s.Pos, Tensor: s.Tensor, Indices: s.Indices, Reduce: ir.Assign, RHS: &ir.FloatLit{Value: 0}},
+		Spatial: st.Spatial,
+	}
+}
+
+// lowerScatter builds the nest of a scatter statement with schedule s (of
+// its zero fill): a block zero-filling T (parallel and vectorized by s,
+// like any '=' statement), then a block with the serial scatter, the
+// reduction loops in statement order (extent-1 ones removed) around
+//
+//	if <guard>
+//	  T[e1, ..., en] += body
+//
+// The scatter is serial on purpose: distinct points may select the same
+// element (that is why the index map has no inverse), so parallel
+// iterations would race on T. Atomics or per-thread copies of T would
+// remove the race but change the summation order between runs or cost
+// |T| per thread; the serial loop is race-free, deterministic whatever the
+// thread count, and sums each element's terms in the interpreter's order.
+// It costs O(|T| + |points|) against the gather's O(|T| * |points|).
+func lowerScatter(nest *Nest, f *scatterForm, s Schedule) {
+	st := nest.Stmt
+	fill := &lowerer{st: fillStmt(st), env: map[string]ir.Expr{}}
+	fb := &Block{Comment: "zero fill"}
+	fill.build(&fb.Body, s)
+	if s.ParallelDepth > 0 {
+		fill.chain[0].Parallel = true
+		fill.chain[0].Collapse = s.ParallelDepth
+	}
+	var names []string
+	for _, r := range st.Reduction {
+		if r.Extent != 1 {
+			names = append(names, r.Name)
+		}
+	}
+	comment := "scatter, serial: points may share an element"
+	if len(names) > 0 {
+		comment = fmt.Sprintf("scatter over %s, serial: points may share an element", strings.Join(names, ", "))
+	}
+	sb := &Block{Comment: comment}
+	env := map[string]ir.Expr{}
+	cur := &sb.Body
+	for _, r := range st.Reduction {
+		if r.Extent == 1 {
+			env[r.Name] = Lit(0)
+			continue
+		}
+		env[r.Name] = Var(r.Name)
+		lp := &Loop{Var: r.Name, Extent: r.Extent}
+		*cur = append(*cur, lp)
+		cur = &lp.Body
+	}
+	dst := &ir.Access{Tensor: st.Stmt.Tensor}
+	for _, t := range f.targets {
+		dst.Indices = append(dst.Indices, Subst(t, env))
+	}
+	var n Node = &Store{Dst: dst, Op: ir.Sum, Value: Subst(f.body, env)}
+	if g := and(f.guard); g != nil {
+		n = &If{Cond: Subst(g, env), Body: []Node{n}}
+	}
+	*cur = append(*cur, n)
+	nest.Body = []Node{fb, sb}
+}
+
+// span is a closed interval of int64 values.
+type span struct{ lo, hi int64 }
+
+// spanLimit keeps interval arithmetic far from overflow; beyond it a
+// range is unknown.
+const spanLimit = 1 << 40
+
+// indexSpan bounds an index expression whose variables range over
+// [0, ext[name]); ok is false when no bound is known.
+func indexSpan(e ir.Expr, ext map[string]int64) (span, bool) {
+	r, ok := spanRec(e, ext)
+	if !ok || r.lo < -spanLimit || r.hi > spanLimit || r.lo > r.hi {
+		return span{}, false
+	}
+	return r, true
+}
+
+func spanRec(e ir.Expr, ext map[string]int64) (span, bool) {
+	small := func(v int64) bool { return v > -spanLimit && v < spanLimit }
+	switch e := e.(type) {
+	case *ir.IntLit:
+		return span{e.Value, e.Value}, small(e.Value)
+	case *ir.Const:
+		return span{e.Int, e.Int}, !e.IsFloat && small(e.Int)
+	case *ir.Index:
+		n, ok := ext[e.Name]
+		return span{0, n - 1}, ok && n >= 1 && n < spanLimit
+	case *ir.Unary:
+		x, ok := spanRec(e.X, ext)
+		return span{-x.hi, -x.lo}, ok && e.Op == ir.Neg
+	case *ir.Binary:
+		x, okx := spanRec(e.X, ext)
+		y, oky := spanRec(e.Y, ext)
+		if !okx || !oky || !small(x.lo) || !small(x.hi) || !small(y.lo) || !small(y.hi) {
+			return span{}, false
+		}
+		switch e.Op {
+		case ir.Add:
+			return span{x.lo + y.lo, x.hi + y.hi}, true
+		case ir.Sub:
+			return span{x.lo - y.hi, x.hi - y.lo}, true
+		case ir.Mul:
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for _, p := range []float64{float64(x.lo) * float64(y.lo), float64(x.lo) * float64(y.hi),
+				float64(x.hi) * float64(y.lo), float64(x.hi) * float64(y.hi)} {
+				lo, hi = min(lo, p), max(hi, p)
+			}
+			if lo < -spanLimit || hi > spanLimit {
+				return span{}, false
+			}
+			return span{int64(lo), int64(hi)}, true
+		case ir.Div, ir.Mod:
+			if y.lo != y.hi || y.lo <= 0 {
+				return span{}, false
+			}
+			d := y.lo
+			if e.Op == ir.Div {
+				return span{ir.FloorDiv(x.lo, d), ir.FloorDiv(x.hi, d)}, true
+			}
+			if x.lo >= 0 && x.hi < d {
+				return x, true
+			}
+			return span{0, d - 1}, true
+		}
+	case *ir.Call:
+		var rs []span
+		for _, a := range e.Args {
+			r, ok := spanRec(a, ext)
+			if !ok {
+				return span{}, false
+			}
+			rs = append(rs, r)
+		}
+		switch {
+		case e.Fn == ir.FuncMin && len(rs) == 2:
+			return span{min(rs[0].lo, rs[1].lo), min(rs[0].hi, rs[1].hi)}, true
+		case e.Fn == ir.FuncMax && len(rs) == 2:
+			return span{max(rs[0].lo, rs[1].lo), max(rs[0].hi, rs[1].hi)}, true
+		case e.Fn == ir.FuncAbs && len(rs) == 1:
+			x := rs[0]
+			switch {
+			case x.lo >= 0:
+				return x, true
+			case x.hi <= 0:
+				return span{-x.hi, -x.lo}, true
+			}
+			return span{0, max(-x.lo, x.hi)}, true
+		}
+	}
+	return span{}, false
+}
+
+// constBool decides a condition from the variables' ranges alone:
+// comparisons of index expressions whose ranges settle them, and !, &&
+// and || of such. ok is false when the value depends on the point.
+func constBool(e ir.Expr, ext map[string]int64) (val, ok bool) {
+	switch e := e.(type) {
+	case *ir.Unary:
+		if e.Op == ir.Not {
+			v, ok := constBool(e.X, ext)
+			return !v, ok
+		}
+	case *ir.Binary:
+		switch {
+		case e.Op == ir.And || e.Op == ir.Or:
+			x, okx := constBool(e.X, ext)
+			y, oky := constBool(e.Y, ext)
+			short := e.Op == ir.Or // the value that settles the operator
+			switch {
+			case okx && x == short, oky && y == short:
+				return short, true
+			case okx && oky:
+				return !short, true
+			}
+		case e.Op.IsCompare():
+			k := Kinds{}
+			if k.Of(e.X) != ir.KindIndex || k.Of(e.Y) != ir.KindIndex {
+				return false, false
+			}
+			x, okx := indexSpan(e.X, ext)
+			y, oky := indexSpan(e.Y, ext)
+			if !okx || !oky {
+				return false, false
+			}
+			return compareSpans(e.Op, x, y)
+		}
+	}
+	return false, false
+}
+
+// compareSpans decides x op y for every x in a and y in b, if it can.
+func compareSpans(op ir.BinOp, a, b span) (val, ok bool) {
+	switch op {
+	case ir.Lt:
+		return a.hi < b.lo, a.hi < b.lo || a.lo >= b.hi
+	case ir.Le:
+		return a.hi <= b.lo, a.hi <= b.lo || a.lo > b.hi
+	case ir.Gt:
+		return compareSpans(ir.Lt, b, a)
+	case ir.Ge:
+		return compareSpans(ir.Le, b, a)
+	case ir.Eq, ir.Ne:
+		disjoint := a.hi < b.lo || b.hi < a.lo
+		same := a.lo == a.hi && b.lo == b.hi && a.lo == b.lo
+		return same == (op == ir.Eq), same || disjoint
+	}
+	return false, false
+}
