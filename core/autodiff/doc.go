@@ -74,29 +74,63 @@
 //     and L - c·m = z % c, with z / c and z % c as new right-hand symbols.
 //     depth2space, pixel shuffle and non-overlapping windows then invert
 //     with no free variable at all.
-//  3. Elimination (solve.go): exact Gauss-Jordan elimination over the
-//     rationals, pivoting on the unknowns in order of preference: spatial
-//     variables first (larger ranges first), then quotients, remainders,
-//     and reduction variables last, so reduction variables stay free and
-//     keep their plain ranges. Each dependent unknown is u = N(z, t) / D
-//     with N integer affine in z and the free unknowns t and D > 0; the
-//     integer solutions are exactly those with N % D == 0 (divisibility
-//     guards), plus the conditions of the rows that eliminated to zero
-//     (equality guards). This parametrizes the same integer solution set
-//     as the Smith normal form would (every integer solution is visited
-//     exactly once: the free unknowns determine the rest), but keeps the
-//     original variables as the loop variables, which is what makes the
-//     ranges trivial: the conv stride-2 gradient reduces over r and s with
-//     p = (h - r) / 2 under (h - r) % 2 == 0.
-//  4. Ranges: free unknowns become the gather's reduction axes. A free
-//     forward variable keeps its extent, a free remainder ranges over
-//     [0, c), a free quotient over the interval of e / c, shifted to start
-//     at 0. Every dependent forward variable and remainder gets the guards
+//  3. Gauss-Jordan elimination, tried first (solve.go): exact elimination
+//     over the rationals, pivoting on the unknowns in order of preference:
+//     spatial variables first (larger ranges first), then quotients,
+//     remainders, and reduction variables last, so reduction variables
+//     stay free and keep their plain ranges. Each dependent unknown is
+//     u = N(z, t) / D with N integer affine in z and the free unknowns t
+//     and D > 0; the integer solutions are exactly those with N % D == 0
+//     (divisibility guards), plus the conditions of the rows that
+//     eliminated to zero (equality guards). For fixed z the free unknowns
+//     determine the rest, so every integer solution is visited exactly
+//     once, and the free unknowns are original unknowns, which is what
+//     makes the ranges trivial: the conv stride-2 gradient reduces over r
+//     and s with p = (h - r) / 2 under (h - r) % 2 == 0. A free forward
+//     variable keeps its extent, a free remainder ranges over [0, c), a
+//     free quotient over the interval of e / c, shifted to start at 0.
+//     Every dependent forward variable and remainder gets the guards
 //     lo <= u(z, t) <= hi that the ranges of z and t do not already imply
-//     (exact interval reasoning over the concrete extents); quotients need
-//     none (q is floor(e / c) once s is in range). This is sound with no
-//     Fourier-Motzkin step because every bound the ranges do not imply is
-//     checked by a guard.
+//     (exact interval reasoning over the concrete extents); quotients
+//     need none (q is floor(e / c) once s is in range).
+//  4. Smith normal form, the general method (snf.go, fm.go): used when
+//     elimination fails (an intermediate leaves int64, say) or none of its
+//     gathers passes the bounds proof (below). The unknowns that appear in
+//     some row form the matrix M (the others stay free under their own
+//     names and extents); S = U·M·V with U, V unimodular and S diagonal,
+//     S_ii | S_(i+1)(i+1), computed over int64 with overflow checks. With
+//     u = V·y the system M·u = w(z) becomes S·y = U·w(z):
+//     for i < rank, y_i = (U·w)_i / S_ii under the divisibility guard
+//     (U·w)_i % S_ii == 0 (none when S_ii == 1; printed with the
+//     coefficients reduced modulo S_ii); for the rows i >= rank, the
+//     equality guard (U·w)_i == 0; the y_j with j >= rank are new reduction
+//     axes (t, t_1, ...). Because U and V are unimodular, each integer
+//     solution has exactly one y, so each is visited exactly once. V's
+//     columns are size-reduced against the free ones (this changes neither
+//     S nor the solution set) for smaller coefficients. The ranges of the
+//     new axes come from Fourier-Motzkin elimination: the system
+//     lo_k <= (V·y)_k <= hi_k over every unknown, the box of z
+//     (0 <= z_d <= dim - 1, and the ranges of the split symbols), the
+//     equality rows, and the box of each free y_j that y = V⁻¹·u gives
+//     from the unknowns' ranges; the determined y_i are substituted
+//     exactly (S_ii·y_i = (U·w)_i), then z and the other free y_j are
+//     eliminated, which leaves the loosest constant bounds over the whole
+//     z box (an over-approximation of the integer projection, so sound;
+//     each axis is shifted to start at 0). Every bound
+//     lo_k <= u_k <= hi_k of a forward variable or remainder that the
+//     ranges do not imply (interval reasoning over the printed form, with
+//     each y_i = (U·w)_i / S_ii an atom bounded by floor division) stays a
+//     guard; quotients again need none. When Fourier-Motzkin finds no
+//     solution in range, the gather is zero (a guard that never holds).
+//     Gauss-Jordan stays first because it keeps the original variables
+//     as the loop variables, which gives the simpler expressions; the
+//     Smith form's axes are lattice coordinates and its constant ranges
+//     can be looser (X[2*i + 3*j] with i, j < 3: Gauss-Jordan loops over
+//     j, 3 points; the Smith form over t with i = 3t - x, j = x - 2t, 5
+//     points). In practice elimination succeeds on every quasi-affine read
+//     the tests and fuzzers produce, so this path is a safety net; the
+//     tests force it (an internal option) over the whole gradient table
+//     and the fuzz corpus to keep it exact.
 //  5. Substitution: the contribution R · ∂F/∂A is rewritten with every
 //     solved forward variable replaced by its expression; reads of A at the
 //     inverted indices become A[z]. Affine subexpressions whose terms
@@ -106,25 +140,37 @@
 //     forms, so the opaque atoms of sema's linear facts ((x2 - r) / 2) match
 //     by text and sema's bounds proof accepts the reads.
 //
-// Each gather is checked with sema.Specialize on its own. If the proof
-// fails (a solved variable used with another coefficient elsewhere, say),
-// the gather is rebuilt with opaque substitution, (x - j) / 1 in place of
-// x - j: an atom that the guards bound directly, which reproduces the
-// forward op's own proof. Failing that, or when a read is not
-// quasi-affine (a product of variables such as i*j or i*i, min, max, abs
-// or where in an index, division by a non-constant), the gather falls back
-// to the always-correct indicator form, which reduces over the whole
-// forward iteration space:
+// Each gather is checked with sema.Specialize on its own, in this order:
+// Gauss-Jordan with plain substitution; Gauss-Jordan with opaque
+// substitution, (x - j) / 1 in place of x - j, an atom that the guards
+// bound directly, which reproduces the forward op's own proof when a
+// solved variable is used with another coefficient elsewhere; the Smith
+// normal form, plain, then opaque. Each is tried with and without guard
+// simplification. Only a read that is not quasi-affine (a product of
+// variables such as i*j or i*i, min, max, abs or where in an index,
+// division by a non-constant) goes to the always-correct indicator form,
+// which reduces over the whole forward iteration space:
 //
 //	dA[z] += where(f(x, r) == z, R · ∂F/∂A, 0)
 //
-// It is correct but costs |x|·|r| per element of dA; a true scatter kernel
-// (atomics on a GPU, privatized accumulation on a CPU) is future work.
-// Explain notes which statements use it and why. Anything the method
-// cannot handle is an error naming the read and the reason; Grad never
-// returns an op it has not checked: the whole gradient op must parse back,
-// specialize with Sizes (bounds proof included) and have the promised
-// outputs, else Grad reports an internal error.
+// In the IR it reads as a gather over the whole iteration space, but
+// core/loops recognizes the shape and lowers it as an accumulate-by-scatter
+// (a zero fill, then one serial pass over x and r adding into
+// dA[f(x, r)]), so it costs |dA| + |x|·|r|, not their product. A parallel
+// scatter (atomics on a GPU, privatized accumulation on a CPU) is future
+// work. The
+// indicator form also remains the last resort should every exact gather
+// of a quasi-affine read fail the bounds proof; no known case does, and
+// the tests check that none of theirs does.
+//
+// Explain notes how each statement was derived: "exact inversion"
+// (Gauss-Jordan), "exact inversion (Smith normal form)", either followed
+// by ", opaque substitution" when used and "; reduces over ..." with the
+// gather's reduction axes, or "indicator fallback ..." with the reason.
+// Anything the method cannot handle is an error naming the read and the
+// reason; Grad never returns an op it has not checked: the whole gradient
+// op must parse back, specialize with Sizes (bounds proof included) and
+// have the promised outputs, else Grad reports an internal error.
 //
 // A gather variable that sema could not accept is repaired (fixVars): one
 // that the guards use but no read does gets a read in a branch that never

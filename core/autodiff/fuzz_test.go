@@ -128,11 +128,18 @@ func FuzzGrad(f *testing.F) {
 			t.Fatalf("%s: %v", c.src, err)
 		}
 		wrt := allTrue(len(spec.Op.Inputs))
-		g, gs := gradSpec(t, spec, wrt)
-		r := rand.New(rand.NewPCG(seed, 1))
-		xs := randomInputs(r, spec, 0.2, 1.2)
-		dys := randomGrads(r, spec)
-		checkFD(t, spec, g, gs, xs, dys, wrt, 1e-5)
+		// Both methods: Gauss-Jordan first (the default), and every read
+		// through the Smith normal form.
+		for _, opts := range []gradOptions{{}, {forceSNF: true}} {
+			g, gs := gradSpecOpts(t, spec, wrt, opts)
+			r := rand.New(rand.NewPCG(seed, 1))
+			xs := randomInputs(r, spec, 0.2, 1.2)
+			dys := randomGrads(r, spec)
+			checkFD(t, spec, g, gs, xs, dys, wrt, 1e-5)
+			if opts.forceSNF {
+				checkSNFNotes(t, g, false)
+			}
+		}
 	})
 }
 
@@ -149,13 +156,15 @@ func TestQuasiAffineIsExact(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.src, err)
 		}
-		g, err := Grad(spec, allTrue(len(spec.Op.Inputs)))
-		if err != nil {
-			t.Fatalf("%s: %v", c.src, err)
-		}
-		for i, n := range g.notes {
-			if strings.Contains(n, "indicator") {
-				t.Errorf("%s: indicator fallback:\n%s\n%s", c.src, ir.StmtString(g.Op.Stmts[i]), n)
+		for _, opts := range []gradOptions{{}, {forceSNF: true}} {
+			g, err := grad(spec, allTrue(len(spec.Op.Inputs)), opts)
+			if err != nil {
+				t.Fatalf("%s: %v", c.src, err)
+			}
+			for i, n := range g.notes {
+				if strings.Contains(n, "indicator") {
+					t.Errorf("%s (forceSNF %v): indicator fallback:\n%s\n%s", c.src, opts.forceSNF, ir.StmtString(g.Op.Stmts[i]), n)
+				}
 			}
 		}
 	}

@@ -41,6 +41,17 @@ type GradOp struct {
 //
 //	sema.Specialize(g.Op, spec.DType, shapes(forward inputs ++ forward outputs), g.Sizes)
 func Grad(spec *ir.Spec, wrt []bool) (*GradOp, error) {
+	return grad(spec, wrt, gradOptions{})
+}
+
+// gradOptions are internal knobs of Grad for tests.
+type gradOptions struct {
+	// forceSNF inverts every quasi-affine read through the Smith normal
+	// form, skipping Gauss-Jordan elimination.
+	forceSNF bool
+}
+
+func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 	if spec == nil || spec.Op == nil {
 		return nil, fmt.Errorf("autodiff: nil spec")
 	}
@@ -56,6 +67,7 @@ func Grad(spec *ir.Spec, wrt []bool) (*GradOp, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.forceSNF = opts.forceSNF
 	body, err := b.run(wrt)
 	if err != nil {
 		return nil, err

@@ -123,6 +123,27 @@ var gradCases = []gcase{
 		consts: map[string]parse.ConstValue{"N": ci(7)}, shapes: [][]int64{{7}}, sizes: map[string]int64{"p": 4, "r": 3}},
 	{name: "nonoverlapping_window", src: "Y[p,q] += X[2*p+r, 2*q+s] * W[r,s]", shapes: [][]int64{{6, 4}, {2, 2}},
 		explain: []string{"d_X[x0, x1] = d_Y[x0 / 2, x1 / 2] * W[x0 % 2, x1 % 2]"}},
+	// Smith normal form inversion (forced with snf: Gauss-Jordan handles
+	// these too; TestInversionRouting). Explain must name the method.
+	{name: "snf_2i_3j", snf: true, src: "Y[i,j] += X[2*i + 3*j] * W[i,j]", shapes: [][]int64{{11}, {3, 3}},
+		explain: []string{"exact inversion (Smith normal form); reduces over t"}},
+	{name: "snf_rank2_free", snf: true, src: "Y[i,j,k] += X[2*i + 4*j, 3*i + 5*k] * W[i,j,k]",
+		shapes: [][]int64{{9, 17}, {3, 2, 3}}, explain: []string{"x0 % 2 == 0", "exact inversion (Smith normal form)"}},
+	{name: "snf_rotated_guarded", snf: true,
+		src:    "Y[i,j] = where(i - j + 2 >= 0 && i - j + 2 < 5, X[i + j, i - j + 2], 0.0) * W[i,j]",
+		shapes: [][]int64{{7, 5}, {4, 4}}, explain: []string{"(x0 + x1) % 2 == 0", "exact inversion (Smith normal form)"}},
+	{name: "snf_3x3_even", snf: true, src: "Y[i,j,k] = X[2*i + 2*j + 4*k, 2*i + 4*j + 2*k, 4*i + 2*j + 2*k] * W[i,j,k]",
+		shapes: [][]int64{{9, 9, 9}, {2, 2, 2}}, explain: []string{"% 8 == 0", "exact inversion (Smith normal form)"}},
+	{name: "snf_equality_row", snf: true, src: "Y[i] += X[i + j, 2*i + 2*j + 1] * W[i]",
+		shapes: [][]int64{{5, 10}, {3}}, sizes: map[string]int64{"j": 3}, explain: []string{"x1 == 2 * x0 + 1"}},
+	{name: "snf_divmod", snf: true, src: "Y[i,j] = X[(2*i + 3*j) / 4, (i + j) % 3] * W[i,j]",
+		shapes: [][]int64{{4, 3}, {4, 4}}, explain: []string{"exact inversion (Smith normal form)"}},
+	// i + 2*j is even (i has extent 1), so X is never read: Fourier-Motzkin
+	// finds no solution in range and the gather is zero.
+	{name: "snf_no_solution", snf: true, src: "Y[i,j] = where((i + 2*j) % 2 - 1 >= 0, X[(i + 2*j) % 2 - 1], 0.0) * W[i,j]",
+		shapes: [][]int64{{1}, {1, 3}}, explain: []string{"d_X[x0] = where(0 > 1, W[0, 0], 0.0)"}},
+	{name: "snf_conv_stride2", snf: true, src: "Y[n,k,p,q] += X[n,c,p*2+r,q*2+s] * W[k,c,r,s]",
+		shapes: [][]int64{{1, 2, 7, 6}, {2, 2, 3, 2}}, explain: []string{"exact inversion (Smith normal form); reduces over k, t"}},
 	{name: "wrt_subset", src: "Y[i,j] += A[i,k] * B[k,j]", shapes: [][]int64{{2, 3}, {3, 2}}, wrt: []bool{false, true}},
 	{name: "two_outputs", src: "Y[i] = X[i] * 2.0\nZ[i] = exp(W[i])", shapes: [][]int64{{3}, {3}}, wrt: []bool{true, false}},
 }
@@ -132,6 +153,9 @@ func TestGradTable(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			g := c.run(t)
 			ex := Explain(g)
+			if c.snf {
+				checkSNFNotes(t, g, false)
+			}
 			for _, frag := range c.explain {
 				if !strings.Contains(ex, frag) {
 					t.Errorf("Explain lacks %q:\n%s", frag, ex)
@@ -139,6 +163,67 @@ func TestGradTable(t *testing.T) {
 			}
 			if testing.Verbose() {
 				t.Logf("\n%s", ex)
+			}
+		})
+	}
+}
+
+// checkSNFNotes checks that a gradient derived with forceSNF inverted its
+// reads through the Smith normal form, and used the indicator form only
+// for reads that are not quasi-affine (allowed when nonAffineOK).
+func checkSNFNotes(t *testing.T, g *GradOp, nonAffineOK bool) {
+	t.Helper()
+	snf := false
+	for _, n := range g.notes {
+		if strings.Contains(n, "exact inversion (Smith normal form)") {
+			snf = true
+		}
+		if strings.Contains(n, "indicator") && !(nonAffineOK && strings.Contains(n, "is not quasi-affine")) {
+			t.Errorf("indicator form for a quasi-affine read: %s", n)
+		}
+		if strings.Contains(n, "exact inversion (") && !strings.Contains(n, "Smith normal form") {
+			t.Errorf("not through the Smith normal form: %s", n)
+		}
+	}
+	if !snf && !nonAffineOK {
+		t.Errorf("no read inverted through the Smith normal form:\n%s", Explain(g))
+	}
+}
+
+// TestGradTableSNF runs the whole table with every quasi-affine read
+// inverted through the Smith normal form: the gradients must match finite
+// differences, and only the reads that are not quasi-affine may use the
+// indicator form.
+func TestGradTableSNF(t *testing.T) {
+	for _, c := range gradCases {
+		c.snf = true
+		t.Run(c.name, func(t *testing.T) {
+			g := c.run(t)
+			checkSNFNotes(t, g, true)
+		})
+	}
+}
+
+// TestInversionRouting pins down which method inverts which read by
+// default: Gauss-Jordan elimination whenever it succeeds (it does on all
+// of these, including the systems with non-unit coefficients and several
+// dependent variables), the indicator form only for reads that are not
+// quasi-affine.
+func TestInversionRouting(t *testing.T) {
+	for _, c := range gradCases {
+		t.Run(c.name, func(t *testing.T) {
+			spec := specialize(t, c)
+			g, err := Grad(spec, allTrue(len(spec.Op.Inputs)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range g.notes {
+				switch {
+				case strings.Contains(n, "Smith normal form"):
+					t.Errorf("default routing used the Smith normal form: %s", n)
+				case strings.Contains(n, "indicator") && !strings.Contains(n, "is not quasi-affine"):
+					t.Errorf("indicator form for a quasi-affine read: %s", n)
+				}
 			}
 		})
 	}

@@ -27,6 +27,10 @@ type gcase struct {
 	inputs func(r *rand.Rand) [][]float64
 	// explain lists fragments Explain must contain.
 	explain []string
+	// snf inverts every quasi-affine read through the Smith normal form
+	// (gradOptions.forceSNF); the gradient must then use it, and never the
+	// indicator form.
+	snf bool
 }
 
 func specialize(t testing.TB, c gcase) *ir.Spec {
@@ -70,7 +74,12 @@ func byName(spec *ir.Spec, res [][]float64, name string) []float64 {
 // gradSpec differentiates spec and specializes the gradient op.
 func gradSpec(t testing.TB, spec *ir.Spec, wrt []bool) (*GradOp, *ir.Spec) {
 	t.Helper()
-	g, err := Grad(spec, wrt)
+	return gradSpecOpts(t, spec, wrt, gradOptions{})
+}
+
+func gradSpecOpts(t testing.TB, spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, *ir.Spec) {
+	t.Helper()
+	g, err := grad(spec, wrt, opts)
 	if err != nil {
 		t.Fatalf("Grad: %v", err)
 	}
@@ -173,7 +182,7 @@ func (c gcase) run(t *testing.T) *GradOp {
 	if wrt == nil {
 		wrt = allTrue(len(spec.Op.Inputs))
 	}
-	g, gs := gradSpec(t, spec, wrt)
+	g, gs := gradSpecOpts(t, spec, wrt, gradOptions{forceSNF: c.snf})
 	r := rand.New(rand.NewPCG(1, uint64(len(c.src))))
 	xs := randomInputs(r, spec, c.lo, c.hi)
 	if c.inputs != nil {

@@ -1,6 +1,7 @@
 package autodiff
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -31,24 +32,42 @@ const (
 	opaque
 )
 
-// gather builds the part statement for t: the exact inversion (plain, then
-// opaque substitution), else the indicator form. Every candidate is
-// checked with sema.Specialize before it is accepted.
+// gather builds the part statement for t. Each candidate is checked with
+// sema.Specialize before it is accepted, in this order:
+//
+//  1. exact inversion by Gauss-Jordan elimination (invert), plain, then
+//     with opaque substitution;
+//  2. exact inversion through the Smith normal form (invertSNF), plain,
+//     then opaque: the general method for any quasi-affine read, used when
+//     elimination fails or its gather does not specialize;
+//  3. the indicator form, for reads that are not quasi-affine (and, as a
+//     last resort, should both exact gathers of a quasi-affine read fail
+//     to specialize; no known case does).
 func (b *builder) gather(t target) (*gstmt, error) {
 	var why string
+	methods := []func(target, subMode, bool) (*gstmt, error){b.invert, b.invertSNF}
+	if b.forceSNF {
+		methods = methods[1:]
+	}
 inversion:
-	for _, m := range []subMode{plain, opaque} {
-		for _, simp := range []bool{true, false} {
-			g, err := b.invert(t, m, simp)
-			if err != nil {
-				why = err.Error()
-				break inversion
+	for _, inv := range methods {
+		for _, m := range []subMode{plain, opaque} {
+			for _, simp := range []bool{true, false} {
+				g, err := inv(t, m, simp)
+				if err != nil {
+					why = err.Error()
+					var na *errNotAffine
+					if errors.As(err, &na) {
+						break inversion
+					}
+					continue inversion // the next method
+				}
+				if err := b.validate(g); err != nil {
+					why = "the inverted gather does not specialize: " + firstLine(err.Error())
+					continue
+				}
+				return g, nil
 			}
-			if err := b.validate(g); err != nil {
-				why = "the inverted gather does not specialize: " + firstLine(err.Error())
-				continue
-			}
-			return g, nil
 		}
 	}
 	var err error
@@ -88,25 +107,55 @@ func (b *builder) varTaken(bs *ir.BoundStmt) nameSet {
 	return taken
 }
 
-// invert builds the exact gather: it solves f(x, r) = z for the statement's
-// variables (doc.go, "Index inversion").
-func (b *builder) invert(t target, m subMode, simp bool) (*gstmt, error) {
-	bs := b.spec.Stmts[t.si]
-	ls := newLinsys(bs)
-	nZ := len(t.acc.Indices)
+// system writes the read's indices as the affine integer system over the
+// statement's variables and auxiliary quotients and remainders, after
+// mixed-radix splitting (affine.go, split.go). The right-hand symbols zs
+// start with A's indices.
+func (b *builder) system(t target) (*linsys, []spEq, []zsym, error) {
+	ls := newLinsys(b.spec.Stmts[t.si])
 	shape := b.shapes[t.tensor]
 	var eqs []spEq
 	var zs []zsym
 	for d, ix := range t.acc.Indices {
 		a, err := ls.lin(ix)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		eqs = append(eqs, spEq{a: a.u, z: map[int]int64{d: 1}, c: -a.c})
 		zs = append(zs, zsym{dim: d, lo: 0, hi: shape[d] - 1})
 	}
 	eqs, zs = splitRows(ls, eqs, zs)
 	eqs = append(eqs, ls.auxEq...)
+	return ls, eqs, zs, nil
+}
+
+// zNames names A's indices: index d reuses the plain forward variable it
+// reads when exact(k, d) says that variable (unknown k) solves to exactly
+// z_d; the others get fresh names after the dimension.
+func (b *builder) zNames(t target, ls *linsys, taken nameSet, exact func(k, d int) bool) []string {
+	zn := make([]string, len(t.acc.Indices))
+	for d, ix := range t.acc.Indices {
+		if v, ok := ix.(*ir.Index); ok && exact(ls.byName[v.Name], d) {
+			zn[d] = v.Name
+		}
+	}
+	for d := range zn {
+		if zn[d] == "" {
+			zn[d] = taken.fresh(b.dimHint(t.fwdT, d))
+		}
+	}
+	return zn
+}
+
+// invert builds the exact gather by Gauss-Jordan elimination: it solves
+// f(x, r) = z for the statement's variables (doc.go, "Index inversion").
+func (b *builder) invert(t target, m subMode, simp bool) (*gstmt, error) {
+	bs := b.spec.Stmts[t.si]
+	ls, eqs, zs, err := b.system(t)
+	if err != nil {
+		return nil, err
+	}
+	shape := b.shapes[t.tensor]
 	nU := len(ls.us)
 	sol, err := solve(eqs, nU, len(zs), ls.pivotOrder())
 	if err != nil {
@@ -116,22 +165,9 @@ func (b *builder) invert(t target, m subMode, simp bool) (*gstmt, error) {
 	// Names: A's indices reuse a plain forward variable that solves to
 	// exactly that index; free forward variables keep their names.
 	taken := b.varTaken(bs)
-	zn := make([]string, nZ)
-	for d, ix := range t.acc.Indices {
-		v, ok := ix.(*ir.Index)
-		if !ok {
-			continue
-		}
-		k := ls.byName[v.Name]
-		if !sol.free[k] && sol.den[k] == 1 && unitZ(sol.num[k], d) {
-			zn[d] = v.Name
-		}
-	}
-	for d := range zn {
-		if zn[d] == "" {
-			zn[d] = taken.fresh(b.dimHint(t.fwdT, d))
-		}
-	}
+	zn := b.zNames(t, ls, taken, func(k, d int) bool {
+		return !sol.free[k] && sol.den[k] == 1 && unitZ(sol.num[k], d)
+	})
 	fname := make([]string, nU)
 	shift := make([]int64, nU)
 	var red []string
@@ -265,6 +301,15 @@ func (b *builder) invert(t target, m subMode, simp bool) (*gstmt, error) {
 		}
 	}
 
+	return b.finishGather(t, zn, red, ext, sub, guards, m, simp, "exact inversion")
+}
+
+// finishGather builds the gather statement of an exact inversion: the
+// contribution with the read of A replaced by A[zn] and the solved
+// variables substituted (sub), under the guards, reducing over red
+// (extents in ext, which also holds A's indices).
+func (b *builder) finishGather(t target, zn, red []string, ext map[string]int64, sub map[string]ir.Expr,
+	guards []ir.Expr, m subMode, simp bool, how string) (*gstmt, error) {
 	zacc := &ir.Access{Tensor: t.tensor}
 	for _, n := range zn {
 		zacc.Indices = append(zacc.Indices, idx(n))
@@ -283,7 +328,7 @@ func (b *builder) invert(t target, m subMode, simp bool) (*gstmt, error) {
 		order := append(append([]string{}, zn...), red...)
 		body = simplifyGuards(canonIndex(body, order), ext)
 	}
-	body, red, err = fixVars(body, red, ext, t.tensor, nZ)
+	body, red, err := fixVars(body, red, ext, t.tensor, len(zn))
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +339,6 @@ func (b *builder) invert(t target, m subMode, simp bool) (*gstmt, error) {
 	if len(red) > 0 {
 		g.s.Reduce = ir.Sum
 	}
-	how := "exact inversion"
 	if m == opaque {
 		how += ", opaque substitution"
 	}
@@ -353,8 +397,7 @@ func eqCond(lf lform, zs []zsym, zn []string) ir.Expr {
 // indicator builds the always-correct fallback: the gather reduces over
 // every variable of the forward statement and keeps the points where the
 // read hits the gradient's index, dA[z] += where(f(x, r) == z, contrib, 0).
-// It costs a loop over the whole forward iteration space per element of
-// dA; a scatter kernel is future work.
+// core/loops lowers this shape as a serial scatter (see doc.go).
 func (b *builder) indicator(t target, why string, simp bool) (*gstmt, error) {
 	bs := b.spec.Stmts[t.si]
 	taken := b.varTaken(bs)
@@ -474,4 +517,312 @@ func (b *builder) validate(g *gstmt) error {
 	op.Source = ir.Print(op)
 	_, err := sema.Specialize(op, b.dtype, shapes, g.ext)
 	return err
+}
+
+// invertSNF builds the exact gather through the Smith normal form of the
+// index system, the general method for quasi-affine reads (doc.go, "Index
+// inversion", step 4): u = V·y, y_i = p_i(z) / d_i under the guard
+// p_i(z) % d_i == 0 for i < rank, p_i(z) == 0 for the other rows, and the
+// free y_j (new reduction axes t, t_1, ...) range over the constant bounds
+// that Fourier–Motzkin elimination (fm.go) finds for them from the
+// unknowns' ranges, over the whole box of A's indices. The bounds
+// lo <= u_k <= hi of every forward variable and remainder that the ranges
+// do not imply stay as guards.
+func (b *builder) invertSNF(t target, m subMode, simp bool) (*gstmt, error) {
+	bs := b.spec.Stmts[t.si]
+	ls, eqs, zs, err := b.system(t)
+	if err != nil {
+		return nil, err
+	}
+	nZ := len(zs)
+	sol, err := solveSNF(eqs, len(ls.us), nZ)
+	if err != nil {
+		return nil, err
+	}
+	r, n := sol.rank, len(sol.cols)
+	nT := n - r
+	inconsistent := false // a row 0 = c != 0: no solution for any z
+	for i := r; i < len(sol.p); i++ {
+		if isZeroVec(sol.p[i].z) && sol.p[i].c != 0 {
+			inconsistent = true
+		}
+	}
+
+	// Ranges of the free y_j. Variables: z (the symbols, in their box),
+	// y_0..y_(n-1). Constraints: p_i(z) = 0 (rows >= rank); the bounds
+	// lo_k <= (V·y)_k <= hi_k of every unknown; the box of each free y_j
+	// that y = V⁻¹·u gives from the unknowns' bounds (so the result is
+	// bounded even if Fourier–Motzkin has to relax). The determined y_i are
+	// substituted exactly with d_i·y_i = p_i(z), then Fourier–Motzkin
+	// eliminates z and the other free y_j.
+	ranges := func() ([][2]int64, error) {
+		var err error
+		fm := newFM(nZ + n)
+		for i, z := range zs {
+			if err := fm.addBox(i, z.lo, z.hi); err != nil {
+				return nil, err
+			}
+		}
+		for i := r; i < len(sol.p); i++ {
+			p := sol.p[i]
+			a := make([]int64, nZ+n)
+			copy(a, p.z)
+			if err := fm.add(ineq{a: a, c: p.c}); err != nil {
+				return nil, err
+			}
+			if err := fm.add(ineq{a: negVec(a), c: -p.c}); err != nil {
+				return nil, err
+			}
+		}
+		for ci, k := range sol.cols {
+			a := make([]int64, nZ+n)
+			copy(a[nZ:], sol.v[ci])
+			u := ls.us[k]
+			if err := fm.add(ineq{a: a, c: -u.lo}); err != nil {
+				return nil, err
+			}
+			if err := fm.add(ineq{a: negVec(a), c: u.hi}); err != nil {
+				return nil, err
+			}
+		}
+		for j := r; j < n; j++ {
+			lo, hi := int64(0), int64(0)
+			for ci, k := range sol.cols {
+				if lo, hi, err = addTerm(lo, hi, sol.vinv[j][ci], ls.us[k].lo, ls.us[k].hi); err != nil {
+					return nil, err
+				}
+			}
+			if err := fm.addBox(nZ+j, lo, hi); err != nil {
+				return nil, err
+			}
+		}
+		for i := range r {
+			// d_i·y_i - p_i(z) = 0
+			a := make([]int64, nZ+n)
+			for d, v := range sol.p[i].z {
+				a[d] = -v
+			}
+			a[nZ+i] = sol.d[i]
+			if err := fm.substitute(nZ+i, ineq{a: a, c: -sol.p[i].c}); err != nil {
+				return nil, err
+			}
+		}
+		var keep []int
+		for j := range nT {
+			keep = append(keep, nZ+r+j)
+		}
+		return fmRanges(fm, keep)
+	}
+	var rng [][2]int64
+	if !inconsistent {
+		rng, err = ranges()
+	}
+	empty := inconsistent || errors.Is(err, errEmpty)
+	if empty {
+		// No solution in range: the gather is zero. It is built all the
+		// same, under a guard that never holds, with one-point ranges.
+		rng, err = make([][2]int64, nT), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	// Each unknown in the system as Σ z-terms + Σ atoms (y_i = p_i / d_i,
+	// d_i > 1) + Σ t-terms + c, with y_i = p_i substituted where d_i == 1
+	// and t_j shifted to start at 0.
+	type uform struct {
+		z, atom, t []int64
+		c          int64
+	}
+	forms := map[int]uform{}
+	for ci, k := range sol.cols {
+		f := uform{z: make([]int64, nZ), atom: make([]int64, r), t: make([]int64, nT)}
+		for i := range r {
+			v := sol.v[ci][i]
+			switch {
+			case v == 0:
+			case sol.d[i] > 1:
+				f.atom[i] = v
+			default:
+				for d := range nZ {
+					if f.z[d], err = axpyChk(f.z[d], v, sol.p[i].z[d]); err != nil {
+						return nil, err
+					}
+				}
+				if f.c, err = axpyChk(f.c, v, sol.p[i].c); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for j := range nT {
+			f.t[j] = sol.v[ci][r+j]
+			if f.c, err = axpyChk(f.c, f.t[j], rng[j][0]); err != nil {
+				return nil, err
+			}
+		}
+		forms[k] = f
+	}
+
+	taken := b.varTaken(bs)
+	zn := b.zNames(t, ls, taken, func(k, d int) bool {
+		f, ok := forms[k]
+		if !ok || f.c != 0 || !isZeroVec(f.atom) || !isZeroVec(f.t) {
+			return false
+		}
+		for e, v := range f.z {
+			want := int64(0)
+			if e == d {
+				want = 1
+			}
+			if v != want {
+				return false
+			}
+		}
+		return true
+	})
+	shape := b.shapes[t.tensor]
+	ext := map[string]int64{}
+	for d, nm := range zn {
+		ext[nm] = shape[d]
+	}
+	var red []string
+	sub := map[string]ir.Expr{}
+	for k, u := range ls.us {
+		if _, ok := forms[k]; !ok && (u.kind == kSpatial || u.kind == kRed) {
+			// In no row: unconstrained, free under its own name.
+			red = append(red, u.name)
+			ext[u.name] = u.hi - u.lo + 1
+			sub[u.name] = idx(u.name)
+		}
+	}
+	tn := make([]string, nT)
+	for j := range nT {
+		tn[j] = taken.fresh("t")
+		red = append(red, tn[j])
+		ext[tn[j]] = rng[j][1] - rng[j][0] + 1
+	}
+
+	zlin := func(lf lform) ir.Expr {
+		var terms []term
+		for i := range zs {
+			terms = append(terms, term{zexpr(zs, i, zn), lf.z[i]})
+		}
+		return linearExpr(terms, lf.c)
+	}
+	// ranges of the z-affine parts, over the box, as sema bounds them.
+	zrange := func(zc []int64, c int64) (lo, hi int64, err error) {
+		lo, hi = c, c
+		for i, z := range zs {
+			if lo, hi, err = addTerm(lo, hi, zc[i], z.lo, z.hi); err != nil {
+				return 0, 0, err
+			}
+		}
+		return lo, hi, nil
+	}
+	atoms := make([]ir.Expr, r)
+	alo, ahi := make([]int64, r), make([]int64, r)
+	var guards []ir.Expr
+	if empty {
+		guards = append(guards, never())
+	}
+	for i := range r {
+		if sol.d[i] == 1 {
+			continue
+		}
+		pe := zlin(sol.p[i])
+		atoms[i] = bin(ir.Div, pe, ilit(sol.d[i]))
+		lo, hi, err := zrange(sol.p[i].z, sol.p[i].c)
+		if err != nil {
+			return nil, err
+		}
+		alo[i], ahi[i] = ir.FloorDiv(lo, sol.d[i]), ir.FloorDiv(hi, sol.d[i])
+		// p_i % d_i == 0, with p_i's coefficients reduced modulo d_i.
+		pr := lform{z: make([]int64, nZ), c: ir.FloorMod(sol.p[i].c, sol.d[i])}
+		for d, v := range sol.p[i].z {
+			pr.z[d] = ir.FloorMod(v, sol.d[i])
+		}
+		guards = append(guards, bin(ir.Eq, bin(ir.Mod, zlin(pr), ilit(sol.d[i])), ilit(0)))
+	}
+	for i := r; i < len(sol.p); i++ {
+		if !isZeroVec(sol.p[i].z) {
+			guards = append(guards, eqCond(sol.p[i], zs, zn))
+		}
+	}
+	for k, u := range ls.us {
+		f, ok := forms[k]
+		if !ok {
+			continue
+		}
+		var terms []term
+		for i := range zs {
+			terms = append(terms, term{zexpr(zs, i, zn), f.z[i]})
+		}
+		lo, hi, err := zrange(f.z, f.c)
+		if err != nil {
+			return nil, err
+		}
+		for i := range r {
+			if f.atom[i] != 0 {
+				terms = append(terms, term{atoms[i], f.atom[i]})
+				if lo, hi, err = addTerm(lo, hi, f.atom[i], alo[i], ahi[i]); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for j := range nT {
+			if f.t[j] != 0 {
+				terms = append(terms, term{idx(tn[j]), f.t[j]})
+				if lo, hi, err = addTerm(lo, hi, f.t[j], 0, rng[j][1]-rng[j][0]); err != nil {
+					return nil, err
+				}
+			}
+		}
+		e := linearExpr(terms, f.c)
+		if m == opaque && !isAtomic(e) {
+			e = bin(ir.Div, e, ilit(1))
+		}
+		if u.kind == kSpatial || u.kind == kRed {
+			sub[u.name] = e
+		}
+		if u.kind == kQuo {
+			continue // q = floor(e/c) follows from e = c*q + s and s's range
+		}
+		if lo < u.lo {
+			guards = append(guards, bin(ir.Ge, e, ilit(u.lo)))
+		}
+		if hi > u.hi {
+			guards = append(guards, bin(ir.Lt, e, ilit(u.hi+1)))
+		}
+	}
+	return b.finishGather(t, zn, red, ext, sub, guards, m, simp, "exact inversion (Smith normal form)")
+}
+
+// addTerm adds k·[l, h] to the interval [lo, hi].
+func addTerm(lo, hi, k, l, h int64) (int64, int64, error) {
+	a, err := mulChk(k, l)
+	if err != nil {
+		return 0, 0, err
+	}
+	c, err := mulChk(k, h)
+	if err != nil {
+		return 0, 0, err
+	}
+	if c < a {
+		a, c = c, a
+	}
+	if lo, err = addChk(lo, a); err != nil {
+		return 0, 0, err
+	}
+	if hi, err = addChk(hi, c); err != nil {
+		return 0, 0, err
+	}
+	return lo, hi, nil
+}
+
+func negVec(a []int64) []int64 {
+	out := make([]int64, len(a))
+	for i, v := range a {
+		out[i] = -v
+	}
+	return out
 }

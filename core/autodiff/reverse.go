@@ -21,6 +21,9 @@ type builder struct {
 	fwdName map[string]string
 	// rhs are the forward right-hand sides with tensors renamed.
 	rhs []ir.Expr
+	// forceSNF skips Gauss-Jordan elimination, so that every quasi-affine
+	// read is inverted through the Smith normal form (tests).
+	forceSNF bool
 }
 
 func (b *builder) gname(t string) string {

@@ -132,11 +132,22 @@ func TestDoubleBackward(t *testing.T) {
 			"NH[b,j] = tanh(NC[b,j]) * sigmoid(G[b,2+j])",
 			shapes: [][]int64{{1, 2}, {1, 2}, {6, 4}, {1, 2}}, sizes: map[string]int64{"k": 4}},
 		{name: "prod", src: "Y[i] *= X[i,j] * X[i,j]", shapes: [][]int64{{2, 3}}},
+		// Smith normal form at both orders: the first gradient's reads
+		// (quotients of z-affine forms) are inverted through it again.
+		{name: "snf_rank2_free", snf: true, src: "Y[i,j,k] += X[2*i + 4*j, 3*i + 5*k] * W[i,j,k]",
+			shapes: [][]int64{{9, 17}, {3, 2, 3}}},
+		{name: "snf_rotated", snf: true, src: "Y[i,j] = X[i + j, i - j + 3] * X[i + j, i - j + 3] * W[i,j]",
+			shapes: [][]int64{{7, 7}, {4, 4}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			spec := specialize(t, c)
-			g1, s1 := gradSpec(t, spec, allTrue(len(spec.Op.Inputs)))
-			g2, s2 := gradSpec(t, s1, allTrue(len(s1.Op.Inputs)))
+			opts := gradOptions{forceSNF: c.snf}
+			g1, s1 := gradSpecOpts(t, spec, allTrue(len(spec.Op.Inputs)), opts)
+			g2, s2 := gradSpecOpts(t, s1, allTrue(len(s1.Op.Inputs)), opts)
+			if c.snf {
+				checkSNFNotes(t, g1, false)
+				checkSNFNotes(t, g2, false)
+			}
 			r := rand.New(rand.NewPCG(5, 6))
 			xs := randomInputs(r, s1, c.lo, c.hi)
 			dys := randomGrads(r, s1)
