@@ -58,8 +58,15 @@ def register(op: Op):
         return [ref.new_empty(shape) for shape in op.output_shapes(*tensors, sizes=sizes)]
 
     def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs[:-1])
+        tensors = inputs[:-1]
+        ctx.save_for_backward(*tensors)
         ctx.sizes = parse_sizes_text(inputs[-1])
+        wrt = [bool(n) for n in ctx.needs_input_grad[: len(tensors)]]
+        if any(wrt):
+            # Register the gradient op now, while tracing: a compiled backward
+            # loaded from torch.compile's on-disk cache calls it by name
+            # without running this module's backward.
+            _ = op.grad_op(*tensors, sizes=ctx.sizes, wrt=wrt)[0].custom_op
 
     def backward(ctx, grads):
         grads = grads if isinstance(grads, (list, tuple)) else [grads]

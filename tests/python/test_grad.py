@@ -240,3 +240,31 @@ def test_non_differentiable_reduction_is_named():
     x = torch.empty(4097, 4097, dtype=torch.float32)
     with pytest.raises(neoflow.Error, match="2\\^24"):
         op.grad_op(x)
+
+
+COMPILE_CHILD = """
+import torch, neoflow
+mm = neoflow.op("C[i,j] += A[i,k] * B[k,j]", name="matmul")
+sm = neoflow.op("M[b] max= X[b,j]\\nE[b,j] = exp(X[b,j] - M[b])\\nS[b] += E[b,j]\\nY[b,j] = E[b,j] / S[b]")
+f = lambda a, b: (sm(mm(a, b)) * torch.arange(5.0)).sum()
+a, b = torch.randn(3, 4, requires_grad=True), torch.randn(4, 5, requires_grad=True)
+want = torch.autograd.grad(f(a, b), (a, b))
+got = torch.autograd.grad(torch.compile(f, fullgraph=True)(a, b), (a, b))
+for x, y in zip(got, want):
+    torch.testing.assert_close(x, y)
+print("ok")
+"""
+
+
+def test_torch_compile_with_a_warm_compile_cache(tmp_path):
+    # The second process loads the compiled backward from torch.compile's
+    # on-disk cache, which calls the gradient op by name: it must exist.
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"))
+    for run in ("cold", "warm"):
+        cmd = [sys.executable, "-c", COMPILE_CHILD]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0 and out.stdout.strip() == "ok", f"{run} cache: {out.stderr[-3000:]}"
