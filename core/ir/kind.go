@@ -48,3 +48,44 @@ func JoinKinds(a, b Kind) Kind {
 	}
 	return KindIndex
 }
+
+// KindMemo memoizes KindOf by node pointer. KindOf recurses into the
+// whole expression, so asking it at every node of a long expression is
+// quadratic; with the memo each node's kind is computed once, from its
+// operands' kinds. The expressions must not change while it is in use.
+type KindMemo map[Expr]Kind
+
+// Of is KindOf(e).
+func (m KindMemo) Of(e Expr) Kind {
+	if k, ok := m[e]; ok {
+		return k
+	}
+	var k Kind
+	switch e := e.(type) {
+	case *Unary:
+		k = KindBool
+		if e.Op != Not {
+			k = m.Of(e.X)
+		}
+	case *Binary:
+		k = KindBool
+		if !e.Op.IsCompare() && !e.Op.IsLogic() {
+			k = JoinKinds(m.Of(e.X), m.Of(e.Y))
+		}
+	case *Call:
+		k = KindValue
+		switch e.Fn {
+		case FuncMin, FuncMax, FuncAbs:
+			k = KindIndex
+			for _, a := range e.Args {
+				k = JoinKinds(k, m.Of(a))
+			}
+		}
+	case *Where:
+		k = JoinKinds(m.Of(e.Then), m.Of(e.Else))
+	default:
+		k = KindOf(e) // a leaf or an access: no recursion
+	}
+	m[e] = k
+	return k
+}

@@ -11,60 +11,19 @@ func Lit(v int64) ir.Expr { return &ir.IntLit{Value: v} }
 func Var(name string) ir.Expr { return &ir.Index{Name: name} }
 
 // Add is x + y, simplified when both are indices.
-func Add(x, y ir.Expr) ir.Expr { return simplify(&ir.Binary{Op: ir.Add, X: x, Y: y}, Kinds{}) }
+func Add(x, y ir.Expr) ir.Expr { return simplify(&ir.Binary{Op: ir.Add, X: x, Y: y}, ir.KindMemo{}) }
 
 // Mul is x * y, simplified when both are indices.
-func Mul(x, y ir.Expr) ir.Expr { return simplify(&ir.Binary{Op: ir.Mul, X: x, Y: y}, Kinds{}) }
-
-// Kinds memoizes ir.KindOf by node pointer. ir.KindOf recurses into the
-// whole expression, so asking it at every node of a long expression is
-// quadratic; with the memo each node's kind is computed once, from its
-// operands' kinds. The expressions must not change while it is in use.
-type Kinds map[ir.Expr]ir.Kind
-
-// Of is ir.KindOf(e).
-func (m Kinds) Of(e ir.Expr) ir.Kind {
-	if k, ok := m[e]; ok {
-		return k
-	}
-	var k ir.Kind
-	switch e := e.(type) {
-	case *ir.Unary:
-		k = ir.KindBool
-		if e.Op != ir.Not {
-			k = m.Of(e.X)
-		}
-	case *ir.Binary:
-		k = ir.KindBool
-		if !e.Op.IsCompare() && !e.Op.IsLogic() {
-			k = ir.JoinKinds(m.Of(e.X), m.Of(e.Y))
-		}
-	case *ir.Call:
-		k = ir.KindValue
-		switch e.Fn {
-		case ir.FuncMin, ir.FuncMax, ir.FuncAbs:
-			k = ir.KindIndex
-			for _, a := range e.Args {
-				k = ir.JoinKinds(k, m.Of(a))
-			}
-		}
-	case *ir.Where:
-		k = ir.JoinKinds(m.Of(e.Then), m.Of(e.Else))
-	default:
-		k = ir.KindOf(e) // a leaf or an access: no recursion
-	}
-	m[e] = k
-	return k
-}
+func Mul(x, y ir.Expr) ir.Expr { return simplify(&ir.Binary{Op: ir.Mul, X: x, Y: y}, ir.KindMemo{}) }
 
 // Subst returns e with every index variable replaced by env[name] (names
 // missing from env are kept), constants replaced by literals and index
 // arithmetic simplified. e is not modified.
 func Subst(e ir.Expr, env map[string]ir.Expr) ir.Expr {
-	return subst(e, env, Kinds{})
+	return subst(e, env, ir.KindMemo{})
 }
 
-func subst(e ir.Expr, env map[string]ir.Expr, k Kinds) ir.Expr {
+func subst(e ir.Expr, env map[string]ir.Expr, k ir.KindMemo) ir.Expr {
 	switch e := e.(type) {
 	case *ir.IntLit:
 		return &ir.IntLit{Pos: e.Pos, Value: e.Value}
@@ -105,7 +64,7 @@ func subst(e ir.Expr, env map[string]ir.Expr, k Kinds) ir.Expr {
 // simplify folds integer literals and the identities x+0, x-0, x*1, x*0,
 // x/1 and x%1 in index arithmetic. Values are left alone: x+0 is not x for
 // x = -0.0, and x*0 is not 0 for NaN. k memoizes kinds.
-func simplify(e ir.Expr, k Kinds) ir.Expr {
+func simplify(e ir.Expr, k ir.KindMemo) ir.Expr {
 	switch e := e.(type) {
 	case *ir.Unary:
 		if l, ok := e.X.(*ir.IntLit); ok && e.Op == ir.Neg {

@@ -422,7 +422,7 @@ func constBool(e ir.Expr, ext map[string]int64) (val, ok bool) {
 				return !short, true
 			}
 		case e.Op.IsCompare():
-			k := Kinds{}
+			k := ir.KindMemo{}
 			if k.Of(e.X) != ir.KindIndex || k.Of(e.Y) != ir.KindIndex {
 				return false, false
 			}

@@ -12,48 +12,16 @@ import (
 // forms. Without it, asking for the kind of every node of a deep
 // expression is quadratic (ir.KindOf recurses).
 type exprInfo struct {
-	kinds map[ir.Expr]ir.Kind
+	kinds ir.KindMemo
 	keys  map[ir.Expr]string
 }
 
 func newExprInfo() *exprInfo {
-	return &exprInfo{kinds: map[ir.Expr]ir.Kind{}, keys: map[ir.Expr]string{}}
+	return &exprInfo{kinds: ir.KindMemo{}, keys: map[ir.Expr]string{}}
 }
 
 // kind is ir.KindOf(e), memoized per node.
-func (c *exprInfo) kind(e ir.Expr) ir.Kind {
-	if k, ok := c.kinds[e]; ok {
-		return k
-	}
-	var k ir.Kind
-	switch e := e.(type) {
-	case *ir.Unary:
-		k = ir.KindBool
-		if e.Op != ir.Not {
-			k = c.kind(e.X)
-		}
-	case *ir.Binary:
-		k = ir.KindBool
-		if !e.Op.IsCompare() && !e.Op.IsLogic() {
-			k = ir.JoinKinds(c.kind(e.X), c.kind(e.Y))
-		}
-	case *ir.Call:
-		k = ir.KindValue
-		switch e.Fn {
-		case ir.FuncMin, ir.FuncMax, ir.FuncAbs:
-			k = ir.KindIndex
-			for _, a := range e.Args {
-				k = ir.JoinKinds(k, c.kind(a))
-			}
-		}
-	case *ir.Where:
-		k = ir.JoinKinds(c.kind(e.Then), c.kind(e.Else))
-	default:
-		k = ir.KindOf(e) // a leaf or an access
-	}
-	c.kinds[e] = k
-	return k
-}
+func (c *exprInfo) kind(e ir.Expr) ir.Kind { return c.kinds.Of(e) }
 
 // key is the printed form of e, which keys atoms (see linear.go).
 func (c *exprInfo) key(e ir.Expr) string {

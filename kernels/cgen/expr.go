@@ -447,7 +447,7 @@ func (r *renderer) access(a *ir.Access) (cexpr, error) {
 // kind is ir.KindOf(e), memoized.
 func (r *renderer) kind(e ir.Expr) ir.Kind {
 	if r.kinds == nil {
-		r.kinds = loops.Kinds{}
+		r.kinds = ir.KindMemo{}
 	}
 	return r.kinds.Of(e)
 }

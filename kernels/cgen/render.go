@@ -23,7 +23,7 @@ func Render(fn *loops.Func, symbol string) (string, error) {
 		used:    map[string]bool{},
 		vars:    map[string]int64{},
 		tensors: map[string]*ir.TensorDecl{},
-		kinds:   loops.Kinds{},
+		kinds:   ir.KindMemo{},
 		reads:   map[ir.Expr]bool{},
 	}
 	switch fn.Spec.DType {
@@ -86,7 +86,7 @@ type renderer struct {
 	parallel      bool
 	// kinds and reads memoize ir.KindOf and readsTensor by node, so
 	// rendering is linear in the size of the expressions.
-	kinds loops.Kinds
+	kinds ir.KindMemo
 	reads map[ir.Expr]bool
 }
 
