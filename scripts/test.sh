@@ -11,8 +11,8 @@ if [ -n "$unformatted" ]; then echo "gofmt needed: $unformatted"; exit 1; fi
 go vet ./...
 
 echo "== ruff"
-"$PY" -m ruff check pyext tests/python bench examples
-"$PY" -m ruff format --check pyext tests/python bench examples
+"$PY" -m ruff check pyext tests/python bench examples workloads
+"$PY" -m ruff format --check pyext tests/python bench examples workloads
 
 echo "== go test"
 go test ./...

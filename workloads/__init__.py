@@ -1,0 +1,1 @@
+"""The NeoFlow paper's workloads, each as a plain-PyTorch baseline and a neoflow version."""
