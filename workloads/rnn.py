@@ -270,3 +270,24 @@ def make_data(cfg: RNNConfig, seed=0, dtype=torch.float64):
     v = torch.randn(cfg.input_size, dtype=dtype, generator=gen) / math.sqrt(cfg.input_size)
     targets = torch.tanh((xs @ v).mean(0) * 2)
     return xs, targets
+
+
+def op_cases(name: str, cfg: RNNConfig, dtype=torch.float64, seed=0):
+    """The neoflow op this workload uses, for per-operator benchmarks.
+
+    Returns ``[(op_name, neoflow_fn, torch_fn, inputs, params)]``: both functions
+    take ``inputs`` (one cell step's x and state, requiring grad) and return the
+    same outputs ``(h', second state)``; ``params`` are the cell's weights,
+    which also receive gradients.
+    """
+    base, nf = make_models(name, cfg, dtype=dtype, seed=seed)
+    xs, _ = make_data(cfg, seed=seed, dtype=dtype)
+    inputs = tuple(t.detach().clone().requires_grad_(True) for t in (xs[0], *base.init_state(cfg.batch)))
+
+    def nf_fn(x, *state):
+        return nf.cell(x, state)
+
+    def torch_fn(x, *state):
+        return base.cell(x, state)
+
+    return [(f"{name}_cell", nf_fn, torch_fn, inputs, list(base.parameters()) + list(nf.parameters()))]

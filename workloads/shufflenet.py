@@ -115,3 +115,45 @@ def synthetic_data(cfg, dtype=torch.float32, seed=0):
     for i, y in enumerate(labels.tolist()):
         x[i, y * per : (y + 1) * per] += 1.0
     return x, labels
+
+
+def op_cases(cfg, dtype=torch.float32, seed=0):
+    """The neoflow ops this workload uses, for per-operator benchmarks.
+
+    Returns ``[(op_name, neoflow_fn, torch_fn, inputs, params)]``: both
+    functions take ``inputs`` (activations and weights, requiring grad) and
+    return the same output.
+    """
+    g = torch.Generator().manual_seed(seed)
+    model = ShuffleUnitNeoflow(cfg, dtype=dtype, seed=seed)
+    n, c, m, groups, hw = cfg["batch"], cfg["channels"], cfg["bottleneck"], cfg["groups"], cfg["hw"]
+
+    def leaves(*ts):
+        return tuple(t.detach().clone().requires_grad_(True) for t in ts)
+
+    x = torch.randn(n, c, hw, hw, dtype=dtype, generator=g)
+    y = torch.randn(n, m, hw, hw, dtype=dtype, generator=g)
+    return [
+        (
+            "group_conv1",
+            model.gconv1_op,
+            lambda x, w: F.conv2d(x, w, groups=groups),
+            leaves(x, model.gconv1),
+            [],
+        ),
+        ("channel_shuffle", model.shuffle_op, lambda x: channel_shuffle_torch(x, groups), leaves(y), []),
+        (
+            "depthwise3x3",
+            lambda x, w: model.dw_op(x, w.squeeze(1)),
+            lambda x, w: F.conv2d(x, w, padding=1, groups=m),
+            leaves(y, model.dwconv),
+            [],
+        ),
+        (
+            "group_conv2",
+            model.gconv2_op,
+            lambda x, w: F.conv2d(x, w, groups=groups),
+            leaves(y, model.gconv2),
+            [],
+        ),
+    ]

@@ -1,0 +1,444 @@
+"""Training step time of every workload: PyTorch eager, torch.compile and neoflow side by side.
+
+For each workload and batch size, in one process on the same data, times a
+training step (zero_grad + forward + loss + backward + ``Adam.step()``) of
+
+- ``eager``: the plain-PyTorch baseline module,
+- ``compile``: ``torch.compile`` (default mode, inductor) of the baseline's loss
+  function (the whole forward + loss; AOTAutograd compiles the backward),
+- ``neoflow``: the neoflow module (same parameters as the baseline).
+
+Step times are the median (and min–max) of ``--repeat`` steps after
+``--warmup`` steps. The first steps are reported separately: ``compile_s`` is
+torch.compile's first step (tracing and compiling forward and backward),
+``build_s`` neoflow's first step (generating and compiling every kernel).
+Both start cold: the run uses fresh, empty kernel caches (neoflow's and
+inductor's) unless ``--warm-cache``. On machines with 4 cores or fewer,
+inductor compiles in-process (``TORCHINDUCTOR_COMPILE_THREADS=1`` unless set)
+so that its compile subprocesses do not steal the timed steps' cores. Then each neoflow op the workload uses is
+timed alone, forward and forward+backward, next to the equivalent PyTorch
+computation.
+
+Writes ``workloads-DATE-TAG.json``, ``.md`` and ``.png`` (grouped bars) into
+``--out``. Not a test: speed is reported, not asserted.
+
+    python bench/workloads.py [--size small|bench] [--batches 1 16 64] [--workloads milstm ...]
+                              [--repeat 20] [--warmup 3] [--dtype float32] [--out bench/results] [--no-compile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS = ("milstm", "scrnn", "sublstm", "lltm", "capsnet", "shufflenet")
+CNN_LR = 0.01
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="bench", choices=["small", "bench"])
+    ap.add_argument("--batches", type=int, nargs="+", help="batch sizes (default: 1 16 64)")
+    ap.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
+    ap.add_argument("--repeat", type=int, default=20, help="timed steps per variant")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed steps after the first one")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"), help="output directory")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (faster; for smoke tests)")
+    ap.add_argument("--no-ops", action="store_true", help="skip the per-operator benchmarks")
+    ap.add_argument("--warm-cache", action="store_true", help="keep the usual kernel caches (build times then vary)")
+    args = ap.parse_args(argv)
+    if args.repeat < 1 or args.warmup < 0:
+        ap.error("--repeat must be >= 1 and --warmup >= 0")
+    return args
+
+
+def cold_caches() -> None:
+    """Point neoflow's and inductor's on-disk caches at fresh directories (before either is used)."""
+    tmp = tempfile.mkdtemp(prefix="neoflow-bench-")
+    os.environ["NEOFLOW_CACHE_DIR"] = os.path.join(tmp, "neoflow")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor")
+
+
+# ---------------------------------------------------------------- machine
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_info(torch, neoflow) -> dict:
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "neoflow": neoflow.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "gpu": gpu,
+        "device": "cpu",
+    }
+
+
+def machine_tag(info: dict) -> str:
+    if info["gpu"]:
+        return re.sub(r"[^a-z0-9]+", "-", info["gpu"].lower()).strip("-")
+    return "cpu"
+
+
+# ---------------------------------------------------------------- timing
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def stats(times: list[float]) -> dict:
+    return {"median_ms": statistics.median(times) * 1e3, "min_ms": min(times) * 1e3, "max_ms": max(times) * 1e3}
+
+
+def measure(fn, repeat: int, warmup: int) -> dict:
+    """First call on its own, then ``warmup`` untimed calls, then the median of ``repeat`` timed calls."""
+    first = timed(fn)
+    for _ in range(warmup):
+        fn()
+    out = stats([timed(fn) for _ in range(repeat)])
+    out["first_s"] = first
+    return out
+
+
+# ---------------------------------------------------------------- workloads
+
+
+def setup(name, size, batch, dtype, torch):
+    """(baseline, neoflow_model, loss(model), lr, op_cases) for one workload at one batch size."""
+    sys.path.insert(0, str(ROOT))
+    from workloads import capsnet, config, rnn, shufflenet
+
+    if name in config.RNN_WORKLOADS:
+        cfg = (config.SMALL if size == "small" else config.BENCH)[name].with_batch(batch)
+        base, nf = rnn.make_models(name, cfg, dtype=dtype, seed=0)
+        xs, targets = rnn.make_data(cfg, seed=0, dtype=dtype)
+
+        def loss(model):
+            return torch.nn.functional.mse_loss(model(xs), targets)
+
+        return base, nf, loss, cfg.lr, lambda: rnn.op_cases(name, cfg, dtype=dtype, seed=0)
+    mod, base_cls, nf_cls = {
+        "capsnet": (capsnet, capsnet.CapsNetTorch, capsnet.CapsNetNeoflow),
+        "shufflenet": (shufflenet, shufflenet.ShuffleUnitTorch, shufflenet.ShuffleUnitNeoflow),
+    }[name]
+    cfg = dict(mod.CONFIG[size], batch=batch)
+    base = base_cls(cfg, dtype=dtype, seed=0)
+    nf = nf_cls(cfg, dtype=dtype, seed=0)
+    nf.load_state_dict(base.state_dict())
+    base.train()
+    nf.train()
+    x, labels = mod.synthetic_data(cfg, dtype=dtype, seed=0)
+
+    def loss(model):
+        return model.loss(x, labels)[0]
+
+    return base, nf, loss, CNN_LR, lambda: mod.op_cases(cfg, dtype=dtype, seed=0)
+
+
+def train_step(torch, model, loss_fn, lr):
+    """A closure running one training step of ``model``; ``loss_fn()`` is the forward pass."""
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn().backward()
+        opt.step()
+
+    return step
+
+
+def bench_steps(torch, name, size, batch, dtype, args) -> dict:
+    base, nf, loss, lr, _ = setup(name, size, batch, dtype, torch)
+    variants = {
+        "eager": train_step(torch, base, lambda: loss(base), lr),
+        "neoflow": train_step(torch, nf, lambda: loss(nf), lr),
+    }
+    if not args.no_compile:
+        comp = copy.deepcopy(base)
+        variants["compile"] = None  # built after eager and neoflow are timed
+    row = {"workload": name, "batch": batch}
+    for key, step in variants.items():
+        if key == "compile":
+            torch._dynamo.reset()
+            step = train_step(torch, comp, torch.compile(lambda: loss(comp)), lr)
+        m = measure(step, args.repeat, args.warmup)
+        row[key] = {k: m[k] for k in ("median_ms", "min_ms", "max_ms")}
+        if key == "compile":
+            row["compile_s"] = m["first_s"]
+        elif key == "neoflow":
+            row["build_s"] = m["first_s"]
+        else:
+            row["eager_first_s"] = m["first_s"]
+        print(
+            f"  {name} batch {batch} {key}: {m['median_ms']:.3f} ms ({m['min_ms']:.3f}–{m['max_ms']:.3f}), "
+            f"first step {m['first_s']:.2f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+    nf_ms = row["neoflow"]["median_ms"]
+    row["speedup_vs_eager"] = row["eager"]["median_ms"] / nf_ms
+    row["speedup_vs_compile"] = row["compile"]["median_ms"] / nf_ms if "compile" in row else None
+    return row
+
+
+def as_tuple(out):
+    return out if isinstance(out, (tuple, list)) else (out,)
+
+
+def forward_only(torch, fn, inputs, grads, leaves):
+    def run():
+        with torch.no_grad():
+            fn(*inputs)
+
+    return run
+
+
+def forward_backward(torch, fn, inputs, grads, leaves):
+    """One forward and backward pass for fixed output gradients; clears the gradients it made."""
+
+    def run():
+        torch.autograd.backward(as_tuple(fn(*inputs)), grads)
+        for t in leaves:
+            t.grad = None
+
+    return run
+
+
+def bench_ops(torch, name, size, batch, dtype, args) -> list[dict]:
+    """Forward and forward+backward time of each neoflow op of the workload next to its PyTorch equivalent."""
+    _, _, _, _, op_cases = setup(name, size, batch, dtype, torch)
+    rows = []
+    for op_name, nf_fn, torch_fn, inputs, params in op_cases():
+        leaves = list(inputs) + list(params)
+
+        with torch.no_grad():
+            want = as_tuple(torch_fn(*inputs))
+        grads = [torch.randn_like(t) for t in want]
+
+        row = {"workload": name, "batch": batch, "op": op_name}
+        for kind, wrap in (("forward", forward_only), ("fwd_bwd", forward_backward)):
+            for impl, fn in (("neoflow", nf_fn), ("torch", torch_fn)):
+                m = measure(wrap(torch, fn, inputs, grads, leaves), args.repeat, args.warmup)
+                row[f"{kind}_{impl}"] = {k: m[k] for k in ("median_ms", "min_ms", "max_ms")}
+        # backward time = (forward + backward) - forward, medians
+        for impl in ("neoflow", "torch"):
+            row[f"backward_{impl}_ms"] = max(
+                row[f"fwd_bwd_{impl}"]["median_ms"] - row[f"forward_{impl}"]["median_ms"], 0.0
+            )
+        row["forward_ratio"] = row["forward_neoflow"]["median_ms"] / row["forward_torch"]["median_ms"]
+        row["backward_ratio"] = row["backward_neoflow_ms"] / max(row["backward_torch_ms"], 1e-9)
+        with torch.no_grad():
+            got = as_tuple(nf_fn(*inputs))
+        tol = 1e-3 if dtype == torch.float32 else 1e-8
+        row["matches"] = all(torch.allclose(g, w, rtol=tol, atol=tol) for g, w in zip(got, want))
+        print(
+            f"  {name} batch {batch} op {op_name}: forward {row['forward_neoflow']['median_ms']:.3f} vs "
+            f"{row['forward_torch']['median_ms']:.3f} ms, fwd+bwd {row['fwd_bwd_neoflow']['median_ms']:.3f} vs "
+            f"{row['fwd_bwd_torch']['median_ms']:.3f} ms",
+            file=sys.stderr,
+            flush=True,
+        )
+        rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------- output
+
+
+def geomean(xs) -> float | None:
+    xs = [x for x in xs if x]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def spread(d: dict) -> str:
+    return f"{d['median_ms']:.3f} ({d['min_ms']:.3f}–{d['max_ms']:.3f})"
+
+
+def render_markdown(result: dict) -> str:
+    m, s = result["machine"], result["settings"]
+    has_compile = any("compile" in r for r in result["steps"])
+    lines = [
+        f"# Workload benchmark, {result['date']}",
+        "",
+        f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}"
+        + (f", GPU {m['gpu']}" if m["gpu"] else ", no GPU (all on CPU)"),
+        "",
+        f"Settings: size `{s['size']}`, batches {s['batches']}, {s['dtype']}, median of {s['repeat']} steps "
+        f"after {s['warmup']} warm-up steps; kernel caches {'warm' if s['warm_cache'] else 'cold'}.",
+        "",
+        "## Training step (forward + backward + Adam step), ms: median (min–max)",
+        "",
+    ]
+    head = ["workload", "batch", "eager", "compile", "neoflow", "neoflow vs eager", "neoflow vs compile"]
+    head += ["compile time s", "neoflow build s"]
+    if not has_compile:
+        head = [h for h in head if "compile" not in h]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in result["steps"]:
+        cells = [r["workload"], str(r["batch"]), spread(r["eager"])]
+        if has_compile:
+            cells.append(spread(r["compile"]))
+        cells += [spread(r["neoflow"]), f"{r['speedup_vs_eager']:.2f}x"]
+        if has_compile:
+            cells += [f"{r['speedup_vs_compile']:.2f}x", f"{r['compile_s']:.1f}"]
+        cells.append(f"{r['build_s']:.1f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    g = result["summary"]
+    lines += [
+        "",
+        "Speedup = baseline step time / neoflow step time (above 1: neoflow is faster). Compile time and build "
+        "time are the first step (tracing + compiling), not included in the step times.",
+        "",
+        f"Geometric mean speedup of neoflow vs eager across workloads: **{g['geomean_speedup_vs_eager']:.2f}x**"
+        + (
+            f"; vs torch.compile: **{g['geomean_speedup_vs_compile']:.2f}x**"
+            if g.get("geomean_speedup_vs_compile")
+            else ""
+        ),
+        "",
+    ]
+    if result["ops"]:
+        lines += [
+            "## Operators: neoflow vs the equivalent PyTorch computation, ms: median (min–max)",
+            "",
+            "| workload | batch | op | forward neoflow | forward torch | fwd+bwd neoflow | fwd+bwd torch "
+            "| fwd ratio | bwd ratio | matches |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in result["ops"]:
+            lines.append(
+                f"| {r['workload']} | {r['batch']} | {r['op']} | {spread(r['forward_neoflow'])} "
+                f"| {spread(r['forward_torch'])} | {spread(r['fwd_bwd_neoflow'])} | {spread(r['fwd_bwd_torch'])} "
+                f"| {r['forward_ratio']:.2f}x | {r['backward_ratio']:.2f}x | {'yes' if r['matches'] else 'NO'} |"
+            )
+        lines += [
+            "",
+            "Ratios are neoflow time / PyTorch time (above 1: neoflow is slower); backward = median fwd+bwd − "
+            "median forward.",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def render_chart(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["steps"]
+    variants = [v for v in ("eager", "compile", "neoflow") if any(v in r for r in rows)]
+    labels = [f"{r['workload']}\nb={r['batch']}" for r in rows]
+    width = 0.8 / len(variants)
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(rows) + 2), 4.5))
+    for i, v in enumerate(variants):
+        xs = [j + (i - (len(variants) - 1) / 2) * width for j in range(len(rows))]
+        med = [r[v]["median_ms"] for r in rows]
+        err = [[r[v]["median_ms"] - r[v]["min_ms"] for r in rows], [r[v]["max_ms"] - r[v]["median_ms"] for r in rows]]
+        ax.bar(xs, med, width, yerr=err, capsize=2, label=v)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("training step, ms (log scale)")
+    m = result["machine"]
+    ax.set_title(f"{result['settings']['size']} workloads, {result['settings']['dtype']}, {m['cpu']}", fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    if not args.warm_cache:
+        cold_caches()
+    if (os.cpu_count() or 1) <= 4:
+        # inductor's pool of compile subprocesses would compete with the timed steps for the few cores
+        os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    import neoflow
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    from workloads import config
+
+    dtype = getattr(torch, args.dtype)
+    batches = args.batches or list(config.BENCH_BATCHES)
+    info = machine_info(torch, neoflow)
+    print(f"machine: {info['cpu']}, {info['threads']} threads, torch {info['torch']}", file=sys.stderr)
+    torch.manual_seed(0)
+    t0 = time.perf_counter()
+    steps, ops = [], []
+    for name in args.workloads:
+        for batch in batches:
+            steps.append(bench_steps(torch, name, args.size, batch, dtype, args))
+            if not args.no_ops:
+                ops.extend(bench_ops(torch, name, args.size, batch, dtype, args))
+    date = datetime.date.today().isoformat()
+    result = {
+        "date": date,
+        "machine": info,
+        "settings": {
+            "size": args.size,
+            "batches": batches,
+            "workloads": args.workloads,
+            "repeat": args.repeat,
+            "warmup": args.warmup,
+            "dtype": args.dtype,
+            "compile": not args.no_compile,
+            "warm_cache": args.warm_cache,
+            "optimizer": "Adam",
+        },
+        "steps": steps,
+        "ops": ops,
+        "summary": {
+            "geomean_speedup_vs_eager": geomean(r["speedup_vs_eager"] for r in steps),
+            "geomean_speedup_vs_compile": geomean(r["speedup_vs_compile"] for r in steps),
+            "total_s": time.perf_counter() - t0,
+        },
+    }
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"workloads-{date}-{machine_tag(info)}"
+    md = render_markdown(result)
+    stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    stem.with_suffix(".md").write_text(md)
+    render_chart(result, stem.with_suffix(".png"))
+    print(md)
+    print(f"wrote {stem}.json, .md, .png in {result['summary']['total_s']:.0f} s", file=sys.stderr)
+    return result
+
+
+if __name__ == "__main__":
+    main()
