@@ -23,40 +23,9 @@ torch in both.
 import neoflow
 import torch
 
-CONFIG = {
-    # 12x12 -> stem 3x3 -> 10x10 -> caps 3x3/2 -> 4x4 -> caps 2x2/1 -> 3x3 votes
-    "small": dict(
-        batch=2,
-        in_channels=1,
-        hw=12,
-        stem_kernel=3,
-        stem_stride=1,
-        types0=2,
-        types1=3,
-        kernel1=3,
-        stride1=2,
-        kernel2=2,
-        stride2=1,
-        classes=4,
-        iters=3,
-    ),
-    # MNIST-like: 28x28 -> stem 5x5/2 -> 12x12 -> caps 3x3/2 (8->16 types) -> 5x5 -> caps 3x3/1 -> 3x3 votes
-    "bench": dict(
-        batch=32,
-        in_channels=1,
-        hw=28,
-        stem_kernel=5,
-        stem_stride=2,
-        types0=8,
-        types1=16,
-        kernel1=3,
-        stride1=2,
-        kernel2=3,
-        stride2=1,
-        classes=10,
-        iters=3,
-    ),
-}
+from . import config
+
+CONFIG = config.CAPSNET  # shapes live with every other workload's, in workloads/config.py
 
 CAPSULE_CONV = "C[b,k,p,q,i,j] += A[b,c,p*S+r,q*S+s,i,t] * B[k,c,r,s,t,j]"
 

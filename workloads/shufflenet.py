@@ -14,11 +14,9 @@ import neoflow
 import torch
 import torch.nn.functional as F
 
-CONFIG = {
-    "small": dict(batch=2, channels=8, bottleneck=4, groups=2, hw=6, classes=3),
-    # ShuffleNet stage-2 like unit (g=3): 240 channels, 60 bottleneck, 28x28
-    "bench": dict(batch=32, channels=240, bottleneck=60, groups=3, hw=28, classes=10),
-}
+from . import config
+
+CONFIG = config.SHUFFLENET  # shapes live with every other workload's, in workloads/config.py
 
 GROUP_CONV_1X1 = "Y[n,o,h,w] += X[n,(o/KO)*CG+c,h,w] * Wt[o,c,u,v]"
 CHANNEL_SHUFFLE = "Y[n,c,h,w] = X[n, (c%G)*K + c/G, h, w]"
