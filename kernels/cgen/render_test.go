@@ -53,25 +53,30 @@ func TestGolden(t *testing.T) {
 	for _, g := range goldenOps {
 		name := g.name + "_" + g.dt.String()
 		t.Run(name, func(t *testing.T) {
-			got := source(t, g.name, g.dt)
-			path := filepath.Join("testdata", name+".c")
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if got != string(want) {
-				t.Errorf("%s differs from the golden file (check, then go test -update):\n%s", path, got)
-			}
+			checkGolden(t, filepath.Join("testdata", name+".c"), source(t, g.name, g.dt))
 		})
+	}
+}
+
+// checkGolden compares got with the golden file at path, or rewrites the
+// file with -update.
+func checkGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (check, then go test -update):\n%s", path, got)
 	}
 }
 

@@ -1,7 +1,6 @@
 package cgen
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -50,21 +49,7 @@ func TestScatterGolden(t *testing.T) {
 	for _, g := range scatterOps {
 		name := g.op.Name + "_" + g.dt.String()
 		t.Run(name, func(t *testing.T) {
-			got := scatterSource(t, g.op, g.dt)
-			path := filepath.Join("testdata", name+".c")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if got != string(want) {
-				t.Errorf("%s differs from the golden file (check, then go test -update):\n%s", path, got)
-			}
+			checkGolden(t, filepath.Join("testdata", name+".c"), scatterSource(t, g.op, g.dt))
 		})
 	}
 }
