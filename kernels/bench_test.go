@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/neoflow/neoflow/core/ir"
-	"github.com/neoflow/neoflow/kernels/internal/testops"
+	"github.com/neoflow/neoflow/internal/testops"
 )
 
 // BenchmarkMatmul256 measures the default schedule on a 256^3 float32

@@ -31,12 +31,17 @@ type Options struct {
 	Version string
 	// Logf receives reports of corrupt cache entries; nil discards them.
 	Logf func(format string, args ...any)
+	// Schedules, when set, is asked for the schedules of a spec that Build
+	// is given without any (the tuning database's best); it returns nil
+	// for the default schedule.
+	Schedules func(spec *ir.Spec) []loops.Schedule
 }
 
 // Builder builds kernels with one cache. It is safe for concurrent use;
 // keep one per process to accumulate Stats.
 type Builder struct {
-	cache *cache.Cache
+	cache     *cache.Cache
+	schedules func(spec *ir.Spec) []loops.Schedule
 }
 
 // NewBuilder opens the cache directory and resolves the compiler.
@@ -53,7 +58,7 @@ func NewBuilder(opts Options) (*Builder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Builder{cache: c}, nil
+	return &Builder{cache: c, schedules: opts.Schedules}, nil
 }
 
 // Stats are the cache outcomes of this Builder's builds.
@@ -73,9 +78,20 @@ func (b *Builder) Build(spec *ir.Spec) (*Kernel, error) {
 	return b.BuildContext(context.Background(), spec)
 }
 
-// BuildContext is Build with a context that can cancel compilation.
+// BuildContext is Build with a context that can cancel compilation. The
+// schedules come from Options.Schedules, or are the default ones.
 func (b *Builder) BuildContext(ctx context.Context, spec *ir.Spec) (*Kernel, error) {
-	fn, canonical, err := lower(spec)
+	var scheds []loops.Schedule
+	if b.schedules != nil && spec != nil && spec.Op != nil {
+		scheds = b.schedules(spec)
+	}
+	return b.BuildScheduled(ctx, spec, scheds)
+}
+
+// BuildScheduled builds spec with one schedule per statement; nil means
+// the default schedules.
+func (b *Builder) BuildScheduled(ctx context.Context, spec *ir.Spec, scheds []loops.Schedule) (*Kernel, error) {
+	fn, canonical, err := lower(spec, scheds)
 	if err != nil {
 		return nil, err
 	}
@@ -99,15 +115,29 @@ func (b *Builder) BuildContext(ctx context.Context, spec *ir.Spec) (*Kernel, err
 // Source is the C source of spec's kernel, with the function named
 // PlaceholderSymbol, without compiling anything.
 func Source(spec *ir.Spec) (string, error) {
-	_, src, err := lower(spec)
+	_, src, err := lower(spec, nil)
 	return src, err
 }
 
-func lower(spec *ir.Spec) (*loops.Func, string, error) {
+// ScheduledSource is Source with one schedule per statement (nil: the
+// default ones).
+func ScheduledSource(spec *ir.Spec, scheds []loops.Schedule) (string, error) {
+	_, src, err := lower(spec, scheds)
+	return src, err
+}
+
+func lower(spec *ir.Spec, scheds []loops.Schedule) (*loops.Func, string, error) {
 	if spec == nil || spec.Op == nil {
 		return nil, "", errors.New("kernels: nil spec")
 	}
-	fn, err := loops.Lower(spec)
+	if scheds != nil && len(scheds) != len(spec.Stmts) {
+		return nil, "", errors.Errorf("kernel %s: %d schedules for %d statements", opName(spec), len(scheds), len(spec.Stmts))
+	}
+	sched := loops.DefaultSchedule
+	if scheds != nil {
+		sched = func(_ *ir.Spec, i int) loops.Schedule { return scheds[i] }
+	}
+	fn, err := loops.LowerWith(spec, sched)
 	if err != nil {
 		return nil, "", errors.Wrapf(err, "kernel %s", opName(spec))
 	}

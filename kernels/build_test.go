@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/neoflow/neoflow/core/ir"
-	"github.com/neoflow/neoflow/kernels/internal/testops"
+	"github.com/neoflow/neoflow/internal/testops"
 )
 
 func TestBuildCacheAndSource(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
-	"github.com/neoflow/neoflow/kernels/internal/testops"
+	"github.com/neoflow/neoflow/internal/testops"
 )
 
 func TestConformance(t *testing.T) {

@@ -15,9 +15,9 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/sema"
+	"github.com/neoflow/neoflow/internal/testops"
 	"github.com/neoflow/neoflow/kernels/cc"
 	"github.com/neoflow/neoflow/kernels/cgen"
-	"github.com/neoflow/neoflow/kernels/internal/testops"
 )
 
 // scatterOps are indicator statements (the form core/autodiff falls back

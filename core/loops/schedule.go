@@ -42,10 +42,17 @@ type Schedule struct {
 	// the reduction variables, instead of a gather; the fields above then
 	// schedule the zero fill, an '=' statement over the left-hand side.
 	Scatter bool
+	// Tiling, when set, lowers the statement as a gather by the tiled
+	// lowering instead; the fields above are then ignored and Scatter
+	// must be false.
+	Tiling *Tiling
 }
 
 // String is the schedule as Dump prints it.
 func (s Schedule) String() string {
+	if s.Tiling != nil {
+		return s.Tiling.String()
+	}
 	t := fmt.Sprintf("vector %d", s.VectorWidth)
 	if s.Scatter {
 		t = "scatter, " + t
@@ -445,6 +452,13 @@ func parallelCandidates(st *ir.BoundStmt, s Schedule) []int64 {
 
 // check validates a schedule for statement st.
 func (s Schedule) check(st *ir.BoundStmt) error {
+	if s.Tiling != nil {
+		if s.Scatter {
+			return errors.New("a tiled schedule cannot scatter")
+		}
+		_, err := s.Tiling.resolve(st)
+		return err
+	}
 	if s.Scatter {
 		if _, ok := matchScatter(st); !ok {
 			return errors.New("scatter schedule for a statement that is not of the scatter form")

@@ -169,18 +169,22 @@ func (r *renderer) loop(l *loops.Loop, depth int) error {
 	if _, dup := r.vars[l.Var]; dup {
 		return errors.Errorf("loop variable %s shadows an enclosing loop", l.Var)
 	}
-	if l.Parallel {
+	switch {
+	case l.Parallel:
 		r.parallel = true
 		c := ""
 		if l.Collapse > 1 {
 			c = fmt.Sprintf(" collapse(%d)", l.Collapse)
 		}
-		r.line(depth, "#pragma omp parallel for num_threads(nf_nt)%s schedule(static)", c)
-	}
-	if l.Vector {
+		simd := ""
+		if l.Vector {
+			simd = " simd" // the collapsed space is a lane loop
+		}
+		r.line(depth, "#pragma omp parallel for%s num_threads(nf_nt)%s schedule(static)", simd, c)
+	case l.Vector:
 		r.line(depth, "#pragma omp simd")
 	}
-	if l.Unroll > 1 {
+	if l.Unroll > 1 && !l.Parallel && !l.Vector { // an omp loop takes no second pragma
 		r.line(depth, "#pragma GCC unroll %d", l.Unroll)
 	}
 	r.line(depth, "for (int64_t %s = 0; %s < %d; %s++) {", v, v, l.Extent, v)

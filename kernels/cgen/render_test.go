@@ -11,7 +11,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
-	"github.com/neoflow/neoflow/kernels/internal/testops"
+	"github.com/neoflow/neoflow/internal/testops"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

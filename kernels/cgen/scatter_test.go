@@ -8,7 +8,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
-	"github.com/neoflow/neoflow/kernels/internal/testops"
+	"github.com/neoflow/neoflow/internal/testops"
 )
 
 // scatterOps are indicator statements that core/loops lowers as a zero

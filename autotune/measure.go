@@ -1,0 +1,149 @@
+package autotune
+
+import (
+	"context"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/kernels"
+)
+
+// Timing configures how a kernel is timed.
+type Timing struct {
+	// Threads is the thread count kernels run with; below 1 means 1.
+	Threads int
+	// Warmup runs precede timing (0: default 2).
+	Warmup int
+	// MinRuns and MaxRuns bound the timed runs (0: defaults 5 and 200);
+	// runs continue past MinRuns until MinTime has been spent.
+	MinRuns, MaxRuns int
+	// MinTime is the least time spent in timed runs (0: default 50 ms).
+	MinTime time.Duration
+}
+
+func (t Timing) withDefaults() Timing {
+	if t.Threads < 1 {
+		t.Threads = 1
+	}
+	if t.Warmup == 0 {
+		t.Warmup = 2
+	}
+	if t.MinRuns == 0 {
+		t.MinRuns = 5
+	}
+	if t.MaxRuns == 0 {
+		t.MaxRuns = 200
+	}
+	if t.MinTime == 0 {
+		t.MinTime = 50 * time.Millisecond
+	}
+	return t
+}
+
+// Sample is the outcome of timing one configuration.
+type Sample struct {
+	// Seconds is the median run time: robust to the outliers a noisy,
+	// shared machine produces.
+	Seconds float64
+	// Min and Max are the fastest and slowest timed run.
+	Min, Max float64
+	Runs     int
+}
+
+// bench times kernels of one spec on fixed random inputs, and checks each
+// candidate's outputs against a reference kernel's.
+type bench struct {
+	b      *kernels.Builder
+	spec   *ir.Spec
+	timing Timing
+	bufs   *buffers
+	want   [][]float64 // reference outputs, by tensor index (nil: input)
+}
+
+func newBench(b *kernels.Builder, spec *ir.Spec, timing Timing) *bench {
+	return &bench{b: b, spec: spec, timing: timing.withDefaults(), bufs: newBuffers(spec, randomInputs(spec, 1))}
+}
+
+func (m *bench) free() { m.bufs.free() }
+
+// measure builds spec with scheds (nil: default), runs it once and
+// compares its outputs with the reference (the first kernel measured
+// becomes the reference), then times it.
+func (m *bench) measure(ctx context.Context, scheds []loops.Schedule) (Sample, error) {
+	k, err := m.b.BuildScheduled(ctx, m.spec, scheds)
+	if err != nil {
+		return Sample{}, err
+	}
+	launch := func() error { return k.Launch(m.bufs.ptr, m.timing.Threads) }
+	m.bufs.poison(m.spec)
+	if err := launch(); err != nil {
+		return Sample{}, err
+	}
+	if err := m.check(); err != nil {
+		return Sample{}, err
+	}
+	for range m.timing.Warmup - 1 {
+		if err := launch(); err != nil {
+			return Sample{}, err
+		}
+	}
+	var runs []float64
+	start := time.Now()
+	for len(runs) < m.timing.MaxRuns && (len(runs) < m.timing.MinRuns || time.Since(start) < m.timing.MinTime) {
+		if err := ctx.Err(); err != nil {
+			return Sample{}, err
+		}
+		t0 := time.Now()
+		if err := launch(); err != nil {
+			return Sample{}, err
+		}
+		runs = append(runs, time.Since(t0).Seconds())
+	}
+	slices.Sort(runs)
+	return Sample{Seconds: median(runs), Min: runs[0], Max: runs[len(runs)-1], Runs: len(runs)}, nil
+}
+
+// check compares the outputs now in the buffers with the reference
+// outputs, recording them as the reference on the first call.
+func (m *bench) check() error {
+	if m.want == nil {
+		m.want = make([][]float64, len(m.spec.Tensors))
+		for i, t := range m.spec.Tensors {
+			if t.Role != ir.RoleInput {
+				m.want[i] = slices.Clone(m.bufs.get(i))
+			}
+		}
+		return nil
+	}
+	tol := 1e-9
+	if m.spec.DType == ir.Float32 {
+		tol = 1e-3
+	}
+	for i, want := range m.want {
+		if want == nil {
+			continue
+		}
+		got := m.bufs.get(i)
+		for j, w := range want {
+			g := got[j]
+			if math.IsNaN(w) && math.IsNaN(g) || math.Abs(g-w) <= tol*(1+math.Abs(w)) {
+				continue
+			}
+			return errors.Errorf("wrong result: %s[%d] = %v, the default schedule gives %v", m.spec.Tensors[i].Name, j, g, w)
+		}
+	}
+	return nil
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}

@@ -1,0 +1,329 @@
+package autotune
+
+import (
+	"slices"
+
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+)
+
+// Space is the schedule space of one specialized kernel, derived from its
+// statements: a genome of integer genes, each with a cardinality, decodes
+// to one schedule per statement. Every genome decodes to a schedule that
+// lowers (Decode repairs combinations that would not), so every point is
+// a correct kernel; genomes differ only in speed.
+type Space struct {
+	spec  *ir.Spec
+	stmts []stmtSpace
+	card  []int
+}
+
+// stmtSpace is the part of a genome that schedules one statement.
+type stmtSpace struct {
+	index int
+	st    *ir.BoundStmt
+	// off is the position of the statement's first gene.
+	off int
+	// scatter: the statement is lowered as a scatter; it has one gene
+	// (cardinality 1) and keeps its default schedule.
+	scatter bool
+	// splits lists, per spatial axis then per reduction axis, the tile
+	// factor choices of that axis.
+	splits [][][]int64
+	red    bool // a reduction statement
+}
+
+// Gene layout of a statement, in order (n spatial axes, m reduction axes):
+//
+//	mode       0: the default schedule, 1: tiled (the genes below apply)
+//	split[a]   n spatial genes: (f1, f2) with f1*f2 dividing the extent,
+//	           giving three tile levels; m reduction genes: f dividing
+//	           the extent, giving two
+//	perm[i]    n genes of cardinality n-i: the Lehmer code of the order
+//	           of the spatial axes inside every level (the last is the
+//	           lane axis)
+//	template   where the reduction tiles go (see templates)
+//	acc        the local accumulator's position: after the outer spatial
+//	           tiles, after the middle ones, or none (combine into the
+//	           output)
+//	parallel   how many outer spatial tile loops run in parallel, 0..n
+//	vector     0: scalar innermost loop, 1: lane loop
+//	unroll     the unroll factor of the second-innermost loop (unrolls)
+const (
+	geneMode = iota
+	geneTemplate
+	geneAcc
+	geneParallel
+	geneVector
+	geneUnroll
+	numFixedGenes
+)
+
+var unrolls = []int{1, 2, 4, 8}
+
+// templates orders the tile groups: S0, S1, S2 are the outer, middle and
+// inner tiles of the spatial axes; R0, R1 the outer and inner tiles of the
+// reduction axes.
+var templates = [][]string{
+	{"S0", "R0", "S1", "R1", "S2"},
+	{"S0", "S1", "R0", "R1", "S2"},
+	{"S0", "R0", "R1", "S1", "S2"},
+	{"S0", "S1", "S2", "R0", "R1"},
+}
+
+// maxFactorChoices caps the split choices of one axis.
+const maxFactorChoices = 64
+
+// NewSpace derives the schedule space of spec.
+func NewSpace(spec *ir.Spec) *Space {
+	sp := &Space{spec: spec}
+	for i, st := range spec.Stmts {
+		ss := stmtSpace{index: i, st: st, off: len(sp.card), red: st.Stmt.Reduce != ir.Assign}
+		if loops.DefaultSchedule(spec, i).Scatter {
+			ss.scatter = true
+			sp.card = append(sp.card, 1)
+			sp.stmts = append(sp.stmts, ss)
+			continue
+		}
+		n := len(st.Spatial)
+		fixed := make([]int, numFixedGenes)
+		fixed[geneMode] = 2
+		fixed[geneTemplate] = 1
+		if ss.red {
+			fixed[geneTemplate] = len(templates)
+		}
+		fixed[geneAcc] = 3
+		fixed[geneParallel] = n + 1
+		fixed[geneVector] = 2
+		fixed[geneUnroll] = len(unrolls)
+		sp.card = append(sp.card, fixed...)
+		for _, ax := range st.Spatial {
+			ss.splits = append(ss.splits, factorPairs(ax.Extent))
+		}
+		for _, ax := range st.Reduction {
+			ss.splits = append(ss.splits, factorSingles(ax.Extent))
+		}
+		for _, f := range ss.splits {
+			sp.card = append(sp.card, len(f))
+		}
+		for i := range n {
+			sp.card = append(sp.card, n-i)
+		}
+		sp.stmts = append(sp.stmts, ss)
+	}
+	return sp
+}
+
+// Cardinalities is the number of values of each gene.
+func (sp *Space) Cardinalities() []int { return slices.Clone(sp.card) }
+
+// Default is the genome of the default schedules.
+func (sp *Space) Default() []int { return make([]int, len(sp.card)) }
+
+// Decode turns a genome into one schedule per statement.
+func (sp *Space) Decode(g []int) []loops.Schedule {
+	out := make([]loops.Schedule, len(sp.stmts))
+	for i, ss := range sp.stmts {
+		out[i] = ss.decode(sp.spec, g)
+	}
+	return out
+}
+
+func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
+	def := loops.DefaultSchedule(spec, ss.index)
+	if ss.scatter || g[ss.off+geneMode] == 0 {
+		return def
+	}
+	st := ss.st
+	n, m := len(st.Spatial), len(st.Reduction)
+	genes := g[ss.off+numFixedGenes:]
+	t := &loops.Tiling{}
+	// Tile loop names per level: spatial levels 0..2, reduction 0..1.
+	sLevels := make([][]string, 3)
+	rLevels := make([][]string, 2)
+	for a := range n + m {
+		f := ss.splits[a][genes[a]]
+		ax := axisAt(st, a)
+		nonTrivial := slices.ContainsFunc(f, func(x int64) bool { return x > 1 })
+		var names []string
+		if nonTrivial {
+			t.Splits = append(t.Splits, loops.Split{Axis: ax.Name, Factors: slices.Clone(f)})
+			for l := range len(f) + 1 {
+				names = append(names, loops.TileLoop(ax.Name, l))
+			}
+		} else {
+			names = []string{ax.Name}
+		}
+		if a < n {
+			for l, nm := range levelsOf(names, 3) {
+				sLevels[l] = append(sLevels[l], nm...)
+			}
+		} else {
+			for l, nm := range levelsOf(names, 2) {
+				rLevels[l] = append(rLevels[l], nm...)
+			}
+		}
+	}
+	perm := lehmer(genes[n+m : n+m+n])
+	for l := range sLevels {
+		sLevels[l] = permuteByAxis(sLevels[l], st, perm)
+	}
+	groups := map[string][]string{"S0": sLevels[0], "S1": sLevels[1], "S2": sLevels[2], "R0": rLevels[0], "R1": rLevels[1]}
+	tmpl := []string{"S0", "S1", "S2"}
+	if ss.red {
+		tmpl = templates[g[ss.off+geneTemplate]]
+	}
+	pos := map[string]int{}
+	for _, grp := range tmpl {
+		pos[grp] = len(t.Loops)
+		t.Loops = append(t.Loops, groups[grp]...)
+	}
+	t.Parallel = min(g[ss.off+geneParallel], len(sLevels[0]))
+	last := len(t.Loops) - 1
+	t.Vector = g[ss.off+geneVector] == 1 && last >= 0 && !isRedLoop(st, t.Loops[last])
+	if u := unrolls[g[ss.off+geneUnroll]]; u > 1 && len(t.Loops) >= 2 {
+		t.Unroll = []loops.Unroll{{Loop: t.Loops[len(t.Loops)-2], Factor: u}}
+	}
+	if ss.red {
+		switch g[ss.off+geneAcc] {
+		case 0:
+			t.AccAt = pos["S0"] + len(sLevels[0])
+		case 1:
+			t.AccAt = pos["S1"] + len(sLevels[1])
+		default:
+			t.AccAt = len(t.Loops)
+		}
+		t.AccAt = max(t.AccAt, t.Parallel)
+		for t.AccAt < len(t.Loops) && accElems(st, t) > loops.MaxLocalElems {
+			t.AccAt++
+		}
+	}
+	return loops.Schedule{Tiling: t}
+}
+
+// accElems is the size of the accumulator of t.
+func accElems(st *ir.BoundStmt, t *loops.Tiling) int64 {
+	ext := map[string]int64{}
+	for _, ax := range st.Spatial {
+		ext[ax.Name] = ax.Extent
+	}
+	for _, s := range t.Splits {
+		if e, ok := ext[s.Axis]; ok {
+			p := int64(1)
+			for _, f := range s.Factors {
+				p *= f
+			}
+			ext[loops.TileLoop(s.Axis, 0)] = e / p
+			for l, f := range s.Factors {
+				ext[loops.TileLoop(s.Axis, l+1)] = f
+			}
+		}
+	}
+	n := int64(1)
+	for _, l := range t.Loops[t.AccAt:] {
+		n *= max(ext[l], 1) // reduction loops are absent: 1
+	}
+	return n
+}
+
+func axisAt(st *ir.BoundStmt, a int) ir.Var {
+	if a < len(st.Spatial) {
+		return st.Spatial[a]
+	}
+	return st.Reduction[a-len(st.Spatial)]
+}
+
+// isRedLoop reports whether tile loop name belongs to a reduction axis.
+func isRedLoop(st *ir.BoundStmt, name string) bool {
+	ax := baseAxis(name)
+	return slices.ContainsFunc(st.Reduction, func(v ir.Var) bool { return v.Name == ax })
+}
+
+// baseAxis is the axis of a tile loop name ("k.t1" -> "k").
+func baseAxis(name string) string {
+	for i := len(name) - 1; i >= 0; i-- {
+		if name[i] == '.' {
+			return name[:i]
+		}
+	}
+	return name
+}
+
+// levelsOf spreads an axis's tile loops over k levels: a split axis has
+// one loop per level; an unsplit axis's single loop goes to the outermost
+// level.
+func levelsOf(names []string, k int) [][]string {
+	out := make([][]string, k)
+	if len(names) == 1 {
+		out[0] = names
+		return out
+	}
+	for i, nm := range names {
+		out[min(i, k-1)] = append(out[min(i, k-1)], nm)
+	}
+	return out
+}
+
+// lehmer decodes a Lehmer code (gene i in [0, n-i)) into a permutation.
+func lehmer(code []int) []int {
+	rest := make([]int, len(code))
+	for i := range rest {
+		rest[i] = i
+	}
+	perm := make([]int, 0, len(code))
+	for _, c := range code {
+		perm = append(perm, rest[c])
+		rest = slices.Delete(rest, c, c+1)
+	}
+	return perm
+}
+
+// permuteByAxis orders tile loop names by the rank of their spatial axis
+// in perm (perm[r] is the index of the axis placed r-th).
+func permuteByAxis(names []string, st *ir.BoundStmt, perm []int) []string {
+	rank := map[string]int{}
+	for r, a := range perm {
+		rank[st.Spatial[a].Name] = r
+	}
+	out := slices.Clone(names)
+	slices.SortStableFunc(out, func(x, y string) int { return rank[baseAxis(x)] - rank[baseAxis(y)] })
+	return out
+}
+
+// factorPairs lists (f1, f2) with f1*f2 dividing e, (1, 1) first, then by
+// increasing inner factor; at most maxFactorChoices, keeping powers of
+// two and small factors first.
+func factorPairs(e int64) [][]int64 {
+	ds := divisors(e)
+	var out [][]int64
+	for _, f2 := range ds {
+		for _, f1 := range ds {
+			if e%(f1*f2) == 0 && len(out) < maxFactorChoices {
+				out = append(out, []int64{f1, f2})
+			}
+		}
+	}
+	return out
+}
+
+// factorSingles lists the divisors f of e as one-factor splits.
+func factorSingles(e int64) [][]int64 {
+	var out [][]int64
+	for _, d := range divisors(e) {
+		if len(out) < maxFactorChoices {
+			out = append(out, []int64{d})
+		}
+	}
+	return out
+}
+
+// divisors of e in increasing order, capped to those up to 256.
+func divisors(e int64) []int64 {
+	var out []int64
+	for d := int64(1); d <= e && d <= 256; d++ {
+		if e%d == 0 {
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -1,0 +1,104 @@
+package autotune
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/neoflow/neoflow/core/interp"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/internal/testops"
+	"github.com/neoflow/neoflow/kernels"
+)
+
+func testBuilder(t *testing.T) *kernels.Builder {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := kernels.NewBuilder(kernels.Options{CacheDir: dir, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func randomGenome(rng *rand.Rand, card []int) []int {
+	g := make([]int, len(card))
+	for i, c := range card {
+		g[i] = rng.IntN(c)
+	}
+	return g
+}
+
+// checkAgainstInterp builds spec with scheds and compares every output
+// with the reference interpreter.
+func checkAgainstInterp(t *testing.T, b *kernels.Builder, spec *ir.Spec, scheds []loops.Schedule, inputs [][]float64, nthreads int) {
+	t.Helper()
+	k, err := b.BuildScheduled(context.Background(), spec, scheds)
+	if err != nil {
+		t.Fatalf("schedules %v: %v", scheds, err)
+	}
+	want, err := interp.Run(spec, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufs := newBuffers(spec, inputs)
+	defer bufs.free()
+	if err := k.Launch(bufs.ptr, nthreads); err != nil {
+		t.Fatal(err)
+	}
+	tol := 1e-9
+	if spec.DType == ir.Float32 {
+		tol = 2e-4
+	}
+	for i, td := range spec.Tensors {
+		if td.Role == ir.RoleInput {
+			continue
+		}
+		got := bufs.get(i)
+		for j := range want[i] {
+			w, g := want[i][j], got[j]
+			if math.IsNaN(w) && math.IsNaN(g) || math.Abs(g-w) <= tol*(1+math.Abs(w)) {
+				continue
+			}
+			t.Fatalf("schedules %v: %s[%d] = %v, interpreter says %v\n%s", scheds, td.Name, j, g, w, k.Source())
+		}
+	}
+}
+
+// TestRandomSchedules draws random genomes of every test op's space and
+// checks each decoded kernel against the reference interpreter.
+func TestRandomSchedules(t *testing.T) {
+	saved := loops.MinParallelWork
+	loops.MinParallelWork = 0
+	defer func() { loops.MinParallelWork = saved }()
+	b := testBuilder(t)
+	per := 6
+	if testing.Short() || os.Getenv("NEOFLOW_QUICK") != "" {
+		per = 2
+	}
+	for oi, o := range testops.All {
+		for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
+			t.Run(o.Name+"_"+dt.String(), func(t *testing.T) {
+				spec, err := o.Spec(dt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sp := NewSpace(spec)
+				rng := rand.New(rand.NewPCG(uint64(oi), uint64(dt)))
+				inputs := randomInputs(spec, uint64(oi))
+				for range per {
+					g := randomGenome(rng, sp.Cardinalities())
+					for _, ss := range sp.stmts {
+						if !ss.scatter {
+							g[ss.off+geneMode] = 1 // tiled: the default is tested elsewhere
+						}
+					}
+					checkAgainstInterp(t, b, spec, sp.Decode(g), inputs, 3)
+				}
+			})
+		}
+	}
+}

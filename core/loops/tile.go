@@ -1,0 +1,369 @@
+package loops
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// MaxLocalElems caps the size of a tiled schedule's local accumulator, so
+// that it fits on any thread's stack (64 KiB of float32).
+const MaxLocalElems = 1 << 14
+
+// Tiling is the tiled lowering of a gather statement (Schedule.Tiling):
+// every axis, spatial or reduction, is split into tile loops, the tile
+// loops are ordered freely, and a reduction accumulates into a local
+// buffer placed at a chosen depth. See the package doc.
+type Tiling struct {
+	// Splits gives the tile factors of the axes that are split, each axis
+	// at most once: axis a of extent E with factors f1..fk becomes the
+	// loops a.t0, ..., a.tk of extents E/(f1*...*fk), f1, ..., fk, and
+	// a = a.t0*f1*...*fk + a.t1*f2*...*fk + ... + a.tk. The product of
+	// the factors must divide E. An axis not listed is one loop named
+	// after the axis.
+	Splits []Split
+	// Loops lists every tile loop (TileLoops names them), outermost first.
+	Loops []string
+	// Parallel is how many outermost loops of Loops are distributed over
+	// threads as one collapsed loop; they must be spatial.
+	Parallel int
+	// Vector makes the innermost loop a lane loop (omp simd); it must be
+	// spatial.
+	Vector bool
+	// Unroll gives unroll factors of loops.
+	Unroll []Unroll
+	// AccAt is the position in Loops at which a reduction's local
+	// accumulator is declared: it holds one element per iteration of the
+	// spatial loops at positions AccAt and later, and the reduction loops
+	// at those positions accumulate into it. Reduction loops before AccAt
+	// make the accumulator partial: the output is first filled with the
+	// identity and each partial result is combined into it. AccAt ==
+	// len(Loops) means no accumulator: the statement combines straight
+	// into the output. Ignored for '=' statements.
+	AccAt int
+}
+
+// Split is one axis's tile factors, outermost first.
+type Split struct {
+	Axis    string
+	Factors []int64
+}
+
+// Unroll is an unroll factor for one loop.
+type Unroll struct {
+	Loop   string
+	Factor int
+}
+
+// String is the tiling as Dump prints it.
+func (t *Tiling) String() string {
+	var b strings.Builder
+	b.WriteString("tiled")
+	for _, s := range t.Splits {
+		fmt.Fprintf(&b, " %s%v", s.Axis, s.Factors)
+	}
+	fmt.Fprintf(&b, " loops [%s] parallel %d acc %d", strings.Join(t.Loops, " "), t.Parallel, t.AccAt)
+	if t.Vector {
+		b.WriteString(" vector")
+	}
+	for _, u := range t.Unroll {
+		fmt.Fprintf(&b, " unroll %s:%d", u.Loop, u.Factor)
+	}
+	return b.String()
+}
+
+// TileLoop names level l of a split axis.
+func TileLoop(axis string, level int) string { return fmt.Sprintf("%s.t%d", axis, level) }
+
+// tileLoop is one loop of a tiling.
+type tileLoop struct {
+	name    string
+	axis    string
+	extent  int64
+	stride  int64 // weight of the loop variable in the axis
+	spatial bool
+}
+
+// TileLoops lists the tile loops of statement st under splits, axes in
+// statement order (spatial, then reduction), levels outermost first.
+func TileLoops(st *ir.BoundStmt, splits []Split) []string {
+	ls, err := tileLoops(st, splits)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.name
+	}
+	return out
+}
+
+func tileLoops(st *ir.BoundStmt, splits []Split) ([]tileLoop, error) {
+	fs := map[string][]int64{}
+	for _, s := range splits {
+		if _, _, ok := axis(st, s.Axis); !ok {
+			return nil, errors.Errorf("split of %s, not an axis of the statement", s.Axis)
+		}
+		if _, dup := fs[s.Axis]; dup {
+			return nil, errors.Errorf("axis %s split twice", s.Axis)
+		}
+		fs[s.Axis] = s.Factors
+	}
+	var out []tileLoop
+	add := func(ax ir.Var, spatial bool) error {
+		f, ok := fs[ax.Name]
+		if !ok || len(f) == 0 {
+			out = append(out, tileLoop{name: ax.Name, axis: ax.Name, extent: ax.Extent, stride: 1, spatial: spatial})
+			return nil
+		}
+		prod := int64(1)
+		for _, x := range f {
+			if x < 1 {
+				return errors.Errorf("axis %s: tile factor %d < 1", ax.Name, x)
+			}
+			prod *= x
+			if prod > ax.Extent || ax.Extent%prod != 0 {
+				return errors.Errorf("axis %s: tile factors %v do not divide its extent %d", ax.Name, f, ax.Extent)
+			}
+		}
+		exts := append([]int64{ax.Extent / prod}, f...)
+		stride := prod
+		for l, e := range exts {
+			out = append(out, tileLoop{name: TileLoop(ax.Name, l), axis: ax.Name, extent: e, stride: stride, spatial: spatial})
+			if l < len(f) {
+				stride /= f[l]
+			}
+		}
+		return nil
+	}
+	for _, ax := range st.Spatial {
+		if err := add(ax, true); err != nil {
+			return nil, err
+		}
+	}
+	for _, ax := range st.Reduction {
+		if err := add(ax, false); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// resolve checks t against st and returns its loops in t.Loops order.
+func (t *Tiling) resolve(st *ir.BoundStmt) ([]tileLoop, error) {
+	all, err := tileLoops(st, t.Splits)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]tileLoop{}
+	for _, l := range all {
+		byName[l.name] = l
+	}
+	if len(t.Loops) != len(all) {
+		return nil, errors.Errorf("loops %v do not list the %d tile loops %v", t.Loops, len(all), TileLoops(st, t.Splits))
+	}
+	ord := make([]tileLoop, len(t.Loops))
+	seen := map[string]bool{}
+	for i, n := range t.Loops {
+		l, ok := byName[n]
+		if !ok || seen[n] {
+			return nil, errors.Errorf("loops %v are not a permutation of the tile loops %v", t.Loops, TileLoops(st, t.Splits))
+		}
+		seen[n] = true
+		ord[i] = l
+	}
+	if t.Parallel < 0 || t.Parallel > len(ord) {
+		return nil, errors.Errorf("parallel %d out of range [0, %d]", t.Parallel, len(ord))
+	}
+	for _, l := range ord[:t.Parallel] {
+		if !l.spatial {
+			return nil, errors.Errorf("parallel loop %s is a reduction loop", l.name)
+		}
+	}
+	if t.Vector && (len(ord) == 0 || !ord[len(ord)-1].spatial) {
+		return nil, errors.New("vector: the innermost loop is not spatial")
+	}
+	for _, u := range t.Unroll {
+		if !seen[u.Loop] || u.Factor < 1 {
+			return nil, errors.Errorf("unroll %s by %d: no such loop or factor < 1", u.Loop, u.Factor)
+		}
+	}
+	if st.Stmt.Reduce != ir.Assign {
+		if t.AccAt < t.Parallel || t.AccAt > len(ord) {
+			return nil, errors.Errorf("accumulator position %d out of range [%d, %d]", t.AccAt, t.Parallel, len(ord))
+		}
+		if n := accLen(ord[min(t.AccAt, len(ord)):]); n > MaxLocalElems {
+			return nil, errors.Errorf("local accumulator of %d elements exceeds %d", n, MaxLocalElems)
+		}
+	}
+	return ord, nil
+}
+
+func accLen(ls []tileLoop) int64 {
+	n := int64(1)
+	for _, l := range ls {
+		if l.spatial {
+			n *= l.extent
+		}
+	}
+	return n
+}
+
+// lowerTiled builds the nest of statement st under tiling t (checked).
+func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
+	st := nest.Stmt
+	ord, err := t.resolve(st)
+	if err != nil {
+		return err
+	}
+	env := map[string]ir.Expr{}
+	for _, ax := range append(slices.Clone(st.Spatial), st.Reduction...) {
+		e := Lit(0)
+		for _, l := range ord {
+			if l.axis == ax.Name && l.extent > 1 {
+				e = Add(e, Mul(Var(l.name), Lit(l.stride)))
+			}
+		}
+		env[ax.Name] = e
+	}
+	unroll := map[string]int{}
+	for _, u := range t.Unroll {
+		unroll[u.Loop] = u.Factor
+	}
+	tl := &tiler{st: st, env: env, unroll: unroll, vector: t.Vector, last: ord[len(ord)-1].name}
+	red := st.Stmt.Reduce != ir.Assign
+	accAt := len(ord)
+	if red {
+		accAt = t.AccAt
+	}
+	partial := false
+	for _, l := range ord[:accAt] {
+		partial = partial || (!l.spatial && l.extent > 1)
+	}
+	body := &nest.Body
+	if red && (partial || accAt == len(ord)) {
+		fill := &lowerer{st: identityStmt(st), env: map[string]ir.Expr{}}
+		b := &Block{Comment: "identity fill"}
+		fs := defaultSchedule(spec, fill.st)
+		fill.build(&b.Body, fs)
+		if fs.ParallelDepth > 0 {
+			fill.chain[0].Parallel, fill.chain[0].Collapse = true, fs.ParallelDepth
+		}
+		*body = append(*body, b)
+		partial = true
+	}
+	cur := body
+	var par []*Loop
+	for i, l := range ord[:accAt] {
+		lp := tl.loop(cur, l)
+		if lp != nil {
+			if i < t.Parallel {
+				par = append(par, lp)
+			}
+			cur = &lp.Body
+		}
+	}
+	if len(par) > 0 {
+		// Collapsed loops carry no annotations of their own: the first
+		// takes the lane mark (omp parallel for simd) and unrolling goes.
+		vec := false
+		for _, lp := range par {
+			vec = vec || lp.Vector
+			lp.Vector, lp.Unroll = false, 0
+		}
+		par[0].Vector = vec
+		par[0].Parallel, par[0].Collapse = true, len(par)
+	}
+	rhs := Subst(st.Stmt.RHS, env)
+	if !red || accAt == len(ord) {
+		*cur = append(*cur, &Store{Dst: tl.out(), Op: st.Stmt.Reduce, Value: rhs})
+		return nil
+	}
+	inner := ord[accAt:]
+	var sp []tileLoop
+	for _, l := range inner {
+		if l.spatial && l.extent > 1 {
+			sp = append(sp, l)
+		}
+	}
+	n := accLen(sp)
+	idx := Lit(0)
+	stride := int64(1)
+	for i := len(sp) - 1; i >= 0; i-- {
+		idx = Add(idx, Mul(Var(sp[i].name), Lit(stride)))
+		stride *= sp[i].extent
+	}
+	acc := func() *ir.Access {
+		a := &ir.Access{Tensor: accName}
+		if n > 1 {
+			a.Indices = []ir.Expr{idx}
+		}
+		return a
+	}
+	*cur = append(*cur, &Local{Name: accName, Len: n})
+	c := tl.nestOver(cur, sp)
+	*c = append(*c, &Store{Dst: acc(), Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Stmt.Reduce)}})
+	c = cur
+	for _, l := range inner {
+		if lp := tl.loop(c, l); lp != nil {
+			c = &lp.Body
+		}
+	}
+	*c = append(*c, &Store{Dst: acc(), Op: st.Stmt.Reduce, Value: rhs})
+	c = tl.nestOver(cur, sp)
+	op := ir.Assign
+	if partial {
+		op = st.Stmt.Reduce
+	}
+	*c = append(*c, &Store{Dst: tl.out(), Op: op, Value: acc()})
+	return nil
+}
+
+// tiler holds the state of one tiled lowering.
+type tiler struct {
+	st     *ir.BoundStmt
+	env    map[string]ir.Expr
+	unroll map[string]int
+	vector bool
+	last   string // the innermost loop
+}
+
+// loop appends loop l to *body; it returns nil for a loop of extent 1,
+// whose variable the axis expressions already omit.
+func (t *tiler) loop(body *[]Node, l tileLoop) *Loop {
+	if l.extent == 1 {
+		return nil
+	}
+	lp := &Loop{Var: l.name, Extent: l.extent, Unroll: t.unroll[l.name], Vector: t.vector && l.name == t.last}
+	*body = append(*body, lp)
+	return lp
+}
+
+// nestOver appends the loops ls around an empty body and returns it.
+func (t *tiler) nestOver(body *[]Node, ls []tileLoop) *[]Node {
+	for _, l := range ls {
+		if lp := t.loop(body, l); lp != nil {
+			body = &lp.Body
+		}
+	}
+	return body
+}
+
+func (t *tiler) out() *ir.Access {
+	out := &ir.Access{Tensor: t.st.Stmt.Tensor}
+	for _, ax := range t.st.Spatial {
+		out.Indices = append(out.Indices, t.env[ax.Name])
+	}
+	return out
+}
+
+// identityStmt is T[z...] = identity of st's reduction.
+func identityStmt(st *ir.BoundStmt) *ir.BoundStmt {
+	f := fillStmt(st)
+	f.Stmt.RHS = &ir.FloatLit{Value: Identity(st.Stmt.Reduce)}
+	return f
+}
