@@ -1,6 +1,6 @@
 module github.com/neoflow/neoflow
 
-go 1.24
+go 1.24.0
 
 require google.golang.org/protobuf v1.33.0
 

@@ -42,6 +42,7 @@ type Options struct {
 type Builder struct {
 	cache     *cache.Cache
 	schedules func(spec *ir.Spec) []loops.Schedule
+	logf      func(format string, args ...any)
 }
 
 // NewBuilder opens the cache directory and resolves the compiler.
@@ -58,7 +59,7 @@ func NewBuilder(opts Options) (*Builder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Builder{cache: c, schedules: opts.Schedules}, nil
+	return &Builder{cache: c, schedules: opts.Schedules, logf: opts.Logf}, nil
 }
 
 // Stats are the cache outcomes of this Builder's builds.
@@ -79,13 +80,22 @@ func (b *Builder) Build(spec *ir.Spec) (*Kernel, error) {
 }
 
 // BuildContext is Build with a context that can cancel compilation. The
-// schedules come from Options.Schedules, or are the default ones.
+// schedules come from Options.Schedules, or are the default ones; when
+// the given ones fail to build, the failure goes to Options.Logf and the
+// default schedules are used.
 func (b *Builder) BuildContext(ctx context.Context, spec *ir.Spec) (*Kernel, error) {
-	var scheds []loops.Schedule
 	if b.schedules != nil && spec != nil && spec.Op != nil {
-		scheds = b.schedules(spec)
+		if scheds := b.schedules(spec); scheds != nil {
+			k, err := b.BuildScheduled(ctx, spec, scheds)
+			if err == nil || ctx.Err() != nil {
+				return k, err
+			}
+			if b.logf != nil {
+				b.logf("tuned schedules of kernel %s failed, using the default ones: %v", opName(spec), err)
+			}
+		}
 	}
-	return b.BuildScheduled(ctx, spec, scheds)
+	return b.BuildScheduled(ctx, spec, nil)
 }
 
 // BuildScheduled builds spec with one schedule per statement; nil means

@@ -16,6 +16,8 @@ type Config struct {
 	CacheDir   string
 	Compiler   cc.Compiler
 	NumThreads int
+	// Tune is the NEOFLOW_TUNE mode: TuneOff, TuneDefault or TuneFull.
+	Tune string
 }
 
 // defaultConfig is used until the first Init.
@@ -24,7 +26,7 @@ func defaultConfig() (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{CacheDir: dir, NumThreads: runtime.NumCPU()}, nil
+	return Config{CacheDir: dir, NumThreads: runtime.NumCPU(), Tune: TuneDefault}, nil
 }
 
 func defaultCacheDir() (string, error) {
@@ -53,6 +55,13 @@ func configFrom(req *api.InitRequest) (Config, error) {
 	}
 	if fl := req.GetCflags(); len(fl) > 0 {
 		cfg.Compiler.Flags = append([]string(nil), fl...)
+	}
+	switch t := req.GetTune(); t {
+	case "":
+	case TuneOff, TuneDefault, TuneFull:
+		cfg.Tune = t
+	default:
+		return Config{}, errors.Errorf("NEOFLOW_TUNE=%q: want off, default or full", t)
 	}
 	if n := req.GetNumThreads(); n > 0 {
 		cfg.NumThreads = int(n)

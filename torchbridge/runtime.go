@@ -7,20 +7,24 @@ import (
 	"sync/atomic"
 
 	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/autotune/tunedb"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/kernels"
 )
 
 // Runtime holds the ops and kernels of one process.
 type Runtime struct {
-	mu      sync.Mutex // guards everything below but table's contents
-	cfg     Config
-	cfgErr  error
-	ops     map[uint64]*ir.Op
-	nextOp  uint64
-	builder *kernels.Builder                              // for cfg; nil until first needed
-	specs   map[uint64]map[string]*api.SpecializeResponse // by op id, then specialization key
-	byCache map[string]uint64                             // kernel id by kernel cache key
+	mu          sync.Mutex // guards everything below but table's contents
+	cfg         Config
+	cfgErr      error
+	ops         map[uint64]*ir.Op
+	nextOp      uint64
+	builder     *kernels.Builder                              // for cfg; nil until first needed
+	specs       map[uint64]map[string]*api.SpecializeResponse // by op id, then specialization key
+	byCache     map[string]uint64                             // kernel id by kernel cache key
+	db          *tunedb.DB                                    // for cfg; nil until first needed
+	sessions    map[uint64]*session                           // tuning sessions by id
+	nextSession uint64
 
 	warnMu sync.Mutex // guards warns; the builder reports while mu may be held
 	warns  []string   // cache reports not yet sent to Python
@@ -42,9 +46,10 @@ var Default = New()
 // New returns an empty runtime with default settings.
 func New() *Runtime {
 	r := &Runtime{
-		ops:     map[uint64]*ir.Op{},
-		specs:   map[uint64]map[string]*api.SpecializeResponse{},
-		byCache: map[string]uint64{},
+		ops:      map[uint64]*ir.Op{},
+		specs:    map[uint64]map[string]*api.SpecializeResponse{},
+		byCache:  map[string]uint64{},
+		sessions: map[uint64]*session{},
 	}
 	r.cfg, r.cfgErr = defaultConfig()
 	empty := []*launchable{nil} // id 0 is "none"
@@ -65,6 +70,7 @@ func (r *Runtime) Init(req *api.InitRequest) (*api.InitResponse, error) {
 	defer r.mu.Unlock()
 	r.cfg, r.cfgErr = cfg, nil
 	r.builder = nil // the next build uses the new settings
+	r.db = nil
 	r.specs = map[uint64]map[string]*api.SpecializeResponse{}
 	return &api.InitResponse{Version: Version, CacheDir: cfg.CacheDir}, nil
 }
@@ -77,18 +83,29 @@ func (r *Runtime) kernelBuilder() (*kernels.Builder, error) {
 		return nil, r.cfgErr
 	}
 	if r.builder == nil {
-		b, err := kernels.NewBuilder(kernels.Options{
+		opts := kernels.Options{
 			Compiler: r.cfg.Compiler,
 			CacheDir: r.cfg.CacheDir,
 			Version:  Version,
 			Logf:     r.warnf,
-		})
+		}
+		if r.cfg.Tune != TuneOff {
+			opts.Schedules = r.tunedSchedules
+		}
+		b, err := kernels.NewBuilder(opts)
 		if err != nil {
 			return nil, err
 		}
 		r.builder = b
 	}
 	return r.builder, nil
+}
+
+// config is the current settings.
+func (r *Runtime) config() Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg
 }
 
 // warnf records a report for the next SpecializeResponse.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/pkg/errors"
 
+	"github.com/neoflow/neoflow/internal/fsutil"
 	"github.com/neoflow/neoflow/kernels/cc"
 )
 
@@ -26,11 +26,11 @@ func (c *Cache) load(key, shard string) (lib *cc.Library, problem string, err er
 	} else if err != nil {
 		return nil, "", errors.Wrap(err, "kernel cache")
 	}
-	if err := checkPrivate(shard, true, false); err != nil {
-		return nil, "", err
+	if err := fsutil.CheckPrivateDir(shard, false); err != nil {
+		return nil, "", errors.Wrap(err, "kernel cache")
 	}
-	if err := checkPrivate(so, false, false); err != nil {
-		return nil, "", err
+	if err := fsutil.CheckPrivateFile(so); err != nil {
+		return nil, "", errors.Wrap(err, "kernel cache")
 	}
 	data, err := os.ReadFile(meta)
 	if os.IsNotExist(err) {
@@ -70,20 +70,13 @@ func (c *Cache) build(ctx context.Context, key, shard, source, op string) (err e
 			}
 		}
 	}()
-	tmp := func(pattern string) (*os.File, error) {
-		f, err := os.CreateTemp(shard, pattern)
-		if err != nil {
-			return nil, errors.Wrap(err, "kernel cache")
-		}
-		temps = append(temps, f.Name())
-		return f, nil
-	}
-	f, err := tmp(key + ".*.so.tmp")
+	f, err := os.CreateTemp(shard, key+".*.so.tmp")
 	if err != nil {
-		return err
+		return errors.Wrap(err, "kernel cache")
 	}
 	f.Close()
 	soTmp := f.Name()
+	temps = append(temps, soTmp)
 	if err := c.cfg.Compiler.Compile(ctx, source, soTmp); err != nil {
 		return errors.Wrapf(err, "compiling kernel %s", op)
 	}
@@ -91,8 +84,8 @@ func (c *Cache) build(ctx context.Context, key, shard, source, op string) (err e
 	if err := os.Chmod(soTmp, 0o700); err != nil {
 		return errors.Wrap(err, "kernel cache")
 	}
-	if err := syncFile(soTmp); err != nil {
-		return err
+	if err := fsutil.SyncFile(soTmp); err != nil {
+		return errors.Wrap(err, "kernel cache")
 	}
 	sum, err := sha256File(soTmp)
 	if err != nil {
@@ -105,46 +98,16 @@ func (c *Cache) build(ctx context.Context, key, shard, source, op string) (err e
 	if err != nil {
 		return errors.Wrap(err, "kernel cache")
 	}
-	mf, err := tmp(key + ".*.json.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = mf.Write(append(data, '\n'))
-	if err == nil {
-		err = mf.Sync()
-	}
-	if cerr := mf.Close(); err == nil {
-		err = cerr
-	}
+	metaTmp, err := fsutil.WriteTemp(shard, key+".*.json.tmp", append(data, '\n'), 0o600)
 	if err != nil {
 		return errors.Wrap(err, "kernel cache: writing metadata")
 	}
+	temps = append(temps, metaTmp)
 	if err := os.Rename(soTmp, so); err != nil {
 		return errors.Wrap(err, "kernel cache")
 	}
-	if err := os.Rename(mf.Name(), meta); err != nil {
+	if err := os.Rename(metaTmp, meta); err != nil {
 		return errors.Wrap(err, "kernel cache")
 	}
-	return syncDir(shard)
-}
-
-func syncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return errors.Wrap(err, "kernel cache")
-	}
-	defer f.Close()
-	return errors.Wrapf(f.Sync(), "kernel cache: fsync %s", path)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(filepath.Clean(dir))
-	if err != nil {
-		return errors.Wrap(err, "kernel cache")
-	}
-	defer d.Close()
-	// Some file systems cannot fsync directories; the renames are still
-	// atomic there.
-	d.Sync()
-	return nil
+	return errors.Wrap(fsutil.SyncDir(shard), "kernel cache")
 }

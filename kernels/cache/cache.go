@@ -12,6 +12,7 @@ import (
 
 	"github.com/pkg/errors"
 
+	"github.com/neoflow/neoflow/internal/fsutil"
 	"github.com/neoflow/neoflow/kernels/cc"
 )
 
@@ -80,8 +81,8 @@ func New(cfg Config) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, errors.Wrap(err, "kernel cache: creating directory")
 	}
-	if err := checkPrivate(dir, true, true); err != nil {
-		return nil, err
+	if err := fsutil.CheckPrivateDir(dir, true); err != nil {
+		return nil, errors.Wrap(err, "kernel cache")
 	}
 	ident, err := cfg.Compiler.Identity()
 	if err != nil {
@@ -154,12 +155,12 @@ func (c *Cache) Get(ctx context.Context, key, source, op string) (*cc.Library, O
 	if err := os.Mkdir(shard, 0o700); err != nil && !os.IsExist(err) {
 		return nil, 0, errors.Wrap(err, "kernel cache: creating directory")
 	}
-	if err := checkPrivate(shard, true, false); err != nil {
-		return nil, 0, err
+	if err := fsutil.CheckPrivateDir(shard, false); err != nil {
+		return nil, 0, errors.Wrap(err, "kernel cache")
 	}
-	unlock, err := lockFile(filepath.Join(shard, key+".lock"))
+	unlock, err := fsutil.Lock(filepath.Join(shard, key+".lock"))
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, errors.Wrap(err, "kernel cache")
 	}
 	defer unlock()
 	// Another builder may have finished while we waited.

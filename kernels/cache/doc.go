@@ -28,5 +28,6 @@
 // into place, .so first. Readers that see anything inconsistent retry under
 // the lock before declaring the entry corrupt, so concurrent builders of
 // one key all succeed and compile it once (twice at most on file systems
-// without flock).
+// without flock). The locking, permission checks and fsyncs are
+// internal/fsutil's.
 package cache

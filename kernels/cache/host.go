@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-var hostOnce = sync.OnceValue(func() string {
+var hostDesc = sync.OnceValue(func() string {
 	id := runtime.GOOS + "/" + runtime.GOARCH
 	f, err := os.Open("/proc/cpuinfo")
 	if err != nil {
@@ -32,8 +32,14 @@ var hostOnce = sync.OnceValue(func() string {
 			}
 		}
 	}
-	return sha256Hex([]byte(id))
+	return id
 })
+
+var hostOnce = sync.OnceValue(func() string { return sha256Hex([]byte(hostDesc())) })
+
+// HostDescription is the text HostID hashes: "os/arch", then one
+// "key:value" line each for the CPU's vendor, model and feature flags.
+func HostDescription() string { return hostDesc() }
 
 // HostID identifies the machine kind kernels are compiled for: OS,
 // architecture, and the CPU vendor, model and feature flags of the first

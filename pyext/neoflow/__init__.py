@@ -9,7 +9,7 @@ See ``neoflow.op`` for the two ways to define an op.
 
 from __future__ import annotations
 
-from . import dsl
+from . import dsl, tunedb
 from .config import configure
 from .dsl import (
     abs,
@@ -34,12 +34,15 @@ from .dsl import (
 )
 from .errors import Error, ForkError
 from .op import Op
+from .tuning import KernelResult, TuneReport, tune
 from .version import __version__
 
 __all__ = [
     "Error",
     "ForkError",
+    "KernelResult",
     "Op",
+    "TuneReport",
     "__version__",
     "abs",
     "configure",
@@ -61,6 +64,7 @@ __all__ = [
     "sqrt",
     "tanh",
     "tensor",
+    "tune",
     "where",
 ]
 

@@ -33,7 +33,8 @@ def _bind(lib: ctypes.CDLL) -> None:
         ctypes.POINTER(ctypes.c_void_p),
         ctypes.POINTER(ctypes.c_int64),
     )
-    for name in ("nf_init", "nf_define", "nf_specialize", "nf_grad", "nf_release"):
+    names = ("nf_init", "nf_define", "nf_specialize", "nf_grad", "nf_release")
+    for name in names + ("nf_tune_begin", "nf_tune_step", "nf_tune_end", "nf_tunedb"):
         fn = getattr(lib, name)
         fn.argtypes = control
         fn.restype = ctypes.c_void_p
@@ -83,6 +84,7 @@ def settings_from_env() -> dict:
         "cache_dir": os.environ.get("NEOFLOW_CACHE_DIR", ""),
         "cc": os.environ.get("NEOFLOW_CC", ""),
         "cflags": cflags.split() if cflags.strip() else [],
+        "tune": os.environ.get("NEOFLOW_TUNE", "").strip().lower(),
     }
 
 

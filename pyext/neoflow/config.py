@@ -14,14 +14,23 @@ _current: dict | None = None
 _info: pb.InitResponse | None = None
 
 
-def configure(cache_dir: str | None = None, cc: str | None = None, cflags=None) -> dict:
+TUNE_MODES = ("off", "default", "full")
+
+
+def configure(cache_dir: str | None = None, cc: str | None = None, cflags=None, tune: str | None = None) -> dict:
     """Sets neoflow's settings; unset arguments keep their current value.
 
     Defaults come from the environment when neoflow is first used:
-    NEOFLOW_CACHE_DIR (kernel cache; default: the user's cache directory),
-    NEOFLOW_CC (C compiler; default ``cc``) and NEOFLOW_CFLAGS (replaces the
-    default flags). Kernels already built stay in use. Returns the settings
-    in force, with the resolved cache directory.
+    NEOFLOW_CACHE_DIR (kernel cache and tuning database; default: the
+    user's cache directory), NEOFLOW_CC (C compiler; default ``cc``),
+    NEOFLOW_CFLAGS (replaces the default flags) and NEOFLOW_TUNE, what
+    happens when a kernel is first built for new shapes: ``off`` (default
+    schedules, the tuning database is ignored), ``default`` (the database's
+    tuned schedule when it has one, else the default schedule; nothing is
+    tuned unless ``neoflow.tune`` asks) or ``full`` (a kernel without a
+    record is tuned there and then, with a progress bar, and stored).
+    Kernels already built stay in use. Returns the settings in force, with
+    the resolved cache directory.
     """
     global _current, _info
     with _lock:
@@ -34,15 +43,26 @@ def configure(cache_dir: str | None = None, cc: str | None = None, cflags=None) 
             if isinstance(cflags, str):
                 cflags = cflags.split()
             settings["cflags"] = [str(f) for f in cflags]
+        if tune is not None:
+            settings["tune"] = str(tune).strip().lower()
+        if settings.get("tune", "") not in ("", *TUNE_MODES):
+            raise ValueError(f"NEOFLOW_TUNE / tune={settings['tune']!r}: expected one of {', '.join(TUNE_MODES)}")
         request = pb.InitRequest(
             cache_dir=settings["cache_dir"],
             cc=settings["cc"],
             cflags=settings["cflags"],
             num_threads=torch.get_num_threads(),
+            tune=settings.get("tune", ""),
         )
         _info = _lib.call("nf_init", request, pb.InitResponse)
         _current = settings
         return dict(settings, cache_dir=_info.cache_dir, version=_info.version)
+
+
+def tune_mode() -> str:
+    """The NEOFLOW_TUNE mode in force: off, default or full."""
+    ensure()
+    return (_current or {}).get("tune") or "default"
 
 
 def ensure() -> None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import torch
 
-from . import _lib, config
+from . import _lib, config, tuning
 from ._proto import neoflow_pb2 as pb
 
 _DTYPES = {torch.float32: "float32", torch.float64: "float64"}
@@ -223,13 +223,21 @@ class Op:
         if kernel is None:
             self._check(tensors)
             config.ensure()
-            resp = _lib.call("nf_specialize", self._request(tensors, sizes), pb.SpecializeResponse)
+            request = self._request(tensors, sizes)
+            tuning.before_build(self, request)
+            resp = _lib.call("nf_specialize", request, pb.SpecializeResponse)
             for w in resp.warnings:
                 warnings.warn(w, RuntimeWarning, stacklevel=2)
             kernel = Kernel(resp, self.outputs)
             if key is not None:
                 self._kernels[key] = kernel
         return kernel
+
+    def _forget_kernels(self) -> None:
+        """Drops the built kernels of this op and its gradient ops, so the next call rebuilds them."""
+        self._kernels.clear()
+        for gop, _ in self._grads.values():
+            gop._forget_kernels()
 
     def c_source(self, *tensors, sizes=None) -> str:
         """The generated C source for these inputs, without compiling it."""

@@ -1,4 +1,4 @@
-package cache
+package fsutil
 
 import (
 	"os"
@@ -7,9 +7,21 @@ import (
 	"github.com/pkg/errors"
 )
 
-// checkPrivate refuses a path not owned by the current user or writable by
-// group or others. Links are refused unless follow is set (the cache root
-// may be a link; shard directories and files may not).
+// CheckPrivateDir refuses dir unless it is a directory owned by the
+// current user and not writable by group or others. A symbolic link to
+// such a directory is accepted when followLink is set (a store's root may
+// be a link; the directories inside it may not).
+func CheckPrivateDir(dir string, followLink bool) error {
+	return checkPrivate(dir, true, followLink)
+}
+
+// CheckPrivateFile refuses path unless it is a regular file (not a
+// symbolic link) owned by the current user and not writable by group or
+// others.
+func CheckPrivateFile(path string) error {
+	return checkPrivate(path, false, false)
+}
+
 func checkPrivate(path string, dir, follow bool) error {
 	stat := os.Lstat
 	if follow {
@@ -17,10 +29,10 @@ func checkPrivate(path string, dir, follow bool) error {
 	}
 	fi, err := stat(path)
 	if err != nil {
-		return errors.Wrap(err, "kernel cache")
+		return errors.WithStack(err)
 	}
 	refuse := func(format string, args ...any) error {
-		return errors.Errorf("kernel cache: refusing to use %s: "+format, append([]any{path}, args...)...)
+		return errors.Errorf("refusing to use %s: "+format, append([]any{path}, args...)...)
 	}
 	switch {
 	case fi.Mode()&os.ModeSymlink != 0:

@@ -1,0 +1,64 @@
+package autotune
+
+import (
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/core/loops"
+)
+
+// ToProto converts schedules to their tuning-database form.
+func ToProto(scheds []loops.Schedule) []*api.StmtSchedule {
+	out := make([]*api.StmtSchedule, len(scheds))
+	for i, s := range scheds {
+		p := &api.StmtSchedule{
+			VectorWidth:   s.VectorWidth,
+			VectorAxis:    s.VectorAxis,
+			Order:         s.Order,
+			ParallelDepth: int32(s.ParallelDepth),
+			Scatter:       s.Scatter,
+		}
+		if t := s.Tiling; t != nil {
+			pt := &api.Tiling{Loops: t.Loops, Parallel: int32(t.Parallel), Vector: t.Vector, AccAt: int32(t.AccAt)}
+			for _, sp := range t.Splits {
+				pt.Splits = append(pt.Splits, &api.Split{Axis: sp.Axis, Factors: sp.Factors})
+			}
+			for _, u := range t.Unroll {
+				pt.Unroll = append(pt.Unroll, &api.Unroll{Loop: u.Loop, Factor: int32(u.Factor)})
+			}
+			p.Tiling = pt
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// FromProto converts stored schedules back; the result still has to pass
+// lowering's checks, which Build applies.
+func FromProto(ps []*api.StmtSchedule) ([]loops.Schedule, error) {
+	out := make([]loops.Schedule, len(ps))
+	for i, p := range ps {
+		if p == nil {
+			return nil, errors.Errorf("schedule %d is missing", i)
+		}
+		s := loops.Schedule{
+			VectorWidth:   p.VectorWidth,
+			VectorAxis:    p.VectorAxis,
+			Order:         p.Order,
+			ParallelDepth: int(p.ParallelDepth),
+			Scatter:       p.Scatter,
+		}
+		if pt := p.Tiling; pt != nil {
+			t := &loops.Tiling{Loops: pt.Loops, Parallel: int(pt.Parallel), Vector: pt.Vector, AccAt: int(pt.AccAt)}
+			for _, sp := range pt.Splits {
+				t.Splits = append(t.Splits, loops.Split{Axis: sp.Axis, Factors: sp.Factors})
+			}
+			for _, u := range pt.Unroll {
+				t.Unroll = append(t.Unroll, loops.Unroll{Loop: u.Loop, Factor: int(u.Factor)})
+			}
+			s.Tiling = t
+		}
+		out[i] = s
+	}
+	return out, nil
+}

@@ -1,0 +1,212 @@
+package autotune
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/autotune/costmodel"
+	"github.com/neoflow/neoflow/autotune/ga"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/kernels"
+)
+
+// Options configure a tuning run.
+type Options struct {
+	// Trials is the budget in measured configurations, the default
+	// schedule included (0: DefaultTrials).
+	Trials int
+	// Time is the wall-clock budget (0: none).
+	Time time.Duration
+	// Seed seeds the search; equal seeds and equal measurements give
+	// equal searches.
+	Seed int64
+	// Population is the genetic algorithm's generation size (0: 16).
+	Population int
+	// NoModel disables the cost model that ranks candidates before they
+	// are measured.
+	NoModel bool
+	Timing  Timing
+	// Version is neoflow's version, part of the record's key.
+	Version string
+}
+
+// DefaultTrials is the trial budget when Options.Trials is 0.
+const DefaultTrials = 64
+
+// MaxFailures caps the failed configurations a record keeps.
+const MaxFailures = 16
+
+// Progress is the state of a tuning run after a step.
+type Progress struct {
+	Trials, Budget, Failed int
+	Generation             int
+	// Best and Default are the median seconds of the best schedule so
+	// far and of the default schedule (0 until measured).
+	Best, Default float64
+	Elapsed       time.Duration
+	Done          bool
+}
+
+// Tuner searches the schedule space of one kernel by a genetic algorithm
+// over real measurements, one configuration per Step.
+type Tuner struct {
+	spec    *ir.Spec
+	space   *Space
+	bench   *bench
+	ga      *ga.GA
+	opts    Options
+	start   time.Time
+	pending [][]int
+	prog    Progress
+	best    []int
+	fails   []*api.TrialFailure
+}
+
+// NewTuner prepares tuning spec; it measures nothing yet. Close it.
+func NewTuner(b *kernels.Builder, spec *ir.Spec, opts Options) (*Tuner, error) {
+	if spec == nil || spec.Op == nil {
+		return nil, errors.New("autotune: nil spec")
+	}
+	if opts.Trials == 0 {
+		opts.Trials = DefaultTrials
+	}
+	if opts.Trials < 1 || opts.Time < 0 {
+		return nil, errors.Errorf("autotune: trials %d and time %v must be positive", opts.Trials, opts.Time)
+	}
+	sp := NewSpace(spec)
+	p := ga.Params{Population: opts.Population, Seed: opts.Seed}
+	if !opts.NoModel {
+		p.Model = costmodel.NewRidge(sp.Features, 0)
+	}
+	g, err := ga.New(sp.Cardinalities(), p, sp.Default())
+	if err != nil {
+		return nil, errors.Wrap(err, "autotune")
+	}
+	t := &Tuner{spec: spec, space: sp, bench: newBench(b, spec, opts.Timing), ga: g, opts: opts, start: time.Now()}
+	t.prog.Budget = opts.Trials
+	return t, nil
+}
+
+// Close releases the measurement buffers.
+func (t *Tuner) Close() { t.bench.free() }
+
+// Step measures one configuration: the default schedule first, then the
+// genetic algorithm's candidates. A configuration that fails to build,
+// to run or to reproduce the default schedule's results is recorded as
+// failed and the search goes on; an error is returned only when the
+// default schedule itself fails or ctx ends. Step reports Done when a
+// budget is spent or the space is exhausted.
+func (t *Tuner) Step(ctx context.Context) (Progress, error) {
+	if t.prog.Done {
+		return t.prog, nil
+	}
+	if len(t.pending) == 0 {
+		t.pending = t.ga.Ask()
+		t.prog.Generation = t.ga.Generation()
+		if len(t.pending) == 0 {
+			t.prog.Done = true
+			return t.prog, nil
+		}
+	}
+	g := t.pending[0]
+	t.pending = t.pending[1:]
+	scheds := t.space.Decode(g)
+	s, err := t.bench.measure(ctx, scheds)
+	if ctx.Err() != nil {
+		return t.prog, ctx.Err()
+	}
+	t.prog.Trials++
+	if err != nil {
+		if t.prog.Default == 0 {
+			return t.prog, errors.Wrap(err, "autotune: the default schedule")
+		}
+		t.prog.Failed++
+		if len(t.fails) < MaxFailures {
+			t.fails = append(t.fails, &api.TrialFailure{Schedules: ToProto(scheds), Error: err.Error()})
+		}
+		t.ga.Tell(g, 0, false)
+	} else {
+		t.ga.Tell(g, s.Seconds, true)
+		if t.prog.Default == 0 {
+			t.prog.Default = s.Seconds
+		}
+		if t.prog.Best == 0 || s.Seconds < t.prog.Best {
+			t.prog.Best, t.best = s.Seconds, g
+		}
+	}
+	t.prog.Elapsed = time.Since(t.start)
+	t.prog.Done = t.prog.Trials >= t.opts.Trials || t.opts.Time > 0 && t.prog.Elapsed >= t.opts.Time
+	return t.prog, nil
+}
+
+// Run steps until a budget is spent or ctx ends (Ctrl-C); either way the
+// best schedule found so far is kept, and Record returns it.
+func (t *Tuner) Run(ctx context.Context, progress func(Progress)) error {
+	for {
+		p, err := t.Step(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if progress != nil {
+			progress(p)
+		}
+		if p.Done {
+			return nil
+		}
+	}
+}
+
+// Progress is the state after the last Step.
+func (t *Tuner) Progress() Progress { return t.prog }
+
+// Best is the best schedules found so far (nil before any measurement).
+func (t *Tuner) Best() []loops.Schedule {
+	if t.best == nil {
+		return nil
+	}
+	return t.space.Decode(t.best)
+}
+
+// Record is the tuning-database record of the best schedules so far, or
+// nil before the default schedule was measured.
+func (t *Tuner) Record() *api.TuneRecord {
+	if t.best == nil {
+		return nil
+	}
+	return &api.TuneRecord{
+		Key:            Key(t.spec, t.opts.Version),
+		OpName:         t.spec.Op.Name,
+		Schedules:      ToProto(t.Best()),
+		BestSeconds:    t.prog.Best,
+		DefaultSeconds: t.prog.Default,
+		Trials:         int32(t.prog.Trials),
+		Failures:       t.fails,
+		Created:        time.Now().UTC().Format(time.RFC3339),
+		Seed:           t.opts.Seed,
+	}
+}
+
+// Features describes a genome to the cost model: every gene scaled to
+// [0, 1], and for split genes the log2 of each tile factor.
+func (sp *Space) Features(g []int) []float64 {
+	var f []float64
+	for i, v := range g {
+		f = append(f, float64(v)/float64(max(sp.card[i]-1, 1)))
+	}
+	for _, ss := range sp.stmts {
+		for a, choices := range ss.splits {
+			for _, x := range choices[g[ss.off+numFixedGenes+a]] {
+				f = append(f, math.Log2(float64(x)))
+			}
+		}
+	}
+	return f
+}

@@ -1,0 +1,224 @@
+"""Schedule tuning: ``neoflow.tune`` and the NEOFLOW_TUNE first-use hook.
+
+A kernel is tuned by a genetic search over its schedule space (tiling,
+loop order, parallel loops, vector lanes, unrolling, local accumulation),
+timing real runs on this machine. The best schedule goes into the tuning
+database under NEOFLOW_CACHE_DIR and is applied whenever that kernel (same
+structure, shapes, dtype, CPU and neoflow version) is built again, in any
+process. ``python -m neoflow.tunedb`` lists and manages the records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+import time
+
+import torch
+
+from . import _lib, config
+from ._proto import neoflow_pb2 as pb
+
+
+@dataclasses.dataclass
+class KernelResult:
+    """The outcome of tuning one kernel."""
+
+    kernel: str
+    default_ms: float
+    best_ms: float
+    trials: int
+    failed: int = 0
+    already: bool = False  # the database had a record; nothing was measured
+    interrupted: bool = False
+
+    @property
+    def speedup(self) -> float:
+        return self.default_ms / self.best_ms if self.best_ms > 0 else 0.0
+
+
+class TuneReport(list):
+    """One KernelResult per kernel tuned (forward, then gradients)."""
+
+    interrupted = False
+
+    def __str__(self) -> str:
+        lines = [f"{'kernel':<28} {'default ms':>10} {'tuned ms':>10} {'speedup':>8} {'trials':>7}"]
+        for r in self:
+            note = " (from the database)" if r.already else " (interrupted)" if r.interrupted else ""
+            lines.append(
+                f"{r.kernel[:28]:<28} {r.default_ms:>10.3f} {r.best_ms:>10.3f} {r.speedup:>7.2f}x {r.trials:>7}{note}"
+            )
+        return "\n".join(lines)
+
+
+@dataclasses.dataclass
+class _State:
+    trials: int
+    seconds: float
+    seed: int
+    force: bool
+    progress: bool
+    report: TuneReport
+    stopped: bool = False
+
+
+_lock = threading.Lock()
+_active: _State | None = None
+
+
+def tune(
+    op,
+    *example_inputs,
+    sizes=None,
+    trials: int | None = None,
+    seconds: float | None = None,
+    seed: int = 0,
+    backward: bool = True,
+    force: bool = False,
+    progress: bool = True,
+) -> TuneReport:
+    """Tunes the kernels ``op`` runs for inputs shaped like ``example_inputs``.
+
+    Runs the op once on the examples (and its backward when ``backward`` and
+    the inputs are floating point), tuning each kernel built on the way:
+    the forward kernel and the gradient kernels. Budgets apply per kernel:
+    ``trials`` measured configurations (default 64) and ``seconds`` of wall
+    time (default: none). Kernels that already have a database record are
+    skipped unless ``force``. The search is seeded by ``seed`` and
+    reproducible up to timing noise. A progress bar goes to stderr unless
+    ``progress=False``; Ctrl-C stops tuning, keeps the best schedules found
+    and returns. Later calls with these shapes use the tuned kernels.
+    """
+    from .op import Op
+
+    global _active
+    if not isinstance(op, Op):
+        raise TypeError(f"neoflow.tune: expected a neoflow op, got {type(op).__name__}")
+    for i, t in enumerate(example_inputs):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"neoflow.tune: example input {i} is a {type(t).__name__}, not a tensor")
+        if not t.is_cpu:
+            raise ValueError(f"neoflow.tune: example input {i} is on {t.device}; tuning runs on CPU tensors")
+    if trials is not None and trials < 1:
+        raise ValueError(f"neoflow.tune: trials must be at least 1, got {trials}")
+    if seconds is not None and seconds <= 0:
+        raise ValueError(f"neoflow.tune: seconds must be positive, got {seconds}")
+    state = _State(trials or 0, float(seconds or 0), int(seed), bool(force), bool(progress), TuneReport())
+    with _lock:
+        if _active is not None:
+            raise RuntimeError("neoflow.tune is already running")
+        _active = state
+    try:
+        op._forget_kernels()
+        grad = backward and any(t.is_floating_point() for t in example_inputs)
+        ins = [t.detach().clone().requires_grad_(grad and t.is_floating_point()) for t in example_inputs]
+        with torch.enable_grad() if grad else torch.no_grad():
+            outs = op(*ins, sizes=sizes)
+            outs = outs if isinstance(outs, tuple) else (outs,)
+            if grad and not state.stopped:
+                torch.autograd.backward(outs, [torch.ones_like(o) for o in outs])
+    finally:
+        with _lock:
+            _active = None
+        op._forget_kernels()
+    state.report.interrupted = state.stopped
+    return state.report
+
+
+def before_build(op, request: pb.SpecializeRequest) -> None:
+    """Called before a kernel is built: tunes it first when tuning is on."""
+    state = _active
+    if state is None:
+        if config.tune_mode() != "full":
+            return
+        state = _State(0, 0.0, 0, False, True, TuneReport())
+    if state.stopped:
+        return
+    begin = pb.TuneRequest(
+        op_id=request.op_id,
+        inputs=request.inputs,
+        sizes=request.sizes,
+        trials=state.trials,
+        seconds=state.seconds,
+        seed=state.seed,
+        force=state.force,
+        num_threads=torch.get_num_threads(),
+    )
+    resp = _lib.call("nf_tune_begin", begin, pb.TuneResponse)
+    if resp.already:
+        p = resp.progress
+        state.report.append(
+            KernelResult(resp.kernel, p.default_seconds * 1e3, p.best_seconds * 1e3, p.trials, already=True)
+        )
+        return
+    bar = _Bar(resp.kernel, resp.budget, state.seconds) if state.progress else None
+    step = pb.TuneStepRequest(session_id=resp.session_id)
+    interrupted = False
+    try:
+        while True:
+            p = _lib.call("nf_tune_step", step, pb.TuneProgress)
+            if bar:
+                bar.update(p)
+            if p.done:
+                break
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        end = _lib.call("nf_tune_end", pb.TuneStepRequest(session_id=resp.session_id, save=True), pb.TuneProgress)
+        if bar:
+            bar.close(end, interrupted)
+    state.report.append(
+        KernelResult(
+            resp.kernel,
+            end.default_seconds * 1e3,
+            end.best_seconds * 1e3,
+            end.trials,
+            failed=end.failed,
+            interrupted=interrupted,
+        )
+    )
+    if interrupted:
+        state.stopped = True
+        if state is not _active:  # NEOFLOW_TUNE=full: the program was interrupted
+            raise KeyboardInterrupt
+
+
+class _Bar:
+    """A one-line progress bar on stderr."""
+
+    def __init__(self, kernel: str, budget: int, seconds: float):
+        self.kernel, self.budget, self.seconds = kernel, max(budget, 1), seconds
+        self.start = time.perf_counter()
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def _line(self, p: pb.TuneProgress) -> str:
+        frac = p.trials / self.budget
+        if self.seconds > 0:
+            frac = max(frac, p.elapsed_seconds / self.seconds)
+        frac = min(frac, 1.0)
+        filled = int(frac * 24)
+        best = f"best {p.best_seconds * 1e3:.3f} ms" if p.best_seconds else "measuring default"
+        speed = f" ({p.default_seconds / p.best_seconds:.2f}x)" if p.best_seconds else ""
+        failed = f", {p.failed} failed" if p.failed else ""
+        return (
+            f"tuning {self.kernel[:24]} [{'#' * filled}{'.' * (24 - filled)}] "
+            f"{p.trials}/{self.budget} {best}{speed}{failed} {p.elapsed_seconds:.1f}s"
+        )
+
+    def update(self, p: pb.TuneProgress) -> None:
+        now = time.perf_counter()
+        if self.tty:
+            sys.stderr.write("\r" + self._line(p) + "\033[K")
+            sys.stderr.flush()
+        elif now - self.last > 5 and not p.done:  # close() prints the last line
+            sys.stderr.write(self._line(p) + "\n")
+            self.last = now
+
+    def close(self, p: pb.TuneProgress, interrupted: bool) -> None:
+        note = " (interrupted: kept the best so far)" if interrupted else ""
+        end = "\r" if self.tty else ""
+        sys.stderr.write(end + self._line(p) + note + ("\033[K\n" if self.tty else "\n"))
+        sys.stderr.flush()

@@ -1,0 +1,225 @@
+package torchbridge
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/autotune"
+	"github.com/neoflow/neoflow/autotune/tunedb"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/sema"
+)
+
+// Tune modes (NEOFLOW_TUNE): what happens on first use of a new shape.
+const (
+	// TuneOff ignores the tuning database: default schedules only.
+	TuneOff = "off"
+	// TuneDefault applies the database's best schedules when it has a
+	// record, the default schedules otherwise; nothing is tuned unless
+	// asked (neoflow.tune).
+	TuneDefault = "default"
+	// TuneFull tunes every kernel without a record on first use (Python
+	// drives the session) and stores the result.
+	TuneFull = "full"
+)
+
+// session is one kernel being tuned.
+type session struct {
+	tuner *autotune.Tuner
+	ctx   context.Context
+	stop  context.CancelFunc
+}
+
+// tuneDB opens the tuning database under the cache directory.
+func (r *Runtime) tuneDB() (*tunedb.DB, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cfgErr != nil {
+		return nil, r.cfgErr
+	}
+	if r.db == nil {
+		db, err := tunedb.Open(filepath.Join(r.cfg.CacheDir, "tune"), r.warnf)
+		if err != nil {
+			return nil, err
+		}
+		r.db = db
+	}
+	return r.db, nil
+}
+
+// tunedSchedules is the builder's Options.Schedules: the database's best
+// schedules for spec, or nil (the defaults). A record that does not fit
+// the spec is reported and ignored.
+func (r *Runtime) tunedSchedules(spec *ir.Spec) []loops.Schedule {
+	db, err := r.tuneDB()
+	if err != nil {
+		r.warnf("tuning database unavailable, using default schedules: %v", err)
+		return nil
+	}
+	rec, ok, err := db.Get(autotune.Key(spec, Version))
+	if err != nil || !ok {
+		return nil
+	}
+	scheds, err := autotune.FromProto(rec.GetSchedules())
+	if err == nil && len(scheds) != len(spec.Stmts) {
+		err = errors.Errorf("%d schedules for %d statements", len(scheds), len(spec.Stmts))
+	}
+	if err != nil {
+		r.warnf("tuning record of kernel %s ignored: %v", spec.Op.Name, err)
+		return nil
+	}
+	return scheds
+}
+
+// TuneBegin starts a tuning session for the kernel of a specialization.
+func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
+	op, err := r.op(req.GetOpId())
+	if err != nil {
+		return nil, err
+	}
+	dtype, shapes, err := inputTypes(op, req.GetInputs())
+	if err != nil {
+		return nil, err
+	}
+	spec, err := sema.Specialize(op, dtype, shapes, req.GetSizes())
+	if err != nil {
+		return nil, err
+	}
+	resp := &api.TuneResponse{Kernel: opName(op)}
+	db, err := r.tuneDB()
+	if err != nil {
+		return nil, err
+	}
+	if !req.GetForce() {
+		if rec, ok, _ := db.Get(autotune.Key(spec, Version)); ok {
+			resp.Already = true
+			resp.Progress = &api.TuneProgress{Trials: rec.GetTrials(), BestSeconds: rec.GetBestSeconds(), DefaultSeconds: rec.GetDefaultSeconds(), Done: true}
+			return resp, nil
+		}
+	}
+	b, err := r.kernelBuilder()
+	if err != nil {
+		return nil, err
+	}
+	threads := int(req.GetNumThreads())
+	if threads < 1 {
+		threads = r.config().NumThreads
+	}
+	t, err := autotune.NewTuner(b, spec, autotune.Options{
+		Trials:  int(req.GetTrials()),
+		Time:    time.Duration(req.GetSeconds() * float64(time.Second)),
+		Seed:    req.GetSeed(),
+		Timing:  autotune.Timing{Threads: threads},
+		Version: Version,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	r.mu.Lock()
+	r.nextSession++
+	id := r.nextSession
+	r.sessions[id] = &session{tuner: t, ctx: ctx, stop: stop}
+	r.mu.Unlock()
+	resp.SessionId = id
+	resp.Budget = int32(max(req.GetTrials(), 0))
+	if resp.Budget == 0 {
+		resp.Budget = autotune.DefaultTrials
+	}
+	return resp, nil
+}
+
+func (r *Runtime) session(id uint64) (*session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sessions[id]
+	if s == nil {
+		return nil, errors.Errorf("no tuning session %d", id)
+	}
+	return s, nil
+}
+
+// TuneStep measures one configuration of a session.
+func (r *Runtime) TuneStep(req *api.TuneStepRequest) (*api.TuneProgress, error) {
+	s, err := r.session(req.GetSessionId())
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.tuner.Step(s.ctx)
+	if err != nil {
+		return nil, err
+	}
+	return progressProto(p), nil
+}
+
+// TuneEnd closes a session, storing its best schedules when asked. The
+// next specialization of that kernel builds with them.
+func (r *Runtime) TuneEnd(req *api.TuneStepRequest) (*api.TuneProgress, error) {
+	s, err := r.session(req.GetSessionId())
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	delete(r.sessions, req.GetSessionId())
+	r.mu.Unlock()
+	s.stop()
+	defer s.tuner.Close()
+	out := progressProto(s.tuner.Progress())
+	if !req.GetSave() {
+		return out, nil
+	}
+	rec := s.tuner.Record()
+	if rec == nil {
+		return out, nil
+	}
+	db, err := r.tuneDB()
+	if err != nil {
+		return nil, err
+	}
+	stored, err := db.Put(rec)
+	if err != nil {
+		return nil, err
+	}
+	out.RecordId, out.Stored = tunedb.ID(rec.GetKey()), stored
+	r.mu.Lock()
+	r.specs = map[uint64]map[string]*api.SpecializeResponse{} // rebuild with the record
+	r.mu.Unlock()
+	return out, nil
+}
+
+// TuneDB runs a tuning-database command.
+func (r *Runtime) TuneDB(req *api.TuneDBRequest) (*api.TuneDBResponse, error) {
+	db, err := r.tuneDB()
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := tunedb.Run(db, req.GetArgs(), &out); err != nil {
+		return nil, err
+	}
+	if len(req.GetArgs()) > 0 && req.GetArgs()[0] != "list" && req.GetArgs()[0] != "show" && req.GetArgs()[0] != "export" {
+		r.mu.Lock()
+		r.specs = map[uint64]map[string]*api.SpecializeResponse{}
+		r.mu.Unlock()
+	}
+	return &api.TuneDBResponse{Output: out.String()}, nil
+}
+
+func progressProto(p autotune.Progress) *api.TuneProgress {
+	return &api.TuneProgress{
+		Trials:         int32(p.Trials),
+		Budget:         int32(p.Budget),
+		Failed:         int32(p.Failed),
+		Generation:     int32(p.Generation),
+		BestSeconds:    p.Best,
+		DefaultSeconds: p.Default,
+		ElapsedSeconds: p.Elapsed.Seconds(),
+		Done:           p.Done,
+	}
+}
