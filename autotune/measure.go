@@ -73,19 +73,27 @@ func (m *bench) free() { m.bufs.free() }
 
 // measure builds spec with scheds (nil: default), runs it once and
 // compares its outputs with the reference (the first kernel measured
-// becomes the reference), then times it.
-func (m *bench) measure(ctx context.Context, scheds []loops.Schedule) (Sample, error) {
+// becomes the reference), then times it. A kernel whose first run takes
+// longer than cutoff seconds (0: no cutoff) is not timed further: that
+// run is its sample, which is enough to rank it last without spending
+// seconds on a hopeless configuration.
+func (m *bench) measure(ctx context.Context, scheds []loops.Schedule, cutoff float64) (Sample, error) {
 	k, err := m.b.BuildScheduled(ctx, m.spec, scheds)
 	if err != nil {
 		return Sample{}, err
 	}
 	launch := func() error { return k.Launch(m.bufs.ptr, m.timing.Threads) }
 	m.bufs.poison(m.spec)
+	t0 := time.Now()
 	if err := launch(); err != nil {
 		return Sample{}, err
 	}
+	first := time.Since(t0).Seconds()
 	if err := m.check(); err != nil {
 		return Sample{}, err
+	}
+	if cutoff > 0 && first > cutoff {
+		return Sample{Seconds: first, Min: first, Max: first, Runs: 1}, nil
 	}
 	for range m.timing.Warmup - 1 {
 		if err := launch(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/neoflow/neoflow/core/interp"
@@ -99,6 +100,36 @@ func TestRandomSchedules(t *testing.T) {
 					checkAgainstInterp(t, b, spec, sp.Decode(g), inputs, 3)
 				}
 			})
+		}
+	}
+}
+
+// TestSeedsAreValid checks the heuristic seeds of every test op against
+// the interpreter, and that lehmerCode inverts lehmer.
+func TestSeedsAreValid(t *testing.T) {
+	b := testBuilder(t)
+	for oi, o := range testops.All {
+		spec, err := o.Spec(ir.Float32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := NewSpace(spec)
+		seeds := sp.Seeds()
+		if len(seeds) < 2 && !sp.stmts[0].scatter && len(spec.Stmts[0].Spatial) > 0 {
+			t.Errorf("%s: %d seeds", o.Name, len(seeds))
+		}
+		for _, g := range seeds {
+			for i, c := range sp.Cardinalities() {
+				if g[i] < 0 || g[i] >= c {
+					t.Fatalf("%s: seed gene %d = %d outside [0, %d)", o.Name, i, g[i], c)
+				}
+			}
+			checkAgainstInterp(t, b, spec, sp.Decode(g), randomInputs(spec, uint64(oi)), 2)
+		}
+	}
+	for _, p := range [][]int{{0}, {1, 0}, {2, 0, 1}, {3, 1, 0, 2}} {
+		if got := lehmer(lehmerCode(p)); !slices.Equal(got, p) {
+			t.Errorf("lehmer(lehmerCode(%v)) = %v", p, got)
 		}
 	}
 }

@@ -38,6 +38,10 @@ type Options struct {
 // DefaultTrials is the trial budget when Options.Trials is 0.
 const DefaultTrials = 64
 
+// CutoffFactor: a configuration whose first run is this many times slower
+// than the best so far is timed by that run alone.
+const CutoffFactor = 3
+
 // MaxFailures caps the failed configurations a record keeps.
 const MaxFailures = 16
 
@@ -83,7 +87,7 @@ func NewTuner(b *kernels.Builder, spec *ir.Spec, opts Options) (*Tuner, error) {
 	if !opts.NoModel {
 		p.Model = costmodel.NewRidge(sp.Features, 0)
 	}
-	g, err := ga.New(sp.Cardinalities(), p, sp.Default())
+	g, err := ga.New(sp.Cardinalities(), p, sp.Seeds()...)
 	if err != nil {
 		return nil, errors.Wrap(err, "autotune")
 	}
@@ -116,7 +120,7 @@ func (t *Tuner) Step(ctx context.Context) (Progress, error) {
 	g := t.pending[0]
 	t.pending = t.pending[1:]
 	scheds := t.space.Decode(g)
-	s, err := t.bench.measure(ctx, scheds)
+	s, err := t.bench.measure(ctx, scheds, CutoffFactor*t.prog.Best)
 	if ctx.Err() != nil {
 		return t.prog, ctx.Err()
 	}

@@ -9,7 +9,7 @@ See ``neoflow.op`` for the two ways to define an op.
 
 from __future__ import annotations
 
-from . import dsl, tunedb
+from . import dsl
 from .config import configure
 from .dsl import (
     abs,
@@ -67,6 +67,16 @@ __all__ = [
     "tune",
     "where",
 ]
+
+
+def __getattr__(name):
+    # neoflow.tunedb is imported on first use: importing it here would make
+    # `python -m neoflow.tunedb` warn that runpy found it already imported.
+    if name == "tunedb":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.tunedb")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def op(source=None, /, *, name=None, inputs=None, sizes=None, consts=None, **kw):

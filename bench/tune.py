@@ -1,0 +1,231 @@
+"""Tuned neoflow kernels next to PyTorch: GEMM throughput, memory bandwidth,
+and forward+backward of the ops the tuner targets.
+
+In one process, with a fresh cache (cold tuning database):
+
+1. float32 GEMM 1024x1024x1024: torch.matmul, neoflow with the default
+   schedule, neoflow after ``neoflow.tune``; GFLOP/s and the ratio.
+2. Memory-bound ops against the machine's copy bandwidth (``dst.copy_(src)``
+   on preallocated 64 MiB tensors): elementwise and broadcast ops, timed as
+   kernel launches on preallocated buffers (bytes read + written / time)
+   and as whole calls (allocation included).
+3. Forward+backward of capsule conv, depthwise conv and the MI-LSTM gate at
+   the benchmark sizes of tests/python/ops_table.py: eager, neoflow
+   default, neoflow tuned (forward and gradient kernels tuned).
+
+Not a test: speed is reported, not asserted.
+
+    python bench/tune.py [--trials 48] [--repeat 20] [--out bench/results/tune-DATE-cpu] | tee ...md
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import neoflow  # noqa: E402
+from neoflow import _lib  # noqa: E402
+from ops import cpu_model, fwd_bwd, timeit  # noqa: E402
+from ops_table import CASES, consts_for  # noqa: E402
+
+
+def spread(t) -> str:
+    return f"{t[0] * 1e3:.3f} ({t[1] * 1e3:.3f}–{t[2] * 1e3:.3f})"
+
+
+def launcher(op, tensors):
+    """A function running op's kernel on preallocated buffers: the kernel alone."""
+    kernel = op.specialize(*tensors)
+    bufs = list(tensors) + [torch.empty(s, dtype=kernel.dtype) for s in kernel.allocated]
+    pointers = (ctypes.c_void_p * len(bufs))(*[b.data_ptr() for b in bufs])
+    n = torch.get_num_threads()
+    return lambda: _lib.launch(kernel.kernel_id, pointers, n), bufs
+
+
+def gemm(args, out):
+    n = 1024
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    op = neoflow.op("C[i,j] += A[i,k] * B[k,j]", name="gemm")
+    flops = 2 * n**3
+    t_torch = timeit(lambda: torch.matmul(a, b), args.repeat)
+    run, _ = launcher(op, [a, b])
+    t_default = timeit(run, max(5, args.repeat // 4))
+    t0 = time.perf_counter()
+    report = neoflow.tune(op, a, b, trials=args.trials, backward=False)
+    tune_s = time.perf_counter() - t0
+    run, bufs = launcher(op, [a, b])
+    t_tuned = timeit(run, args.repeat)
+    ok = torch.allclose(bufs[2], a @ b, rtol=1e-3, atol=1e-2)
+    t_torch2 = timeit(lambda: torch.matmul(a, b), args.repeat)  # again, after: the machine drifts
+    r = {
+        "torch_ms": [x * 1e3 for x in t_torch],
+        "torch_after_ms": [x * 1e3 for x in t_torch2],
+        "default_ms": [x * 1e3 for x in t_default],
+        "tuned_ms": [x * 1e3 for x in t_tuned],
+        "torch_gflops": flops / t_torch[0] / 1e9,
+        "torch_after_gflops": flops / t_torch2[0] / 1e9,
+        "default_gflops": flops / t_default[0] / 1e9,
+        "tuned_gflops": flops / t_tuned[0] / 1e9,
+        "tuned_vs_torch": t_torch[0] / t_tuned[0],
+        "tuned_vs_torch_after": t_torch2[0] / t_tuned[0],
+        "tune_seconds": tune_s,
+        "trials": report[0].trials if report else 0,
+        "matches": bool(ok),
+    }
+    out["gemm"] = r
+    print("## float32 GEMM 1024x1024x1024\n")
+    print("| variant | ms (min–max) | GFLOP/s |\n|---|---|---|")
+    print(f"| torch.matmul | {spread(t_torch)} | {r['torch_gflops']:.1f} |")
+    print(f"| torch.matmul (again, after tuning) | {spread(t_torch2)} | {r['torch_after_gflops']:.1f} |")
+    print(f"| neoflow default schedule | {spread(t_default)} | {r['default_gflops']:.1f} |")
+    print(f"| neoflow tuned ({r['trials']} trials, {tune_s:.0f} s) | {spread(t_tuned)} | {r['tuned_gflops']:.1f} |")
+    print(
+        f"\ntuned / torch.matmul throughput: {r['tuned_vs_torch']:.2f} "
+        f"({r['tuned_vs_torch_after']:.2f} against the second torch run); matches: {ok}\n",
+        flush=True,
+    )
+
+
+def bandwidth(args, out):
+    rows, cols = 4096, 4096  # 64 MiB of float32
+    x, y = torch.randn(rows, cols), torch.randn(rows, cols)
+    bias = torch.randn(cols)
+    dst = torch.empty_like(x)
+    t_copy = timeit(lambda: dst.copy_(x), args.repeat)
+    nbytes = x.numel() * 4
+    copy_bw = 2 * nbytes / t_copy[0] / 1e9
+    cases = [
+        ("scale_shift", "Y[i,j] = X[i,j] * 2.0 + 1.0", [x], 2, lambda: x * 2.0 + 1.0),
+        ("add", "Z[i,j] = X[i,j] + Y[i,j]", [x, y], 3, lambda: x + y),
+        ("broadcast_add", "Y[i,j] = X[i,j] + B[j]", [x, bias], 2, lambda: x + bias),
+        ("sigmoid", "Y[i,j] = sigmoid(X[i,j])", [x], 2, lambda: torch.sigmoid(x)),
+    ]
+    res = {"copy_ms": [v * 1e3 for v in t_copy], "copy_gbps": copy_bw, "ops": []}
+    print(f"## Memory-bound ops (4096x4096 float32)\n\ncopy bandwidth (dst.copy_(src)): {copy_bw:.1f} GB/s\n")
+    print("| op | kernel ms (min–max) | GB/s | of copy | call ms | torch call ms |\n|---|---|---|---|---|---|")
+    for name, src, ins, streams, ref in cases:
+        op = neoflow.op(src, name=name)
+        neoflow.tune(op, *ins, trials=max(8, args.trials // 3), backward=False, progress=False)
+        run, bufs = launcher(op, ins)
+        t_k = timeit(run, args.repeat)
+        ok = torch.allclose(bufs[-1], ref(), rtol=1e-5, atol=1e-5)
+        t_call = timeit(lambda op=op, ins=ins: op(*ins), args.repeat)
+        t_ref = timeit(ref, args.repeat)
+        gbps = streams * nbytes / t_k[0] / 1e9
+        row = {
+            "op": name,
+            "kernel_ms": [v * 1e3 for v in t_k],
+            "gbps": gbps,
+            "of_copy": gbps / copy_bw,
+            "call_ms": [v * 1e3 for v in t_call],
+            "torch_ms": [v * 1e3 for v in t_ref],
+            "matches": bool(ok),
+        }
+        res["ops"].append(row)
+        print(
+            f"| {name} | {spread(t_k)} | {gbps:.1f} | {gbps / copy_bw:.0%} | {t_call[0] * 1e3:.3f} "
+            f"| {t_ref[0] * 1e3:.3f} |",
+            flush=True,
+        )
+    out["bandwidth"] = res
+    print()
+
+
+def training_ops(args, out):
+    res = []
+    print("## Forward+backward, bench sizes, float32\n")
+    print("| op | eager ms | neoflow default ms | neoflow tuned ms | tuned speedup over eager |")
+    print("|---|---|---|---|---|")
+    for case in CASES:
+        if case.name not in ("capsule_conv", "depthwise_conv", "milstm_gate"):
+            continue
+        tensors = case.inputs("bench", torch.float32)
+        op = neoflow.op(case.source, name=case.name, consts=consts_for(case, tensors))
+        leaves = [t.detach().clone().requires_grad_(True) for t in tensors]
+        grad_out = torch.randn_like(case.reference(*tensors))
+
+        def nf(*t, op=op):
+            return op(*t)
+
+        fwd_bwd(nf, leaves, grad_out)
+        t_default = timeit(lambda f=nf, t=leaves, g=grad_out: fwd_bwd(f, t, g), args.repeat)
+        t_eager = timeit(lambda f=case.reference, t=leaves, g=grad_out: fwd_bwd(f, t, g), args.repeat)
+        t0 = time.perf_counter()
+        report = neoflow.tune(op, *tensors, trials=args.trials)
+        tune_s = time.perf_counter() - t0
+        fwd_bwd(nf, leaves, grad_out)
+        grads = [t.grad for t in leaves]
+        ref_leaves = [t.detach().clone().requires_grad_(True) for t in tensors]
+        torch.autograd.backward(case.reference(*ref_leaves), grad_out)
+        ok = all(torch.allclose(g, r.grad, rtol=1e-3, atol=1e-2) for g, r in zip(grads, ref_leaves))
+        for t in leaves:
+            t.grad = None
+        t_tuned = timeit(lambda f=nf, t=leaves, g=grad_out: fwd_bwd(f, t, g), args.repeat)
+        t_eager2 = timeit(lambda f=case.reference, t=leaves, g=grad_out: fwd_bwd(f, t, g), args.repeat)
+        row = {
+            "op": case.name,
+            "eager_ms": [v * 1e3 for v in t_eager],
+            "eager_after_ms": [v * 1e3 for v in t_eager2],
+            "default_ms": [v * 1e3 for v in t_default],
+            "tuned_ms": [v * 1e3 for v in t_tuned],
+            "speedup_vs_eager": t_eager[0] / t_tuned[0],
+            "speedup_vs_eager_after": t_eager2[0] / t_tuned[0],
+            "tune_seconds": tune_s,
+            "kernels": [
+                {"kernel": k.kernel, "default_ms": k.default_ms, "tuned_ms": k.best_ms, "trials": k.trials}
+                for k in report
+            ],
+            "gradients_match": bool(ok),
+        }
+        res.append(row)
+        print(
+            f"| {case.name} | {spread(t_eager)} | {spread(t_default)} | {spread(t_tuned)} "
+            f"| {row['speedup_vs_eager']:.2f}x ({row['speedup_vs_eager_after']:.2f}x vs eager rerun) |",
+            flush=True,
+        )
+    out["training_ops"] = res
+    print()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=int, default=48, help="tuning trials per kernel")
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--only", nargs="*", choices=["gemm", "bandwidth", "training"], help="sections to run")
+    ap.add_argument("--out", help="also write the results to <out>.json")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    cache = tempfile.mkdtemp(prefix="neoflow-bench-tune-")
+    neoflow.configure(cache_dir=cache)
+    header = (
+        f"machine: {cpu_model()}, torch {torch.__version__}, {torch.get_num_threads()} threads; "
+        f"median of {args.repeat} runs after 3 warm-ups (min–max); cold cache {cache}"
+    )
+    print(header + "\n")
+    out = {"machine": cpu_model(), "torch": torch.__version__, "threads": torch.get_num_threads()}
+    out["trials"] = args.trials
+    sections = args.only or ["gemm", "bandwidth", "training"]
+    if "gemm" in sections:
+        gemm(args, out)
+    if "bandwidth" in sections:
+        bandwidth(args, out)
+    if "training" in sections:
+        training_ops(args, out)
+    if args.out:
+        Path(args.out + ".json").write_text(json.dumps(out, indent=1))
+        print(f"wrote {args.out}.json ({datetime.date.today()})")
+
+
+if __name__ == "__main__":
+    main()
