@@ -3,6 +3,7 @@ package autotune
 import (
 	"context"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/pkg/errors"
@@ -66,6 +67,8 @@ type Tuner struct {
 	opts    Options
 	start   time.Time
 	pending [][]int
+	seen    map[string]outcome // by schedKey
+	trace   func(genome []int) // tests: called with each genome measured
 	prog    Progress
 	best    []int
 	fails   []*api.TrialFailure
@@ -91,7 +94,7 @@ func NewTuner(b *kernels.Builder, spec *ir.Spec, opts Options) (*Tuner, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "autotune")
 	}
-	t := &Tuner{spec: spec, space: sp, bench: newBench(b, spec, opts.Timing), ga: g, opts: opts, start: time.Now()}
+	t := &Tuner{spec: spec, space: sp, bench: newBench(b, spec, opts.Timing), ga: g, opts: opts, start: time.Now(), seen: map[string]outcome{}}
 	t.prog.Budget = opts.Trials
 	return t, nil
 }
@@ -109,22 +112,20 @@ func (t *Tuner) Step(ctx context.Context) (Progress, error) {
 	if t.prog.Done {
 		return t.prog, nil
 	}
-	if len(t.pending) == 0 {
-		t.pending = t.ga.Ask()
-		t.prog.Generation = t.ga.Generation()
-		if len(t.pending) == 0 {
-			t.prog.Done = true
-			return t.prog, nil
-		}
+	g, scheds := t.next()
+	if g == nil {
+		t.prog.Done = true
+		return t.prog, nil
 	}
-	g := t.pending[0]
-	t.pending = t.pending[1:]
-	scheds := t.space.Decode(g)
+	if t.trace != nil {
+		t.trace(g)
+	}
 	s, err := t.bench.measure(ctx, scheds, CutoffFactor*t.prog.Best)
 	if ctx.Err() != nil {
 		return t.prog, ctx.Err()
 	}
 	t.prog.Trials++
+	t.seen[schedKey(scheds)] = outcome{s.Seconds, err == nil}
 	if err != nil {
 		if t.prog.Default == 0 {
 			return t.prog, errors.Wrap(err, "autotune: the default schedule")
@@ -146,6 +147,46 @@ func (t *Tuner) Step(ctx context.Context) (Progress, error) {
 	t.prog.Elapsed = time.Since(t.start)
 	t.prog.Done = t.prog.Trials >= t.opts.Trials || t.opts.Time > 0 && t.prog.Elapsed >= t.opts.Time
 	return t.prog, nil
+}
+
+// next is the next genome to measure and its schedules, nil when the
+// space is exhausted. Genomes that decode to schedules already measured
+// (genes that the mode gene switches off differ, say) are told the earlier
+// outcome without a new measurement: a trial is never spent timing the
+// same kernel twice, which would also let timing noise pass for a win.
+func (t *Tuner) next() ([]int, []loops.Schedule) {
+	for {
+		if len(t.pending) == 0 {
+			t.pending = t.ga.Ask()
+			t.prog.Generation = t.ga.Generation()
+			if len(t.pending) == 0 {
+				return nil, nil
+			}
+		}
+		g := t.pending[0]
+		t.pending = t.pending[1:]
+		scheds := t.space.Decode(g)
+		o, dup := t.seen[schedKey(scheds)]
+		if !dup {
+			return g, scheds
+		}
+		t.ga.Tell(g, o.seconds, o.ok)
+	}
+}
+
+// outcome is a measured configuration's result.
+type outcome struct {
+	seconds float64
+	ok      bool
+}
+
+func schedKey(scheds []loops.Schedule) string {
+	var b strings.Builder
+	for _, s := range scheds {
+		b.WriteString(s.String())
+		b.WriteByte(';')
+	}
+	return b.String()
 }
 
 // Run steps until a budget is spent or ctx ends (Ctrl-C); either way the

@@ -200,7 +200,10 @@ func (r *Runtime) TuneDB(req *api.TuneDBRequest) (*api.TuneDBResponse, error) {
 		return nil, err
 	}
 	var out bytes.Buffer
-	if err := tunedb.Run(db, req.GetArgs(), &out); err != nil {
+	r.takeWarnings() // reports of earlier builds belong to those builds
+	err = tunedb.Run(db, req.GetArgs(), &out)
+	warns := r.takeWarnings()
+	if err != nil {
 		return nil, err
 	}
 	if len(req.GetArgs()) > 0 && req.GetArgs()[0] != "list" && req.GetArgs()[0] != "show" && req.GetArgs()[0] != "export" {
@@ -208,7 +211,7 @@ func (r *Runtime) TuneDB(req *api.TuneDBRequest) (*api.TuneDBResponse, error) {
 		r.specs = map[uint64]map[string]*api.SpecializeResponse{}
 		r.mu.Unlock()
 	}
-	return &api.TuneDBResponse{Output: out.String()}, nil
+	return &api.TuneDBResponse{Output: out.String(), Warnings: warns}, nil
 }
 
 func progressProto(p autotune.Progress) *api.TuneProgress {

@@ -8,6 +8,7 @@ characters. The database lives in NEOFLOW_CACHE_DIR/tune.
 from __future__ import annotations
 
 import sys
+import warnings
 
 from . import _lib, config
 from ._proto import neoflow_pb2 as pb
@@ -15,9 +16,16 @@ from .errors import Error
 
 
 def run(*args: str) -> str:
-    """Runs a tuning-database command and returns what it prints."""
+    """Runs a tuning-database command and returns what it prints.
+
+    Corrupt records met on the way are moved aside and reported as
+    RuntimeWarnings.
+    """
     config.ensure()
-    return _lib.call("nf_tunedb", pb.TuneDBRequest(args=[str(a) for a in args]), pb.TuneDBResponse).output
+    resp = _lib.call("nf_tunedb", pb.TuneDBRequest(args=[str(a) for a in args]), pb.TuneDBResponse)
+    for w in resp.warnings:
+        warnings.warn(w, RuntimeWarning, stacklevel=2)
+    return resp.output
 
 
 def main(argv=None) -> int:
@@ -26,8 +34,13 @@ def main(argv=None) -> int:
         print(__doc__.strip())
         return 0 if argv else 2
     try:
-        sys.stdout.write(run(*argv))
-    except Error as e:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = run(*argv)
+        for w in caught:
+            print(f"neoflow.tunedb: warning: {w.message}", file=sys.stderr)
+        sys.stdout.write(out)
+    except (Error, ValueError) as e:
         print(f"neoflow.tunedb: {e}", file=sys.stderr)
         return 1
     return 0

@@ -14,6 +14,7 @@ import dataclasses
 import sys
 import threading
 import time
+import warnings
 
 import torch
 
@@ -101,6 +102,18 @@ def tune(
             raise TypeError(f"neoflow.tune: example input {i} is a {type(t).__name__}, not a tensor")
         if not t.is_cpu:
             raise ValueError(f"neoflow.tune: example input {i} is on {t.device}; tuning runs on CPU tensors")
+    for name, value in (("trials", trials), ("seed", seed)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"neoflow.tune: {name} must be an int, got {type(value).__name__}")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
+        raise TypeError(f"neoflow.tune: seconds must be a number, got {type(seconds).__name__}")
+    if config.tune_mode() == "off":
+        warnings.warn(
+            "neoflow.tune: NEOFLOW_TUNE=off, so kernels ignore the tuning database; "
+            "the results are stored but used only in another mode",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     if trials is not None and trials < 1:
         raise ValueError(f"neoflow.tune: trials must be at least 1, got {trials}")
     if seconds is not None and seconds <= 0:

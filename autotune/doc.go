@@ -1,0 +1,66 @@
+// Package autotune searches each kernel's schedule space for the fastest
+// schedule on this machine and records it in the tuning database.
+//
+// # The space
+//
+// NewSpace derives a Space from a specialized op (ir.Spec), statement by
+// statement, with no per-op tables: a genome of integer genes decodes
+// (Space.Decode) to one loops.Schedule per statement. A statement's genes
+// choose between its default schedule and a tiled one (loops.Tiling), and
+// for the tiled one:
+//
+//   - multi-level tiling: each spatial axis is split into three tile levels
+//     (outer, middle, inner), each reduction axis into two, by factors
+//     dividing the extent;
+//   - loop order: a permutation of the spatial axes inside every level
+//     (its last axis is innermost, the lane axis), and a template placing
+//     the reduction tiles among the spatial ones (S0 R0 S1 R1 S2,
+//     S0 S1 R0 R1 S2, S0 R0 R1 S1 S2, S0 S1 S2 R0 R1);
+//   - parallel loops: how many outer spatial tile loops are collapsed
+//     into one OpenMP loop;
+//   - vector code: the innermost loop as an explicit SIMD lane loop
+//     (omp simd, or omp parallel for simd when it is itself parallel);
+//   - unrolling of the second-innermost loop (1, 2, 4, 8);
+//   - accumulation: a reduction accumulates in a local buffer declared
+//     after the outer or the middle spatial tiles (a register tile when
+//     it is small), or straight into the output.
+//
+// Operand swapping for binary reductions (computing the transposed
+// product to vectorize the other operand's axis) is the choice of the
+// lane axis among the spatial axes, which the permutation genes make.
+// Scatter statements keep their default schedule. Every genome decodes to
+// a schedule that lowers (Decode repairs an accumulator too large for the
+// stack, a lane mark on a reduction loop), so every point is a correct
+// kernel; the tests compile random genomes of every test op and compare
+// them with the reference interpreter.
+//
+// # The search
+//
+// A Tuner runs package ga's genetic algorithm (fitness-proportional parent
+// selection, uniform crossover, mutation, elitism; seeded, reproducible)
+// over real measurements, one configuration per Step, so callers can draw
+// progress and stop at any time keeping the best found. The first
+// generation holds Space.Seeds: the default schedules, then register-tiled
+// variants from a heuristic. A ridge-regression cost model (package
+// costmodel) ranks oversampled children before measurement once enough
+// configurations were measured. Budgets: Options.Trials configurations and
+// Options.Time of wall time.
+//
+// Measurement builds the kernel, runs it once on fixed random inputs with
+// its outputs poisoned, and compares every output with the default
+// schedule's: a configuration that fails to compile, to run or to
+// reproduce the default's results is recorded as failed and never ends the
+// search. It then times warm runs (2 warm-ups, at least 5 runs and 50 ms)
+// and takes the median, robust to the outliers of a noisy machine. A
+// configuration whose first run is CutoffFactor times slower than the best
+// is ranked by that run alone.
+//
+// # The database
+//
+// Tuner.Record is a protobuf TuneRecord keyed by Key: the kernel's
+// structural hash with its axis extents, its tensors' dtypes and shapes,
+// the Target (CPU model and ISA features) and the neoflow version.
+// Package tunedb stores records, the faster record winning, safely across
+// processes; kernels.Options.Schedules applies a record whenever the
+// kernel is built.
+package autotune
