@@ -95,6 +95,33 @@
 // statement, and any statement under a schedule without Scatter
 // (GatherSchedule), is lowered as a gather as described above.
 //
+// Tiled statements. A Schedule with a Tiling (tile.go) lowers a gather
+// statement as a tiled nest, the schedule space package autotune searches.
+// Every axis, spatial or reduction, may be split into tile loops
+// "<axis>.t0" (outermost) .. "<axis>.tk" by factors whose product divides
+// its extent (no remainders), and the axis is substituted by
+// sum(<axis>.tl * stride_l). The tile loops are ordered freely (Loops);
+// loops of extent 1 are removed. The first Parallel loops, all spatial,
+// form one collapsed OpenMP loop; a collapsed loop carries no other
+// annotation, and a lane mark on one moves to the first (omp parallel for
+// simd). Vector marks the innermost loop, which must be spatial, as a lane
+// loop; Unroll annotates loops. A reduction declares a Local accumulator
+// at position AccAt of Loops, with one element per iteration of the
+// spatial loops from AccAt on (at most MaxLocalElems), indexed row-major
+// in their loop order so the lane loop is contiguous in it:
+//
+//	<loops before AccAt>
+//	  acc[...] = identity                     (over the inner spatial loops)
+//	  <loops from AccAt on> acc[...] op= rhs
+//	  T[...] = acc[...]                       (over the inner spatial loops)
+//
+// When a reduction loop with extent above 1 runs before AccAt, or AccAt is
+// len(Loops) (no accumulator: the statement combines straight into T), T
+// is first filled with the identity (a Block scheduled like any '='
+// statement) and the final store combines, T[...] op= acc[...]. Each
+// element's terms are then combined in a different order than the
+// interpreter's: sums differ by rounding, max and min do not.
+//
 // Statements run in order, each fully materializing its tensor (temporaries
 // included) before the next starts; each parallel loop is its own parallel
 // region. Dump prints a Func for debugging and golden tests.

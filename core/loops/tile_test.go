@@ -1,0 +1,72 @@
+package loops
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// gemmTiling is a register-tiled matmul: i and j in three levels, k in
+// two, the accumulator after the middle spatial tiles.
+func gemmTiling(accAt int) *Tiling {
+	return &Tiling{
+		Splits:   []Split{{"i", []int64{2, 2}}, {"j", []int64{2, 4}}, {"k", []int64{3}}},
+		Loops:    []string{"i.t0", "j.t0", "k.t0", "i.t1", "j.t1", "k.t1", "i.t2", "j.t2"},
+		Parallel: 2,
+		Vector:   true,
+		Unroll:   []Unroll{{"i.t2", 2}},
+		AccAt:    accAt,
+	}
+}
+
+func TestTiledGolden(t *testing.T) {
+	for name, tl := range map[string]*Tiling{
+		"tiled_acc_inner":   gemmTiling(5), // accumulator: a 2x4 register tile
+		"tiled_acc_outer":   gemmTiling(2), // accumulator over the whole i.t0, j.t0 tile
+		"tiled_acc_partial": gemmTiling(3), // k.t0 outside: identity fill, combining stores
+		"tiled_no_acc":      gemmTiling(8), // straight into C
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := matmulSpec(ir.Float32, 8, 16, 6)
+			n, err := LowerStmt(s, 0, Schedule{Tiling: tl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name, Dump(&Func{Spec: s, Nests: []*Nest{n}}))
+		})
+	}
+}
+
+func TestTilingErrors(t *testing.T) {
+	s := matmulSpec(ir.Float32, 8, 16, 6)
+	for _, c := range []struct {
+		mod  func(*Tiling)
+		want string
+	}{
+		{func(t *Tiling) { t.Splits[0].Factors = []int64{3} }, "do not divide"},
+		{func(t *Tiling) { t.Splits = append(t.Splits, Split{"i", []int64{2}}) }, "split twice"},
+		{func(t *Tiling) { t.Splits[0].Axis = "z" }, "not an axis"},
+		{func(t *Tiling) { t.Loops = t.Loops[1:] }, "do not list"},
+		{func(t *Tiling) { t.Loops[0] = "j.t0" }, "not a permutation"},
+		{func(t *Tiling) { t.Parallel = 3 }, "reduction loop"},
+		{func(t *Tiling) { t.Loops[5], t.Loops[7] = t.Loops[7], t.Loops[5] }, "innermost loop is not spatial"},
+		{func(t *Tiling) { t.Unroll = []Unroll{{"q", 2}} }, "no such loop"},
+		{func(t *Tiling) { t.AccAt = 1 }, "out of range"},
+	} {
+		tl := gemmTiling(5)
+		c.mod(tl)
+		_, err := LowerStmt(s, 0, Schedule{Tiling: tl})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", tl, err, c.want)
+		}
+	}
+	big := matmulSpec(ir.Float32, 256, 256, 4)
+	tl := &Tiling{Loops: []string{"i", "j", "k"}, AccAt: 0}
+	if _, err := LowerStmt(big, 0, Schedule{Tiling: tl}); err == nil || !strings.Contains(err.Error(), "exceeds") {
+		t.Errorf("a 65536-element accumulator: error %v", err)
+	}
+	if _, err := LowerStmt(s, 0, Schedule{Tiling: gemmTiling(5), Scatter: true}); err == nil {
+		t.Error("a tiled scatter schedule was accepted")
+	}
+}
