@@ -43,6 +43,11 @@ const DefaultTrials = 64
 // than the best so far is timed by that run alone.
 const CutoffFactor = 3
 
+// MaxDuplicates ends the search when this many genomes in a row decode
+// to schedules already measured: the population has converged (genes that
+// a default-schedule statement ignores keep breeding the same kernel).
+const MaxDuplicates = 512
+
 // MaxFailures caps the failed configurations a record keeps.
 const MaxFailures = 16
 
@@ -155,7 +160,7 @@ func (t *Tuner) Step(ctx context.Context) (Progress, error) {
 // outcome without a new measurement: a trial is never spent timing the
 // same kernel twice, which would also let timing noise pass for a win.
 func (t *Tuner) next() ([]int, []loops.Schedule) {
-	for {
+	for dupes := 0; dupes < MaxDuplicates; dupes++ {
 		if len(t.pending) == 0 {
 			t.pending = t.ga.Ask()
 			t.prog.Generation = t.ga.Generation()
@@ -172,6 +177,7 @@ func (t *Tuner) next() ([]int, []loops.Schedule) {
 		}
 		t.ga.Tell(g, o.seconds, o.ok)
 	}
+	return nil, nil // the search only finds schedules it has measured
 }
 
 // outcome is a measured configuration's result.
