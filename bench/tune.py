@@ -164,7 +164,7 @@ def training_ops(args, out):
         t0 = time.perf_counter()
         report = neoflow.tune(op, *tensors, trials=args.trials)
         tune_s = time.perf_counter() - t0
-        fwd_bwd(nf, leaves, grad_out)
+        torch.autograd.backward(nf(*leaves), grad_out)  # fwd_bwd would clear the gradients
         grads = [t.grad for t in leaves]
         ref_leaves = [t.detach().clone().requires_grad_(True) for t in tensors]
         torch.autograd.backward(case.reference(*ref_leaves), grad_out)
