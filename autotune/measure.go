@@ -10,6 +10,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/kernels"
 )
 
@@ -61,15 +62,15 @@ type bench struct {
 	b      *kernels.Builder
 	spec   *ir.Spec
 	timing Timing
-	bufs   *buffers
+	bufs   *hostbuf.Buffers
 	want   [][]float64 // reference outputs, by tensor index (nil: input)
 }
 
 func newBench(b *kernels.Builder, spec *ir.Spec, timing Timing) *bench {
-	return &bench{b: b, spec: spec, timing: timing.withDefaults(), bufs: newBuffers(spec, randomInputs(spec, 1))}
+	return &bench{b: b, spec: spec, timing: timing.withDefaults(), bufs: hostbuf.New(spec, hostbuf.RandomInputs(spec, true, 1))}
 }
 
-func (m *bench) free() { m.bufs.free() }
+func (m *bench) free() { m.bufs.Free() }
 
 // measure builds spec with scheds (nil: default), runs it once and
 // compares its outputs with the reference (the first kernel measured
@@ -82,8 +83,8 @@ func (m *bench) measure(ctx context.Context, scheds []loops.Schedule, cutoff flo
 	if err != nil {
 		return Sample{}, err
 	}
-	launch := func() error { return k.Launch(m.bufs.ptr, m.timing.Threads) }
-	m.bufs.poison(m.spec)
+	launch := func() error { return k.Launch(m.bufs.Ptr, m.timing.Threads) }
+	m.bufs.Poison(m.spec)
 	t0 := time.Now()
 	if err := launch(); err != nil {
 		return Sample{}, err
@@ -123,7 +124,7 @@ func (m *bench) check() error {
 		m.want = make([][]float64, len(m.spec.Tensors))
 		for i, t := range m.spec.Tensors {
 			if t.Role != ir.RoleInput {
-				m.want[i] = slices.Clone(m.bufs.get(i))
+				m.want[i] = slices.Clone(m.bufs.Get(i))
 			}
 		}
 		return nil
@@ -136,7 +137,7 @@ func (m *bench) check() error {
 		if want == nil {
 			continue
 		}
-		got := m.bufs.get(i)
+		got := m.bufs.Get(i)
 		for j, w := range want {
 			g := got[j]
 			if math.IsNaN(w) && math.IsNaN(g) || math.Abs(g-w) <= tol*(1+math.Abs(w)) {

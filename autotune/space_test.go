@@ -11,6 +11,7 @@ import (
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/testops"
 	"github.com/neoflow/neoflow/kernels"
 )
@@ -45,9 +46,9 @@ func checkAgainstInterp(t *testing.T, b *kernels.Builder, spec *ir.Spec, scheds 
 	if err != nil {
 		t.Fatal(err)
 	}
-	bufs := newBuffers(spec, inputs)
-	defer bufs.free()
-	if err := k.Launch(bufs.ptr, nthreads); err != nil {
+	bufs := hostbuf.New(spec, inputs)
+	defer bufs.Free()
+	if err := k.Launch(bufs.Ptr, nthreads); err != nil {
 		t.Fatal(err)
 	}
 	tol := 1e-9
@@ -58,7 +59,7 @@ func checkAgainstInterp(t *testing.T, b *kernels.Builder, spec *ir.Spec, scheds 
 		if td.Role == ir.RoleInput {
 			continue
 		}
-		got := bufs.get(i)
+		got := bufs.Get(i)
 		for j := range want[i] {
 			w, g := want[i][j], got[j]
 			if math.IsNaN(w) && math.IsNaN(g) || math.Abs(g-w) <= tol*(1+math.Abs(w)) {
@@ -89,7 +90,7 @@ func TestRandomSchedules(t *testing.T) {
 				}
 				sp := NewSpace(spec)
 				rng := rand.New(rand.NewPCG(uint64(oi), uint64(dt)))
-				inputs := randomInputs(spec, uint64(oi))
+				inputs := hostbuf.RandomInputs(spec, true, uint64(oi))
 				for range per {
 					g := randomGenome(rng, sp.Cardinalities())
 					for _, ss := range sp.stmts {
@@ -124,7 +125,7 @@ func TestSeedsAreValid(t *testing.T) {
 					t.Fatalf("%s: seed gene %d = %d outside [0, %d)", o.Name, i, g[i], c)
 				}
 			}
-			checkAgainstInterp(t, b, spec, sp.Decode(g), randomInputs(spec, uint64(oi)), 2)
+			checkAgainstInterp(t, b, spec, sp.Decode(g), hostbuf.RandomInputs(spec, true, uint64(oi)), 2)
 		}
 	}
 	for _, p := range [][]int{{0}, {1, 0}, {2, 0, 1}, {3, 1, 0, 2}} {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
@@ -74,7 +75,7 @@ func TestTunerRun(t *testing.T) {
 	if len(best) != len(spec.Stmts) {
 		t.Fatalf("Best() has %d schedules for %d statements", len(best), len(spec.Stmts))
 	}
-	inputs := randomInputs(spec, 3)
+	inputs := hostbuf.RandomInputs(spec, true, 3)
 	checkAgainstInterp(t, b, spec, best, inputs, 2)
 
 	rec := tu.Record()
@@ -162,7 +163,7 @@ func TestTunerCancel(t *testing.T) {
 	if best == nil || tu.Record() == nil || tu.Record().GetTrials() != 3 || p.Best <= 0 {
 		t.Fatalf("no best kept after cancelling: best %v, record %v", best, tu.Record())
 	}
-	checkAgainstInterp(t, b, spec, best, randomInputs(spec, 5), 2)
+	checkAgainstInterp(t, b, spec, best, hostbuf.RandomInputs(spec, true, 5), 2)
 }
 
 // askedGenomes steps tu n times and returns the genome each Step

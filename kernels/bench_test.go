@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
@@ -29,11 +30,11 @@ func BenchmarkMatmul256(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bufs := newBuffers(spec, randomInputs(spec, false, 1))
-	defer bufs.pin.Unpin()
+	bufs := hostbuf.New(spec, hostbuf.RandomInputs(spec, false, 1))
+	defer bufs.Free()
 	b.ResetTimer()
 	for range b.N {
-		if err := k.Launch(bufs.ptr, runtime.NumCPU()); err != nil {
+		if err := k.Launch(bufs.Ptr, runtime.NumCPU()); err != nil {
 			b.Fatal(err)
 		}
 	}

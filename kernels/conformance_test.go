@@ -7,6 +7,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
@@ -18,7 +19,7 @@ func TestConformance(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				run(t, spec, randomInputs(spec, o.Positive, 1), 3, tolerance(dt))
+				run(t, spec, hostbuf.RandomInputs(spec, o.Positive, 1), 3, tolerance(dt))
 			})
 		}
 	}
@@ -33,13 +34,13 @@ func TestThreadCountInvariant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := randomInputs(spec, false, 2)
+	in := hostbuf.RandomInputs(spec, false, 2)
 	a := run(t, spec, in, 1, 1e-4)
 	b := run(t, spec, in, 4, 1e-4)
-	for i := range a.f32 {
-		for j := range a.f32[i] {
-			if math.Float32bits(a.f32[i][j]) != math.Float32bits(b.f32[i][j]) {
-				t.Fatalf("tensor %d element %d: %v with 1 thread, %v with 4", i, j, a.f32[i][j], b.f32[i][j])
+	for i := range a.F32 {
+		for j := range a.F32[i] {
+			if math.Float32bits(a.F32[i][j]) != math.Float32bits(b.F32[i][j]) {
+				t.Fatalf("tensor %d element %d: %v with 1 thread, %v with 4", i, j, a.F32[i][j], b.F32[i][j])
 			}
 		}
 	}
@@ -99,16 +100,16 @@ func TestSpecialValues(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				bufs := newBuffers(spec, inputs[i])
-				defer bufs.pin.Unpin()
-				if err := k.Launch(bufs.ptr, 2); err != nil {
+				bufs := hostbuf.New(spec, inputs[i])
+				defer bufs.Free()
+				if err := k.Launch(bufs.Ptr, 2); err != nil {
 					t.Fatal(err)
 				}
 				for ti, td := range spec.Tensors {
 					if td.Role == ir.RoleInput {
 						continue
 					}
-					got := bufs.get(ti)
+					got := bufs.Get(ti)
 					for j := range want[ti] {
 						g, w := got[j], want[ti][j]
 						ok := math.IsNaN(g) && math.IsNaN(w) || g == w && math.Signbit(g) == math.Signbit(w)
@@ -161,7 +162,7 @@ func TestShapeSweep(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Run(fmt.Sprintf("%s_%s_%dx%d", o.Name, dt, m, n), func(t *testing.T) {
-					run(t, spec, randomInputs(spec, false, uint64(m*100+n)), 2, tolerance(dt))
+					run(t, spec, hostbuf.RandomInputs(spec, false, uint64(m*100+n)), 2, tolerance(dt))
 				})
 			}
 		}

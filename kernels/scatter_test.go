@@ -15,6 +15,7 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/sema"
+	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/testops"
 	"github.com/neoflow/neoflow/kernels/cc"
 	"github.com/neoflow/neoflow/kernels/cgen"
@@ -59,7 +60,7 @@ func TestScatterConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 				requireScatter(t, spec, 0)
-				in := randomInputs(spec, false, 3)
+				in := hostbuf.RandomInputs(spec, false, 3)
 				run(t, spec, in, 2, tolerance(dt))
 				runPadded(t, spec, in)
 			})
@@ -88,7 +89,7 @@ func TestScatterLookalikes(t *testing.T) {
 		if fn.Nests[0].Schedule.Scatter {
 			t.Errorf("%s lowered as a scatter:\n%s", o.Name, loops.Dump(fn))
 		}
-		run(t, spec, randomInputs(spec, false, 4), 2, tolerance(ir.Float64))
+		run(t, spec, hostbuf.RandomInputs(spec, false, 4), 2, tolerance(ir.Float64))
 	}
 }
 
@@ -138,7 +139,7 @@ func TestScatterGradients(t *testing.T) {
 				if n == 0 {
 					t.Fatalf("no indicator statement:\n%s", explain)
 				}
-				in := randomInputs(spec, false, 5)
+				in := hostbuf.RandomInputs(spec, false, 5)
 				run(t, spec, in, 2, tolerance(dt))
 				runPadded(t, spec, in)
 			})
@@ -178,8 +179,8 @@ func runPadded(t *testing.T, spec *ir.Spec, inputs [][]float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bufs := newBuffers(spec, inputs)
-	defer bufs.pin.Unpin()
+	bufs := hostbuf.New(spec, inputs)
+	defer bufs.Free()
 	type zone struct {
 		f32 []float32
 		f64 []float64
@@ -205,11 +206,11 @@ func runPadded(t *testing.T, spec *ir.Spec, inputs [][]float64) {
 			}
 			p = unsafe.Pointer(&z.f64[pad])
 		}
-		bufs.pin.Pin(p)
-		bufs.ptr[i] = p
+		bufs.Pin.Pin(p)
+		bufs.Ptr[i] = p
 		zones[i] = z
 	}
-	if err := k.Launch(bufs.ptr, 2); err != nil {
+	if err := k.Launch(bufs.Ptr, 2); err != nil {
 		t.Fatal(err)
 	}
 	for i, z := range zones {
@@ -292,7 +293,7 @@ func speedup(t *testing.T, o testops.Op, dt ir.DType) {
 	requireScatter(t, spec, 0)
 	scatter := buildWith(t, spec, loops.DefaultSchedule, "nf_scatter_"+o.Name+"_"+dt.String())
 	gather := buildWith(t, spec, loops.GatherSchedule, "nf_gather_"+o.Name+"_"+dt.String())
-	in := randomInputs(spec, false, 9)
+	in := hostbuf.RandomInputs(spec, false, 9)
 	want, err := interp.Run(spec, in)
 	if err != nil {
 		t.Fatal(err)
@@ -300,15 +301,15 @@ func speedup(t *testing.T, o testops.Op, dt ir.DType) {
 	for _, nt := range []int{1, runtime.NumCPU()} {
 		var best [2]time.Duration
 		for ki, k := range []*cc.Kernel{scatter, gather} {
-			bufs := newBuffers(spec, in)
-			best[ki] = timeKernel(t, k, bufs.ptr, nt)
-			got := bufs.get(1)
+			bufs := hostbuf.New(spec, in)
+			best[ki] = timeKernel(t, k, bufs.Ptr, nt)
+			got := bufs.Get(1)
 			for j := range want[1] {
 				if !same(got[j], want[1][j], tolerance(dt)) {
 					t.Fatalf("%s kernel %d: d_X[%d] = %v, interpreter says %v", dt, ki, j, got[j], want[1][j])
 				}
 			}
-			bufs.pin.Unpin()
+			bufs.Free()
 		}
 		ratio := float64(best[1]) / float64(best[0])
 		t.Logf("%s %s, %d threads: scatter %v, gather %v: %.0fx", o.Name, dt, nt, best[0], best[1], ratio)

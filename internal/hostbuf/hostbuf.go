@@ -1,0 +1,120 @@
+// Package hostbuf holds the arguments of a kernel call in Go memory: one
+// pinned buffer per tensor of a spec, inputs filled in, every other tensor
+// poisoned with NaN so that an element a kernel fails to write shows. The
+// tuner measures kernels on them; tests compare their contents with the
+// reference interpreter.
+package hostbuf
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"unsafe"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// Buffers is one kernel argument per tensor of a spec, in spec.Tensors
+// order. Exactly one of F32 and F64 is used, by the spec's dtype. Ptr is
+// what Kernel.Launch takes; every pointer in it is pinned by Pin until
+// Free.
+type Buffers struct {
+	DType ir.DType
+	F32   [][]float32
+	F64   [][]float64
+	Ptr   []unsafe.Pointer
+	Pin   runtime.Pinner
+}
+
+// New allocates the tensors of spec (at least one element each), inputs
+// set from inputs (one slice per input, in order) and every other tensor
+// set to NaN.
+func New(spec *ir.Spec, inputs [][]float64) *Buffers {
+	b := &Buffers{DType: spec.DType}
+	in := 0
+	for _, t := range spec.Tensors {
+		var src []float64
+		if t.Role == ir.RoleInput {
+			src = inputs[in]
+			in++
+		}
+		n := max(t.Elems(), 1)
+		var p unsafe.Pointer
+		if spec.DType == ir.Float32 {
+			d := make([]float32, n)
+			for i := range d {
+				d[i] = float32(math.NaN())
+			}
+			for i, v := range src {
+				d[i] = float32(v)
+			}
+			b.F32 = append(b.F32, d)
+			p = unsafe.Pointer(&d[0])
+		} else {
+			d := make([]float64, n)
+			for i := range d {
+				d[i] = math.NaN()
+			}
+			copy(d, src)
+			b.F64 = append(b.F64, d)
+			p = unsafe.Pointer(&d[0])
+		}
+		b.Pin.Pin(p)
+		b.Ptr = append(b.Ptr, p)
+	}
+	return b
+}
+
+// Free unpins the buffers.
+func (b *Buffers) Free() { b.Pin.Unpin() }
+
+// Get returns tensor i as float64 (a copy for float32, the buffer itself
+// for float64).
+func (b *Buffers) Get(i int) []float64 {
+	if b.DType == ir.Float64 {
+		return b.F64[i]
+	}
+	out := make([]float64, len(b.F32[i]))
+	for j, v := range b.F32[i] {
+		out[j] = float64(v)
+	}
+	return out
+}
+
+// Poison sets every tensor of spec that is not an input to NaN.
+func (b *Buffers) Poison(spec *ir.Spec) {
+	for i, t := range spec.Tensors {
+		if t.Role == ir.RoleInput {
+			continue
+		}
+		if b.DType == ir.Float32 {
+			for j := range b.F32[i] {
+				b.F32[i][j] = float32(math.NaN())
+			}
+		} else {
+			for j := range b.F64[i] {
+				b.F64[i][j] = math.NaN()
+			}
+		}
+	}
+}
+
+// RandomInputs draws the inputs of spec from a generator seeded by seed:
+// uniform in [-1, 1), or in [0.5, 1.5) when positive (for log, sqrt, pow
+// and division).
+func RandomInputs(spec *ir.Spec, positive bool, seed uint64) [][]float64 {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var out [][]float64
+	for _, t := range spec.InputsDecl() {
+		d := make([]float64, t.Elems())
+		for i := range d {
+			if positive {
+				d[i] = 0.5 + rng.Float64()
+			} else {
+				d[i] = 2*rng.Float64() - 1
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
