@@ -12,11 +12,7 @@ import (
 // inputs and registers it as a new op, so that it is specialized, built and
 // differentiated again (double backward) like any other.
 func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
-	op, err := r.op(req.GetOpId())
-	if err != nil {
-		return nil, err
-	}
-	dtype, shapes, err := inputTypes(op, req.GetInputs())
+	op, dtype, shapes, err := r.opInputs(req.GetOpId(), req.GetInputs())
 	if err != nil {
 		return nil, err
 	}

@@ -19,11 +19,7 @@ import (
 // shapes_only it stops after inference, with source_only after generating
 // the C source.
 func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeResponse, error) {
-	op, err := r.op(req.GetOpId())
-	if err != nil {
-		return nil, err
-	}
-	dtype, shapes, err := inputTypes(op, req.GetInputs())
+	op, dtype, shapes, err := r.opInputs(req.GetOpId(), req.GetInputs())
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +84,16 @@ func (r *Runtime) registerKernel(k *kernels.Kernel) uint64 {
 	id := uint64(len(next) - 1)
 	r.byCache[k.Key()] = id
 	return id
+}
+
+// opInputs finds a registered op and checks its inputs' types.
+func (r *Runtime) opInputs(id uint64, ins []*api.TensorType) (*ir.Op, ir.DType, [][]int64, error) {
+	op, err := r.op(id)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	dtype, shapes, err := inputTypes(op, ins)
+	return op, dtype, shapes, err
 }
 
 // inputTypes checks that all inputs share one supported dtype.

@@ -79,11 +79,7 @@ func (r *Runtime) tunedSchedules(spec *ir.Spec) []loops.Schedule {
 
 // TuneBegin starts a tuning session for the kernel of a specialization.
 func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
-	op, err := r.op(req.GetOpId())
-	if err != nil {
-		return nil, err
-	}
-	dtype, shapes, err := inputTypes(op, req.GetInputs())
+	op, dtype, shapes, err := r.opInputs(req.GetOpId(), req.GetInputs())
 	if err != nil {
 		return nil, err
 	}
@@ -187,9 +183,7 @@ func (r *Runtime) TuneEnd(req *api.TuneStepRequest) (*api.TuneProgress, error) {
 		return nil, err
 	}
 	out.RecordId, out.Stored = tunedb.ID(rec.GetKey()), stored
-	r.mu.Lock()
-	r.specs = map[uint64]map[string]*api.SpecializeResponse{} // rebuild with the record
-	r.mu.Unlock()
+	r.forgetSpecs() // rebuild with the record
 	return out, nil
 }
 
@@ -207,11 +201,17 @@ func (r *Runtime) TuneDB(req *api.TuneDBRequest) (*api.TuneDBResponse, error) {
 		return nil, err
 	}
 	if len(req.GetArgs()) > 0 && req.GetArgs()[0] != "list" && req.GetArgs()[0] != "show" && req.GetArgs()[0] != "export" {
-		r.mu.Lock()
-		r.specs = map[uint64]map[string]*api.SpecializeResponse{}
-		r.mu.Unlock()
+		r.forgetSpecs()
 	}
 	return &api.TuneDBResponse{Output: out.String(), Warnings: warns}, nil
+}
+
+// forgetSpecs drops the cached specializations, so that the next call of
+// each rebuilds its kernel (finding the tuning database's record).
+func (r *Runtime) forgetSpecs() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.specs = map[uint64]map[string]*api.SpecializeResponse{}
 }
 
 func progressProto(p autotune.Progress) *api.TuneProgress {

@@ -224,7 +224,7 @@ class Op:
             self._check(tensors)
             config.ensure()
             request = self._request(tensors, sizes)
-            tuning.before_build(self, request)
+            tuning.before_build(request)
             resp = _lib.call("nf_specialize", request, pb.SpecializeResponse)
             for w in resp.warnings:
                 warnings.warn(w, RuntimeWarning, stacklevel=2)

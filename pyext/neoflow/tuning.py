@@ -140,7 +140,7 @@ def tune(
     return state.report
 
 
-def before_build(op, request: pb.SpecializeRequest) -> None:
+def before_build(request: pb.SpecializeRequest) -> None:
     """Called before a kernel is built: tunes it first when tuning is on."""
     state = _active
     if state is None:
