@@ -51,6 +51,7 @@ func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 		if err := lowerTiled(spec, nest, s.Tiling); err != nil {
 			return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %s", i, st.Stmt.Tensor, s)
 		}
+		nest.Body = HoistGuards(nest.Body)
 		return nest, nil
 	}
 	if s.Scatter {
@@ -64,6 +65,7 @@ func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 		l.chain[0].Parallel = true
 		l.chain[0].Collapse = s.ParallelDepth
 	}
+	nest.Body = HoistGuards(nest.Body)
 	return nest, nil
 }
 

@@ -46,6 +46,10 @@ var All = []Op{
 	{Name: "conv_pad", Src: "Y[n, k, p, q] += where(p + r - 1 >= 0 && p + r - 1 < H && q + s - 1 >= 0 && q + s - 1 < W, X[n, c, p + r - 1, q + s - 1], 0.0) * Wt[k, c, r, s]",
 		Shapes: shapes([]int64{2, 3, 9, 11}, []int64{5, 3, 3, 3}), Sizes: map[string]int64{"p": 9, "q": 11},
 		Consts: map[string]parse.ConstValue{"H": {Int: 9}, "W": {Int: 11}}},
+	// The gather form of conv_stride2's input gradient (core/autodiff):
+	// guards that skip inner loops once hoisted.
+	{Name: "strided_grad", Src: "dX[n, c, x] += where((x - r) % 2 == 0 && (x - r) / 2 >= 0 && (x - r) / 2 < 7, dY[n, k, (x - r) / 2] * W[k, c, r], 0.0)",
+		Shapes: shapes([]int64{2, 4, 7}, []int64{4, 3, 3}), Sizes: map[string]int64{"x": 15, "r": 3}},
 	{Name: "maxpool", Src: "Y[n, c, p, q] max= X[n, c, p*2 + r, q*2 + s]", Shapes: shapes([]int64{2, 3, 10, 13}),
 		Sizes: map[string]int64{"r": 2, "s": 2}},
 	{Name: "softmax", Src: "M[i] max= X[i, j]\nE[i, j] = exp(X[i, j] - M[i])\nS[i] += E[i, j]\nY[i, j] = E[i, j] / S[i]",
