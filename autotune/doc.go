@@ -55,6 +55,19 @@
 // configuration whose first run is CutoffFactor times slower than the best
 // is ranked by that run alone.
 //
+// The statements of a kernel run one after another, so its time is the
+// sum of theirs, and a gain in one statement hides among the others. The
+// tuner therefore measures the profiled kernel (Builder.BuildProfiled of
+// package kernels), which also times each statement (Sample.Stmts, per
+// statement the median over the timed runs), and keeps for each statement
+// the gene segment of its fastest time in a successful trial; a
+// statement's segment alone drives its schedule (Space.Decode). Each new
+// generation's batch starts with the composition of these segments, and
+// the last trial of the Trials budget measures it too, unless those
+// schedules were measured already (always so with one statement); it is
+// told to the genetic algorithm like any other genome, and counts as a
+// trial of the budget, which it never exceeds.
+//
 // # The database
 //
 // Tuner.Record is a protobuf TuneRecord keyed by Key: the kernel's

@@ -3,8 +3,10 @@ package autotune
 import (
 	"context"
 	"math"
+	"runtime"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/pkg/errors"
 
@@ -54,6 +56,11 @@ type Sample struct {
 	// Min and Max are the fastest and slowest timed run.
 	Min, Max float64
 	Runs     int
+	// Stmts is, per statement (spec.Stmts order), the median over the
+	// timed runs of the seconds that statement took, measured inside the
+	// kernel (kernels.Builder.BuildProfiled); they add up to a little less
+	// than Seconds, which also holds the call's overhead.
+	Stmts []float64
 }
 
 // bench times kernels of one spec on fixed random inputs, and checks each
@@ -64,57 +71,86 @@ type bench struct {
 	timing Timing
 	bufs   *hostbuf.Buffers
 	want   [][]float64 // reference outputs, by tensor index (nil: input)
+	// prof is the profiled kernel's timing buffer, one entry per
+	// statement; ptr is bufs.Ptr followed by it, pinned by pin.
+	prof []float64
+	ptr  []unsafe.Pointer
+	pin  runtime.Pinner
 }
 
 func newBench(b *kernels.Builder, spec *ir.Spec, timing Timing) *bench {
-	return &bench{b: b, spec: spec, timing: timing.withDefaults(), bufs: hostbuf.New(spec, hostbuf.RandomInputs(spec, true, 1))}
+	m := &bench{b: b, spec: spec, timing: timing.withDefaults(), bufs: hostbuf.New(spec, hostbuf.RandomInputs(spec, true, 1))}
+	m.prof = make([]float64, max(len(spec.Stmts), 1))
+	m.pin.Pin(&m.prof[0])
+	m.ptr = append(slices.Clone(m.bufs.Ptr), unsafe.Pointer(&m.prof[0]))
+	return m
 }
 
-func (m *bench) free() { m.bufs.Free() }
+func (m *bench) free() {
+	m.pin.Unpin()
+	m.bufs.Free()
+}
 
-// measure builds spec with scheds (nil: default), runs it once and
-// compares its outputs with the reference (the first kernel measured
+// measure builds spec with scheds (nil: default), profiled, runs it once
+// and compares its outputs with the reference (the first kernel measured
 // becomes the reference), then times it. A kernel whose first run takes
 // longer than cutoff seconds (0: no cutoff) is not timed further: that
 // run is its sample, which is enough to rank it last without spending
 // seconds on a hopeless configuration.
 func (m *bench) measure(ctx context.Context, scheds []loops.Schedule, cutoff float64) (Sample, error) {
-	k, err := m.b.BuildScheduled(ctx, m.spec, scheds)
+	k, err := m.b.BuildProfiled(ctx, m.spec, scheds)
 	if err != nil {
 		return Sample{}, err
 	}
-	launch := func() error { return k.Launch(m.bufs.Ptr, m.timing.Threads) }
+	stmts := len(m.spec.Stmts)
+	// launch runs the kernel once, returning its wall time; m.prof then
+	// holds the run's statement times.
+	launch := func() (float64, error) {
+		clear(m.prof)
+		t0 := time.Now()
+		err := k.Launch(m.ptr, m.timing.Threads)
+		return time.Since(t0).Seconds(), err
+	}
 	m.bufs.Poison(m.spec)
-	t0 := time.Now()
-	if err := launch(); err != nil {
+	first, err := launch()
+	if err != nil {
 		return Sample{}, err
 	}
-	first := time.Since(t0).Seconds()
+	firstStmts := slices.Clone(m.prof[:stmts])
 	if err := m.check(); err != nil {
 		return Sample{}, err
 	}
 	if cutoff > 0 && first > cutoff {
-		return Sample{Seconds: first, Min: first, Max: first, Runs: 1}, nil
+		return Sample{Seconds: first, Min: first, Max: first, Runs: 1, Stmts: firstStmts}, nil
 	}
 	for range m.timing.Warmup - 1 {
-		if err := launch(); err != nil {
+		if _, err := launch(); err != nil {
 			return Sample{}, err
 		}
 	}
 	var runs []float64
+	perStmt := make([][]float64, stmts) // per statement, its time in each run
 	start := time.Now()
 	for len(runs) < m.timing.MaxRuns && (len(runs) < m.timing.MinRuns || time.Since(start) < m.timing.MinTime) {
 		if err := ctx.Err(); err != nil {
 			return Sample{}, err
 		}
-		t0 := time.Now()
-		if err := launch(); err != nil {
+		secs, err := launch()
+		if err != nil {
 			return Sample{}, err
 		}
-		runs = append(runs, time.Since(t0).Seconds())
+		runs = append(runs, secs)
+		for i := range perStmt {
+			perStmt[i] = append(perStmt[i], m.prof[i])
+		}
 	}
 	slices.Sort(runs)
-	return Sample{Seconds: median(runs), Min: runs[0], Max: runs[len(runs)-1], Runs: len(runs)}, nil
+	s := Sample{Seconds: median(runs), Min: runs[0], Max: runs[len(runs)-1], Runs: len(runs), Stmts: make([]float64, stmts)}
+	for i, ts := range perStmt {
+		slices.Sort(ts)
+		s.Stmts[i] = median(ts)
+	}
+	return s, nil
 }
 
 // check compares the outputs now in the buffers with the reference

@@ -120,13 +120,25 @@ func (sp *Space) Cardinalities() []int { return slices.Clone(sp.card) }
 // Default is the genome of the default schedules.
 func (sp *Space) Default() []int { return make([]int, len(sp.card)) }
 
-// Decode turns a genome into one schedule per statement.
+// Decode turns a genome into one schedule per statement. Statement i's
+// schedule depends on its own gene segment alone (segment), so segments
+// taken from different genomes compose into a valid genome whose
+// statements are scheduled as in the genomes they came from.
 func (sp *Space) Decode(g []int) []loops.Schedule {
 	out := make([]loops.Schedule, len(sp.stmts))
 	for i, ss := range sp.stmts {
 		out[i] = ss.decode(sp.spec, g)
 	}
 	return out
+}
+
+// segment is the gene range [lo, hi) of statement i.
+func (sp *Space) segment(i int) (lo, hi int) {
+	lo, hi = sp.stmts[i].off, len(sp.card)
+	if i+1 < len(sp.stmts) {
+		hi = sp.stmts[i+1].off
+	}
+	return lo, hi
 }
 
 func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {

@@ -3,6 +3,7 @@ package autotune
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,9 +75,17 @@ type Tuner struct {
 	pending [][]int
 	seen    map[string]outcome // by schedKey
 	trace   func(genome []int) // tests: called with each genome measured
+	// sampled (tests) is called after each measurement.
+	sampled func(genome []int, s Sample, err error)
+	// measure is bench.measure; tests replace it.
+	measure func(ctx context.Context, scheds []loops.Schedule, cutoff float64) (Sample, error)
 	prog    Progress
 	best    []int
 	fails   []*api.TrialFailure
+	// stmtBest is, per statement, the lowest time it took in a successful
+	// trial, and stmtGenes its gene segment in that trial (nil: none yet).
+	stmtBest  []float64
+	stmtGenes [][]int
 }
 
 // NewTuner prepares tuning spec; it measures nothing yet. Close it.
@@ -99,7 +108,9 @@ func NewTuner(b *kernels.Builder, spec *ir.Spec, opts Options) (*Tuner, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "autotune")
 	}
-	t := &Tuner{spec: spec, space: sp, bench: newBench(b, spec, opts.Timing), ga: g, opts: opts, start: time.Now(), seen: map[string]outcome{}}
+	t := &Tuner{spec: spec, space: sp, bench: newBench(b, spec, opts.Timing), ga: g, opts: opts, start: time.Now(), seen: map[string]outcome{},
+		stmtBest: make([]float64, len(sp.stmts)), stmtGenes: make([][]int, len(sp.stmts))}
+	t.measure = t.bench.measure
 	t.prog.Budget = opts.Trials
 	return t, nil
 }
@@ -125,11 +136,14 @@ func (t *Tuner) Step(ctx context.Context) (Progress, error) {
 	if t.trace != nil {
 		t.trace(g)
 	}
-	s, err := t.bench.measure(ctx, scheds, CutoffFactor*t.prog.Best)
+	s, err := t.measure(ctx, scheds, CutoffFactor*t.prog.Best)
 	if ctx.Err() != nil {
 		return t.prog, ctx.Err()
 	}
 	t.prog.Trials++
+	if t.sampled != nil {
+		t.sampled(g, s, err)
+	}
 	t.seen[schedKey(scheds)] = outcome{s.Seconds, err == nil}
 	if err != nil {
 		if t.prog.Default == 0 {
@@ -142,6 +156,7 @@ func (t *Tuner) Step(ctx context.Context) (Progress, error) {
 		t.ga.Tell(g, 0, false)
 	} else {
 		t.ga.Tell(g, s.Seconds, true)
+		t.noteStmts(g, s.Stmts)
 		if t.prog.Default == 0 {
 			t.prog.Default = s.Seconds
 		}
@@ -159,13 +174,25 @@ func (t *Tuner) Step(ctx context.Context) (Progress, error) {
 // (genes that the mode gene switches off differ, say) are told the earlier
 // outcome without a new measurement: a trial is never spent timing the
 // same kernel twice, which would also let timing noise pass for a win.
+//
+// The composition of the statements' fastest segments (composed) goes
+// first in every new generation's batch, and is the last trial of the
+// Trials budget, when it was not measured yet.
 func (t *Tuner) next() ([]int, []loops.Schedule) {
+	if t.prog.Trials == t.opts.Trials-1 {
+		if g, scheds := t.composed(); g != nil {
+			return g, scheds
+		}
+	}
 	for dupes := 0; dupes < MaxDuplicates; dupes++ {
 		if len(t.pending) == 0 {
 			t.pending = t.ga.Ask()
 			t.prog.Generation = t.ga.Generation()
 			if len(t.pending) == 0 {
 				return nil, nil
+			}
+			if g, _ := t.composed(); g != nil {
+				t.pending = append([][]int{g}, t.pending...)
 			}
 		}
 		g := t.pending[0]
@@ -178,6 +205,38 @@ func (t *Tuner) next() ([]int, []loops.Schedule) {
 		t.ga.Tell(g, o.seconds, o.ok)
 	}
 	return nil, nil // the search only finds schedules it has measured
+}
+
+// noteStmts keeps, per statement, the fastest time seen and the genes of
+// genome g that gave it (the earliest on ties).
+func (t *Tuner) noteStmts(g []int, stmts []float64) {
+	if len(stmts) != len(t.stmtBest) {
+		return
+	}
+	for i, secs := range stmts {
+		if secs >= 0 && (t.stmtGenes[i] == nil || secs < t.stmtBest[i]) {
+			lo, hi := t.space.segment(i)
+			t.stmtBest[i], t.stmtGenes[i] = secs, slices.Clone(g[lo:hi])
+		}
+	}
+}
+
+// composed is the genome made of each statement's fastest gene segment,
+// with its schedules; nil when a statement has no time yet or when those
+// schedules were measured (so always with a single statement).
+func (t *Tuner) composed() ([]int, []loops.Schedule) {
+	g := make([]int, 0, len(t.space.card))
+	for _, seg := range t.stmtGenes {
+		if seg == nil {
+			return nil, nil
+		}
+		g = append(g, seg...)
+	}
+	scheds := t.space.Decode(g)
+	if _, dup := t.seen[schedKey(scheds)]; dup {
+		return nil, nil
+	}
+	return g, scheds
 }
 
 // outcome is a measured configuration's result.

@@ -101,13 +101,25 @@ func (b *Builder) BuildContext(ctx context.Context, spec *ir.Spec) (*Kernel, err
 // BuildScheduled builds spec with one schedule per statement; nil means
 // the default schedules.
 func (b *Builder) BuildScheduled(ctx context.Context, spec *ir.Spec, scheds []loops.Schedule) (*Kernel, error) {
-	fn, canonical, err := lower(spec, scheds)
+	return b.build(ctx, spec, scheds, false)
+}
+
+// BuildProfiled is BuildScheduled with per-statement timing (see
+// cgen.RenderProfiled): the kernel takes len(spec.Tensors)+1 buffers, the
+// last a float64 array of len(spec.Stmts) to which each launch adds the
+// seconds each statement took. It is cached apart from the plain kernel.
+func (b *Builder) BuildProfiled(ctx context.Context, spec *ir.Spec, scheds []loops.Schedule) (*Kernel, error) {
+	return b.build(ctx, spec, scheds, true)
+}
+
+func (b *Builder) build(ctx context.Context, spec *ir.Spec, scheds []loops.Schedule, profile bool) (*Kernel, error) {
+	fn, canonical, err := lower(spec, scheds, profile)
 	if err != nil {
 		return nil, err
 	}
 	key := b.cache.Key(canonical)
 	sym := Symbol(spec.Op.Name, key)
-	src, err := cgen.Render(fn, sym)
+	src, err := render(fn, sym, profile)
 	if err != nil {
 		return nil, errors.Wrapf(err, "kernel %s", opName(spec))
 	}
@@ -115,28 +127,35 @@ func (b *Builder) BuildScheduled(ctx context.Context, spec *ir.Spec, scheds []lo
 	if err != nil {
 		return nil, errors.Wrapf(err, "building kernel %s", opName(spec))
 	}
-	k, err := lib.Kernel(sym, len(spec.Tensors))
+	nbufs := len(spec.Tensors)
+	if profile {
+		nbufs++
+	}
+	k, err := lib.Kernel(sym, nbufs)
 	if err != nil {
 		return nil, errors.Wrapf(err, "kernel %s", opName(spec))
 	}
-	return &Kernel{spec: spec, src: src, key: key, outcome: outcome, k: k}, nil
+	return &Kernel{spec: spec, src: src, key: key, outcome: outcome, k: k, profiled: profile}, nil
 }
 
 // Source is the C source of spec's kernel, with the function named
 // PlaceholderSymbol, without compiling anything.
 func Source(spec *ir.Spec) (string, error) {
-	_, src, err := lower(spec, nil)
+	_, src, err := lower(spec, nil, false)
 	return src, err
 }
 
 // ScheduledSource is Source with one schedule per statement (nil: the
 // default ones).
 func ScheduledSource(spec *ir.Spec, scheds []loops.Schedule) (string, error) {
-	_, src, err := lower(spec, scheds)
+	_, src, err := lower(spec, scheds, false)
 	return src, err
 }
 
-func lower(spec *ir.Spec, scheds []loops.Schedule) (*loops.Func, string, error) {
+// lower lowers spec with scheds and renders the canonical source, the
+// function named PlaceholderSymbol, profiled or not: the text the cache
+// key is computed over.
+func lower(spec *ir.Spec, scheds []loops.Schedule, profile bool) (*loops.Func, string, error) {
 	if spec == nil || spec.Op == nil {
 		return nil, "", errors.New("kernels: nil spec")
 	}
@@ -151,11 +170,18 @@ func lower(spec *ir.Spec, scheds []loops.Schedule) (*loops.Func, string, error) 
 	if err != nil {
 		return nil, "", errors.Wrapf(err, "kernel %s", opName(spec))
 	}
-	src, err := cgen.Render(fn, PlaceholderSymbol)
+	src, err := render(fn, PlaceholderSymbol, profile)
 	if err != nil {
 		return nil, "", errors.Wrapf(err, "kernel %s", opName(spec))
 	}
 	return fn, src, nil
+}
+
+func render(fn *loops.Func, symbol string, profile bool) (string, error) {
+	if profile {
+		return cgen.RenderProfiled(fn, symbol)
+	}
+	return cgen.Render(fn, symbol)
 }
 
 func opName(spec *ir.Spec) string {

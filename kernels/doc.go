@@ -18,4 +18,9 @@
 // PlaceholderSymbol, so it is a function of the op, shapes, dtype and
 // schedule (and compiler, flags, version, host), and the compiled source
 // is that source with the symbol substituted.
+//
+// Builder.BuildProfiled builds the profiled variant the autotuner times
+// (cgen.RenderProfiled): one more buffer, last, a float64 array with one
+// entry per statement to which each launch adds the seconds the statement
+// took. Its canonical source differs, so it has its own cache key.
 package kernels
