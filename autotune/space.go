@@ -49,6 +49,11 @@ type stmtSpace struct {
 //	parallel   how many outer spatial tile loops run in parallel, 0..n
 //	vector     0: scalar innermost loop, 1: lane loop
 //	unroll     the unroll factor of the second-innermost loop (unrolls)
+//	pack       0: no packing, p: pack the p-th packable read
+//	           (loops.PackableReads, the first maxPackReads)
+//	packAt     where the pack goes: before the second, third or fourth
+//	           group of the template (loops.Pack; moved inside the
+//	           parallel loops, dropped when the buffer would be too big)
 const (
 	geneMode = iota
 	geneTemplate
@@ -56,6 +61,8 @@ const (
 	geneParallel
 	geneVector
 	geneUnroll
+	genePack
+	genePackAt
 	numFixedGenes
 )
 
@@ -70,6 +77,9 @@ var templates = [][]string{
 	{"S0", "R0", "R1", "S1", "S2"},
 	{"S0", "S1", "S2", "R0", "R1"},
 }
+
+// maxPackReads caps the reads a statement's pack gene chooses from.
+const maxPackReads = 3
 
 // maxFactorChoices caps the split choices of one axis.
 const maxFactorChoices = 64
@@ -96,6 +106,8 @@ func NewSpace(spec *ir.Spec) *Space {
 		fixed[geneParallel] = n + 1
 		fixed[geneVector] = 2
 		fixed[geneUnroll] = len(unrolls)
+		fixed[genePack] = 1 + min(len(loops.PackableReads(st)), maxPackReads)
+		fixed[genePackAt] = 3
 		sp.card = append(sp.card, fixed...)
 		for _, ax := range st.Spatial {
 			ss.splits = append(ss.splits, factorPairs(ax.Extent))
@@ -186,8 +198,10 @@ func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 		tmpl = templates[g[ss.off+geneTemplate]]
 	}
 	pos := map[string]int{}
+	var starts []int
 	for _, grp := range tmpl {
 		pos[grp] = len(t.Loops)
+		starts = append(starts, len(t.Loops))
 		t.Loops = append(t.Loops, groups[grp]...)
 	}
 	t.Parallel = min(g[ss.off+geneParallel], len(sLevels[0]))
@@ -208,6 +222,15 @@ func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 		t.AccAt = max(t.AccAt, t.Parallel)
 		for t.AccAt < len(t.Loops) && accElems(st, t) > loops.MaxLocalElems {
 			t.AccAt++
+		}
+	}
+	if r := g[ss.off+genePack]; r > 0 {
+		at := max(starts[min(1+g[ss.off+genePackAt], len(starts)-1)], t.Parallel)
+		if at < len(t.Loops) {
+			t.Packs = []loops.Pack{{Read: r - 1, At: at}}
+			if !loops.PackFits(st, t) {
+				t.Packs = nil
+			}
 		}
 	}
 	return loops.Schedule{Tiling: t}

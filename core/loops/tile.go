@@ -45,6 +45,8 @@ type Tiling struct {
 	// len(Loops) means no accumulator: the statement combines straight
 	// into the output. Ignored for '=' statements.
 	AccAt int
+	// Packs copies reads into local buffers (see Pack).
+	Packs []Pack
 }
 
 // Split is one axis's tile factors, outermost first.
@@ -72,6 +74,9 @@ func (t *Tiling) String() string {
 	}
 	for _, u := range t.Unroll {
 		fmt.Fprintf(&b, " unroll %s:%d", u.Loop, u.Factor)
+	}
+	for _, p := range t.Packs {
+		fmt.Fprintf(&b, " pack %d@%d", p.Read, p.At)
 	}
 	return b.String()
 }
@@ -220,21 +225,15 @@ func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
 	if err != nil {
 		return err
 	}
-	env := map[string]ir.Expr{}
-	for _, ax := range append(slices.Clone(st.Spatial), st.Reduction...) {
-		e := Lit(0)
-		for _, l := range ord {
-			if l.axis == ax.Name && l.extent > 1 {
-				e = Add(e, Mul(Var(l.name), Lit(l.stride)))
-			}
-		}
-		env[ax.Name] = e
-	}
+	env := tileEnv(st, ord)
 	unroll := map[string]int{}
 	for _, u := range t.Unroll {
 		unroll[u.Loop] = u.Factor
 	}
 	tl := &tiler{st: st, env: env, unroll: unroll, vector: t.Vector, last: ord[len(ord)-1].name}
+	if tl.packs, err = planPacks(st, t, ord, env); err != nil {
+		return err
+	}
 	red := st.Stmt.Reduce != ir.Assign
 	accAt := len(ord)
 	if red {
@@ -259,6 +258,7 @@ func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
 	cur := body
 	var par []*Loop
 	for i, l := range ord[:accAt] {
+		tl.emitPacks(cur, i)
 		lp := tl.loop(cur, l)
 		if lp != nil {
 			if i < t.Parallel {
@@ -278,7 +278,7 @@ func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
 		par[0].Vector = vec
 		par[0].Parallel, par[0].Collapse = true, len(par)
 	}
-	rhs := Subst(st.Stmt.RHS, env)
+	rhs := usePacks(Subst(st.Stmt.RHS, env), tl.packs)
 	if !red || accAt == len(ord) {
 		*cur = append(*cur, &Store{Dst: tl.out(), Op: st.Stmt.Reduce, Value: rhs})
 		return nil
@@ -308,7 +308,8 @@ func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
 	c := tl.nestOver(cur, sp)
 	*c = append(*c, &Store{Dst: acc(), Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Stmt.Reduce)}})
 	c = cur
-	for _, l := range inner {
+	for i, l := range inner {
+		tl.emitPacks(c, accAt+i)
 		if lp := tl.loop(c, l); lp != nil {
 			c = &lp.Body
 		}
@@ -323,6 +324,21 @@ func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
 	return nil
 }
 
+// tileEnv maps each axis of st to its expression in the tile loops.
+func tileEnv(st *ir.BoundStmt, ord []tileLoop) map[string]ir.Expr {
+	env := map[string]ir.Expr{}
+	for _, ax := range append(slices.Clone(st.Spatial), st.Reduction...) {
+		e := Lit(0)
+		for _, l := range ord {
+			if l.axis == ax.Name && l.extent > 1 {
+				e = Add(e, Mul(Var(l.name), Lit(l.stride)))
+			}
+		}
+		env[ax.Name] = e
+	}
+	return env
+}
+
 // tiler holds the state of one tiled lowering.
 type tiler struct {
 	st     *ir.BoundStmt
@@ -330,6 +346,16 @@ type tiler struct {
 	unroll map[string]int
 	vector bool
 	last   string // the innermost loop
+	packs  []packPlan
+}
+
+// emitPacks appends the packs placed before the loop at position at.
+func (t *tiler) emitPacks(body *[]Node, at int) {
+	for i := range t.packs {
+		if t.packs[i].at == at {
+			t.packs[i].emit(body, t.st, t.env, t)
+		}
+	}
 }
 
 // loop appends loop l to *body; it returns nil for a loop of extent 1,

@@ -20,12 +20,21 @@ func gemmTiling(accAt int) *Tiling {
 	}
 }
 
+// packedGemm is gemmTiling(5) with B[k, j] packed before i.t1: the
+// buffer is indexed by j.t1, k.t1 and j.t2, the lane loop innermost.
+func packedGemm() *Tiling {
+	t := gemmTiling(5)
+	t.Packs = []Pack{{Read: 1, At: 3}}
+	return t
+}
+
 func TestTiledGolden(t *testing.T) {
 	for name, tl := range map[string]*Tiling{
 		"tiled_acc_inner":   gemmTiling(5), // accumulator: a 2x4 register tile
 		"tiled_acc_outer":   gemmTiling(2), // accumulator over the whole i.t0, j.t0 tile
 		"tiled_acc_partial": gemmTiling(3), // k.t0 outside: identity fill, combining stores
 		"tiled_no_acc":      gemmTiling(8), // straight into C
+		"tiled_pack":        packedGemm(), // B's k.t0 tile copied, j.t2 innermost
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := matmulSpec(ir.Float32, 8, 16, 6)
@@ -53,6 +62,9 @@ func TestTilingErrors(t *testing.T) {
 		{func(t *Tiling) { t.Loops[5], t.Loops[7] = t.Loops[7], t.Loops[5] }, "innermost loop is not spatial"},
 		{func(t *Tiling) { t.Unroll = []Unroll{{"q", 2}} }, "no such loop"},
 		{func(t *Tiling) { t.AccAt = 1 }, "out of range"},
+		{func(t *Tiling) { t.Packs = []Pack{{Read: 2, At: 3}} }, "2 packable reads"},
+		{func(t *Tiling) { t.Packs = []Pack{{Read: 0, At: 1}} }, "out of range"},
+		{func(t *Tiling) { t.Packs = []Pack{{Read: 0, At: 3}, {Read: 0, At: 4}} }, "packed twice"},
 	} {
 		tl := gemmTiling(5)
 		c.mod(tl)
