@@ -23,7 +23,11 @@
 //   - unrolling of the second-innermost loop (1, 2, 4, 8);
 //   - accumulation: a reduction accumulates in a local buffer declared
 //     after the outer or the middle spatial tiles (a register tile when
-//     it is small), or straight into the output.
+//     it is small), or straight into the output;
+//   - layout packing: one read (loops.PackableReads) copied, before one
+//     of the template's tile groups, into a local buffer laid out by the
+//     inner loops with the lane loop innermost (loops.Pack), so its inner
+//     dimension is read as vectors whose length the split genes tune.
 //
 // Operand swapping for binary reductions (computing the transposed
 // product to vectorize the other operand's axis) is the choice of the
@@ -67,6 +71,12 @@
 // schedules were measured already (always so with one statement); it is
 // told to the genetic algorithm like any other genome, and counts as a
 // trial of the budget, which it never exceeds.
+//
+// When the search ends (not when it is interrupted), the best schedules
+// and the default ones are timed ConfirmRounds more times, alternately,
+// and the best are kept only when the median of those times beats the
+// default's by MinGain; Progress then reports those medians. On a busy
+// machine a single lucky measurement otherwise passes for a win.
 //
 // # The database
 //

@@ -259,3 +259,47 @@ func TestTunerComposesFake(t *testing.T) {
 	}
 	t.Logf("%d of %d trials measured a composition", hits, trials)
 }
+
+// TestConfirm checks the final round: a best schedule whose win does not
+// hold up when timed again alternately with the default is dropped for
+// the default; one that holds up is kept.
+func TestConfirm(t *testing.T) {
+	for _, lucky := range []bool{true, false} {
+		spec := multiSpec(t, "softmax")
+		tu, err := NewTuner(testBuilder(t), spec, Options{Trials: 6, Seed: 1, Population: 4, NoModel: true, Timing: quickTiming, Version: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defKey := schedKey(tu.space.Decode(tu.space.Default()))
+		seen := map[string]int{}
+		tu.measure = func(_ context.Context, scheds []loops.Schedule, _ float64) (Sample, error) {
+			k := schedKey(scheds)
+			seen[k]++
+			secs := 2e-3 // the default
+			if k != defKey {
+				secs = 1e-3 // a real win
+				if lucky && seen[k] > 1 {
+					secs = 2.5e-3 // only the first measurement was fast
+				}
+			}
+			st := make([]float64, len(scheds))
+			for i := range st {
+				st[i] = secs / float64(len(st))
+			}
+			return Sample{Seconds: secs, Min: secs, Max: secs, Runs: 1, Stmts: st}, nil
+		}
+		if err := tu.Run(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		best := schedKey(tu.Best())
+		switch {
+		case lucky && best != defKey:
+			t.Errorf("lucky: kept %s, want the default", best)
+		case !lucky && best == defKey:
+			t.Error("a real win was dropped")
+		case !lucky && tu.Progress().Best != 1e-3:
+			t.Errorf("best %v after confirmation, want 1e-3", tu.Progress().Best)
+		}
+		tu.Close()
+	}
+}

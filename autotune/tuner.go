@@ -49,6 +49,15 @@ const CutoffFactor = 3
 // a default-schedule statement ignores keep breeding the same kernel).
 const MaxDuplicates = 512
 
+// ConfirmRounds and MinGain: when the search ends, the best schedules and
+// the default ones are timed ConfirmRounds more times each, alternately,
+// and the best are kept only if the median of their times is at least
+// MinGain faster than the default's.
+const (
+	ConfirmRounds = 3
+	MinGain       = 0.03
+)
+
 // MaxFailures caps the failed configurations a record keeps.
 const MaxFailures = 16
 
@@ -131,7 +140,7 @@ func (t *Tuner) Step(ctx context.Context) (Progress, error) {
 	g, scheds := t.next()
 	if g == nil {
 		t.prog.Done = true
-		return t.prog, nil
+		return t.prog, t.confirm(ctx)
 	}
 	if t.trace != nil {
 		t.trace(g)
@@ -166,7 +175,49 @@ func (t *Tuner) Step(ctx context.Context) (Progress, error) {
 	}
 	t.prog.Elapsed = time.Since(t.start)
 	t.prog.Done = t.prog.Trials >= t.opts.Trials || t.opts.Time > 0 && t.prog.Elapsed >= t.opts.Time
+	if t.prog.Done {
+		return t.prog, t.confirm(ctx)
+	}
 	return t.prog, nil
+}
+
+// confirm times the best schedules and the default ones again,
+// alternately, ConfirmRounds times each, and keeps the best only when the
+// median of its times beats the default's by MinGain: a search on a noisy
+// machine otherwise keeps whichever configuration had one lucky
+// measurement, which is often no faster (or slower) than the default.
+// Progress then reports those medians.
+func (t *Tuner) confirm(ctx context.Context) error {
+	def := t.space.Default()
+	if t.best == nil || schedKey(t.space.Decode(t.best)) == schedKey(t.space.Decode(def)) {
+		return nil
+	}
+	var bs, ds []float64
+	for range ConfirmRounds {
+		for _, c := range []struct {
+			g   []int
+			out *[]float64
+		}{{t.best, &bs}, {def, &ds}} {
+			s, err := t.measure(ctx, t.space.Decode(c.g), 0)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil {
+				return errors.Wrap(err, "autotune: timing again")
+			}
+			*c.out = append(*c.out, s.Seconds)
+		}
+	}
+	slices.Sort(bs)
+	slices.Sort(ds)
+	b, d := median(bs), median(ds)
+	t.prog.Default = d
+	if b > d*(1-MinGain) {
+		t.best, t.prog.Best = def, d
+		return nil
+	}
+	t.prog.Best = b
+	return nil
 }
 
 // next is the next genome to measure and its schedules, nil when the
