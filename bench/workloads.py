@@ -24,6 +24,12 @@ Writes ``workloads-DATE-TAG.json``, ``.md`` and ``.png`` (grouped bars) into
 
     python bench/workloads.py [--size small|bench] [--batches 1 16 64] [--workloads milstm ...]
                               [--repeat 20] [--warmup 3] [--dtype float32] [--out bench/results] [--no-compile]
+                              [--tune TRIALS]
+
+With ``--tune``, every kernel the neoflow model's first step builds is tuned
+first (``neoflow.tune_session``), its tuning time reported as ``tune_s``; the
+records go to the run's tuning database, so the per-operator timings use the
+tuned kernels too.
 """
 
 from __future__ import annotations
@@ -58,6 +64,13 @@ def parse_args(argv=None):
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"), help="output directory")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (faster; for smoke tests)")
     ap.add_argument("--no-ops", action="store_true", help="skip the per-operator benchmarks")
+    ap.add_argument(
+        "--tune",
+        type=int,
+        default=0,
+        metavar="TRIALS",
+        help="before timing neoflow, tune every kernel of its first step with this many trials each (0: no tuning)",
+    )
     ap.add_argument("--warm-cache", action="store_true", help="keep the usual kernel caches (build times then vary)")
     args = ap.parse_args(argv)
     if args.repeat < 1 or args.warmup < 0:
@@ -190,6 +203,18 @@ def bench_steps(torch, name, size, batch, dtype, args) -> dict:
         if key == "compile":
             torch._dynamo.reset()
             step = train_step(torch, comp, torch.compile(lambda: loss(comp)), lr)
+        if key == "neoflow" and args.tune:
+            import neoflow
+
+            t0 = time.perf_counter()
+            with neoflow.tune_session(trials=args.tune, progress=False) as report:
+                step()
+            row["tune_s"] = time.perf_counter() - t0
+            row["tuned_kernels"] = [
+                {"kernel": r.kernel, "default_ms": r.default_ms, "tuned_ms": r.best_ms, "trials": r.trials}
+                for r in report
+            ]
+            print(f"  {name} batch {batch}: tuned {len(report)} kernels in {row['tune_s']:.0f} s", file=sys.stderr)
         m = measure(step, args.repeat, args.warmup)
         row[key] = {k: m[k] for k in ("median_ms", "min_ms", "max_ms")}
         if key == "compile":
@@ -293,13 +318,21 @@ def render_markdown(result: dict) -> str:
         + (f", GPU {m['gpu']}" if m["gpu"] else ", no GPU (all on CPU)"),
         "",
         f"Settings: size `{s['size']}`, batches {s['batches']}, {s['dtype']}, median of {s['repeat']} steps "
-        f"after {s['warmup']} warm-up steps; kernel caches {'warm' if s['warm_cache'] else 'cold'}.",
+        f"after {s['warmup']} warm-up steps; kernel caches {'warm' if s['warm_cache'] else 'cold'}"
+        + (
+            f"; neoflow's kernels tuned first, {s['tune_trials']} trials each."
+            if s.get("tune_trials")
+            else "; neoflow's kernels untuned (default schedules)."
+        ),
         "",
         "## Training step (forward + backward + Adam step), ms: median (min–max)",
         "",
     ]
     head = ["workload", "batch", "eager", "compile", "neoflow", "neoflow vs eager", "neoflow vs compile"]
     head += ["compile time s", "neoflow build s"]
+    tuned = any("tune_s" in r for r in result["steps"])
+    if tuned:
+        head.append("neoflow tuning s")
     if not has_compile:
         head = [h for h in head if "compile" not in h]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -311,6 +344,8 @@ def render_markdown(result: dict) -> str:
         if has_compile:
             cells += [f"{r['speedup_vs_compile']:.2f}x", f"{r['compile_s']:.1f}"]
         cells.append(f"{r['build_s']:.1f}")
+        if tuned:
+            cells.append(f"{r.get('tune_s', 0):.0f}")
         lines.append("| " + " | ".join(cells) + " |")
     g = result["summary"]
     lines += [
@@ -418,6 +453,7 @@ def main(argv=None) -> dict:
             "dtype": args.dtype,
             "compile": not args.no_compile,
             "warm_cache": args.warm_cache,
+            "tune_trials": args.tune,
             "optimizer": "Adam",
         },
         "steps": steps,

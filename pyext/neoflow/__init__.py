@@ -34,7 +34,7 @@ from .dsl import (
 )
 from .errors import Error, ForkError
 from .op import Op
-from .tuning import KernelResult, TuneReport, tune
+from .tuning import KernelResult, TuneReport, tune, tune_session
 from .version import __version__
 
 __all__ = [
@@ -65,6 +65,7 @@ __all__ = [
     "tanh",
     "tensor",
     "tune",
+    "tune_session",
     "where",
 ]
 

@@ -10,6 +10,7 @@ process. ``python -m neoflow.tunedb`` lists and manages the records.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 import threading
@@ -63,10 +64,69 @@ class _State:
     progress: bool
     report: TuneReport
     stopped: bool = False
+    session: bool = False  # tune_session: Ctrl-C also stops the block
 
 
 _lock = threading.Lock()
 _active: _State | None = None
+
+
+def _check_budget(trials, seconds, seed, who: str) -> None:
+    for name, value in (("trials", trials), ("seed", seed)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"{who}: {name} must be an int, got {type(value).__name__}")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
+        raise TypeError(f"{who}: seconds must be a number, got {type(seconds).__name__}")
+    if config.tune_mode() == "off":
+        warnings.warn(
+            f"{who}: NEOFLOW_TUNE=off, so kernels ignore the tuning database; "
+            "the results are stored but used only in another mode",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    if trials is not None and trials < 1:
+        raise ValueError(f"{who}: trials must be at least 1, got {trials}")
+    if seconds is not None and seconds <= 0:
+        raise ValueError(f"{who}: seconds must be positive, got {seconds}")
+
+
+@contextlib.contextmanager
+def _activate(state: _State, who: str):
+    global _active
+    with _lock:
+        if _active is not None:
+            raise RuntimeError(f"{who}: neoflow is already tuning")
+        _active = state
+    try:
+        yield state.report
+    finally:
+        with _lock:
+            _active = None
+        state.report.interrupted = state.stopped
+
+
+def tune_session(
+    *,
+    trials: int | None = None,
+    seconds: float | None = None,
+    seed: int = 0,
+    force: bool = False,
+    progress: bool = True,
+):
+    """A block in which every kernel neoflow builds is tuned first.
+
+    ``with neoflow.tune_session(trials=32) as report: train_step()`` tunes
+    each kernel that the step builds (forward and gradient kernels of every
+    op, for the shapes the step uses), with the budgets and options of
+    ``neoflow.tune``, and fills ``report`` with one KernelResult per
+    kernel. Kernels an op has already built in this process are not built
+    again, so run the block before the model's first step (or with new
+    shapes). Ctrl-C stops tuning, keeps the best found, and stops the
+    block's code too.
+    """
+    _check_budget(trials, seconds, seed, "neoflow.tune_session")
+    state = _State(trials or 0, float(seconds or 0), int(seed), bool(force), bool(progress), TuneReport(), session=True)
+    return _activate(state, "neoflow.tune_session")
 
 
 def tune(
@@ -94,7 +154,6 @@ def tune(
     """
     from .op import Op
 
-    global _active
     if not isinstance(op, Op):
         raise TypeError(f"neoflow.tune: expected a neoflow op, got {type(op).__name__}")
     for i, t in enumerate(example_inputs):
@@ -102,41 +161,20 @@ def tune(
             raise TypeError(f"neoflow.tune: example input {i} is a {type(t).__name__}, not a tensor")
         if not t.is_cpu:
             raise ValueError(f"neoflow.tune: example input {i} is on {t.device}; tuning runs on CPU tensors")
-    for name, value in (("trials", trials), ("seed", seed)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise TypeError(f"neoflow.tune: {name} must be an int, got {type(value).__name__}")
-    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
-        raise TypeError(f"neoflow.tune: seconds must be a number, got {type(seconds).__name__}")
-    if config.tune_mode() == "off":
-        warnings.warn(
-            "neoflow.tune: NEOFLOW_TUNE=off, so kernels ignore the tuning database; "
-            "the results are stored but used only in another mode",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-    if trials is not None and trials < 1:
-        raise ValueError(f"neoflow.tune: trials must be at least 1, got {trials}")
-    if seconds is not None and seconds <= 0:
-        raise ValueError(f"neoflow.tune: seconds must be positive, got {seconds}")
+    _check_budget(trials, seconds, seed, "neoflow.tune")
     state = _State(trials or 0, float(seconds or 0), int(seed), bool(force), bool(progress), TuneReport())
-    with _lock:
-        if _active is not None:
-            raise RuntimeError("neoflow.tune is already running")
-        _active = state
-    try:
-        op._forget_kernels()
-        grad = backward and any(t.is_floating_point() for t in example_inputs)
-        ins = [t.detach().clone().requires_grad_(grad and t.is_floating_point()) for t in example_inputs]
-        with torch.enable_grad() if grad else torch.no_grad():
-            outs = op(*ins, sizes=sizes)
-            outs = outs if isinstance(outs, tuple) else (outs,)
-            if grad and not state.stopped:
-                torch.autograd.backward(outs, [torch.ones_like(o) for o in outs])
-    finally:
-        with _lock:
-            _active = None
-        op._forget_kernels()
-    state.report.interrupted = state.stopped
+    with _activate(state, "neoflow.tune"):
+        try:
+            op._forget_kernels()
+            grad = backward and any(t.is_floating_point() for t in example_inputs)
+            ins = [t.detach().clone().requires_grad_(grad and t.is_floating_point()) for t in example_inputs]
+            with torch.enable_grad() if grad else torch.no_grad():
+                outs = op(*ins, sizes=sizes)
+                outs = outs if isinstance(outs, tuple) else (outs,)
+                if grad and not state.stopped:
+                    torch.autograd.backward(outs, [torch.ones_like(o) for o in outs])
+        finally:
+            op._forget_kernels()
     return state.report
 
 
@@ -194,7 +232,7 @@ def before_build(request: pb.SpecializeRequest) -> None:
     )
     if interrupted:
         state.stopped = True
-        if state is not _active:  # NEOFLOW_TUNE=full: the program was interrupted
+        if state is not _active or state.session:  # the program was interrupted
             raise KeyboardInterrupt
 
 
