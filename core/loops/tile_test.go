@@ -34,7 +34,7 @@ func TestTiledGolden(t *testing.T) {
 		"tiled_acc_outer":   gemmTiling(2), // accumulator over the whole i.t0, j.t0 tile
 		"tiled_acc_partial": gemmTiling(3), // k.t0 outside: identity fill, combining stores
 		"tiled_no_acc":      gemmTiling(8), // straight into C
-		"tiled_pack":        packedGemm(), // B's k.t0 tile copied, j.t2 innermost
+		"tiled_pack":        packedGemm(),  // B's k.t0 tile copied, j.t2 innermost
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := matmulSpec(ir.Float32, 8, 16, 6)
