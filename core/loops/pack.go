@@ -41,7 +41,7 @@ func PackableReads(st *ir.BoundStmt) []string {
 		case *ir.Where:
 			return
 		case *ir.Access:
-			if e.Tensor != st.Stmt.Tensor && !slices.ContainsFunc(e.Indices, readsAny) {
+			if e.Tensor != st.Stmt.Tensor && !slices.ContainsFunc(e.Indices, func(x ir.Expr) bool { return readsTensor(x, "") }) {
 				if s := ir.ExprString(e); !slices.Contains(out, s) {
 					out = append(out, s)
 				}
@@ -62,16 +62,6 @@ func PackableReads(st *ir.BoundStmt) []string {
 	return out
 }
 
-func readsAny(e ir.Expr) bool {
-	found := false
-	Walk(e, func(x ir.Expr) {
-		if _, ok := x.(*ir.Access); ok {
-			found = true
-		}
-	})
-	return found
-}
-
 // PackFits reports whether the packs of t are valid for st, their buffers
 // within MaxLocalElems.
 func PackFits(st *ir.BoundStmt, t *Tiling) bool {
@@ -87,8 +77,9 @@ func PackFits(st *ir.BoundStmt, t *Tiling) bool {
 // index it.
 type packPlan struct {
 	local string
-	read  string // ir.ExprString of the read
-	sub   string // and of the read in loop variables
+	read  string     // ir.ExprString of the read
+	src   *ir.Access // the read in loop variables
+	sub   string     // and its text
 	at    int
 	loops []tileLoop // the loops at or after at that the read depends on
 	len   int64
@@ -111,10 +102,10 @@ func planPacks(st *ir.BoundStmt, t *Tiling, ord []tileLoop, env map[string]ir.Ex
 			}
 		}
 		pl := packPlan{local: fmt.Sprintf("%spack%d", LocalPrefix, i), read: reads[p.Read], at: p.At, len: 1}
-		acc := Subst(findRead(st.Stmt.RHS, pl.read), env)
-		pl.sub = ir.ExprString(acc)
+		pl.src = Subst(findRead(st.Stmt.RHS, pl.read), env).(*ir.Access)
+		pl.sub = ir.ExprString(pl.src)
 		used := map[string]bool{}
-		for _, x := range acc.(*ir.Access).Indices {
+		for _, x := range pl.src.Indices {
 			Walk(x, func(e ir.Expr) {
 				if ix, ok := e.(*ir.Index); ok {
 					used[ix.Name] = true
@@ -166,7 +157,7 @@ func (p *packPlan) access() *ir.Access {
 }
 
 // emit appends the buffer and its copy loops to *body.
-func (p *packPlan) emit(body *[]Node, st *ir.BoundStmt, env map[string]ir.Expr, t *tiler) {
+func (p *packPlan) emit(body *[]Node, t *tiler) {
 	*body = append(*body, &Local{Name: p.local, Len: p.len})
 	c := body
 	for i, l := range p.loops {
@@ -174,7 +165,7 @@ func (p *packPlan) emit(body *[]Node, st *ir.BoundStmt, env map[string]ir.Expr, 
 		*c = append(*c, lp)
 		c = &lp.Body
 	}
-	*c = append(*c, &Store{Dst: p.access(), Op: ir.Assign, Value: Subst(findRead(st.Stmt.RHS, p.read), env)})
+	*c = append(*c, &Store{Dst: p.access(), Op: ir.Assign, Value: p.src})
 }
 
 // usePacks replaces the packed reads in rhs (in loop variables) by their

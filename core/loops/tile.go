@@ -353,7 +353,7 @@ type tiler struct {
 func (t *tiler) emitPacks(body *[]Node, at int) {
 	for i := range t.packs {
 		if t.packs[i].at == at {
-			t.packs[i].emit(body, t.st, t.env, t)
+			t.packs[i].emit(body, t)
 		}
 	}
 }
