@@ -135,7 +135,7 @@ func (b *Builder) build(ctx context.Context, spec *ir.Spec, scheds []loops.Sched
 	if err != nil {
 		return nil, errors.Wrapf(err, "kernel %s", opName(spec))
 	}
-	return &Kernel{spec: spec, src: src, key: key, outcome: outcome, k: k, profiled: profile}, nil
+	return &Kernel{spec: spec, src: src, key: key, outcome: outcome, k: k}, nil
 }
 
 // Source is the C source of spec's kernel, with the function named

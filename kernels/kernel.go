@@ -15,8 +15,6 @@ type Kernel struct {
 	key     string
 	outcome cache.Outcome
 	k       *cc.Kernel
-	// profiled: built by BuildProfiled, the kernel takes a timing buffer.
-	profiled bool
 }
 
 // Source is the C source the kernel was compiled from.
@@ -41,16 +39,16 @@ func (k *Kernel) NumBufs() int { return k.k.NumBufs }
 // Profiled reports whether the kernel was built by Builder.BuildProfiled:
 // its last buffer is a float64 array with one entry per statement, to
 // which every launch adds the seconds that statement took.
-func (k *Kernel) Profiled() bool { return k.profiled }
+func (k *Kernel) Profiled() bool { return k.k.NumBufs > len(k.spec.Tensors) }
 
 // Addr is the kernel function's address, to call it from C directly or
 // with cc.CallRaw(k.Addr(), bufs, nthreads), which allocates nothing.
 func (k *Kernel) Addr() uintptr { return k.k.Fn }
 
 // Launch runs the kernel on one pointer per spec.Tensors entry (and, for
-// a profiled kernel, the timing buffer last) with nthreads threads (values below 1 mean 1). It checks the number of
-// buffers and that none is nil; sizes, dtype and aliasing are the
-// caller's responsibility. Go-allocated buffers must be pinned
+// a profiled kernel, the timing buffer last) with nthreads threads
+// (values below 1 mean 1). It checks the number of buffers and that none
+// is nil; sizes, dtype and aliasing are the caller's responsibility. Go-allocated buffers must be pinned
 // (runtime.Pinner) during the call.
 func (k *Kernel) Launch(bufs []unsafe.Pointer, nthreads int) error {
 	return k.k.Launch(bufs, nthreads)

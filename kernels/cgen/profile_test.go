@@ -2,7 +2,6 @@ package cgen
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -96,16 +95,8 @@ func TestRenderProfiledCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	gcc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Fatal("no C compiler (cc) on PATH: the kernels need one")
-	}
-	for _, g := range goldenOps {
-		_, src, _ := profiledSource(t, g.name, g.dt)
-		cmd := exec.Command(gcc, "-std=c11", "-fopenmp", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only", "-x", "c", "-")
-		cmd.Stdin = strings.NewReader(src)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("%s %s: %v\n%s", g.name, g.dt, err, out)
-		}
-	}
+	checkCompiles(t, func(name string, dt ir.DType) string {
+		_, src, _ := profiledSource(t, name, dt)
+		return src
+	})
 }

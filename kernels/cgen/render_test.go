@@ -86,14 +86,21 @@ func TestGoldenCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
+	checkCompiles(t, func(name string, dt ir.DType) string { return source(t, name, dt) })
+}
+
+// checkCompiles runs the C compiler on src of every golden op as
+// kernels/cc compiles it (-std=c11, OpenMP), syntax only, warnings as
+// errors.
+func checkCompiles(t *testing.T, src func(name string, dt ir.DType) string) {
+	t.Helper()
 	gcc, err := exec.LookPath("cc")
 	if err != nil {
 		t.Fatal("no C compiler (cc) on PATH: the kernels need one")
 	}
 	for _, g := range goldenOps {
-		src := source(t, g.name, g.dt)
 		cmd := exec.Command(gcc, "-std=c11", "-fopenmp", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only", "-x", "c", "-")
-		cmd.Stdin = strings.NewReader(src)
+		cmd.Stdin = strings.NewReader(src(g.name, g.dt))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("%s %s: %v\n%s", g.name, g.dt, err, out)
 		}
