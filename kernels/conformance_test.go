@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/neoflow/neoflow/core/interp"
@@ -84,7 +85,12 @@ func TestSpecialValues(t *testing.T) {
 	}
 	ops = append(ops, testops.Op{Name: "reduce_special_lanes", Src: "M[i] max= X[i, j]\nN[i] min= X[i, j]\nS[i] += X[i, j]\nP[i] *= X[i, j]",
 		Shapes: [][]int64{{16, 21}}})
-	inputs := [][][]float64{{x, y}, {append(append([]float64(nil), x...), y...)}, {rows}}
+	// A where blended in a lane loop (kernels/cgen/blend.go): the lanes
+	// that do not take a branch must not leak its NaN, infinity or the
+	// sign of its zero.
+	ops = append(ops, testops.Op{Name: "blend_special", Src: "Y[i] = where(i >= 3, X[i - 3] * Z[i], Z[i] * -0.0)",
+		Shapes: [][]int64{{n * n}, {n * n}}, Sizes: map[string]int64{"i": n * n}})
+	inputs := [][][]float64{{x, y}, {append(append([]float64(nil), x...), y...)}, {rows}, {x, y}}
 	for i, o := range ops {
 		for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
 			t.Run(o.Name+"_"+dt.String(), func(t *testing.T) {
@@ -95,6 +101,9 @@ func TestSpecialValues(t *testing.T) {
 				k, err := testBuilder(t).Build(spec)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if o.Name == "blend_special" && !strings.Contains(k.Source(), "nf_blend(") {
+					t.Fatalf("the where is not blended:\n%s", k.Source())
 				}
 				want, err := interp.Run(spec, inputs[i])
 				if err != nil {

@@ -50,6 +50,13 @@ var All = []Op{
 	// guards that skip inner loops once hoisted.
 	{Name: "strided_grad", Src: "dX[n, c, x] += where((x - r) % 2 == 0 && (x - r) / 2 >= 0 && (x - r) / 2 < 7, dY[n, k, (x - r) / 2] * W[k, c, r], 0.0)",
 		Shapes: shapes([]int64{2, 4, 7}, []int64{4, 3, 3}), Sizes: map[string]int64{"x": 15, "r": 3}},
+	// The gather form of a padded conv's input gradient: a guard on the
+	// lane axis, rendered as a blend with masked loads (kernels/cgen).
+	{Name: "padded_grad", Src: "dX[n, c, x] += where(x - r >= 0 && x - r < 14, dY[n, c, x - r] * W[c, r], 0.0)",
+		Shapes: shapes([]int64{2, 3, 14}, []int64{3, 3}), Sizes: map[string]int64{"x": 16, "r": 3}},
+	// A blended where whose discarded operand is -inf or NaN.
+	{Name: "guarded_log", Src: "Y[i, j] = where(j >= 3, log(X[i, j - 3]), X[i, 0] - 1.0)",
+		Shapes: shapes([]int64{4, 21}), Sizes: map[string]int64{"j": 24}},
 	{Name: "maxpool", Src: "Y[n, c, p, q] max= X[n, c, p*2 + r, q*2 + s]", Shapes: shapes([]int64{2, 3, 10, 13}),
 		Sizes: map[string]int64{"r": 2, "s": 2}},
 	{Name: "softmax", Src: "M[i] max= X[i, j]\nE[i, j] = exp(X[i, j] - M[i])\nS[i] += E[i, j]\nY[i, j] = E[i, j] / S[i]",

@@ -231,6 +231,9 @@ func (r *renderer) expr(e ir.Expr) (cexpr, error) {
 	case *ir.Call:
 		return r.callExpr(e)
 	case *ir.Where:
+		if c, ok, err := r.blend(e); ok || err != nil {
+			return c, err
+		}
 		cond, err := r.expr(e.Cond)
 		if err != nil {
 			return cond, err
@@ -441,7 +444,13 @@ func (r *renderer) access(a *ir.Access) (cexpr, error) {
 		return cexpr{}, err
 	}
 	i, err := r.expr(off)
-	return cexpr{cat(name+"[", i.s, "]"), precAtom, ir.KindValue}, err
+	read := cexpr{cat(name+"[", i.s, "]"), precAtom, ir.KindValue}
+	if len(r.masks) > 0 && !r.inBounds(a) {
+		// Under a blend the read is evaluated whatever its guards say:
+		// read only where they all hold (a masked load), 0 elsewhere.
+		read = cexpr{cat(r.maskText(), " ? ", read.s, " : ", r.floatLit(0).s), precCond, ir.KindValue}
+	}
+	return read, err
 }
 
 // kind is ir.KindOf(e), memoized.

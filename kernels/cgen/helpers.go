@@ -33,10 +33,23 @@ var helpers = []helper{
 	{"nf_sigmoid", `static inline $T nf_sigmoid($T x) { return 1 / (1 + exp$F(-x)); }`},
 	{"nf_rsqrt", `static inline $T nf_rsqrt($T x) { return 1 / sqrt$F(x); }`},
 	{"nf_mod", `static inline $T nf_mod($T x, $T y) { return x - floor$F(x / y) * y; }`},
+	// where(c, a, b) on values already computed: the bits of a where c
+	// holds, of b elsewhere. Unlike c ? a : b it never branches, so a
+	// lane loop that blends vectorizes (see blend.go).
+	{"nf_blend", `static inline $T nf_blend(int c, $T a, $T b)
+{
+	union { $T v; $U u; } x = {a}, y = {b};
+	$U m = ($U)0 - ($U)(c != 0);
+	x.u = (x.u & m) | (y.u & ~m);
+	return x.v;
+}`},
 }
 
 // helperDeps lists helpers another helper calls.
 var helperDeps = map[string][]string{}
+
+// uintOf is the unsigned integer type of a value type's width.
+var uintOf = map[string]string{"float": "uint32_t", "double": "uint64_t"}
 
 // helperText renders the used helpers for value type ctype.
 func helperText(used map[string]bool, ctype, suffix string) string {
@@ -46,6 +59,7 @@ func helperText(used map[string]bool, ctype, suffix string) string {
 			continue
 		}
 		t := strings.ReplaceAll(h.text, "$T", ctype)
+		t = strings.ReplaceAll(t, "$U", uintOf[ctype])
 		t = strings.ReplaceAll(t, "$F", suffix)
 		b.WriteString(t + "\n\n")
 	}

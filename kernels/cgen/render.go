@@ -111,6 +111,11 @@ type renderer struct {
 	vars          map[string]int64 // extents of the loop variables in scope
 	tensors       map[string]*ir.TensorDecl
 	parallel      bool
+	// lanes counts the lane loops in scope; masks are the conditions of
+	// the wheres rendered as blends around the current expression,
+	// outermost first (see blend).
+	lanes int
+	masks []*code
 	// kinds and reads memoize ir.KindOf and readsTensor by node, so
 	// rendering is linear in the size of the expressions.
 	kinds ir.KindMemo
@@ -231,7 +236,13 @@ func (r *renderer) loop(l *loops.Loop, depth int) error {
 	}
 	r.line(depth, "for (int64_t %s = 0; %s < %d; %s++) {", v, v, l.Extent, v)
 	r.vars[l.Var] = l.Extent
+	if l.Vector {
+		r.lanes++
+	}
 	err = r.nodes(l.Body, depth+1)
+	if l.Vector {
+		r.lanes--
+	}
 	delete(r.vars, l.Var)
 	r.line(depth, "}")
 	return err

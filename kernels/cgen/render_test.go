@@ -26,6 +26,7 @@ var goldenOps = []struct {
 	{"softmax", ir.Float32}, {"sum_all", ir.Float64}, {"depth2space", ir.Float32},
 	{"unary_math", ir.Float32}, {"positive_math", ir.Float64}, {"value_mod", ir.Float32},
 	{"neg_index_div", ir.Float64}, {"index_values", ir.Float32},
+	{"padded_grad", ir.Float32}, {"guarded_log", ir.Float64},
 }
 
 func source(t *testing.T, name string, dt ir.DType) string {
@@ -150,8 +151,18 @@ func TestPatterns(t *testing.T) {
 		t.Errorf("float kernel calls a double math function:\n%s", um)
 	}
 	pad := source(t, "conv_pad", ir.Float32)
-	if !strings.Contains(pad, "? t_X[") || !strings.Contains(pad, ": 0.0f)") {
-		t.Errorf("padded conv should guard the load with a conditional:\n%s", pad)
+	if !strings.Contains(pad, "nf_blend(") || !strings.Contains(pad, "? t_X[") || !strings.Contains(pad, ": 0.0f, 0.0f)") {
+		t.Errorf("padded conv should blend, guarding the load with a conditional:\n%s", pad)
+	}
+	pg := source(t, "padded_grad", ir.Float32)
+	for _, want := range []string{
+		"#pragma omp simd",
+		"nf_blend((vl_x - v_r >= 0) & (vl_x - v_r < 14), ((vl_x - v_r >= 0) & (vl_x - v_r < 14) ? t_dY[",
+		"] : 0.0f) * t_W[v_c * 3 + v_r], 0.0f)",
+	} {
+		if !strings.Contains(pg, want) {
+			t.Errorf("padded_grad should blend, masking the dY read but not the in-bounds W read; lacks %q:\n%s", want, pg)
+		}
 	}
 	sum := source(t, "sum_all", ir.Float64)
 	for _, want := range []string{

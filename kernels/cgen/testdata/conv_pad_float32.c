@@ -19,6 +19,14 @@ float erff(float);
 float powf(float, float);
 #endif
 
+static inline float nf_blend(int c, float a, float b)
+{
+	union { float v; uint32_t u; } x = {a}, y = {b};
+	uint32_t m = (uint32_t)0 - (uint32_t)(c != 0);
+	x.u = (x.u & m) | (y.u & ~m);
+	return x.v;
+}
+
 void nf_kernel(void **bufs, int64_t nthreads)
 {
 	const float *restrict t_X = (const float *)bufs[0];
@@ -41,7 +49,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 							for (int64_t v_c = 0; v_c < 3; v_c++) {
 								#pragma omp simd
 								for (int64_t vl_q = 0; vl_q < 11; vl_q++) {
-									r_acc[vl_q] += ((v_p + v_r - 1 >= 0) & (v_p + v_r - 1 < 9) & (vl_q + v_s - 1 >= 0) & (vl_q + v_s - 1 < 11) ? t_X[v_n * 297 + v_c * 99 + (v_p + v_r - 1) * 11 + vl_q + v_s - 1] : 0.0f) * t_Wt[v_k * 27 + v_c * 9 + v_r * 3 + v_s];
+									r_acc[vl_q] += nf_blend((v_p + v_r - 1 >= 0) & (v_p + v_r - 1 < 9) & (vl_q + v_s - 1 >= 0) & (vl_q + v_s - 1 < 11), (v_p + v_r - 1 >= 0) & (v_p + v_r - 1 < 9) & (vl_q + v_s - 1 >= 0) & (vl_q + v_s - 1 < 11) ? t_X[v_n * 297 + v_c * 99 + (v_p + v_r - 1) * 11 + vl_q + v_s - 1] : 0.0f, 0.0f) * t_Wt[v_k * 27 + v_c * 9 + v_r * 3 + v_s];
 								}
 							}
 						}
