@@ -206,7 +206,11 @@ func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 	}
 	t.Parallel = min(g[ss.off+geneParallel], len(sLevels[0]))
 	last := len(t.Loops) - 1
-	t.Vector = g[ss.off+geneVector] == 1 && last >= 0 && !isRedLoop(st, t.Loops[last])
+	t.Vector = g[ss.off+geneVector] == 1 && last >= 0
+	laneRed := t.Vector && isRedLoop(st, t.Loops[last])
+	if laneRed && !ss.red {
+		t.Vector = false
+	}
 	if u := unrolls[g[ss.off+geneUnroll]]; u > 1 && len(t.Loops) >= 2 {
 		t.Unroll = []loops.Unroll{{Loop: t.Loops[len(t.Loops)-2], Factor: u}}
 	}
@@ -222,6 +226,9 @@ func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 		t.AccAt = max(t.AccAt, t.Parallel)
 		for t.AccAt < len(t.Loops) && accElems(st, t) > loops.MaxLocalElems {
 			t.AccAt++
+		}
+		if laneRed && t.AccAt >= len(t.Loops) {
+			t.Vector = false // a reduction lane needs a local accumulator
 		}
 	}
 	if r := g[ss.off+genePack]; r > 0 {
@@ -258,7 +265,39 @@ func accElems(st *ir.BoundStmt, t *loops.Tiling) int64 {
 	for _, l := range t.Loops[t.AccAt:] {
 		n *= max(ext[l], 1) // reduction loops are absent: 1
 	}
+	if last := t.Loops[len(t.Loops)-1]; t.Vector && isRedLoop(st, last) && t.AccAt < len(t.Loops) {
+		n *= redExtent(st, t, last) // one partial result per reduction lane
+	}
 	return n
+}
+
+// redExtent is the extent of reduction tile loop name under t's splits.
+func redExtent(st *ir.BoundStmt, t *loops.Tiling, name string) int64 {
+	ax := baseAxis(name)
+	var e int64 = 1
+	for _, v := range st.Reduction {
+		if v.Name == ax {
+			e = v.Extent
+		}
+	}
+	for _, s := range t.Splits {
+		if s.Axis != ax {
+			continue
+		}
+		p := int64(1)
+		for _, f := range s.Factors {
+			p *= f
+		}
+		if name == loops.TileLoop(ax, 0) {
+			return e / p
+		}
+		for l, f := range s.Factors {
+			if name == loops.TileLoop(ax, l+1) {
+				return f
+			}
+		}
+	}
+	return e
 }
 
 func axisAt(st *ir.BoundStmt, a int) ir.Var {

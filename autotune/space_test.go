@@ -134,3 +134,48 @@ func TestSeedsAreValid(t *testing.T) {
 		}
 	}
 }
+
+// TestReductionLanes checks schedules whose lane loop is a reduction loop
+// (one partial result per lane, combined after the reduction) on every
+// reducing test op, against the interpreter.
+func TestReductionLanes(t *testing.T) {
+	saved := loops.MinParallelWork
+	loops.MinParallelWork = 0
+	defer func() { loops.MinParallelWork = saved }()
+	b := testBuilder(t)
+	lanes := 0
+	for oi, o := range testops.All {
+		spec, err := o.Spec(ir.Float64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := NewSpace(spec)
+		rng := rand.New(rand.NewPCG(uint64(oi), 99))
+		inputs := hostbuf.RandomInputs(spec, true, uint64(oi))
+		for range 2 {
+			g := randomGenome(rng, sp.Cardinalities())
+			for _, ss := range sp.stmts {
+				if ss.scatter {
+					continue
+				}
+				g[ss.off+geneMode] = 1
+				g[ss.off+geneVector] = 1
+				if ss.red {
+					g[ss.off+geneTemplate] = 3 // reduction tiles innermost
+					g[ss.off+geneAcc] = rng.IntN(2)
+				}
+			}
+			scheds := sp.Decode(g)
+			for i, s := range scheds {
+				tl := s.Tiling
+				if tl != nil && tl.Vector && isRedLoop(spec.Stmts[i], tl.Loops[len(tl.Loops)-1]) {
+					lanes++
+				}
+			}
+			checkAgainstInterp(t, b, spec, scheds, inputs, 3)
+		}
+	}
+	if lanes < 10 {
+		t.Errorf("only %d statements got a reduction lane loop", lanes)
+	}
+}

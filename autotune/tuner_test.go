@@ -58,7 +58,10 @@ func TestTunerRun(t *testing.T) {
 		if p.Default <= 0 || p.Best <= 0 || p.Best > p.Default {
 			t.Errorf("progress %d: best %v, default %v: want 0 < best <= default", i, p.Best, p.Default)
 		}
-		if i > 0 && p.Best > seen[i-1].Best {
+		// The last report comes after the confirmation round, which times
+		// the best and default schedules again: its figures are new
+		// medians, not the running minimum.
+		if i > 0 && !p.Done && p.Best > seen[i-1].Best {
 			t.Errorf("progress %d: best went up from %v to %v", i, seen[i-1].Best, p.Best)
 		}
 	}

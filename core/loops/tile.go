@@ -31,8 +31,11 @@ type Tiling struct {
 	// Parallel is how many outermost loops of Loops are distributed over
 	// threads as one collapsed loop; they must be spatial.
 	Parallel int
-	// Vector makes the innermost loop a lane loop (omp simd); it must be
-	// spatial.
+	// Vector makes the innermost loop a lane loop (omp simd). A spatial
+	// lane loop writes one accumulator (or output) element per lane. A
+	// reduction lane loop must lie inside the accumulator (AccAt <
+	// len(Loops)); the accumulator then keeps one partial result per
+	// lane, and the lanes are combined after the reduction (rfactor).
 	Vector bool
 	// Unroll gives unroll factors of loops.
 	Unroll []Unroll
@@ -189,8 +192,12 @@ func (t *Tiling) resolve(st *ir.BoundStmt) ([]tileLoop, error) {
 			return nil, errors.Errorf("parallel loop %s is a reduction loop", l.name)
 		}
 	}
-	if t.Vector && (len(ord) == 0 || !ord[len(ord)-1].spatial) {
-		return nil, errors.New("vector: the innermost loop is not spatial")
+	if t.Vector && len(ord) == 0 {
+		return nil, errors.New("vector: no loops")
+	}
+	laneRed := t.Vector && !ord[len(ord)-1].spatial
+	if laneRed && (st.Stmt.Reduce == ir.Assign || t.AccAt >= len(ord)) {
+		return nil, errors.New("vector: the innermost loop is a reduction loop outside a local accumulator")
 	}
 	for _, u := range t.Unroll {
 		if !seen[u.Loop] || u.Factor < 1 {
@@ -201,7 +208,11 @@ func (t *Tiling) resolve(st *ir.BoundStmt) ([]tileLoop, error) {
 		if t.AccAt < t.Parallel || t.AccAt > len(ord) {
 			return nil, errors.Errorf("accumulator position %d out of range [%d, %d]", t.AccAt, t.Parallel, len(ord))
 		}
-		if n := accLen(ord[min(t.AccAt, len(ord)):]); n > MaxLocalElems {
+		n := accLen(ord[min(t.AccAt, len(ord)):])
+		if laneRed {
+			n *= ord[len(ord)-1].extent
+		}
+		if n > MaxLocalElems {
 			return nil, errors.Errorf("local accumulator of %d elements exceeds %d", n, MaxLocalElems)
 		}
 	}
@@ -290,23 +301,36 @@ func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
 			sp = append(sp, l)
 		}
 	}
-	n := accLen(sp)
+	// With a reduction lane loop (rfactor), the accumulator holds lanes
+	// partial results per element, lane innermost.
+	lane := ord[len(ord)-1]
+	lanes := int64(1)
+	if t.Vector && !lane.spatial && lane.extent > 1 {
+		lanes = lane.extent
+	}
+	n := accLen(sp) * lanes
 	idx := Lit(0)
-	stride := int64(1)
+	stride := lanes
 	for i := len(sp) - 1; i >= 0; i-- {
 		idx = Add(idx, Mul(Var(sp[i].name), Lit(stride)))
 		stride *= sp[i].extent
 	}
-	acc := func() *ir.Access {
+	acc := func(l ir.Expr) *ir.Access {
 		a := &ir.Access{Tensor: accName}
 		if n > 1 {
-			a.Indices = []ir.Expr{idx}
+			a.Indices = []ir.Expr{Add(idx, l)}
 		}
 		return a
 	}
 	*cur = append(*cur, &Local{Name: accName, Len: n})
 	c := tl.nestOver(cur, sp)
-	*c = append(*c, &Store{Dst: acc(), Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Stmt.Reduce)}})
+	fill := &Store{Dst: acc(Lit(0)), Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Stmt.Reduce)}}
+	if lanes > 1 {
+		fill.Dst = acc(Var(lane.name))
+		*c = append(*c, &Loop{Var: lane.name, Extent: lanes, Vector: true, Body: []Node{fill}})
+	} else {
+		*c = append(*c, fill)
+	}
 	c = cur
 	for i, l := range inner {
 		tl.emitPacks(c, accAt+i)
@@ -314,13 +338,28 @@ func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
 			c = &lp.Body
 		}
 	}
-	*c = append(*c, &Store{Dst: acc(), Op: st.Stmt.Reduce, Value: rhs})
+	if lanes > 1 {
+		*c = append(*c, &Store{Dst: acc(Var(lane.name)), Op: st.Stmt.Reduce, Value: rhs})
+	} else {
+		*c = append(*c, &Store{Dst: acc(Lit(0)), Op: st.Stmt.Reduce, Value: rhs})
+	}
 	c = tl.nestOver(cur, sp)
 	op := ir.Assign
 	if partial {
 		op = st.Stmt.Reduce
 	}
-	*c = append(*c, &Store{Dst: tl.out(), Op: op, Value: acc()})
+	var result ir.Expr = acc(Lit(0))
+	if lanes > 1 {
+		// Combine the lanes in order into a scalar.
+		red := &ir.Access{Tensor: redName}
+		horiz := lane.axis + ".h"
+		*c = append(*c,
+			&Local{Name: redName, Len: 1},
+			&Store{Dst: red, Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Stmt.Reduce)}},
+			&Loop{Var: horiz, Extent: lanes, Body: []Node{&Store{Dst: red, Op: st.Stmt.Reduce, Value: acc(Var(horiz))}}})
+		result = red
+	}
+	*c = append(*c, &Store{Dst: tl.out(), Op: op, Value: result})
 	return nil
 }
 

@@ -35,6 +35,7 @@ func TestTiledGolden(t *testing.T) {
 		"tiled_acc_partial": gemmTiling(3), // k.t0 outside: identity fill, combining stores
 		"tiled_no_acc":      gemmTiling(8), // straight into C
 		"tiled_pack":        packedGemm(),  // B's k.t0 tile copied, j.t2 innermost
+		"tiled_lane_red":    laneRedGemm(), // k.t1 is the lane loop: one partial sum per lane
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := matmulSpec(ir.Float32, 8, 16, 6)
@@ -45,6 +46,14 @@ func TestTiledGolden(t *testing.T) {
 			golden(t, name, Dump(&Func{Spec: s, Nests: []*Nest{n}}))
 		})
 	}
+}
+
+// laneRedGemm reduces over k in lanes (rfactor): the accumulator holds
+// one partial sum per k.t1 lane, combined after the k loops.
+func laneRedGemm() *Tiling {
+	t := gemmTiling(3)
+	t.Loops[5], t.Loops[7] = t.Loops[7], t.Loops[5]
+	return t
 }
 
 func TestTilingErrors(t *testing.T) {
@@ -59,7 +68,7 @@ func TestTilingErrors(t *testing.T) {
 		{func(t *Tiling) { t.Loops = t.Loops[1:] }, "do not list"},
 		{func(t *Tiling) { t.Loops[0] = "j.t0" }, "not a permutation"},
 		{func(t *Tiling) { t.Parallel = 3 }, "reduction loop"},
-		{func(t *Tiling) { t.Loops[5], t.Loops[7] = t.Loops[7], t.Loops[5] }, "innermost loop is not spatial"},
+		{func(t *Tiling) { t.Loops[5], t.Loops[7] = t.Loops[7], t.Loops[5]; t.AccAt = 8 }, "reduction loop outside a local accumulator"},
 		{func(t *Tiling) { t.Unroll = []Unroll{{"q", 2}} }, "no such loop"},
 		{func(t *Tiling) { t.AccAt = 1 }, "out of range"},
 		{func(t *Tiling) { t.Packs = []Pack{{Read: 2, At: 3}} }, "2 packable reads"},
