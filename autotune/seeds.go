@@ -33,7 +33,51 @@ func (sp *Space) Seeds() [][]int {
 			out = append(out, g)
 		}
 	}
+	g := sp.Default()
+	lanes := false
+	for _, ss := range sp.stmts {
+		lanes = ss.reductionLanes(g) || lanes
+	}
+	if lanes {
+		out = append(out, g)
+	}
 	return out
+}
+
+// reductionLanes writes into g a schedule that reduces in lanes over the
+// statement's last reduction axis (the innermost one in every template),
+// when that axis is long enough: a weight gradient such as depthwise
+// conv's d_W[c, r, s] += d_Y[n, c, p, q] * X[n, c, p + r, q + s] has
+// short spatial axes and its contiguous axis, q, among the reductions.
+// The spatial axes stay whole, the outer ones in parallel, and the
+// accumulator holds one partial sum per lane of the spatial point.
+func (ss *stmtSpace) reductionLanes(g []int) bool {
+	st := ss.st
+	n, m := len(st.Spatial), len(st.Reduction)
+	if ss.scatter || !ss.red || n == 0 || m == 0 || st.Reduction[m-1].Extent < 8 {
+		return false
+	}
+	genes := g[ss.off+numFixedGenes:]
+	for a := range n {
+		genes[a] = closest(ss.splits[a], []int64{1, 1})
+	}
+	for a := n; a < n+m-1; a++ {
+		genes[a] = closest(ss.splits[a], []int64{1})
+	}
+	genes[n+m-1] = closest(ss.splits[n+m-1], []int64{min(st.Reduction[m-1].Extent, 64)})
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	copy(genes[n+m:], lehmerCode(order))
+	f := g[ss.off:]
+	f[geneMode] = 1
+	f[geneTemplate] = 3
+	f[geneAcc] = 0
+	f[geneParallel] = min(2, n)
+	f[geneVector] = 1
+	f[geneUnroll] = 0
+	return true
 }
 
 // heuristic writes the register-tiled genes of the statement into g.
