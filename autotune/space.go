@@ -47,7 +47,10 @@ type stmtSpace struct {
 //	           tiles, after the middle ones, or none (combine into the
 //	           output)
 //	parallel   how many outer spatial tile loops run in parallel, 0..n
-//	vector     0: scalar innermost loop, 1: lane loop
+//	vector     0: scalar innermost loop, 1: lane loop; when the innermost
+//	           loop is a reduction tile (the last template), it reduces
+//	           in lanes into the accumulator, or stays scalar when there
+//	           is none
 //	unroll     the unroll factor of the second-innermost loop (unrolls)
 //	pack       0: no packing, p: pack the p-th packable read
 //	           (loops.PackableReads, the first maxPackReads)
@@ -208,9 +211,6 @@ func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 	last := len(t.Loops) - 1
 	t.Vector = g[ss.off+geneVector] == 1 && last >= 0
 	laneRed := t.Vector && isRedLoop(st, t.Loops[last])
-	if laneRed && !ss.red {
-		t.Vector = false
-	}
 	if u := unrolls[g[ss.off+geneUnroll]]; u > 1 && len(t.Loops) >= 2 {
 		t.Unroll = []loops.Unroll{{Loop: t.Loops[len(t.Loops)-2], Factor: u}}
 	}

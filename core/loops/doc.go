@@ -104,16 +104,23 @@
 // loops of extent 1 are removed. The first Parallel loops, all spatial,
 // form one collapsed OpenMP loop; a collapsed loop carries no other
 // annotation, and a lane mark on one moves to the first (omp parallel for
-// simd). Vector marks the innermost loop, which must be spatial, as a lane
-// loop; Unroll annotates loops. A reduction declares a Local accumulator
-// at position AccAt of Loops, with one element per iteration of the
-// spatial loops from AccAt on (at most MaxLocalElems), indexed row-major
-// in their loop order so the lane loop is contiguous in it:
+// simd). Vector marks the innermost loop as a lane loop; Unroll annotates
+// loops. A reduction declares a Local accumulator at position AccAt of
+// Loops, with one element per iteration of the spatial loops from AccAt on
+// (at most MaxLocalElems), indexed row-major in their loop order so the
+// lane loop is contiguous in it:
 //
 //	<loops before AccAt>
 //	  acc[...] = identity                     (over the inner spatial loops)
 //	  <loops from AccAt on> acc[...] op= rhs
 //	  T[...] = acc[...]                       (over the inner spatial loops)
+//
+// A lane loop over a reduction tile (rfactor) needs the accumulator (AccAt
+// before it): each element gets one slot per lane, lane innermost, the
+// lanes reduce independently, and the final store first combines an
+// element's lanes in lane order into red over "<axis>.h":
+//
+//	red = identity; red op= acc[..., h] for each h; T[...] = red
 //
 // When a reduction loop with extent above 1 runs before AccAt, or AccAt is
 // len(Loops) (no accumulator: the statement combines straight into T), T

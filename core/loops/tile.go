@@ -302,11 +302,11 @@ func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
 		}
 	}
 	// With a reduction lane loop (rfactor), the accumulator holds lanes
-	// partial results per element, lane innermost.
+	// partial results per element, lane innermost, and laneIdx picks one.
 	lane := ord[len(ord)-1]
-	lanes := int64(1)
+	lanes, laneIdx := int64(1), Lit(0)
 	if t.Vector && !lane.spatial && lane.extent > 1 {
-		lanes = lane.extent
+		lanes, laneIdx = lane.extent, Var(lane.name)
 	}
 	n := accLen(sp) * lanes
 	idx := Lit(0)
@@ -324,13 +324,11 @@ func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
 	}
 	*cur = append(*cur, &Local{Name: accName, Len: n})
 	c := tl.nestOver(cur, sp)
-	fill := &Store{Dst: acc(Lit(0)), Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Stmt.Reduce)}}
+	var fill Node = &Store{Dst: acc(laneIdx), Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Stmt.Reduce)}}
 	if lanes > 1 {
-		fill.Dst = acc(Var(lane.name))
-		*c = append(*c, &Loop{Var: lane.name, Extent: lanes, Vector: true, Body: []Node{fill}})
-	} else {
-		*c = append(*c, fill)
+		fill = &Loop{Var: lane.name, Extent: lanes, Vector: true, Body: []Node{fill}}
 	}
+	*c = append(*c, fill)
 	c = cur
 	for i, l := range inner {
 		tl.emitPacks(c, accAt+i)
@@ -338,11 +336,7 @@ func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
 			c = &lp.Body
 		}
 	}
-	if lanes > 1 {
-		*c = append(*c, &Store{Dst: acc(Var(lane.name)), Op: st.Stmt.Reduce, Value: rhs})
-	} else {
-		*c = append(*c, &Store{Dst: acc(Lit(0)), Op: st.Stmt.Reduce, Value: rhs})
-	}
+	*c = append(*c, &Store{Dst: acc(laneIdx), Op: st.Stmt.Reduce, Value: rhs})
 	c = tl.nestOver(cur, sp)
 	op := ir.Assign
 	if partial {
