@@ -32,7 +32,13 @@
 //     exact, except that a zero result may have the other sign when +0
 //     and -0 tie;
 //   - where is a C conditional, so only the chosen branch (and any guarded
-//     access in it) is evaluated; && and || short-circuit;
+//     access in it) is evaluated; && and || short-circuit. Inside a lane
+//     loop a value where whose condition reads no tensor is a blend
+//     instead (blend.go): nf_blend(C, T', E) evaluates both operands and
+//     keeps the bits of one, and T' reads each element that may lie
+//     outside its tensor as (C ? read : 0), a masked load. The value is
+//     the same; the lane loop then vectorizes, where a conditional around
+//     a read keeps it scalar (GCC 12);
 //   - an index used as a value is converted to the value type;
 //   - a guard (loops.If) is a C if; a scatter statement (see core/loops)
 //     is a zero fill followed by a serial loop nest that adds each point's
