@@ -243,61 +243,21 @@ func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 	return loops.Schedule{Tiling: t}
 }
 
-// accElems is the size of the accumulator of t.
+// accElems is the size of the accumulator of t: one element per
+// iteration of the spatial loops from AccAt on, times the lanes of a
+// reduction lane loop.
 func accElems(st *ir.BoundStmt, t *loops.Tiling) int64 {
-	ext := map[string]int64{}
-	for _, ax := range st.Spatial {
-		ext[ax.Name] = ax.Extent
-	}
-	for _, s := range t.Splits {
-		if e, ok := ext[s.Axis]; ok {
-			p := int64(1)
-			for _, f := range s.Factors {
-				p *= f
-			}
-			ext[loops.TileLoop(s.Axis, 0)] = e / p
-			for l, f := range s.Factors {
-				ext[loops.TileLoop(s.Axis, l+1)] = f
-			}
-		}
-	}
+	ext := loops.TileExtents(st, t.Splits)
 	n := int64(1)
 	for _, l := range t.Loops[t.AccAt:] {
-		n *= max(ext[l], 1) // reduction loops are absent: 1
+		if !isRedLoop(st, l) {
+			n *= max(ext[l], 1)
+		}
 	}
 	if last := t.Loops[len(t.Loops)-1]; t.Vector && isRedLoop(st, last) && t.AccAt < len(t.Loops) {
-		n *= redExtent(st, t, last) // one partial result per reduction lane
+		n *= max(ext[last], 1) // one partial result per reduction lane
 	}
 	return n
-}
-
-// redExtent is the extent of reduction tile loop name under t's splits.
-func redExtent(st *ir.BoundStmt, t *loops.Tiling, name string) int64 {
-	ax := baseAxis(name)
-	var e int64 = 1
-	for _, v := range st.Reduction {
-		if v.Name == ax {
-			e = v.Extent
-		}
-	}
-	for _, s := range t.Splits {
-		if s.Axis != ax {
-			continue
-		}
-		p := int64(1)
-		for _, f := range s.Factors {
-			p *= f
-		}
-		if name == loops.TileLoop(ax, 0) {
-			return e / p
-		}
-		for l, f := range s.Factors {
-			if name == loops.TileLoop(ax, l+1) {
-				return f
-			}
-		}
-	}
-	return e
 }
 
 func axisAt(st *ir.BoundStmt, a int) ir.Var {

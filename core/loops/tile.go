@@ -110,6 +110,20 @@ func TileLoops(st *ir.BoundStmt, splits []Split) []string {
 	return out
 }
 
+// TileExtents maps each tile loop of statement st under splits to its
+// extent; it is nil when the splits are invalid.
+func TileExtents(st *ir.BoundStmt, splits []Split) map[string]int64 {
+	ls, err := tileLoops(st, splits)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]int64, len(ls))
+	for _, l := range ls {
+		out[l.name] = l.extent
+	}
+	return out
+}
+
 func tileLoops(st *ir.BoundStmt, splits []Split) ([]tileLoop, error) {
 	fs := map[string][]int64{}
 	for _, s := range splits {
