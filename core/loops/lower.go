@@ -250,12 +250,21 @@ func (l *lowerer) reduceLanes(body *[]Node, ax ir.Var, vw int64) {
 			b.Body = append(b.Body, lanes(t, &Store{Dst: acc(Var(lane)), Op: st.Reduce, Value: Subst(st.RHS, l.env)}))
 		}
 	}
+	red := combineLanes(body, st.Reduce, horiz, vw, func(h ir.Expr) ir.Expr { return acc(h) })
+	*body = append(*body, &Store{Dst: l.out(), Op: ir.Assign, Value: red})
+}
+
+// combineLanes appends to body the horizontal combine of a lane-parallel
+// reduction: the scalar Local redName starts at the identity of op and
+// combines lane(h) for h = 0, ..., n-1 in order, over loop variable
+// horiz. It returns the access to the result.
+func combineLanes(body *[]Node, op ir.ReduceOp, horiz string, n int64, lane func(h ir.Expr) ir.Expr) *ir.Access {
 	red := &ir.Access{Tensor: redName}
 	*body = append(*body,
 		&Local{Name: redName, Len: 1},
-		&Store{Dst: red, Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Reduce)}},
-		&Loop{Var: horiz, Extent: vw, Body: []Node{&Store{Dst: red, Op: st.Reduce, Value: acc(Var(horiz))}}},
-		&Store{Dst: l.out(), Op: ir.Assign, Value: red})
+		&Store{Dst: red, Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(op)}},
+		&Loop{Var: horiz, Extent: n, Body: []Node{&Store{Dst: red, Op: op, Value: lane(Var(horiz))}}})
+	return red
 }
 
 // Identity is the starting value of a reduction: 0 for Sum, 1 for Prod,

@@ -358,14 +358,7 @@ func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
 	}
 	var result ir.Expr = acc(Lit(0))
 	if lanes > 1 {
-		// Combine the lanes in order into a scalar.
-		red := &ir.Access{Tensor: redName}
-		horiz := lane.axis + ".h"
-		*c = append(*c,
-			&Local{Name: redName, Len: 1},
-			&Store{Dst: red, Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Stmt.Reduce)}},
-			&Loop{Var: horiz, Extent: lanes, Body: []Node{&Store{Dst: red, Op: st.Stmt.Reduce, Value: acc(Var(horiz))}}})
-		result = red
+		result = combineLanes(c, st.Stmt.Reduce, lane.axis+".h", lanes, func(h ir.Expr) ir.Expr { return acc(h) })
 	}
 	*c = append(*c, &Store{Dst: tl.out(), Op: op, Value: result})
 	return nil
