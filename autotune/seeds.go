@@ -50,7 +50,9 @@ func (sp *Space) Seeds() [][]int {
 // conv's d_W[c, r, s] += d_Y[n, c, p, q] * X[n, c, p + r, q + s] has
 // short spatial axes and its contiguous axis, q, among the reductions.
 // The spatial axes stay whole, the outer ones in parallel, and the
-// accumulator holds one partial sum per lane of the spatial point.
+// accumulator holds one partial sum per lane of the spatial point. g is
+// the default genome, whose split genes (choice 0: no split) and order
+// genes (0: statement order) stay as they are.
 func (ss *stmtSpace) reductionLanes(g []int) bool {
 	st := ss.st
 	n, m := len(st.Spatial), len(st.Reduction)
@@ -58,18 +60,7 @@ func (ss *stmtSpace) reductionLanes(g []int) bool {
 		return false
 	}
 	genes := g[ss.off+numFixedGenes:]
-	for a := range n {
-		genes[a] = closest(ss.splits[a], []int64{1, 1})
-	}
-	for a := n; a < n+m-1; a++ {
-		genes[a] = closest(ss.splits[a], []int64{1})
-	}
 	genes[n+m-1] = closest(ss.splits[n+m-1], []int64{min(st.Reduction[m-1].Extent, 64)})
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	copy(genes[n+m:], lehmerCode(order))
 	f := g[ss.off:]
 	f[geneMode] = 1
 	f[geneTemplate] = 3
