@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/neoflow/neoflow/core/ir"
-	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
@@ -17,19 +16,8 @@ func profiledSource(t *testing.T, name string, dt ir.DType) (plain, profiled str
 	if !ok {
 		t.Fatalf("no test op %s", name)
 	}
-	spec, err := o.Spec(dt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn, err := loops.Lower(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err = Render(fn, "nf_kernel")
-	if err != nil {
-		t.Fatal(err)
-	}
-	profiled, err = RenderProfiled(fn, "nf_kernel")
+	fn, plain := lowered(t, o, dt)
+	profiled, err := RenderProfiled(fn, "nf_kernel")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,13 @@ func source(t *testing.T, name string, dt ir.DType) string {
 	if !ok {
 		t.Fatalf("no test op %s", name)
 	}
+	_, src := lowered(t, o, dt)
+	return src
+}
+
+// lowered lowers o with the default schedules and renders it.
+func lowered(t *testing.T, o testops.Op, dt ir.DType) (*loops.Func, string) {
+	t.Helper()
 	spec, err := o.Spec(dt)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +54,7 @@ func source(t *testing.T, name string, dt ir.DType) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return src
+	return fn, src
 }
 
 func TestGolden(t *testing.T) {

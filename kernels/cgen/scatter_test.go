@@ -27,20 +27,9 @@ var scatterOps = []struct {
 
 func scatterSource(t *testing.T, o testops.Op, dt ir.DType) string {
 	t.Helper()
-	spec, err := o.Spec(dt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn, err := loops.Lower(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn, src := lowered(t, o, dt)
 	if !fn.Nests[0].Schedule.Scatter {
 		t.Fatalf("%s is not lowered as a scatter:\n%s", o.Name, loops.Dump(fn))
-	}
-	src, err := Render(fn, "nf_kernel")
-	if err != nil {
-		t.Fatal(err)
 	}
 	return src
 }
