@@ -10,7 +10,9 @@ import (
 
 // Grad derives the gradient op of an op specialized for the request's
 // inputs and registers it as a new op, so that it is specialized, built and
-// differentiated again (double backward) like any other.
+// differentiated again (double backward) like any other. With req.Save the
+// gradient op reads the forward temporaries and outputs it needs as
+// inputs (autodiff.GradSaving) instead of recomputing them.
 func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 	op, dtype, shapes, err := r.opInputs(req.GetOpId(), req.GetInputs())
 	if err != nil {
@@ -23,7 +25,11 @@ func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := autodiff.Grad(spec, req.GetWrt())
+	derive := autodiff.Grad
+	if req.GetSave() {
+		derive = autodiff.GradSaving
+	}
+	g, err := derive(spec, req.GetWrt())
 	if err != nil {
 		return nil, errors.Wrapf(err, "differentiating op %s", opName(op))
 	}
@@ -34,5 +40,5 @@ func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "the gradient of op %s does not check (a neoflow bug)", opName(op))
 	}
-	return &api.GradResponse{Op: def, Sizes: g.Sizes, Explain: autodiff.Explain(g)}, nil
+	return &api.GradResponse{Op: def, Sizes: g.Sizes, Explain: autodiff.Explain(g), Saved: g.Saved}, nil
 }

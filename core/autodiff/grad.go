@@ -19,8 +19,16 @@ type GradOp struct {
 	// Inputs of Op, in order: the forward inputs (same names), then one
 	// gradient per forward output, "d_<Out>" (the output's shape), in the
 	// order of spec.Outputs(). Outputs of Op, in order: "d_<In>" for each
-	// input selected by wrt (the input's shape).
+	// input selected by wrt (the input's shape). A gradient op derived by
+	// GradSaving takes the forward tensors listed in Saved after the
+	// output gradients.
 	Op *ir.Op
+	// Saved lists, for GradSaving, the forward temporaries and outputs the
+	// gradient op reads instead of recomputing them, by their forward
+	// names, in forward statement order; the gradient op's last
+	// len(Saved) inputs are these tensors (renamed where a forward name
+	// collides with a gradient name). Empty for Grad.
+	Saved []string
 	// Sizes are the extents to pass to sema.Specialize for the index
 	// variables it cannot infer. Each name has one extent in every
 	// statement that uses it.
@@ -44,11 +52,24 @@ func Grad(spec *ir.Spec, wrt []bool) (*GradOp, error) {
 	return grad(spec, wrt, gradOptions{})
 }
 
+// GradSaving is Grad for a caller that keeps the forward op's temporaries
+// and outputs: instead of recomputing the forward statements it reads,
+// the gradient op takes the tensors those statements wrote as inputs
+// (GradOp.Saved), as PyTorch eager saves activations for the backward.
+// A statement's own value is then read, not recomputed, so a gradient op
+// of an op whose temporaries are matrix products does no product twice.
+func GradSaving(spec *ir.Spec, wrt []bool) (*GradOp, error) {
+	return grad(spec, wrt, gradOptions{save: true})
+}
+
 // gradOptions are internal knobs of Grad for tests.
 type gradOptions struct {
 	// forceSNF inverts every quasi-affine read through the Smith normal
 	// form, skipping Gauss-Jordan elimination.
 	forceSNF bool
+	// save takes the forward tensors the gradient reads as inputs
+	// (GradSaving) instead of recomputing them.
+	save bool
 }
 
 func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
@@ -79,7 +100,13 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 		}
 	}
 	body = prune(body, outputs)
-	all := append(b.recompute(body), body...)
+	var saved []string
+	all := body
+	if opts.save {
+		saved = b.forwardReads(body)
+	} else {
+		all = append(b.recompute(body), body...)
+	}
 
 	inputs := slices.Clone(op.Inputs)
 	var shapes [][]int64
@@ -89,6 +116,10 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 	for _, t := range spec.Outputs() {
 		inputs = append(inputs, "d_"+t.Name)
 		shapes = append(shapes, t.Shape)
+	}
+	for _, t := range saved {
+		inputs = append(inputs, b.gname(t))
+		shapes = append(shapes, b.shapes[b.gname(t)])
 	}
 	anchorInputs(all, inputs, outputs[0], b.shapes)
 
@@ -127,7 +158,7 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 	if len(outs) != len(outputs) {
 		return nil, fmt.Errorf("autodiff: internal error: the gradient op has extra outputs\n%s", src)
 	}
-	return &GradOp{Op: parsed, Sizes: sizes, notes: notes}, nil
+	return &GradOp{Op: parsed, Sizes: sizes, Saved: saved, notes: notes}, nil
 }
 
 func nameSpace(op *ir.Op) string {

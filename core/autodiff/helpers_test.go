@@ -90,6 +90,9 @@ func gradSpecOpts(t testing.TB, spec *ir.Spec, wrt []bool, opts gradOptions) (*G
 	for _, d := range spec.Outputs() {
 		shapes = append(shapes, d.Shape)
 	}
+	for _, n := range g.Saved {
+		shapes = append(shapes, spec.Tensor(n).Shape)
+	}
 	gs, err := sema.Specialize(g.Op, spec.DType, shapes, g.Sizes)
 	if err != nil {
 		t.Fatalf("gradient op does not specialize: %v\n%s", err, Explain(g))

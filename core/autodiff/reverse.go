@@ -248,18 +248,8 @@ func (b *builder) zeroGrad(in string) *gstmt {
 // recompute lists the forward statements the gradient statements read,
 // transitively, in forward order, as statements of the gradient op.
 func (b *builder) recompute(stmts []*gstmt) []*gstmt {
-	writer := map[string]int{}
-	for i, s := range b.fwd.Stmts {
-		writer[b.gname(s.Tensor)] = i
-	}
-	needed := map[int]bool{}
-	for _, g := range stmts {
-		for _, a := range accessesOf(g.s.RHS) {
-			if i, ok := writer[a.Tensor]; ok {
-				needed[i] = true
-			}
-		}
-	}
+	writer := b.writers()
+	needed := b.directReads(stmts, writer)
 	for i := len(b.fwd.Stmts) - 1; i >= 0; i-- {
 		if !needed[i] {
 			continue
@@ -288,4 +278,41 @@ func (b *builder) recompute(stmts []*gstmt) []*gstmt {
 		out = append(out, &gstmt{s: &s, ext: ext, note: "recomputed forward statement"})
 	}
 	return out
+}
+
+// forwardReads lists, by forward name and in forward order, the tensors of
+// forward statements that the gradient statements read: what GradSaving
+// takes as inputs.
+func (b *builder) forwardReads(stmts []*gstmt) []string {
+	needed := b.directReads(stmts, b.writers())
+	var out []string
+	for i, s := range b.fwd.Stmts {
+		if needed[i] {
+			out = append(out, s.Tensor)
+		}
+	}
+	return out
+}
+
+// writers maps the gradient-op name of each forward statement's tensor to
+// the statement's index.
+func (b *builder) writers() map[string]int {
+	writer := map[string]int{}
+	for i, s := range b.fwd.Stmts {
+		writer[b.gname(s.Tensor)] = i
+	}
+	return writer
+}
+
+// directReads marks the forward statements whose tensors stmts read.
+func (b *builder) directReads(stmts []*gstmt, writer map[string]int) map[int]bool {
+	needed := map[int]bool{}
+	for _, g := range stmts {
+		for _, a := range accessesOf(g.s.RHS) {
+			if i, ok := writer[a.Tensor]; ok {
+				needed[i] = true
+			}
+		}
+	}
+	return needed
 }
