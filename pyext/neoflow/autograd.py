@@ -2,6 +2,13 @@
 implementation and an autograd formula, and torch.autograd.Function
 classes. The gradient formula is the gradient op the Go core derives from
 the expression; it is itself an op, so double backward works the same way.
+
+Like PyTorch eager, the forward keeps what the gradient reads: the forward
+kernel's temporaries and outputs that the saving gradient op
+(``Op.grad_op(..., saved=True)``) takes instead of recomputing them. A
+backward that builds a graph (``create_graph=True``) runs the recomputing
+gradient op instead, so that second derivatives flow through those
+tensors' dependence on the inputs.
 """
 
 from __future__ import annotations
@@ -24,16 +31,46 @@ def _zeros_for_missing(op: Op, inputs, sizes: dict, grads) -> list[torch.Tensor]
     ]
 
 
-def _backward(op: Op, inputs, sizes: dict, grads, needs) -> list[torch.Tensor | None]:
-    """Gradients of op's inputs: runs the derived gradient op."""
+def _backward(op: Op, inputs, sizes: dict, grads, needs, kept: dict) -> list[torch.Tensor | None]:
+    """Gradients of op's inputs: runs the derived gradient op. ``kept`` maps
+    the forward tensors the saving gradient op reads to the forward run's
+    values; the recomputing gradient op runs when a graph is being built."""
     wrt = [bool(n) for n in needs[: len(op.inputs)]]
     if not any(wrt):
         return [None] * len(op.inputs)
-    gop, gsizes = op.grad_op(*inputs, sizes=sizes, wrt=wrt)
-    outs = gop(*inputs, *_zeros_for_missing(op, inputs, sizes, grads), sizes=gsizes)
+    grads = _zeros_for_missing(op, inputs, sizes, grads[: len(op.outputs)])
+    if torch.is_grad_enabled():  # create_graph: differentiate through the recomputation
+        gop, gsizes = op.grad_op(*inputs, sizes=sizes, wrt=wrt)
+        outs = gop(*inputs, *grads, sizes=gsizes)
+    else:
+        gop, gsizes = op.grad_op(*inputs, sizes=sizes, wrt=wrt, saved=True)
+        outs = gop(*inputs, *grads, *[kept[n] for n in gop.saved], sizes=gsizes)
     outs = list(outs) if isinstance(outs, tuple) else [outs]
     it = iter(outs)
     return [next(it) if w else None for w in wrt]
+
+
+def _keep(ctx, op: Op, tensors, sizes: dict, wrt, names, values) -> None:
+    """Saves the inputs and the forward tensors the saving gradient op reads."""
+    needed = ()
+    if any(wrt):
+        # Derive (and register) the gradient op now, while tracing: a
+        # compiled backward loaded from torch.compile's on-disk cache calls
+        # it by name without running this module's backward. (A compiled
+        # backward runs with grad mode off, so it is the saving one.)
+        gop = op.grad_op(*tensors, sizes=sizes, wrt=wrt, saved=True)[0]
+        _ = gop.custom_op
+        needed = gop.saved
+    by_name = dict(zip(names, values))
+    ctx.save_for_backward(*tensors, *[by_name[n] for n in needed])
+    ctx.kept_names = needed
+    ctx.n_inputs = len(tensors)
+    ctx.sizes = sizes
+
+
+def _saved(ctx) -> tuple[list, dict]:
+    saved = ctx.saved_tensors
+    return saved[: ctx.n_inputs], dict(zip(ctx.kept_names, saved[ctx.n_inputs :]))
 
 
 def register(op: Op):
@@ -47,7 +84,7 @@ def register(op: Op):
     schema = f"({params}, str sizes) -> Tensor[]"
 
     def impl(*args):
-        return op._launch(args[:-1], parse_sizes_text(args[-1]))
+        return op._launch(args[:-1], parse_sizes_text(args[-1]), keep=True)
 
     custom = torch.library.custom_op(name, impl, mutates_args=(), schema=schema)
 
@@ -55,22 +92,20 @@ def register(op: Op):
     def _(*args):
         tensors, sizes = args[:-1], parse_sizes_text(args[-1])
         ref = tensors[0]
-        return [ref.new_empty(shape) for shape in op.output_shapes(*tensors, sizes=sizes)]
+        outs = op.output_shapes(*tensors, sizes=sizes)
+        temps = [shape for _, shape in op.temporaries(*tensors, sizes=sizes)]
+        return [ref.new_empty(shape) for shape in outs + temps]
 
     def setup_context(ctx, inputs, output):
-        tensors = inputs[:-1]
-        ctx.save_for_backward(*tensors)
-        ctx.sizes = parse_sizes_text(inputs[-1])
+        tensors, sizes = inputs[:-1], parse_sizes_text(inputs[-1])
         wrt = [bool(n) for n in ctx.needs_input_grad[: len(tensors)]]
-        if any(wrt):
-            # Register the gradient op now, while tracing: a compiled backward
-            # loaded from torch.compile's on-disk cache calls it by name
-            # without running this module's backward.
-            _ = op.grad_op(*tensors, sizes=ctx.sizes, wrt=wrt)[0].custom_op
+        names = list(op.outputs) + [n for n, _ in op.temporaries(*tensors, sizes=sizes)]
+        _keep(ctx, op, tensors, sizes, wrt, names, output)
 
     def backward(ctx, grads):
         grads = grads if isinstance(grads, (list, tuple)) else [grads]
-        return (*_backward(op, ctx.saved_tensors, ctx.sizes, grads, ctx.needs_input_grad), None)
+        tensors, kept = _saved(ctx)
+        return (*_backward(op, tensors, ctx.sizes, grads, ctx.needs_input_grad, kept), None)
 
     custom.register_autograd(backward, setup_context=setup_context)
     _registered[name] = custom
@@ -84,15 +119,17 @@ def make_function(op: Op):
         @staticmethod
         def forward(ctx, sizes, *tensors):
             sizes = dict(sizes or {})
-            outs = op._launch(tensors, sizes)
-            ctx.save_for_backward(*tensors)
-            ctx.sizes = sizes
+            outs = op._launch(tensors, sizes, keep=True)
+            wrt = [bool(n) for n in ctx.needs_input_grad[1:]]
+            names = list(op.outputs) + [n for n, _ in op.temporaries(*tensors, sizes=sizes)]
+            _keep(ctx, op, tensors, sizes, wrt, names, outs)
+            outs = outs[: len(op.outputs)]
             return outs[0] if len(outs) == 1 else tuple(outs)
 
         @staticmethod
         def backward(ctx, *grads):
-            needs = ctx.needs_input_grad[1:]
-            return (None, *_backward(op, ctx.saved_tensors, ctx.sizes, list(grads), needs))
+            tensors, kept = _saved(ctx)
+            return (None, *_backward(op, tensors, ctx.sizes, list(grads), ctx.needs_input_grad[1:], kept))
 
     Function.__name__ = Function.__qualname__ = f"{op.name or 'op'}_Function"
     return Function

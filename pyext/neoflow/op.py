@@ -13,6 +13,11 @@ import torch
 
 from . import _lib, config, tuning
 from ._proto import neoflow_pb2 as pb
+from .version import __version__
+
+# The custom ops' calling convention; bump it when what they take or return
+# changes. 2: the outputs are followed by the temporaries autograd keeps.
+_CUSTOM_OP_CONVENTION = 2
 
 _DTYPES = {torch.float32: "float32", torch.float64: "float64"}
 _TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
@@ -22,7 +27,7 @@ _RESERVED = {"name", "inputs", "sizes", "consts"}
 class Kernel:
     """One specialization of an op: its kernel and the buffers it takes."""
 
-    __slots__ = ("kernel_id", "buffers", "dtype", "c_source", "cache_hit", "outputs", "allocated")
+    __slots__ = ("kernel_id", "buffers", "dtype", "c_source", "cache_hit", "outputs", "allocated", "temps")
 
     def __init__(self, resp: pb.SpecializeResponse, outputs=()):
         self.kernel_id = resp.kernel_id
@@ -37,6 +42,8 @@ class Kernel:
         self.outputs = [names.index(n) for n in outputs] or [
             i for i, b in enumerate(resp.buffers) if b.role == "output"
         ]
+        # positions of the temporaries, the other buffers the caller allocates
+        self.temps = [i for i, b in enumerate(resp.buffers) if b.role != "input" and i not in self.outputs]
 
 
 def _scalar(name: str, value) -> pb.Scalar:
@@ -122,8 +129,12 @@ class Op:
         self._grads: dict = {}
         self._function = None
         self._custom = None
+        self.saved = ()  # for a gradient op derived with saved=True: the forward tensors it takes last
         label = re.sub(r"\W", "_", name or "op")[:40] or "op"
-        order = zlib.crc32(",".join(self.outputs).encode())  # the decorated form may reorder outputs
+        # The name also changes with the outputs' order (the decorated form may
+        # reorder them) and with the calling convention, so that a compiled
+        # graph cached on disk by an older neoflow never calls this op.
+        order = zlib.crc32(f"{','.join(self.outputs)}|{__version__}|{_CUSTOM_OP_CONVENTION}".encode())
         self._custom_name = f"{label}_{resp.hash[:16]}_{order:08x}"
         weakref.finalize(self, _release, resp.op_id)
 
@@ -175,6 +186,15 @@ class Op:
 
     def output_shapes(self, *tensors, sizes=None) -> list[tuple[int, ...]]:
         """The shapes of the outputs for these inputs, without building anything."""
+        return self._buffer_shapes(tensors, sizes)[0]
+
+    def temporaries(self, *tensors, sizes=None) -> list[tuple[str, tuple[int, ...]]]:
+        """The op's temporaries (tensors its statements write that are not
+        outputs) for these inputs, as (name, shape) pairs in kernel order.
+        Under autograd the forward keeps those the gradient reads."""
+        return self._buffer_shapes(tensors, sizes)[1]
+
+    def _buffer_shapes(self, tensors, sizes) -> tuple[list, list]:
         key = _shape_key(tensors, sizes)
         shapes = self._shapes.get(key)
         if shapes is None:
@@ -182,29 +202,39 @@ class Op:
             config.ensure()
             resp = _lib.call("nf_specialize", self._request(tensors, sizes, shapes_only=True), pb.SpecializeResponse)
             by_name = {b.name: tuple(b.shape) for b in resp.buffers}
-            shapes = [by_name[n] for n in self.outputs]
+            temps = [(b.name, tuple(b.shape)) for b in resp.buffers if b.role != "input" and b.name not in self.outputs]
+            shapes = ([by_name[n] for n in self.outputs], temps)
             self._shapes[key] = shapes
         return shapes
 
-    def grad_op(self, *tensors, sizes=None, wrt=None) -> tuple[Op, dict]:
+    def grad_op(self, *tensors, sizes=None, wrt=None, saved=False) -> tuple[Op, dict]:
         """The derived gradient op for these inputs, and the sizes to call it with.
 
         It takes this op's inputs followed by one gradient per output, and
         returns the gradients of the inputs selected by ``wrt`` (default:
         all). ``print(op.grad_op(x, w)[0])`` shows the derived expressions,
         guards included.
+
+        With ``saved=True`` the gradient op reads the forward temporaries and
+        outputs it needs instead of recomputing them: it takes, after the
+        output gradients, the tensors a forward run wrote under the names in
+        the gradient op's ``saved`` attribute (see ``temporaries``). This is
+        what autograd runs; its values are those of the recomputing one.
         """
         wrt = tuple(bool(w) for w in (wrt if wrt is not None else [True] * len(self.inputs)))
-        key = (_shape_key(tensors, sizes), wrt)
+        key = (_shape_key(tensors, sizes), wrt, bool(saved))
         entry = self._grads.get(key)
         if entry is None:
             self._check(tensors)
             config.ensure()
             spec = self._request(tensors, sizes)
-            request = pb.GradRequest(op_id=self.op_id, inputs=spec.inputs, sizes=spec.sizes, wrt=list(wrt))
+            request = pb.GradRequest(
+                op_id=self.op_id, inputs=spec.inputs, sizes=spec.sizes, wrt=list(wrt), save=bool(saved)
+            )
             resp = _lib.call("nf_grad", request, pb.GradResponse)
             gop = Op._from_response(resp.op, f"grad_{self.name or 'op'}", dict(resp.sizes))
             gop.explanation = resp.explain
+            gop.saved = tuple(resp.saved)
             entry = (gop, dict(resp.sizes))
             self._grads[key] = entry
         return entry
@@ -251,21 +281,22 @@ class Op:
 
     # -- calling ----------------------------------------------------------
 
-    def _launch(self, tensors, sizes) -> list[torch.Tensor]:
-        """Runs the kernel directly on plain CPU tensors: no autograd."""
+    def _launch(self, tensors, sizes, keep=False) -> list[torch.Tensor]:
+        """Runs the kernel directly on plain CPU tensors: no autograd. Returns
+        the outputs, followed by the temporaries when ``keep``."""
         kernel = self.specialize(*tensors, sizes=sizes)
         bufs = [t.resolve_neg().contiguous() for t in tensors]  # a lazily negated view's memory is not negated
         bufs += [torch.empty(shape, dtype=kernel.dtype) for shape in kernel.allocated]
         pointers = (ctypes.c_void_p * len(bufs))(*[b.data_ptr() for b in bufs])
         _lib.launch(kernel.kernel_id, pointers, torch.get_num_threads())
-        return [bufs[i] for i in kernel.outputs]
+        return [bufs[i] for i in kernel.outputs + (kernel.temps if keep else [])]
 
     def __call__(self, *tensors, sizes=None):
         if _direct(tensors):
             outs = self._launch(tensors, sizes)
         else:  # autograd, torch.compile or tensor subclasses: through the registered custom op
             self._check(tensors)
-            outs = self.custom_op(*tensors, sizes_text(self._merged_sizes(sizes)))
+            outs = self.custom_op(*tensors, sizes_text(self._merged_sizes(sizes)))[: len(self.outputs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     @property
@@ -275,6 +306,9 @@ class Op:
         Its schema is ``(Tensor x0, ..., str sizes) -> Tensor[]``, where
         sizes is ``"p=8,q=8"``; it has a fake (meta) implementation and an
         autograd formula, so it works under torch.compile and in autograd.
+        It returns the op's outputs followed by its temporaries (see
+        ``temporaries``), which autograd keeps for the gradient instead of
+        recomputing them.
         """
         # Registered once; again if a scoped library (torch.library.opcheck
         # makes one) removed it. Cheap enough for Dynamo to trace.

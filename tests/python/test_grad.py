@@ -188,7 +188,7 @@ def test_backward_fills_grads_and_skips_inputs_without_grad():
     (op(a, b) * 2).sum().backward()
     torch.testing.assert_close(a.grad, 2 * torch.ones(3, 5, dtype=D) @ b.T)
     assert b.grad is None
-    wrts = [wrt for (_, wrt) in op._grads]
+    wrts = [wrt for (_, wrt, _) in op._grads]
     assert wrts == [(True, False)], wrts
 
 
@@ -233,6 +233,45 @@ def test_autograd_function_form():
     assert issubclass(fn, torch.autograd.Function)
     torch.testing.assert_close(fn.apply(None, x, w), F.conv2d(x, w, stride=2))
     assert torch.autograd.gradcheck(lambda x, w: fn.apply(None, x, w), (x, w))
+
+
+MILSTM = next(c for c in CASES if c.name == "milstm_gate")
+
+
+@pytest.mark.parametrize("form", ["call", "function"])
+def test_backward_reads_saved_temporaries(form):
+    tensors = _leaves(MILSTM.inputs("test", D))
+    op = neoflow.op(MILSTM.source, name="milstm_saved")
+    assert [n for n, _ in op.temporaries(*tensors)] == ["WX", "UH"]
+    y = op(*tensors) if form == "call" else op.function.apply(None, *tensors)
+    dy = torch.randn_like(y)
+    got = torch.autograd.grad(y, tensors, dy)
+    want = torch.autograd.grad(MILSTM.reference(*tensors), tensors, dy)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    # autograd ran the saving gradient op: it takes WX and UH and computes neither
+    gop = op.grad_op(*tensors, saved=True)[0]
+    assert gop.saved == ("WX", "UH") and gop.inputs[-2:] == ("WX", "UH")
+    assert "recomputed forward statement" not in gop.explanation
+    assert "recomputed forward statement" in op.grad_op(*tensors)[0].explanation
+    assert [saved for (_, _, saved) in op._grads] == [True, False]
+
+
+def test_output_modified_in_place():
+    # the matmul gradient does not read C: changing C in place is fine
+    op = neoflow.op("C[i,j] += A[i,k] * B[k,j]", name="matmul_inplace")
+    a, b = _r(3, 4), _r(4, 5)
+    c = op(a, b)
+    c.mul_(2)
+    c.sum().backward()
+    torch.testing.assert_close(a.grad, 2 * torch.ones(3, 5, dtype=D) @ b.T.detach())
+    # the max gradient reads the saved Y: autograd names the in-place change
+    mx = neoflow.op("Y[i] max= X[i,j]", name="rowmax_inplace")
+    x = _r(3, 4)
+    y = mx(x)
+    y.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
 
 
 def test_non_differentiable_reduction_is_named():
