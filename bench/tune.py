@@ -13,9 +13,16 @@ In one process, with a fresh cache (cold tuning database):
    the benchmark sizes of tests/python/ops_table.py: eager, neoflow
    default, neoflow tuned (forward and gradient kernels tuned).
 
+With ``--heap steady`` glibc's malloc is told (mallopt) to keep freed
+memory instead of returning it to the system: large tensors then no longer
+come back as fresh pages that fault on first touch. Under the default
+policy both eager and neoflow pay those faults on some calls and not on
+others, depending on the heap's history, so the same eager op runs 3.5 ms
+or 9.5 ms; run both modes to see either side.
+
 Not a test: speed is reported, not asserted.
 
-    python bench/tune.py [--trials 48] [--repeat 20] [--out bench/results/tune-DATE-cpu] | tee ...md
+    python bench/tune.py [--trials 48] [--repeat 20] [--heap default|steady] [--out bench/results/tune-DATE-cpu] > ...md
 """
 
 from __future__ import annotations
@@ -242,23 +249,36 @@ def training_ops(args, out):
     print()
 
 
+def steady_heap() -> None:
+    """Makes glibc malloc keep freed memory: no mmap for blocks up to 32 MiB
+    (its ceiling) and no trimming of the heap's top."""
+    libc = ctypes.CDLL("libc.so.6")
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    if not (libc.mallopt(m_mmap_threshold, 32 << 20) and libc.mallopt(m_trim_threshold, 1 << 40)):
+        raise SystemExit("bench/tune.py: mallopt refused the steady heap settings")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=48, help="tuning trials per kernel")
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--only", nargs="*", choices=["gemm", "bandwidth", "training"], help="sections to run")
+    ap.add_argument("--heap", choices=["default", "steady"], default="default", help="glibc malloc policy (see above)")
     ap.add_argument("--out", help="also write the results to <out>.json")
     args = ap.parse_args()
+    if args.heap == "steady":
+        steady_heap()
     torch.manual_seed(0)
     cache = tempfile.mkdtemp(prefix="neoflow-bench-tune-")
     neoflow.configure(cache_dir=cache)
     header = (
         f"machine: {cpu_model()}, torch {torch.__version__}, {torch.get_num_threads()} threads; "
-        f"median of {args.repeat} runs after 3 warm-ups (min–max); cold cache {cache}"
+        f"median of {args.repeat} runs after 3 warm-ups (min–max); {args.heap} heap; cold cache {cache}"
     )
     print(header + "\n")
     out = {"machine": cpu_model(), "torch": torch.__version__, "threads": torch.get_num_threads()}
     out["trials"] = args.trials
+    out["heap"] = args.heap
     sections = args.only or ["gemm", "bandwidth", "training"]
     if "gemm" in sections:
         gemm(args, out)
