@@ -180,20 +180,28 @@ func allTrue(n int) []bool {
 
 func (c gcase) run(t *testing.T) *GradOp {
 	t.Helper()
+	spec, wrt, xs, dys := c.data(t, 1)
+	g, gs := gradSpecOpts(t, spec, wrt, gradOptions{forceSNF: c.snf})
+	checkFD(t, spec, g, gs, xs, dys, wrt, 1e-6)
+	return g
+}
+
+// data specializes c and draws its inputs and output gradients from a
+// generator seeded by seed and the source: the spec, the inputs selected
+// (c.wrt, or all), the inputs and the output gradients.
+func (c gcase) data(t *testing.T, seed uint64) (*ir.Spec, []bool, [][]float64, [][]float64) {
+	t.Helper()
 	spec := specialize(t, c)
 	wrt := c.wrt
 	if wrt == nil {
 		wrt = allTrue(len(spec.Op.Inputs))
 	}
-	g, gs := gradSpecOpts(t, spec, wrt, gradOptions{forceSNF: c.snf})
-	r := rand.New(rand.NewPCG(1, uint64(len(c.src))))
+	r := rand.New(rand.NewPCG(seed, uint64(len(c.src))))
 	xs := randomInputs(r, spec, c.lo, c.hi)
 	if c.inputs != nil {
 		xs = c.inputs(r)
 	}
-	dys := randomGrads(r, spec)
-	checkFD(t, spec, g, gs, xs, dys, wrt, 1e-6)
-	return g
+	return spec, wrt, xs, randomGrads(r, spec)
 }
 
 type randT = rand.Rand

@@ -2,7 +2,6 @@ package autodiff
 
 import (
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -21,11 +20,7 @@ func TestGradSaving(t *testing.T) {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {
-			spec := specialize(t, c)
-			wrt := c.wrt
-			if wrt == nil {
-				wrt = allTrue(len(spec.Op.Inputs))
-			}
+			spec, wrt, xs, dys := c.data(t, 7)
 			g, gs := gradSpec(t, spec, wrt)
 			s, ss := gradSpecOpts(t, spec, wrt, gradOptions{save: true})
 			if len(g.Saved) != 0 {
@@ -34,12 +29,6 @@ func TestGradSaving(t *testing.T) {
 			if strings.Contains(Explain(s), "recomputed forward statement") {
 				t.Fatalf("GradSaving recomputes a forward statement:\n%s", Explain(s))
 			}
-			r := rand.New(rand.NewPCG(7, uint64(len(c.src))))
-			xs := randomInputs(r, spec, c.lo, c.hi)
-			if c.inputs != nil {
-				xs = c.inputs(r)
-			}
-			dys := randomGrads(r, spec)
 			fwd, err := interp.Run(spec, xs)
 			if err != nil {
 				t.Fatal(err)
