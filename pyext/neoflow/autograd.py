@@ -50,8 +50,9 @@ def _backward(op: Op, inputs, sizes: dict, grads, needs, kept: dict) -> list[tor
     return [next(it) if w else None for w in wrt]
 
 
-def _keep(ctx, op: Op, tensors, sizes: dict, wrt, names, values) -> None:
-    """Saves the inputs and the forward tensors the saving gradient op reads."""
+def _keep(ctx, op: Op, tensors, sizes: dict, wrt, values) -> None:
+    """Saves the inputs and the forward tensors the saving gradient op reads;
+    ``values`` are the forward run's outputs followed by its temporaries."""
     needed = ()
     if any(wrt):
         # Derive (and register) the gradient op now, while tracing: a
@@ -61,8 +62,12 @@ def _keep(ctx, op: Op, tensors, sizes: dict, wrt, names, values) -> None:
         gop = op.grad_op(*tensors, sizes=sizes, wrt=wrt, saved=True)[0]
         _ = gop.custom_op
         needed = gop.saved
-    by_name = dict(zip(names, values))
-    ctx.save_for_backward(*tensors, *[by_name[n] for n in needed])
+    kept = []
+    if needed:
+        names = list(op.outputs) + [n for n, _ in op.temporaries(*tensors, sizes=sizes)]
+        by_name = dict(zip(names, values))
+        kept = [by_name[n] for n in needed]
+    ctx.save_for_backward(*tensors, *kept)
     ctx.kept_names = needed
     ctx.n_inputs = len(tensors)
     ctx.sizes = sizes
@@ -99,8 +104,7 @@ def register(op: Op):
     def setup_context(ctx, inputs, output):
         tensors, sizes = inputs[:-1], parse_sizes_text(inputs[-1])
         wrt = [bool(n) for n in ctx.needs_input_grad[: len(tensors)]]
-        names = list(op.outputs) + [n for n, _ in op.temporaries(*tensors, sizes=sizes)]
-        _keep(ctx, op, tensors, sizes, wrt, names, output)
+        _keep(ctx, op, tensors, sizes, wrt, output)
 
     def backward(ctx, grads):
         grads = grads if isinstance(grads, (list, tuple)) else [grads]
@@ -121,8 +125,7 @@ def make_function(op: Op):
             sizes = dict(sizes or {})
             outs = op._launch(tensors, sizes, keep=True)
             wrt = [bool(n) for n in ctx.needs_input_grad[1:]]
-            names = list(op.outputs) + [n for n, _ in op.temporaries(*tensors, sizes=sizes)]
-            _keep(ctx, op, tensors, sizes, wrt, names, outs)
+            _keep(ctx, op, tensors, sizes, wrt, outs)
             outs = outs[: len(op.outputs)]
             return outs[0] if len(outs) == 1 else tuple(outs)
 
