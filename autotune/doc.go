@@ -11,11 +11,12 @@
 //
 //   - multi-level tiling: each spatial axis is split into three tile levels
 //     (outer, middle, inner), each reduction axis into two, by factors
-//     dividing the extent;
+//     dividing the extent, or by a vector width (8 or 16) that leaves a
+//     remainder when the axis ends innermost in lanes;
 //   - loop order: a permutation of the spatial axes inside every level
 //     (its last axis is innermost, the lane axis), and a template placing
 //     the reduction tiles among the spatial ones (S0 R0 S1 R1 S2,
-//     S0 S1 R0 R1 S2, S0 R0 R1 S1 S2, S0 S1 S2 R0 R1);
+//     S0 S1 R0 R1 S2, S0 R0 R1 S1 S2, S0 S1 S2 R0 R1, S0 R0 S1 S2 R1);
 //   - parallel loops: how many outer spatial tile loops are collapsed
 //     into one OpenMP loop;
 //   - vector code: the innermost loop as an explicit SIMD lane loop

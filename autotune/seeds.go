@@ -41,7 +41,49 @@ func (sp *Space) Seeds() [][]int {
 	if lanes {
 		out = append(out, g)
 	}
+	g = sp.Default()
+	lanes = false
+	for _, ss := range sp.stmts {
+		lanes = ss.registerLanes(sp.spec, g) || lanes
+	}
+	if lanes {
+		out = append(out, g)
+	}
 	return out
+}
+
+// registerLanes writes into g a variant of reductionLanes for the same
+// statements that keeps a register tile: the last spatial axes, up to 16
+// points, stay whole in the inner spatial tile, inside the outer tiles of
+// the reductions, and the last reduction axis is cut into vectors of 64
+// bytes (with a remainder when they do not divide it) reduced in lanes
+// innermost (the last template). For d_W[c, r, s] += d_Y[n, c, p, q] *
+// X[n, c, p + r, q + s] the loops are c | n p q.t0 | r s | q.t1: every
+// vector of d_Y is read once for all 9 points of (r, s), whose 9 partial
+// vectors stay in registers.
+func (ss *stmtSpace) registerLanes(spec *ir.Spec, g []int) bool {
+	st := ss.st
+	n, m := len(st.Spatial), len(st.Reduction)
+	if ss.scatter || !ss.red || n == 0 || m == 0 || st.Reduction[m-1].Extent < 8 {
+		return false
+	}
+	genes := g[ss.off+numFixedGenes:]
+	tile, outer := int64(1), n
+	for a := n - 1; a > 0 && tile*st.Spatial[a].Extent <= 16; a-- {
+		tile *= st.Spatial[a].Extent
+		genes[a] = closest(ss.splits[a], []int64{1, st.Spatial[a].Extent})
+		outer = a
+	}
+	v := int64(loops.VectorBytes / max(spec.DType.Size(), 1))
+	genes[n+m-1] = closest(ss.splits[n+m-1], []int64{min(st.Reduction[m-1].Extent, v)})
+	f := g[ss.off:]
+	f[geneMode] = 1
+	f[geneTemplate] = 4
+	f[geneAcc] = 0
+	f[geneParallel] = min(2, outer)
+	f[geneVector] = 1
+	f[geneUnroll] = 0
+	return true
 }
 
 // reductionLanes writes into g a schedule that reduces in lanes over the

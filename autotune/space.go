@@ -38,7 +38,10 @@ type stmtSpace struct {
 //	mode       0: the default schedule, 1: tiled (the genes below apply)
 //	split[a]   n spatial genes: (f1, f2) with f1*f2 dividing the extent,
 //	           giving three tile levels; m reduction genes: f dividing
-//	           the extent, giving two
+//	           the extent, giving two. After the divisors come the lane
+//	           widths that leave a remainder (laneRemainders): (1, V) or
+//	           V, valid only for the lane axis (loops.Tiling.Splits);
+//	           elsewhere the axis is not split
 //	perm[i]    n genes of cardinality n-i: the Lehmer code of the order
 //	           of the spatial axes inside every level (the last is the
 //	           lane axis)
@@ -74,11 +77,16 @@ var unrolls = []int{1, 2, 4, 8}
 // templates orders the tile groups: S0, S1, S2 are the outer, middle and
 // inner tiles of the spatial axes; R0, R1 the outer and inner tiles of the
 // reduction axes.
+// The last puts a register tile of the inner spatial tiles inside the
+// outer reduction tiles, with the inner reduction tile innermost: a
+// lane-parallel reduction that reads each vector of the reduction once for
+// the whole register tile (a weight gradient with short spatial axes).
 var templates = [][]string{
 	{"S0", "R0", "S1", "R1", "S2"},
 	{"S0", "S1", "R0", "R1", "S2"},
 	{"S0", "R0", "R1", "S1", "S2"},
 	{"S0", "S1", "S2", "R0", "R1"},
+	{"S0", "R0", "S1", "S2", "R1"},
 }
 
 // maxPackReads caps the reads a statement's pack gene chooses from.
@@ -113,10 +121,18 @@ func NewSpace(spec *ir.Spec) *Space {
 		fixed[genePackAt] = 3
 		sp.card = append(sp.card, fixed...)
 		for _, ax := range st.Spatial {
-			ss.splits = append(ss.splits, factorPairs(ax.Extent))
+			fs := factorPairs(ax.Extent)
+			for _, v := range laneRemainders(ax.Extent) {
+				fs = append(fs, []int64{1, v})
+			}
+			ss.splits = append(ss.splits, fs)
 		}
 		for _, ax := range st.Reduction {
-			ss.splits = append(ss.splits, factorSingles(ax.Extent))
+			fs := factorSingles(ax.Extent)
+			for _, v := range laneRemainders(ax.Extent) {
+				fs = append(fs, []int64{v})
+			}
+			ss.splits = append(ss.splits, fs)
 		}
 		for _, f := range ss.splits {
 			sp.card = append(sp.card, len(f))
@@ -161,6 +177,44 @@ func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 	if ss.scatter || g[ss.off+geneMode] == 0 {
 		return def
 	}
+	t, starts := ss.tiling(g)
+	if t.Check(ss.st) != nil {
+		// A remainder split whose axis does not end innermost in lanes:
+		// the axis stays whole instead.
+		g = slices.Clone(g)
+		genes := g[ss.off+numFixedGenes:]
+		for a := range ss.splits {
+			if rem(axisAt(ss.st, a).Extent, ss.splits[a][genes[a]]) {
+				genes[a] = 0
+			}
+		}
+		t, starts = ss.tiling(g)
+	}
+	if r := g[ss.off+genePack]; r > 0 {
+		at := max(starts[min(1+g[ss.off+genePackAt], len(starts)-1)], t.Parallel)
+		if at < len(t.Loops) {
+			t.Packs = []loops.Pack{{Read: r - 1, At: at}}
+			if t.Check(ss.st) != nil {
+				t.Packs = nil
+			}
+		}
+	}
+	return loops.Schedule{Tiling: t}
+}
+
+// rem reports whether tile factors f leave a remainder of extent e.
+func rem(e int64, f []int64) bool {
+	p := int64(1)
+	for _, x := range f {
+		p *= x
+	}
+	return e%p != 0
+}
+
+// tiling decodes the statement's genes, packs aside, into a tiling and the
+// positions in its loops where the template's groups start; a remainder
+// split it places where lowering rejects it is left to decode.
+func (ss *stmtSpace) tiling(g []int) (*loops.Tiling, []int) {
 	st := ss.st
 	n, m := len(st.Spatial), len(st.Reduction)
 	genes := g[ss.off+numFixedGenes:]
@@ -231,16 +285,47 @@ func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 			t.Vector = false // a reduction lane needs a local accumulator
 		}
 	}
-	if r := g[ss.off+genePack]; r > 0 {
-		at := max(starts[min(1+g[ss.off+genePackAt], len(starts)-1)], t.Parallel)
-		if at < len(t.Loops) {
-			t.Packs = []loops.Pack{{Read: r - 1, At: at}}
-			if !loops.PackFits(st, t) {
-				t.Packs = nil
-			}
+	// The outer loop of a remainder split must not run in parallel.
+	for i, l := range t.Loops[:t.Parallel] {
+		if f, ok := splitOf(t, baseAxis(l)); ok && rem(axisExtent(st, baseAxis(l)), f) && l == loops.TileLoop(baseAxis(l), 0) {
+			t.Parallel = i
+			break
 		}
 	}
-	return loops.Schedule{Tiling: t}
+	return t, starts
+}
+
+// splitOf is the factors of axis in t's splits.
+func splitOf(t *loops.Tiling, axis string) ([]int64, bool) {
+	for _, s := range t.Splits {
+		if s.Axis == axis {
+			return s.Factors, true
+		}
+	}
+	return nil, false
+}
+
+// axisExtent is the extent of the statement's axis name.
+func axisExtent(st *ir.BoundStmt, name string) int64 {
+	for a := range len(st.Spatial) + len(st.Reduction) {
+		if ax := axisAt(st, a); ax.Name == name {
+			return ax.Extent
+		}
+	}
+	return 0
+}
+
+// laneRemainders lists the lane widths of float64 and float32 vectors
+// (8 and 16) that are shorter than extent e and do not divide it: split
+// choices that run e in full vectors and a remainder.
+func laneRemainders(e int64) []int64 {
+	var out []int64
+	for _, v := range []int64{8, 16} {
+		if v < e && e%v != 0 {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // accElems is the size of the accumulator of t: one element per

@@ -179,3 +179,71 @@ func TestReductionLanes(t *testing.T) {
 		t.Errorf("only %d statements got a reduction lane loop", lanes)
 	}
 }
+
+// TestLaneRemainders checks schedules whose lane axis is split by a vector
+// width that leaves a remainder (loops.Tiling.Splits) on every test op, in
+// both dtypes, against the interpreter.
+func TestLaneRemainders(t *testing.T) {
+	saved := loops.MinParallelWork
+	loops.MinParallelWork = 0
+	defer func() { loops.MinParallelWork = saved }()
+	b := testBuilder(t)
+	peeled := 0
+	for oi, o := range testops.All {
+		for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
+			spec, err := o.Spec(dt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp := NewSpace(spec)
+			rng := rand.New(rand.NewPCG(uint64(oi), 7+uint64(dt)))
+			inputs := hostbuf.RandomInputs(spec, true, uint64(oi))
+			for range 3 {
+				g := randomGenome(rng, sp.Cardinalities())
+				for _, ss := range sp.stmts {
+					if !ss.scatter {
+						ss.forceRemainder(rng, g)
+					}
+				}
+				scheds := sp.Decode(g)
+				for i, s := range scheds {
+					if tl := s.Tiling; tl != nil {
+						for _, sp := range tl.Splits {
+							if rem(axisExtent(spec.Stmts[i], sp.Axis), sp.Factors) {
+								peeled++
+							}
+						}
+					}
+				}
+				checkAgainstInterp(t, b, spec, scheds, inputs, 3)
+			}
+		}
+	}
+	if peeled < 20 {
+		t.Errorf("only %d statements got a lane remainder", peeled)
+	}
+}
+
+// forceRemainder makes g's schedule of the statement tiled with lanes and
+// picks a remainder split for the axis that ends innermost, if it has one.
+func (ss *stmtSpace) forceRemainder(rng *rand.Rand, g []int) {
+	st := ss.st
+	n, m := len(st.Spatial), len(st.Reduction)
+	g[ss.off+geneMode] = 1
+	g[ss.off+geneVector] = 1
+	genes := g[ss.off+numFixedGenes:]
+	a := -1
+	if tm := g[ss.off+geneTemplate]; ss.red && m > 0 && (tm == 3 || tm == 4) {
+		a = n + m - 1
+		g[ss.off+geneAcc] = 0
+	} else if n > 0 {
+		a = lehmer(genes[n+m : n+m+n])[n-1]
+	}
+	if a < 0 {
+		return
+	}
+	k := len(laneRemainders(axisAt(st, a).Extent))
+	if k > 0 {
+		genes[a] = len(ss.splits[a]) - 1 - rng.IntN(k)
+	}
+}

@@ -99,8 +99,10 @@
 // statement as a tiled nest, the schedule space package autotune searches.
 // Every axis, spatial or reduction, may be split into tile loops
 // "<axis>.t0" (outermost) .. "<axis>.tk" by factors whose product divides
-// its extent (no remainders), and the axis is substituted by
-// sum(<axis>.tl * stride_l). The tile loops are ordered freely (Loops);
+// its extent, and the axis is substituted by sum(<axis>.tl * stride_l).
+// The one exception is the lane remainder (peel.go): the lane axis may be
+// cut into vectors that leave a remainder, which runs after "<axis>.t0"
+// as a copy of its body with shorter lane loops. The tile loops are ordered freely (Loops);
 // loops of extent 1 are removed. The first Parallel loops, all spatial,
 // form one collapsed OpenMP loop; a collapsed loop carries no other
 // annotation, and a lane mark on one moves to the first (omp parallel for

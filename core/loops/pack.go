@@ -64,14 +64,7 @@ func PackableReads(st *ir.BoundStmt) []string {
 
 // PackFits reports whether the packs of t are valid for st, their buffers
 // within MaxLocalElems.
-func PackFits(st *ir.BoundStmt, t *Tiling) bool {
-	ord, err := t.resolve(st)
-	if err != nil {
-		return false
-	}
-	_, err = planPacks(st, t, ord, tileEnv(st, ord))
-	return err == nil
-}
+func PackFits(st *ir.BoundStmt, t *Tiling) bool { return t.Check(st) == nil }
 
 // packPlan is a checked Pack: the read, its buffer and the loops that
 // index it.
@@ -117,6 +110,9 @@ func planPacks(st *ir.BoundStmt, t *Tiling, ord []tileLoop, env map[string]ir.Ex
 				pl.loops = append(pl.loops, l)
 				pl.len *= l.extent
 			}
+		}
+		if i, ok := remainderLoop(ord); ok && p.At <= i && slices.ContainsFunc(pl.loops, func(l tileLoop) bool { return l.axis == ord[i].axis }) {
+			return nil, errors.Errorf("pack of %s at %d: reads axis %s, whose remainder is peeled inside the pack", pl.read, p.At, ord[i].axis)
 		}
 		if pl.len > MaxLocalElems {
 			return nil, errors.Errorf("pack of %s at %d: %d elements exceed %d", pl.read, p.At, pl.len, MaxLocalElems)

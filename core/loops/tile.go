@@ -23,8 +23,16 @@ type Tiling struct {
 	// at most once: axis a of extent E with factors f1..fk becomes the
 	// loops a.t0, ..., a.tk of extents E/(f1*...*fk), f1, ..., fk, and
 	// a = a.t0*f1*...*fk + a.t1*f2*...*fk + ... + a.tk. The product of
-	// the factors must divide E. An axis not listed is one loop named
-	// after the axis.
+	// the factors must divide E, with one exception, the lane remainder:
+	// when the axis's last loop a.tk is the lane loop (Vector, innermost)
+	// and every factor but fk is 1, fk may leave a remainder R = E mod fk
+	// (fk < E). a.t0 then runs E/fk (rounded down) times, and a copy of
+	// its body follows it with a.t0 fixed to E/fk and every a.tk loop
+	// (the lane loop, a pack's copy loop) cut to R. a.t0 must not run in
+	// parallel; for a spatial lane axis it must lie outside the
+	// accumulator (before AccAt), for a reduction lane axis inside it
+	// (at AccAt or later); a pack placed outside a.t0 must not read the
+	// axis. An axis not listed is one loop named after the axis.
 	Splits []Split
 	// Loops lists every tile loop (TileLoops names them), outermost first.
 	Loops []string
@@ -94,6 +102,9 @@ type tileLoop struct {
 	extent  int64
 	stride  int64 // weight of the loop variable in the axis
 	spatial bool
+	// rem is the lane remainder (Tiling.Splits) of the outer loop of an
+	// axis whose factors do not divide its extent, 0 otherwise.
+	rem int64
 }
 
 // TileLoops lists the tile loops of statement st under splits, axes in
@@ -148,14 +159,19 @@ func tileLoops(st *ir.BoundStmt, splits []Split) ([]tileLoop, error) {
 				return errors.Errorf("axis %s: tile factor %d < 1", ax.Name, x)
 			}
 			prod *= x
-			if prod > ax.Extent || ax.Extent%prod != 0 {
-				return errors.Errorf("axis %s: tile factors %v do not divide its extent %d", ax.Name, f, ax.Extent)
-			}
+		}
+		rem := ax.Extent % prod
+		if prod > ax.Extent || rem != 0 && prod != f[len(f)-1] {
+			return errors.Errorf("axis %s: tile factors %v do not divide its extent %d", ax.Name, f, ax.Extent)
 		}
 		exts := append([]int64{ax.Extent / prod}, f...)
 		stride := prod
 		for l, e := range exts {
-			out = append(out, tileLoop{name: TileLoop(ax.Name, l), axis: ax.Name, extent: e, stride: stride, spatial: spatial})
+			tl := tileLoop{name: TileLoop(ax.Name, l), axis: ax.Name, extent: e, stride: stride, spatial: spatial}
+			if l == 0 {
+				tl.rem = rem
+			}
+			out = append(out, tl)
 			if l < len(f) {
 				stride /= f[l]
 			}
@@ -173,6 +189,17 @@ func tileLoops(st *ir.BoundStmt, splits []Split) ([]tileLoop, error) {
 		}
 	}
 	return out, nil
+}
+
+// Check reports why t is not a valid tiling of st (nil when it is), as
+// lowering would.
+func (t *Tiling) Check(st *ir.BoundStmt) error {
+	ord, err := t.resolve(st)
+	if err != nil {
+		return err
+	}
+	_, err = planPacks(st, t, ord, tileEnv(st, ord))
+	return err
 }
 
 // resolve checks t against st and returns its loops in t.Loops order.
@@ -213,6 +240,9 @@ func (t *Tiling) resolve(st *ir.BoundStmt) ([]tileLoop, error) {
 	if laneRed && (st.Stmt.Reduce == ir.Assign || t.AccAt >= len(ord)) {
 		return nil, errors.New("vector: the innermost loop is a reduction loop outside a local accumulator")
 	}
+	if err := t.checkRemainder(st, ord); err != nil {
+		return nil, err
+	}
 	for _, u := range t.Unroll {
 		if !seen[u.Loop] || u.Factor < 1 {
 			return nil, errors.Errorf("unroll %s by %d: no such loop or factor < 1", u.Loop, u.Factor)
@@ -233,6 +263,47 @@ func (t *Tiling) resolve(st *ir.BoundStmt) ([]tileLoop, error) {
 	return ord, nil
 }
 
+// checkRemainder checks the placement of a lane remainder (Splits).
+func (t *Tiling) checkRemainder(st *ir.BoundStmt, ord []tileLoop) error {
+	for i, o := range ord {
+		if o.rem > 0 {
+			if err := t.checkRemainderAt(st, ord, i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (t *Tiling) checkRemainderAt(st *ir.BoundStmt, ord []tileLoop, i int) error {
+	o, lane := ord[i], ord[len(ord)-1]
+	if !t.Vector || lane.axis != o.axis || lane.name == o.name {
+		return errors.Errorf("axis %s: a remainder (%d) needs its last tile loop innermost and a lane loop", o.axis, o.rem)
+	}
+	if i < t.Parallel {
+		return errors.Errorf("axis %s: the outer loop of a remainder split runs in parallel", o.axis)
+	}
+	if st.Stmt.Reduce != ir.Assign {
+		if o.spatial && i >= t.AccAt {
+			return errors.Errorf("axis %s: the outer loop of a spatial remainder split lies inside the accumulator", o.axis)
+		}
+		if !o.spatial && i < t.AccAt {
+			return errors.Errorf("axis %s: the outer loop of a reduction remainder split lies outside the accumulator", o.axis)
+		}
+	}
+	return nil
+}
+
+// remainderLoop is the position of the loop with a lane remainder.
+func remainderLoop(ord []tileLoop) (int, bool) {
+	for i, l := range ord {
+		if l.rem > 0 {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
 func accLen(ls []tileLoop) int64 {
 	n := int64(1)
 	for _, l := range ls {
@@ -245,11 +316,25 @@ func accLen(ls []tileLoop) int64 {
 
 // lowerTiled builds the nest of statement st under tiling t (checked).
 func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
-	st := nest.Stmt
-	ord, err := t.resolve(st)
+	ord, err := t.resolve(nest.Stmt)
 	if err != nil {
 		return err
 	}
+	if err := buildTiled(spec, nest, t, ord); err != nil {
+		return err
+	}
+	if i, ok := remainderLoop(ord); ok {
+		o, lane := ord[i], ord[len(ord)-1]
+		nest.Body = peelRemainder(nest.Body, o, lane)
+	}
+	return nil
+}
+
+// buildTiled appends the nest of statement st under tiling t (resolved to
+// ord) to nest.Body; a lane remainder is left to peelRemainder.
+func buildTiled(spec *ir.Spec, nest *Nest, t *Tiling, ord []tileLoop) error {
+	st := nest.Stmt
+	var err error
 	env := tileEnv(st, ord)
 	unroll := map[string]int{}
 	for _, u := range t.Unroll {
@@ -370,7 +455,7 @@ func tileEnv(st *ir.BoundStmt, ord []tileLoop) map[string]ir.Expr {
 	for _, ax := range append(slices.Clone(st.Spatial), st.Reduction...) {
 		e := Lit(0)
 		for _, l := range ord {
-			if l.axis == ax.Name && l.extent > 1 {
+			if l.axis == ax.Name && (l.extent > 1 || l.rem > 0) {
 				e = Add(e, Mul(Var(l.name), Lit(l.stride)))
 			}
 		}
@@ -399,9 +484,10 @@ func (t *tiler) emitPacks(body *[]Node, at int) {
 }
 
 // loop appends loop l to *body; it returns nil for a loop of extent 1,
-// whose variable the axis expressions already omit.
+// whose variable the axis expressions already omit (unless it has a
+// remainder to peel).
 func (t *tiler) loop(body *[]Node, l tileLoop) *Loop {
-	if l.extent == 1 {
+	if l.extent == 1 && l.rem == 0 {
 		return nil
 	}
 	lp := &Loop{Var: l.name, Extent: l.extent, Unroll: t.unroll[l.name], Vector: t.vector && l.name == t.last}

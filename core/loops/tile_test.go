@@ -30,12 +30,14 @@ func packedGemm() *Tiling {
 
 func TestTiledGolden(t *testing.T) {
 	for name, tl := range map[string]*Tiling{
-		"tiled_acc_inner":   gemmTiling(5), // accumulator: a 2x4 register tile
-		"tiled_acc_outer":   gemmTiling(2), // accumulator over the whole i.t0, j.t0 tile
-		"tiled_acc_partial": gemmTiling(3), // k.t0 outside: identity fill, combining stores
-		"tiled_no_acc":      gemmTiling(8), // straight into C
-		"tiled_pack":        packedGemm(),  // B's k.t0 tile copied, j.t2 innermost
-		"tiled_lane_red":    laneRedGemm(), // k.t1 is the lane loop: one partial sum per lane
+		"tiled_acc_inner":    gemmTiling(5), // accumulator: a 2x4 register tile
+		"tiled_acc_outer":    gemmTiling(2), // accumulator over the whole i.t0, j.t0 tile
+		"tiled_acc_partial":  gemmTiling(3), // k.t0 outside: identity fill, combining stores
+		"tiled_no_acc":       gemmTiling(8), // straight into C
+		"tiled_pack":         packedGemm(),  // B's k.t0 tile copied, j.t2 innermost
+		"tiled_lane_red":     laneRedGemm(), // k.t1 is the lane loop: one partial sum per lane
+		"tiled_rem":          remGemm(),     // j in lanes of 5: 3 tiles and a remainder of 1, B packed inside
+		"tiled_lane_red_rem": laneRedRem(),  // k in lanes of 4: 1 tile and a remainder of 2
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := matmulSpec(ir.Float32, 8, 16, 6)
@@ -56,13 +58,47 @@ func laneRedGemm() *Tiling {
 	return t
 }
 
+// remGemm splits j (16) into lanes of 5, leaving a remainder of 1, with
+// B packed inside j.t0.
+func remGemm() *Tiling {
+	t := gemmTiling(5)
+	t.Splits[1].Factors = []int64{1, 5}
+	t.Parallel = 1
+	t.Packs = []Pack{{Read: 1, At: 3}}
+	return t
+}
+
+// laneRedRem is laneRedGemm with k (6) in lanes of 4 and the accumulator
+// outside k.t0.
+func laneRedRem() *Tiling {
+	t := laneRedGemm()
+	t.Splits[2].Factors = []int64{4}
+	t.AccAt = 2
+	return t
+}
+
 func TestTilingErrors(t *testing.T) {
 	s := matmulSpec(ir.Float32, 8, 16, 6)
 	for _, c := range []struct {
 		mod  func(*Tiling)
 		want string
 	}{
-		{func(t *Tiling) { t.Splits[0].Factors = []int64{3} }, "do not divide"},
+		{func(t *Tiling) { t.Splits[0].Factors = []int64{3, 2} }, "do not divide"},
+		{func(t *Tiling) { t.Splits[0].Factors = []int64{3, 1} }, "do not divide"},
+		{func(t *Tiling) { t.Splits[1].Factors = []int64{1, 5} }, "runs in parallel"},
+		{func(t *Tiling) { t.Splits[1].Factors = []int64{1, 5}; t.Parallel = 1; t.Vector = false }, "needs its last tile loop innermost"},
+		{func(t *Tiling) { t.Splits[0].Factors = []int64{1, 3}; t.Parallel = 1 }, "needs its last tile loop innermost"},
+		{func(t *Tiling) { t.Splits[1].Factors = []int64{1, 5}; t.Parallel, t.AccAt = 1, 1 }, "inside the accumulator"},
+		{func(t *Tiling) {
+			t.Splits[2].Factors = []int64{4}
+			t.Loops[5], t.Loops[7] = t.Loops[7], t.Loops[5]
+			t.AccAt = 3
+		}, "outside the accumulator"},
+		{func(t *Tiling) {
+			t.Splits[1].Factors = []int64{1, 5}
+			t.Parallel = 1
+			t.Packs = []Pack{{Read: 1, At: 1}}
+		}, "whose remainder"},
 		{func(t *Tiling) { t.Splits = append(t.Splits, Split{"i", []int64{2}}) }, "split twice"},
 		{func(t *Tiling) { t.Splits[0].Axis = "z" }, "not an axis"},
 		{func(t *Tiling) { t.Loops = t.Loops[1:] }, "do not list"},

@@ -1,0 +1,64 @@
+package loops
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// peelRemainder finds the loop over o, the outer loop of a lane remainder
+// split (Tiling.Splits), in body and puts after it a Block running its body
+// once more with o fixed to its extent and every loop over lane cut to the
+// remainder: the lane loop, and a pack's copy loop over the same tile.
+func peelRemainder(body []Node, o, lane tileLoop) []Node {
+	out := make([]Node, 0, len(body)+1)
+	for _, n := range body {
+		switch n := n.(type) {
+		case *Loop:
+			if n.Var == o.name {
+				env := map[string]ir.Expr{o.name: Lit(o.extent)}
+				lo := o.extent * o.stride
+				out = append(out, n, &Block{
+					Comment: fmt.Sprintf("remainder: %s in [%d, %d)", o.axis, lo, lo+o.rem),
+					Body:    cloneNodes(n.Body, env, lane.name, o.rem),
+				})
+				continue
+			}
+			n.Body = peelRemainder(n.Body, o, lane)
+		case *Block:
+			n.Body = peelRemainder(n.Body, o, lane)
+		case *If:
+			n.Body = peelRemainder(n.Body, o, lane)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// cloneNodes copies nodes with env substituted into every expression and
+// every loop over variable cut running cutTo times.
+func cloneNodes(nodes []Node, env map[string]ir.Expr, cut string, cutTo int64) []Node {
+	out := make([]Node, 0, len(nodes))
+	for _, n := range nodes {
+		switch n := n.(type) {
+		case *Loop:
+			c := *n
+			if c.Var == cut {
+				c.Extent = cutTo
+			}
+			c.Body = cloneNodes(n.Body, env, cut, cutTo)
+			out = append(out, &c)
+		case *Block:
+			out = append(out, &Block{Comment: n.Comment, Body: cloneNodes(n.Body, env, cut, cutTo)})
+		case *Local:
+			c := *n
+			out = append(out, &c)
+		case *Store:
+			out = append(out, &Store{Dst: Subst(n.Dst, env).(*ir.Access), Op: n.Op, Value: Subst(n.Value, env)})
+		case *If:
+			out = append(out, &If{Cond: Subst(n.Cond, env), Body: cloneNodes(n.Body, env, cut, cutTo)})
+		}
+	}
+	return slices.Clip(out)
+}
