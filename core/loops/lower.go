@@ -51,7 +51,7 @@ func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 		if err := lowerTiled(spec, nest, s.Tiling); err != nil {
 			return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %s", i, st.Stmt.Tensor, s)
 		}
-		nest.Body = HoistGuards(nest.Body)
+		nest.Body = VersionLanes(HoistGuards(nest.Body))
 		return nest, nil
 	}
 	if s.Scatter {
@@ -65,7 +65,7 @@ func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 		l.chain[0].Parallel = true
 		l.chain[0].Collapse = s.ParallelDepth
 	}
-	nest.Body = HoistGuards(nest.Body)
+	nest.Body = VersionLanes(HoistGuards(nest.Body))
 	return nest, nil
 }
 

@@ -47,9 +47,19 @@ void nf_kernel(void **bufs, int64_t nthreads)
 					for (int64_t v_r = 0; v_r < 3; v_r++) {
 						for (int64_t v_s = 0; v_s < 3; v_s++) {
 							for (int64_t v_c = 0; v_c < 3; v_c++) {
-								#pragma omp simd
-								for (int64_t vl_q = 0; vl_q < 11; vl_q++) {
-									r_acc[vl_q] += nf_blend((v_p + v_r - 1 >= 0) & (v_p + v_r - 1 < 9) & (vl_q + v_s - 1 >= 0) & (vl_q + v_s - 1 < 11), (v_p + v_r - 1 >= 0) & (v_p + v_r - 1 < 9) & (vl_q + v_s - 1 >= 0) & (vl_q + v_s - 1 < 11) ? t_X[v_n * 297 + v_c * 99 + (v_p + v_r - 1) * 11 + vl_q + v_s - 1] : 0.0f, 0.0f) * t_Wt[v_k * 27 + v_c * 9 + v_r * 3 + v_s];
+								{ // lanes versioned on their guards
+									if ((v_p + v_r - 1 >= 0) & (v_p + v_r - 1 < 9) & (v_s - 1 >= 0) & (v_s - 1 < 11) & ((v_p + v_r - 1 >= 0) & (v_p + v_r - 1 < 9) & (10 + v_s - 1 >= 0) & (10 + v_s - 1 < 11))) {
+										#pragma omp simd
+										for (int64_t vl_q = 0; vl_q < 11; vl_q++) {
+											r_acc[vl_q] += t_X[v_n * 297 + v_c * 99 + (v_p + v_r - 1) * 11 + vl_q + v_s - 1] * t_Wt[v_k * 27 + v_c * 9 + v_r * 3 + v_s];
+										}
+									}
+									if (!((v_p + v_r - 1 >= 0) & (v_p + v_r - 1 < 9) & (v_s - 1 >= 0) & (v_s - 1 < 11) & ((v_p + v_r - 1 >= 0) & (v_p + v_r - 1 < 9) & (10 + v_s - 1 >= 0) & (10 + v_s - 1 < 11)))) {
+										#pragma omp simd
+										for (int64_t vl_q = 0; vl_q < 11; vl_q++) {
+											r_acc[vl_q] += nf_blend((v_p + v_r - 1 >= 0) & (v_p + v_r - 1 < 9) & (vl_q + v_s - 1 >= 0) & (vl_q + v_s - 1 < 11), (v_p + v_r - 1 >= 0) & (v_p + v_r - 1 < 9) & (vl_q + v_s - 1 >= 0) & (vl_q + v_s - 1 < 11) ? t_X[v_n * 297 + v_c * 99 + (v_p + v_r - 1) * 11 + vl_q + v_s - 1] : 0.0f, 0.0f) * t_Wt[v_k * 27 + v_c * 9 + v_r * 3 + v_s];
+										}
+									}
 								}
 							}
 						}

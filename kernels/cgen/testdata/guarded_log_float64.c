@@ -37,9 +37,19 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		#pragma omp parallel for num_threads(nf_nt) collapse(2) schedule(static)
 		for (int64_t v_i = 0; v_i < 4; v_i++) {
 			for (int64_t vo_j = 0; vo_j < 3; vo_j++) {
-				#pragma omp simd
-				for (int64_t vl_j = 0; vl_j < 8; vl_j++) {
-					t_Y[v_i * 24 + vo_j * 8 + vl_j] = nf_blend(vo_j * 8 + vl_j >= 3, log(vo_j * 8 + vl_j >= 3 ? t_X[v_i * 21 + vo_j * 8 + vl_j - 3] : 0.0), t_X[v_i * 21] - 1.0);
+				{ // lanes versioned on their guards
+					if ((vo_j * 8 >= 3) & (vo_j * 8 + 7 >= 3)) {
+						#pragma omp simd
+						for (int64_t vl_j = 0; vl_j < 8; vl_j++) {
+							t_Y[v_i * 24 + vo_j * 8 + vl_j] = log(t_X[v_i * 21 + vo_j * 8 + vl_j - 3]);
+						}
+					}
+					if (!((vo_j * 8 >= 3) & (vo_j * 8 + 7 >= 3))) {
+						#pragma omp simd
+						for (int64_t vl_j = 0; vl_j < 8; vl_j++) {
+							t_Y[v_i * 24 + vo_j * 8 + vl_j] = nf_blend(vo_j * 8 + vl_j >= 3, log(vo_j * 8 + vl_j >= 3 ? t_X[v_i * 21 + vo_j * 8 + vl_j - 3] : 0.0), t_X[v_i * 21] - 1.0);
+						}
+					}
 				}
 			}
 		}

@@ -34,15 +34,35 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		#pragma omp parallel for num_threads(nf_nt) schedule(static)
 		for (int64_t v_i = 0; v_i < 5; v_i++) {
 			{ // j in [0, 16)
-				#pragma omp simd
-				for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
-					t_Y[v_i * 21 + vl_j] = (float)(v_i > vl_j ? v_i - vl_j : vl_j * 2 - v_i) + (float)nf_absi(v_i - 3) * 0.5f + (float)nf_maxi(v_i, vl_j) - (float)nf_mini(v_i - 2, vl_j) + (float)(v_i * vl_j % 3);
+				{ // lanes versioned on their guards
+					if ((v_i > 0) & (v_i > 15)) {
+						#pragma omp simd
+						for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
+							t_Y[v_i * 21 + vl_j] = (float)(v_i - vl_j) + (float)nf_absi(v_i - 3) * 0.5f + (float)nf_maxi(v_i, vl_j) - (float)nf_mini(v_i - 2, vl_j) + (float)(v_i * vl_j % 3);
+						}
+					}
+					if (!((v_i > 0) & (v_i > 15))) {
+						#pragma omp simd
+						for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
+							t_Y[v_i * 21 + vl_j] = (float)(v_i > vl_j ? v_i - vl_j : vl_j * 2 - v_i) + (float)nf_absi(v_i - 3) * 0.5f + (float)nf_maxi(v_i, vl_j) - (float)nf_mini(v_i - 2, vl_j) + (float)(v_i * vl_j % 3);
+						}
+					}
 				}
 			}
 			{ // remainder: j in [16, 21)
-				#pragma omp simd
-				for (int64_t vl_j = 0; vl_j < 5; vl_j++) {
-					t_Y[v_i * 21 + vl_j + 16] = (float)(v_i > vl_j + 16 ? v_i - (vl_j + 16) : (vl_j + 16) * 2 - v_i) + (float)nf_absi(v_i - 3) * 0.5f + (float)nf_maxi(v_i, vl_j + 16) - (float)nf_mini(v_i - 2, vl_j + 16) + (float)(v_i * (vl_j + 16) % 3);
+				{ // lanes versioned on their guards
+					if ((v_i > 16) & (v_i > 20)) {
+						#pragma omp simd
+						for (int64_t vl_j = 0; vl_j < 5; vl_j++) {
+							t_Y[v_i * 21 + vl_j + 16] = (float)(v_i - (vl_j + 16)) + (float)nf_absi(v_i - 3) * 0.5f + (float)nf_maxi(v_i, vl_j + 16) - (float)nf_mini(v_i - 2, vl_j + 16) + (float)(v_i * (vl_j + 16) % 3);
+						}
+					}
+					if (!((v_i > 16) & (v_i > 20))) {
+						#pragma omp simd
+						for (int64_t vl_j = 0; vl_j < 5; vl_j++) {
+							t_Y[v_i * 21 + vl_j + 16] = (float)(v_i > vl_j + 16 ? v_i - (vl_j + 16) : (vl_j + 16) * 2 - v_i) + (float)nf_absi(v_i - 3) * 0.5f + (float)nf_maxi(v_i, vl_j + 16) - (float)nf_mini(v_i - 2, vl_j + 16) + (float)(v_i * (vl_j + 16) % 3);
+						}
+					}
 				}
 			}
 		}

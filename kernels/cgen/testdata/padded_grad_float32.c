@@ -44,9 +44,19 @@ void nf_kernel(void **bufs, int64_t nthreads)
 					r_acc[vl_x] = 0.0f;
 				}
 				for (int64_t v_r = 0; v_r < 3; v_r++) {
-					#pragma omp simd
-					for (int64_t vl_x = 0; vl_x < 16; vl_x++) {
-						r_acc[vl_x] += nf_blend((vl_x - v_r >= 0) & (vl_x - v_r < 14), ((vl_x - v_r >= 0) & (vl_x - v_r < 14) ? t_dY[v_n * 42 + v_c * 14 + vl_x - v_r] : 0.0f) * t_W[v_c * 3 + v_r], 0.0f);
+					{ // lanes versioned on their guards
+						if ((0 - v_r >= 0) & (0 - v_r < 14) & ((15 - v_r >= 0) & (15 - v_r < 14))) {
+							#pragma omp simd
+							for (int64_t vl_x = 0; vl_x < 16; vl_x++) {
+								r_acc[vl_x] += t_dY[v_n * 42 + v_c * 14 + vl_x - v_r] * t_W[v_c * 3 + v_r];
+							}
+						}
+						if (!((0 - v_r >= 0) & (0 - v_r < 14) & ((15 - v_r >= 0) & (15 - v_r < 14)))) {
+							#pragma omp simd
+							for (int64_t vl_x = 0; vl_x < 16; vl_x++) {
+								r_acc[vl_x] += nf_blend((vl_x - v_r >= 0) & (vl_x - v_r < 14), ((vl_x - v_r >= 0) & (vl_x - v_r < 14) ? t_dY[v_n * 42 + v_c * 14 + vl_x - v_r] : 0.0f) * t_W[v_c * 3 + v_r], 0.0f);
+							}
+						}
 					}
 				}
 				#pragma omp simd
