@@ -73,11 +73,12 @@
 // told to the genetic algorithm like any other genome, and counts as a
 // trial of the budget, which it never exceeds.
 //
-// When the search ends (not when it is interrupted), the best schedules
-// and the default ones are timed ConfirmRounds more times, alternately,
-// and the best are kept only when the median of those times beats the
-// default's by MinGain; Progress then reports those medians. On a busy
-// machine a single lucky measurement otherwise passes for a win.
+// When the search ends (not when it is interrupted), the ConfirmTop
+// fastest distinct schedules and the default ones are timed ConfirmRounds
+// more times, in turns, and the one with the lowest median is kept only
+// when it beats the default's by MinGain; Progress then reports those
+// medians. On a busy machine a single lucky measurement otherwise passes
+// for a win, and a single unlucky one hides the fastest schedule.
 //
 // # The database
 //

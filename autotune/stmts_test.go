@@ -303,3 +303,48 @@ func TestConfirm(t *testing.T) {
 		tu.Close()
 	}
 }
+
+// TestConfirmRunnerUp checks that the final round considers the runners-up:
+// a schedule measured slower than two others during the search, in a slow
+// moment, is kept when timing it again shows it fastest.
+func TestConfirmRunnerUp(t *testing.T) {
+	spec := multiSpec(t, "softmax")
+	tu, err := NewTuner(testBuilder(t), spec, Options{Trials: 4, Seed: 1, Population: 4, NoModel: true, Timing: quickTiming, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tu.Close()
+	defKey := schedKey(tu.space.Decode(tu.space.Default()))
+	seen := map[string]int{}
+	unlucky := ""
+	tu.measure = func(_ context.Context, scheds []loops.Schedule, _ float64) (Sample, error) {
+		k := schedKey(scheds)
+		seen[k]++
+		secs := 2e-3 // the default
+		switch {
+		case k == defKey:
+		case unlucky == "" || k == unlucky:
+			unlucky = k
+			secs = 0.5e-3
+			if seen[k] == 1 {
+				secs = 1.6e-3 // measured in a slow moment
+			}
+		default:
+			secs = 1.5e-3
+		}
+		st := make([]float64, len(scheds))
+		for i := range st {
+			st[i] = secs / float64(len(st))
+		}
+		return Sample{Seconds: secs, Min: secs, Max: secs, Runs: 1, Stmts: st}, nil
+	}
+	if err := tu.Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) < 4 {
+		t.Fatalf("%d distinct schedules measured, want 4", len(seen))
+	}
+	if got := schedKey(tu.Best()); got != unlucky || tu.Progress().Best != 0.5e-3 {
+		t.Errorf("kept %s at %v s, want the runner-up %s at 0.5 ms", got, tu.Progress().Best, unlucky)
+	}
+}
