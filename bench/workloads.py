@@ -20,7 +20,8 @@ timed alone, forward and forward+backward, next to the equivalent PyTorch
 computation.
 
 Writes ``workloads-DATE-TAG.json``, ``.md`` and ``.png`` (grouped bars) into
-``--out``. Not a test: speed is reported, not asserted.
+``--out``, with ``-tuned`` after TAG when ``--tune`` is given, so a tuned run
+does not overwrite the untuned one of the same day. Not a test: speed is reported, not asserted.
 
     python bench/workloads.py [--size small|bench] [--batches 1 16 64] [--workloads milstm ...]
                               [--repeat 20] [--warmup 3] [--dtype float32] [--out bench/results] [--no-compile]
@@ -466,7 +467,7 @@ def main(argv=None) -> dict:
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"workloads-{date}-{machine_tag(info)}"
+    stem = out / f"workloads-{date}-{machine_tag(info)}{'-tuned' if args.tune else ''}"
     md = render_markdown(result)
     stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     stem.with_suffix(".md").write_text(md)
