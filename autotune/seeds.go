@@ -62,11 +62,11 @@ func (sp *Space) Seeds() [][]int {
 // vector of d_Y is read once for all 9 points of (r, s), whose 9 partial
 // vectors stay in registers.
 func (ss *stmtSpace) registerLanes(spec *ir.Spec, g []int) bool {
-	st := ss.st
-	n, m := len(st.Spatial), len(st.Reduction)
-	if ss.scatter || !ss.red || n == 0 || m == 0 || st.Reduction[m-1].Extent < 8 {
+	if !ss.lanesFit() {
 		return false
 	}
+	st := ss.st
+	n, m := len(st.Spatial), len(st.Reduction)
 	genes := g[ss.off+numFixedGenes:]
 	tile, outer := int64(1), n
 	for a := n - 1; a > 0 && tile*st.Spatial[a].Extent <= 16; a-- {
@@ -76,14 +76,30 @@ func (ss *stmtSpace) registerLanes(spec *ir.Spec, g []int) bool {
 	}
 	v := int64(loops.VectorBytes / max(spec.DType.Size(), 1))
 	genes[n+m-1] = closest(ss.splits[n+m-1], []int64{min(st.Reduction[m-1].Extent, v)})
+	ss.laneGenes(g, 4, min(2, outer))
+	return true
+}
+
+// lanesFit reports whether the statement suits the lane-reduction seeds:
+// a gathering reduction with spatial axes and a last reduction axis of at
+// least 8.
+func (ss *stmtSpace) lanesFit() bool {
+	st := ss.st
+	m := len(st.Reduction)
+	return !ss.scatter && ss.red && len(st.Spatial) > 0 && m > 0 && st.Reduction[m-1].Extent >= 8
+}
+
+// laneGenes sets the statement's fixed genes for a lane-reduction seed:
+// tiled with the given template, lanes innermost, the accumulator after
+// the outer spatial tiles, parallel outer loops, no unrolling.
+func (ss *stmtSpace) laneGenes(g []int, template, parallel int) {
 	f := g[ss.off:]
 	f[geneMode] = 1
-	f[geneTemplate] = 4
+	f[geneTemplate] = template
 	f[geneAcc] = 0
-	f[geneParallel] = min(2, outer)
+	f[geneParallel] = parallel
 	f[geneVector] = 1
 	f[geneUnroll] = 0
-	return true
 }
 
 // reductionLanes writes into g a schedule that reduces in lanes over the
@@ -96,20 +112,14 @@ func (ss *stmtSpace) registerLanes(spec *ir.Spec, g []int) bool {
 // the default genome, whose split genes (choice 0: no split) and order
 // genes (0: statement order) stay as they are.
 func (ss *stmtSpace) reductionLanes(g []int) bool {
-	st := ss.st
-	n, m := len(st.Spatial), len(st.Reduction)
-	if ss.scatter || !ss.red || n == 0 || m == 0 || st.Reduction[m-1].Extent < 8 {
+	if !ss.lanesFit() {
 		return false
 	}
+	st := ss.st
+	n, m := len(st.Spatial), len(st.Reduction)
 	genes := g[ss.off+numFixedGenes:]
 	genes[n+m-1] = closest(ss.splits[n+m-1], []int64{min(st.Reduction[m-1].Extent, 64)})
-	f := g[ss.off:]
-	f[geneMode] = 1
-	f[geneTemplate] = 3
-	f[geneAcc] = 0
-	f[geneParallel] = min(2, n)
-	f[geneVector] = 1
-	f[geneUnroll] = 0
+	ss.laneGenes(g, 3, min(2, n))
 	return true
 }
 

@@ -26,6 +26,15 @@ func testBuilder(t *testing.T) *kernels.Builder {
 	return b
 }
 
+// parallelAlways lets the lowering run every parallel loop in parallel,
+// however little work it has, until t ends, so that small test ops
+// exercise the parallel code.
+func parallelAlways(t *testing.T) {
+	saved := loops.MinParallelWork
+	loops.MinParallelWork = 0
+	t.Cleanup(func() { loops.MinParallelWork = saved })
+}
+
 func randomGenome(rng *rand.Rand, card []int) []int {
 	g := make([]int, len(card))
 	for i, c := range card {
@@ -73,9 +82,7 @@ func checkAgainstInterp(t *testing.T, b *kernels.Builder, spec *ir.Spec, scheds 
 // TestRandomSchedules draws random genomes of every test op's space and
 // checks each decoded kernel against the reference interpreter.
 func TestRandomSchedules(t *testing.T) {
-	saved := loops.MinParallelWork
-	loops.MinParallelWork = 0
-	defer func() { loops.MinParallelWork = saved }()
+	parallelAlways(t)
 	b := testBuilder(t)
 	per := 6
 	if testing.Short() || os.Getenv("NEOFLOW_QUICK") != "" {
@@ -139,9 +146,7 @@ func TestSeedsAreValid(t *testing.T) {
 // (one partial result per lane, combined after the reduction) on every
 // reducing test op, against the interpreter.
 func TestReductionLanes(t *testing.T) {
-	saved := loops.MinParallelWork
-	loops.MinParallelWork = 0
-	defer func() { loops.MinParallelWork = saved }()
+	parallelAlways(t)
 	b := testBuilder(t)
 	lanes := 0
 	for oi, o := range testops.All {
@@ -184,9 +189,7 @@ func TestReductionLanes(t *testing.T) {
 // width that leaves a remainder (loops.Tiling.Splits) on every test op, in
 // both dtypes, against the interpreter.
 func TestLaneRemainders(t *testing.T) {
-	saved := loops.MinParallelWork
-	loops.MinParallelWork = 0
-	defer func() { loops.MinParallelWork = saved }()
+	parallelAlways(t)
 	b := testBuilder(t)
 	peeled := 0
 	for oi, o := range testops.All {

@@ -282,11 +282,7 @@ func TestConfirm(t *testing.T) {
 					secs = 2.5e-3 // only the first measurement was fast
 				}
 			}
-			st := make([]float64, len(scheds))
-			for i := range st {
-				st[i] = secs / float64(len(st))
-			}
-			return Sample{Seconds: secs, Min: secs, Max: secs, Runs: 1, Stmts: st}, nil
+			return fakeSample(secs, len(scheds)), nil
 		}
 		if err := tu.Run(context.Background(), nil); err != nil {
 			t.Fatal(err)
@@ -332,11 +328,7 @@ func TestConfirmRunnerUp(t *testing.T) {
 		default:
 			secs = 1.5e-3
 		}
-		st := make([]float64, len(scheds))
-		for i := range st {
-			st[i] = secs / float64(len(st))
-		}
-		return Sample{Seconds: secs, Min: secs, Max: secs, Runs: 1, Stmts: st}, nil
+		return fakeSample(secs, len(scheds)), nil
 	}
 	if err := tu.Run(context.Background(), nil); err != nil {
 		t.Fatal(err)
@@ -347,4 +339,14 @@ func TestConfirmRunnerUp(t *testing.T) {
 	if got := schedKey(tu.Best()); got != unlucky || tu.Progress().Best != 0.5e-3 {
 		t.Errorf("kept %s at %v s, want the runner-up %s at 0.5 ms", got, tu.Progress().Best, unlucky)
 	}
+}
+
+// fakeSample is a one-run sample of secs seconds shared evenly by n
+// statements.
+func fakeSample(secs float64, n int) Sample {
+	st := make([]float64, n)
+	for i := range st {
+		st[i] = secs / float64(n)
+	}
+	return Sample{Seconds: secs, Min: secs, Max: secs, Runs: 1, Stmts: st}
 }
