@@ -179,19 +179,6 @@ func where(c, t, e ir.Expr) ir.Expr {
 	return &ir.Where{Cond: c, Then: t, Else: e}
 }
 
-// and joins conditions with &&, left associative.
-func and(cs []ir.Expr) ir.Expr {
-	var out ir.Expr
-	for _, c := range cs {
-		if out == nil {
-			out = c
-		} else {
-			out = bin(ir.And, out, c)
-		}
-	}
-	return out
-}
-
 // never is the always-false index comparison 0 > 1. A where on it reads
 // tensors in a branch that never runs (sema proves nothing there).
 func never() ir.Expr { return bin(ir.Gt, ilit(0), ilit(1)) }

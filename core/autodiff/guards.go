@@ -221,13 +221,6 @@ func decide(c ir.Expr, ranges map[string]int64) int {
 	return 0
 }
 
-func conjuncts(c ir.Expr) []ir.Expr {
-	if b, ok := c.(*ir.Binary); ok && b.Op == ir.And {
-		return append(conjuncts(b.X), conjuncts(b.Y)...)
-	}
-	return []ir.Expr{c}
-}
-
 // simplifyGuards drops the conjuncts of where conditions that always hold
 // and resolves a where whose condition has a conjunct that never holds.
 func simplifyGuards(e ir.Expr, ranges map[string]int64) ir.Expr {
@@ -237,7 +230,7 @@ func simplifyGuards(e ir.Expr, ranges map[string]int64) ir.Expr {
 			return nil
 		}
 		var keep []ir.Expr
-		for _, c := range conjuncts(w.Cond) {
+		for _, c := range ir.Conjuncts(w.Cond) {
 			switch decide(c, ranges) {
 			case 1:
 				continue
@@ -249,10 +242,10 @@ func simplifyGuards(e ir.Expr, ranges map[string]int64) ir.Expr {
 		if len(keep) == 0 {
 			return w.Then
 		}
-		if len(keep) == len(conjuncts(w.Cond)) {
+		if len(keep) == len(ir.Conjuncts(w.Cond)) {
 			return nil
 		}
-		return where(and(keep), w.Then, w.Else)
+		return where(ir.AndAll(keep), w.Then, w.Else)
 	})
 }
 

@@ -322,7 +322,7 @@ func (b *builder) finishGather(t target, zn, red []string, ext map[string]int64,
 	})
 	body = substitute(body, sub)
 	if len(guards) > 0 {
-		body = where(and(guards), body, zero())
+		body = where(ir.AndAll(guards), body, zero())
 	}
 	if simp {
 		order := append(append([]string{}, zn...), red...)
@@ -419,7 +419,7 @@ func (b *builder) indicator(t target, why string, simp bool) (*gstmt, error) {
 	}
 	body := t.contrib
 	if len(conds) > 0 {
-		body = where(and(conds), body, zero())
+		body = where(ir.AndAll(conds), body, zero())
 	}
 	if simp {
 		body = simplifyGuards(body, ext)
@@ -467,7 +467,7 @@ func fixVars(body ir.Expr, red []string, ext map[string]int64, tensor string, ra
 		never = append(never, bin(ir.Lt, idx(v), ilit(0)))
 	}
 	if anchors != nil {
-		body = bin(ir.Add, body, where(and(never), anchors, zero()))
+		body = bin(ir.Add, body, where(ir.AndAll(never), anchors, zero()))
 	}
 	used = map[string]bool{}
 	for _, v := range varsOf(body) {

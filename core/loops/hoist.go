@@ -133,7 +133,7 @@ func (c chain) hoist(collapsed int) (Node, bool) {
 		return nil, false
 	}
 	if len(kept) > 0 {
-		s.Value = &ir.Where{Cond: and(kept), Then: body, Else: &ir.FloatLit{Value: Identity(s.Op)}}
+		s.Value = &ir.Where{Cond: ir.AndAll(kept), Then: body, Else: &ir.FloatLit{Value: Identity(s.Op)}}
 	} else {
 		s.Value = body
 	}
@@ -150,11 +150,11 @@ func (c chain) hoist(collapsed int) (Node, bool) {
 	for i := len(ps) - 1; i >= 0; i-- {
 		p := ps[i]
 		if p == 0 {
-			top = &If{Cond: and(at[p]), Body: []Node{top}}
+			top = &If{Cond: ir.AndAll(at[p]), Body: []Node{top}}
 			continue
 		}
 		lp := c.loops[p-1]
-		lp.Body = []Node{&If{Cond: and(at[p]), Body: lp.Body}}
+		lp.Body = []Node{&If{Cond: ir.AndAll(at[p]), Body: lp.Body}}
 	}
 	return top, true
 }
@@ -168,7 +168,7 @@ func guarded(v ir.Expr, op ir.ReduceOp) ([]ir.Expr, ir.Expr, bool) {
 		if !ok || !isIdentity(w.Else, op) {
 			break
 		}
-		conds = append(conds, conjuncts(w.Cond)...)
+		conds = append(conds, ir.Conjuncts(w.Cond)...)
 		v = w.Then
 	}
 	return conds, v, len(conds) > 0

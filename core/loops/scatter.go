@@ -78,7 +78,7 @@ func matchScatter(st *ir.BoundStmt) (*scatterForm, bool) {
 		if !ok || !isZero(peel(w.Else, ext)) {
 			break
 		}
-		conds = append(conds, conjuncts(w.Cond)...)
+		conds = append(conds, ir.Conjuncts(w.Cond)...)
 		e = peel(w.Then, ext)
 	}
 	if len(conds) == 0 {
@@ -191,28 +191,6 @@ func isZero(e ir.Expr) bool {
 	return false
 }
 
-// conjuncts splits e at && into its operands, left to right.
-func conjuncts(e ir.Expr) []ir.Expr {
-	if b, ok := e.(*ir.Binary); ok && b.Op == ir.And {
-		return append(conjuncts(b.X), conjuncts(b.Y)...)
-	}
-	return []ir.Expr{e}
-}
-
-// and joins conditions with && (left-associated, so they are evaluated
-// left to right); nil for none.
-func and(cs []ir.Expr) ir.Expr {
-	var out ir.Expr
-	for _, c := range cs {
-		if out == nil {
-			out = c
-		} else {
-			out = &ir.Binary{Op: ir.And, X: out, Y: c}
-		}
-	}
-	return out
-}
-
 // mentions reports whether e uses one of the variables in vars.
 func mentions(e ir.Expr, vars map[string]int) bool {
 	found := false
@@ -300,7 +278,7 @@ func lowerScatter(nest *Nest, f *scatterForm, s Schedule) {
 		dst.Indices = append(dst.Indices, Subst(t, env))
 	}
 	var n Node = &Store{Dst: dst, Op: ir.Sum, Value: Subst(f.body, env)}
-	if g := and(f.guard); g != nil {
+	if g := ir.AndAll(f.guard); g != nil {
 		n = &If{Cond: Subst(g, env), Body: []Node{n}}
 	}
 	*cur = append(*cur, n)

@@ -65,7 +65,7 @@ func versionLane(l *Loop) (Node, bool) {
 			ends = append(ends, Subst(c, map[string]ir.Expr{l.Var: Lit(at)}))
 		}
 	}
-	cond := and(ends)
+	cond := ir.AndAll(ends)
 	fast := *l
 	fast.Body = plain
 	return &Block{Comment: "lanes versioned on their guards", Body: []Node{
@@ -105,7 +105,7 @@ func laneConvex(c ir.Expr, lane string) bool {
 	if !uses(c, lane) || readsTensor(c, "") {
 		return false
 	}
-	for _, x := range conjuncts(c) {
+	for _, x := range ir.Conjuncts(c) {
 		b, ok := x.(*ir.Binary)
 		if !ok {
 			return false
