@@ -55,7 +55,129 @@ func (sp *Space) Seeds() [][]int {
 	if lanes {
 		out = append(out, g)
 	}
+	g = sp.Default()
+	lanes = false
+	for _, ss := range sp.stmts {
+		lanes = ss.packedLanes(sp.spec, g) || lanes
+	}
+	if lanes {
+		out = append(out, g)
+	}
 	return out
+}
+
+// packedLanes writes into g a schedule whose lanes run over a spatial axis
+// that no access is contiguous in, made contiguous by a shared pack of the
+// one read that uses it (loops.Pack at 0): for capsule conv,
+// C[b, k, p, q, i, j] += A[b, c, p*2 + r, q*2 + s, i, t] * B[k, c, r, s, t, j],
+// whose contiguous axes (i, j, t) have 4 points each, the lanes go over k
+// (32) with B copied once into [c, r, s, t, j, k] order, and the 4 x 4 (i, j)
+// matrix is a register tile of 16 x 2 vectors: b p q | c r s t | i j k. The
+// axis must have one to four vectors' worth of points, not be the last,
+// and be read by exactly one packable read; the register tile is the
+// innermost spatial axes other than it, whole, up to 16 points; the
+// remaining axes run outside, in parallel.
+func (ss *stmtSpace) packedLanes(spec *ir.Spec, g []int) bool {
+	st := ss.st
+	n := len(st.Spatial)
+	if ss.scatter || n < 2 {
+		return false
+	}
+	v := int64(loops.VectorBytes / max(spec.DType.Size(), 1))
+	lane := -1
+	for a := range n - 1 {
+		if e := st.Spatial[a].Extent; e >= v && e <= 4*v && (lane < 0 || e > st.Spatial[lane].Extent) {
+			lane = a
+		}
+	}
+	if lane < 0 {
+		return false
+	}
+	reads := loops.PackableReads(st)
+	read := -1
+	for i, r := range reads {
+		if mentionsVar(findAccess(st.Stmt.RHS, r), st.Spatial[lane].Name) {
+			if read >= 0 {
+				return false
+			}
+			read = i
+		}
+	}
+	if read < 0 || ss.readsOutsidePacks(st.Spatial[lane].Name, reads) {
+		return false
+	}
+	genes := g[ss.off+numFixedGenes:]
+	var outer, tile []int
+	room := int64(16)
+	for a := n - 1; a >= 0; a-- {
+		if a == lane {
+			continue
+		}
+		if e := st.Spatial[a].Extent; len(outer) == 0 && e <= room {
+			room /= e
+			tile = append([]int{a}, tile...)
+			genes[a] = closest(ss.splits[a], []int64{1, e})
+			continue
+		}
+		outer = append([]int{a}, outer...)
+	}
+	genes[lane] = closest(ss.splits[lane], []int64{1, st.Spatial[lane].Extent})
+	m := len(st.Reduction)
+	copy(genes[n+m:], lehmerCode(append(append(outer, tile...), lane)))
+	f := g[ss.off:]
+	f[geneMode] = 1
+	f[geneTemplate] = 0
+	f[geneAcc] = 0
+	f[geneParallel] = min(len(outer), 3)
+	f[geneVector] = 1
+	f[geneUnroll] = 0
+	if len(tile) > 0 {
+		// Unroll the outer axis of a two-axis tile (GCC then unrolls the
+		// inner one completely), else the one axis.
+		f[geneUnroll] = closestUnroll(st.Spatial[tile[0]].Extent, len(tile)+1)
+	}
+	f[genePack] = read + 1
+	f[genePackAt] = 3
+	return true
+}
+
+// readsOutsidePacks reports whether the statement reads the variable v in
+// a read that no pack can copy (a guarded read, say), which the lanes
+// would then read with a stride.
+func (ss *stmtSpace) readsOutsidePacks(v string, packable []string) bool {
+	found := false
+	ir.Walk(ss.st.Stmt.RHS, func(e ir.Expr) bool {
+		if a, ok := e.(*ir.Access); ok && !slices.Contains(packable, ir.ExprString(a)) && mentionsVar(a, v) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// findAccess is the first read of e printed as text.
+func findAccess(e ir.Expr, text string) ir.Expr {
+	var found ir.Expr
+	ir.Walk(e, func(x ir.Expr) bool {
+		if a, ok := x.(*ir.Access); ok && found == nil && ir.ExprString(a) == text {
+			found = a
+		}
+		return found == nil
+	})
+	return found
+}
+
+// closestUnroll is the unroll gene of the loop at depth (2: the
+// second-innermost) with the largest factor not above f; 0 (no unroll)
+// when there is none.
+func closestUnroll(f int64, depth int) int {
+	best := 0
+	for i, u := range unrolls {
+		if u.depth == depth && int64(u.factor) <= f && u.factor > unrolls[best].factor {
+			best = i
+		}
+	}
+	return best
 }
 
 // registerLanes writes into g a variant of reductionLanes for the same

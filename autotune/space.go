@@ -54,12 +54,16 @@ type stmtSpace struct {
 //	           loop is a reduction tile (the last template), it reduces
 //	           in lanes into the accumulator, or stays scalar when there
 //	           is none
-//	unroll     the unroll factor of the second-innermost loop (unrolls)
+//	unroll     the unroll factor of the second-innermost loop, or of the
+//	           third-innermost (unrolls), which unrolls a register tile
+//	           of two spatial axes around a lane loop
 //	pack       0: no packing, p: pack the p-th packable read
 //	           (loops.PackableReads, the first maxPackReads)
 //	packAt     where the pack goes: before the second, third or fourth
 //	           group of the template (loops.Pack; moved inside the
-//	           parallel loops, dropped when the buffer would be too big)
+//	           parallel loops, dropped when the buffer would be too big),
+//	           or, the last choice, before every loop: the shared pack,
+//	           filled once for all threads
 const (
 	geneMode = iota
 	geneTemplate
@@ -72,7 +76,9 @@ const (
 	numFixedGenes
 )
 
-var unrolls = []int{1, 2, 4, 8}
+// unrolls lists the unroll choices: a factor and the loop it applies to,
+// counted from the innermost (2: the second-innermost).
+var unrolls = []struct{ factor, depth int }{{1, 2}, {2, 2}, {4, 2}, {8, 2}, {2, 3}, {4, 3}, {8, 3}}
 
 // templates orders the tile groups: S0, S1, S2 are the outer, middle and
 // inner tiles of the spatial axes; R0, R1 the outer and inner tiles of the
@@ -118,7 +124,7 @@ func NewSpace(spec *ir.Spec) *Space {
 		fixed[geneVector] = 2
 		fixed[geneUnroll] = len(unrolls)
 		fixed[genePack] = 1 + min(len(loops.PackableReads(st)), maxPackReads)
-		fixed[genePackAt] = 3
+		fixed[genePackAt] = 4
 		sp.card = append(sp.card, fixed...)
 		for _, ax := range st.Spatial {
 			fs := factorPairs(ax.Extent)
@@ -191,7 +197,10 @@ func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 		t, starts = ss.tiling(g)
 	}
 	if r := g[ss.off+genePack]; r > 0 {
-		at := max(starts[min(1+g[ss.off+genePackAt], len(starts)-1)], t.Parallel)
+		at := 0 // shared
+		if pa := g[ss.off+genePackAt]; pa < 3 {
+			at = max(starts[min(1+pa, len(starts)-1)], t.Parallel)
+		}
 		if at < len(t.Loops) {
 			t.Packs = []loops.Pack{{Read: r - 1, At: at}}
 			if t.Check(ss.st) != nil {
@@ -265,8 +274,8 @@ func (ss *stmtSpace) tiling(g []int) (*loops.Tiling, []int) {
 	last := len(t.Loops) - 1
 	t.Vector = g[ss.off+geneVector] == 1 && last >= 0
 	laneRed := t.Vector && isRedLoop(st, t.Loops[last])
-	if u := unrolls[g[ss.off+geneUnroll]]; u > 1 && len(t.Loops) >= 2 {
-		t.Unroll = []loops.Unroll{{Loop: t.Loops[len(t.Loops)-2], Factor: u}}
+	if u := unrolls[g[ss.off+geneUnroll]]; u.factor > 1 && len(t.Loops) >= u.depth {
+		t.Unroll = []loops.Unroll{{Loop: t.Loops[len(t.Loops)-u.depth], Factor: u.factor}}
 	}
 	if ss.red {
 		switch g[ss.off+geneAcc] {

@@ -185,6 +185,42 @@ func TestReductionLanes(t *testing.T) {
 	}
 }
 
+// TestPackedLanes checks the packedLanes seed on a capsule convolution
+// with 32 output capsule types: lanes over k with B in a shared pack, in
+// both dtypes, against the interpreter, and in a gradient-like statement
+// whose only read of the lane axis is guarded (no seed).
+func TestPackedLanes(t *testing.T) {
+	b := testBuilder(t)
+	capsule := testops.Op{Name: "capsule32", Src: "C[b,k,p,q,i,j] += A[b,c,p*2+r,q*2+s,i,t] * B[k,c,r,s,t,j]",
+		Shapes: [][]int64{{1, 2, 7, 7, 4, 4}, {32, 2, 3, 3, 4, 4}}}
+	for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
+		spec, err := capsule.Spec(dt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := NewSpace(spec)
+		g := sp.Default()
+		if !sp.stmts[0].packedLanes(spec, g) {
+			t.Fatalf("%s: no packed-lanes seed", dt)
+		}
+		tl := sp.Decode(g)[0].Tiling
+		if tl == nil || len(tl.Packs) != 1 || tl.Packs[0].At != 0 || tl.Loops[len(tl.Loops)-1] != "k.t2" || tl.Parallel == 0 {
+			t.Fatalf("%s: seed decodes to %v, want lanes over k.t2 and a shared pack", dt, tl)
+		}
+		checkAgainstInterp(t, b, spec, sp.Decode(g), hostbuf.RandomInputs(spec, true, 7), 2)
+	}
+	guarded := testops.Op{Name: "guarded", Src: "Y[k, i] += where(i + r < 4, X[k, i + r], 0.0)",
+		Shapes: [][]int64{{32, 4}}, Sizes: map[string]int64{"r": 2, "i": 4}}
+	spec, err := guarded.Spec(ir.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := NewSpace(spec)
+	if sp.stmts[0].packedLanes(spec, sp.Default()) {
+		t.Error("a packed-lanes seed over k, which only a guarded read uses")
+	}
+}
+
 // TestLaneRemainders checks schedules whose lane axis is split by a vector
 // width that leaves a remainder (loops.Tiling.Splits) on every test op, in
 // both dtypes, against the interpreter.

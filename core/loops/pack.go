@@ -19,14 +19,30 @@ import (
 // which the split factors tune); a tile that the inner loops reread from
 // strided addresses is read once and then from a compact buffer. The
 // statement reads the copy in place of the tensor.
+//
+// A pack at position 0 of a nest with parallel loops is the shared form:
+// it is filled once, before the parallel loops, by all threads (its
+// outermost copy loop runs in parallel), and every thread reads the one
+// copy. That is the layout transformation of a whole operand, e.g. a
+// weight tensor transposed so that the lane axis is its inner dimension,
+// with no copy per tile; its buffer lives on the launching thread's stack
+// and may hold MaxSharedPackElems elements.
 type Pack struct {
 	// Read numbers the candidate reads of the statement, as PackableReads
 	// lists them.
 	Read int
-	// At is a position in Tiling.Loops, at least Tiling.Parallel and less
-	// than len(Loops).
+	// At is a position in Tiling.Loops, less than len(Loops): 0, or at
+	// least Tiling.Parallel.
 	At int
 }
+
+// MaxSharedPackElems caps the buffer of a shared pack (at position 0), on
+// the launching thread's stack: 512 KiB of float32, 1 MiB of float64. The
+// launching thread is the caller's (a Python thread: 8 MiB by default) or
+// one the Go runtime created with the C library's default stack (the
+// stack rlimit, 8 MiB by default, 2 MiB at least); OpenMP's worker
+// threads only read the buffer.
+const MaxSharedPackElems = 1 << 17
 
 // PackableReads lists the reads of st that a Pack may copy, by their
 // text: reads of a tensor other than st's own, outside every where (a
@@ -76,6 +92,9 @@ type packPlan struct {
 	at    int
 	loops []tileLoop // the loops at or after at that the read depends on
 	len   int64
+	// shared: filled before the parallel loops, its outer copy loop
+	// parallel.
+	shared bool
 }
 
 // planPacks checks t.Packs against st and its ordered loops.
@@ -86,8 +105,8 @@ func planPacks(st *ir.BoundStmt, t *Tiling, ord []tileLoop, env map[string]ir.Ex
 		if p.Read < 0 || p.Read >= len(reads) {
 			return nil, errors.Errorf("pack of read %d: the statement has %d packable reads", p.Read, len(reads))
 		}
-		if p.At < t.Parallel || p.At >= len(ord) {
-			return nil, errors.Errorf("pack of %s at %d: out of range [%d, %d)", reads[p.Read], p.At, t.Parallel, len(ord))
+		if (p.At != 0 && p.At < t.Parallel) || p.At < 0 || p.At >= len(ord) {
+			return nil, errors.Errorf("pack of %s at %d: out of range (0 or [%d, %d))", reads[p.Read], p.At, t.Parallel, len(ord))
 		}
 		for _, q := range out {
 			if q.read == reads[p.Read] {
@@ -114,8 +133,13 @@ func planPacks(st *ir.BoundStmt, t *Tiling, ord []tileLoop, env map[string]ir.Ex
 		if i, ok := remainderLoop(ord); ok && p.At <= i && slices.ContainsFunc(pl.loops, func(l tileLoop) bool { return l.axis == ord[i].axis }) {
 			return nil, errors.Errorf("pack of %s at %d: reads axis %s, whose remainder is peeled inside the pack", pl.read, p.At, ord[i].axis)
 		}
-		if pl.len > MaxLocalElems {
-			return nil, errors.Errorf("pack of %s at %d: %d elements exceed %d", pl.read, p.At, pl.len, MaxLocalElems)
+		limit := int64(MaxLocalElems)
+		if p.At == 0 {
+			limit = MaxSharedPackElems
+			pl.shared = t.Parallel > 0
+		}
+		if pl.len > limit {
+			return nil, errors.Errorf("pack of %s at %d: %d elements exceed %d", pl.read, p.At, pl.len, limit)
 		}
 		out = append(out, pl)
 	}
@@ -158,6 +182,9 @@ func (p *packPlan) emit(body *[]Node, t *tiler) {
 	c := body
 	for i, l := range p.loops {
 		lp := &Loop{Var: l.name, Extent: l.extent, Vector: t.vector && i == len(p.loops)-1 && l.name == t.last}
+		if p.shared && i == 0 {
+			lp.Parallel, lp.Collapse = true, 1
+		}
 		*c = append(*c, lp)
 		c = &lp.Body
 	}

@@ -35,6 +35,7 @@ func TestTiledGolden(t *testing.T) {
 		"tiled_acc_partial":  gemmTiling(3), // k.t0 outside: identity fill, combining stores
 		"tiled_no_acc":       gemmTiling(8), // straight into C
 		"tiled_pack":         packedGemm(),  // B's k.t0 tile copied, j.t2 innermost
+		"tiled_pack_shared":  sharedPack(),  // all of B copied once before the parallel loops
 		"tiled_lane_red":     laneRedGemm(), // k.t1 is the lane loop: one partial sum per lane
 		"tiled_rem":          remGemm(),     // j in lanes of 5: 3 tiles and a remainder of 1, B packed inside
 		"tiled_lane_red_rem": laneRedRem(),  // k in lanes of 4: 1 tile and a remainder of 2
@@ -48,6 +49,14 @@ func TestTiledGolden(t *testing.T) {
 			golden(t, name, Dump(&Func{Spec: s, Nests: []*Nest{n}}))
 		})
 	}
+}
+
+// sharedPack is packedGemm with the pack before every loop, shared by
+// the threads of the parallel loops.
+func sharedPack() *Tiling {
+	t := packedGemm()
+	t.Packs[0].At = 0
+	return t
 }
 
 // laneRedGemm reduces over k in lanes (rfactor): the accumulator holds
@@ -122,6 +131,14 @@ func TestTilingErrors(t *testing.T) {
 	tl := &Tiling{Loops: []string{"i", "j", "k"}, AccAt: 0}
 	if _, err := LowerStmt(big, 0, Schedule{Tiling: tl}); err == nil || !strings.Contains(err.Error(), "exceeds") {
 		t.Errorf("a 65536-element accumulator: error %v", err)
+	}
+	wide := matmulSpec(ir.Float32, 4, 512, 512)
+	tl = gemmTiling(5)
+	tl.Splits = nil
+	tl.Loops, tl.Parallel, tl.AccAt, tl.Unroll, tl.Vector = []string{"i", "j", "k"}, 1, 3, nil, false
+	tl.Packs = []Pack{{Read: 1, At: 0}}
+	if _, err := LowerStmt(wide, 0, Schedule{Tiling: tl}); err == nil || !strings.Contains(err.Error(), "262144 elements exceed 131072") {
+		t.Errorf("a shared pack of 262144 elements: error %v", err)
 	}
 	if _, err := LowerStmt(s, 0, Schedule{Tiling: gemmTiling(5), Scatter: true}); err == nil {
 		t.Error("a tiled scatter schedule was accepted")
