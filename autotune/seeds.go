@@ -55,6 +55,9 @@ func (sp *Space) Seeds() [][]int {
 	if lanes {
 		out = append(out, g)
 	}
+	if !sharedPacks {
+		return out
+	}
 	g = sp.Default()
 	lanes = false
 	for _, ss := range sp.stmts {

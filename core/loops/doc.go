@@ -131,6 +131,14 @@
 // element's terms are then combined in a different order than the
 // interpreter's: sums differ by rounding, max and min do not.
 //
+// A Pack (pack.go) copies one read into a local buffer laid out by the
+// loops that index it, so that the lane loop reads it contiguously. Placed
+// inside the parallel loops it is private to a thread and refilled per
+// tile (at most MaxLocalElems); placed at 0, before the parallel loops, it
+// is shared: filled once by all threads and read by all (at most
+// MaxSharedPackElems), which transposes a whole operand for lanes over an
+// axis it is strided in.
+//
 // Statements run in order, each fully materializing its tensor (temporaries
 // included) before the next starts; each parallel loop is its own parallel
 // region. Dump prints a Func for debugging and golden tests.
