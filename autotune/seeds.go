@@ -39,32 +39,24 @@ func (sp *Space) Seeds() [][]int {
 			out = append(out, g)
 		}
 	}
-	g := sp.Default()
-	lanes := false
-	for _, ss := range sp.stmts {
-		lanes = ss.reductionLanes(g) || lanes
+	// The lane seeds: each builder writes its genes for the statements it
+	// suits; a seed that none suits is not added.
+	builders := []func(ss *stmtSpace, g []int) bool{
+		func(ss *stmtSpace, g []int) bool { return ss.reductionLanes(g) },
+		func(ss *stmtSpace, g []int) bool { return ss.registerLanes(sp.spec, g) },
 	}
-	if lanes {
-		out = append(out, g)
+	if sharedPacks {
+		builders = append(builders, func(ss *stmtSpace, g []int) bool { return ss.packedLanes(sp.spec, g) })
 	}
-	g = sp.Default()
-	lanes = false
-	for _, ss := range sp.stmts {
-		lanes = ss.registerLanes(sp.spec, g) || lanes
-	}
-	if lanes {
-		out = append(out, g)
-	}
-	if !sharedPacks {
-		return out
-	}
-	g = sp.Default()
-	lanes = false
-	for _, ss := range sp.stmts {
-		lanes = ss.packedLanes(sp.spec, g) || lanes
-	}
-	if lanes {
-		out = append(out, g)
+	for _, build := range builders {
+		g := sp.Default()
+		suits := false
+		for i := range sp.stmts {
+			suits = build(&sp.stmts[i], g) || suits
+		}
+		if suits {
+			out = append(out, g)
+		}
 	}
 	return out
 }
@@ -96,17 +88,21 @@ func (ss *stmtSpace) packedLanes(spec *ir.Spec, g []int) bool {
 	if lane < 0 {
 		return false
 	}
+	// The one read of the lane axis, which must be packable (a guarded
+	// read, say, is not: the lanes would read it with a stride).
 	reads := loops.PackableReads(st)
-	read := -1
-	for i, r := range reads {
-		if mentionsVar(findAccess(st.Stmt.RHS, r), st.Spatial[lane].Name) {
-			if read >= 0 {
-				return false
-			}
-			read = i
+	read, ok := -1, true
+	ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
+		a, isRead := e.(*ir.Access)
+		if !isRead || !mentionsVar(a, st.Spatial[lane].Name) {
+			return ok
 		}
-	}
-	if read < 0 || ss.readsOutsidePacks(st.Spatial[lane].Name, reads) {
+		i := slices.Index(reads, ir.ExprString(a))
+		ok = i >= 0 && (read < 0 || read == i)
+		read = i
+		return ok
+	})
+	if !ok || read < 0 {
 		return false
 	}
 	genes := g[ss.off+numFixedGenes:]
@@ -140,34 +136,8 @@ func (ss *stmtSpace) packedLanes(spec *ir.Spec, g []int) bool {
 		f[geneUnroll] = closestUnroll(st.Spatial[tile[0]].Extent, len(tile)+1)
 	}
 	f[genePack] = read + 1
-	f[genePackAt] = 3
+	f[genePackAt] = packAtGroups // shared
 	return true
-}
-
-// readsOutsidePacks reports whether the statement reads the variable v in
-// a read that no pack can copy (a guarded read, say), which the lanes
-// would then read with a stride.
-func (ss *stmtSpace) readsOutsidePacks(v string, packable []string) bool {
-	found := false
-	ir.Walk(ss.st.Stmt.RHS, func(e ir.Expr) bool {
-		if a, ok := e.(*ir.Access); ok && !slices.Contains(packable, ir.ExprString(a)) && mentionsVar(a, v) {
-			found = true
-		}
-		return !found
-	})
-	return found
-}
-
-// findAccess is the first read of e printed as text.
-func findAccess(e ir.Expr, text string) ir.Expr {
-	var found ir.Expr
-	ir.Walk(e, func(x ir.Expr) bool {
-		if a, ok := x.(*ir.Access); ok && found == nil && ir.ExprString(a) == text {
-			found = a
-		}
-		return found == nil
-	})
-	return found
 }
 
 // closestUnroll is the unroll gene of the loop at depth (2: the

@@ -103,6 +103,10 @@ var templates = [][]string{
 // choose schedules it cannot time faithfully.
 const sharedPacks = false
 
+// packAtGroups is the number of packAt choices that place the pack before
+// a group of the template; the shared choice comes after them.
+const packAtGroups = 3
+
 // maxPackReads caps the reads a statement's pack gene chooses from.
 const maxPackReads = 3
 
@@ -132,9 +136,9 @@ func NewSpace(spec *ir.Spec) *Space {
 		fixed[geneVector] = 2
 		fixed[geneUnroll] = len(unrolls)
 		fixed[genePack] = 1 + min(len(loops.PackableReads(st)), maxPackReads)
-		fixed[genePackAt] = 3
+		fixed[genePackAt] = packAtGroups
 		if sharedPacks {
-			fixed[genePackAt] = 4
+			fixed[genePackAt] = packAtGroups + 1
 		}
 		sp.card = append(sp.card, fixed...)
 		for _, ax := range st.Spatial {
@@ -209,7 +213,7 @@ func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 	}
 	if r := g[ss.off+genePack]; r > 0 {
 		at := 0 // shared
-		if pa := g[ss.off+genePackAt]; pa < 3 {
+		if pa := g[ss.off+genePackAt]; pa < packAtGroups {
 			at = max(starts[min(1+pa, len(starts)-1)], t.Parallel)
 		}
 		if at < len(t.Loops) {

@@ -36,8 +36,8 @@ type Pack struct {
 	At int
 }
 
-// MaxSharedPackElems caps the buffer of a shared pack (at position 0), on
-// the launching thread's stack: 512 KiB of float32, 1 MiB of float64. The
+// MaxSharedPackElems caps the buffer of a pack at position 0 (shared when
+// the nest has parallel loops), on the launching thread's stack: 512 KiB of float32, 1 MiB of float64. The
 // launching thread is the caller's (a Python thread: 8 MiB by default) or
 // one the Go runtime created with the C library's default stack (the
 // stack rlimit, 8 MiB by default, 2 MiB at least); OpenMP's worker
