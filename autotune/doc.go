@@ -47,9 +47,8 @@
 // progress and stop at any time keeping the best found. The first
 // generation holds Space.Seeds: the default schedules, then register-tiled
 // variants from a heuristic, and lane reductions with and without a
-// register tile. (Lanes over an axis made contiguous by a shared pack, a
-// whole operand transposed once before the parallel loops, are built but
-// switched off: see sharedPacks.) A ridge-regression cost model (package
+// register tile, and lanes over an axis made contiguous by a shared pack (a
+// whole operand transposed once before the parallel loops). A ridge-regression cost model (package
 // costmodel) ranks oversampled children before measurement once enough
 // configurations were measured. Budgets: Options.Trials configurations and
 // Options.Time of wall time.

@@ -26,6 +26,9 @@ func ToProto(scheds []loops.Schedule) []*api.StmtSchedule {
 			for _, u := range t.Unroll {
 				pt.Unroll = append(pt.Unroll, &api.Unroll{Loop: u.Loop, Factor: int32(u.Factor)})
 			}
+			for _, pk := range t.Packs {
+				pt.Packs = append(pt.Packs, &api.Pack{Read: int32(pk.Read), At: int32(pk.At)})
+			}
 			p.Tiling = pt
 		}
 		out[i] = p
@@ -55,6 +58,9 @@ func FromProto(ps []*api.StmtSchedule) ([]loops.Schedule, error) {
 			}
 			for _, u := range pt.Unroll {
 				t.Unroll = append(t.Unroll, loops.Unroll{Loop: u.Loop, Factor: int(u.Factor)})
+			}
+			for _, pk := range pt.Packs {
+				t.Packs = append(t.Packs, loops.Pack{Read: int(pk.Read), At: int(pk.At)})
 			}
 			s.Tiling = t
 		}

@@ -44,9 +44,7 @@ func (sp *Space) Seeds() [][]int {
 	builders := []func(ss *stmtSpace, g []int) bool{
 		func(ss *stmtSpace, g []int) bool { return ss.reductionLanes(g) },
 		func(ss *stmtSpace, g []int) bool { return ss.registerLanes(sp.spec, g) },
-	}
-	if sharedPacks {
-		builders = append(builders, func(ss *stmtSpace, g []int) bool { return ss.packedLanes(sp.spec, g) })
+		func(ss *stmtSpace, g []int) bool { return ss.packedLanes(sp.spec, g) },
 	}
 	for _, build := range builders {
 		g := sp.Default()

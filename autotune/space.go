@@ -95,14 +95,6 @@ var templates = [][]string{
 	{"S0", "R0", "S1", "S2", "R1"},
 }
 
-// sharedPacks enables the shared-pack choice of the packAt gene and the
-// packedLanes seed. It is off: such a capsule-conv forward kernel times
-// 0.25-0.37 ms in the tuner's measurement but 1.8 ms when the same record
-// is launched from a Python process (the default schedule times alike in
-// both), a difference not yet explained. Until it is, the tuner does not
-// choose schedules it cannot time faithfully.
-const sharedPacks = false
-
 // packAtGroups is the number of packAt choices that place the pack before
 // a group of the template; the shared choice comes after them.
 const packAtGroups = 3
@@ -136,10 +128,7 @@ func NewSpace(spec *ir.Spec) *Space {
 		fixed[geneVector] = 2
 		fixed[geneUnroll] = len(unrolls)
 		fixed[genePack] = 1 + min(len(loops.PackableReads(st)), maxPackReads)
-		fixed[genePackAt] = packAtGroups
-		if sharedPacks {
-			fixed[genePackAt] = packAtGroups + 1
-		}
+		fixed[genePackAt] = packAtGroups + 1 // the last choice: shared
 		sp.card = append(sp.card, fixed...)
 		for _, ax := range st.Spatial {
 			fs := factorPairs(ax.Extent)

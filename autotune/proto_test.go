@@ -1,0 +1,88 @@
+package autotune
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/internal/testops"
+)
+
+// TestProtoRoundTrip converts the seeds and random schedules of every
+// test op to their database form and back: every field of a schedule,
+// packs included, must survive, or a stored best would rebuild as a
+// different kernel from the one that was timed.
+func TestProtoRoundTrip(t *testing.T) {
+	packed := 0
+	for oi, o := range testops.All {
+		spec, err := o.Spec(ir.Float32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := NewSpace(spec)
+		genomes := sp.Seeds()
+		rng := rand.New(rand.NewPCG(uint64(oi), 9))
+		for range 20 {
+			g := randomGenome(rng, sp.Cardinalities())
+			for _, ss := range sp.stmts {
+				if !ss.scatter {
+					g[ss.off+geneMode] = 1
+				}
+			}
+			genomes = append(genomes, g)
+		}
+		for _, g := range genomes {
+			want := sp.Decode(g)
+			got, err := FromProto(ToProto(want))
+			if err != nil {
+				t.Fatalf("%s: %v", o.Name, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: schedules %v came back from the database form as %v", o.Name, want, got)
+			}
+			for _, s := range want {
+				if s.Tiling != nil && len(s.Tiling.Packs) > 0 {
+					packed++
+				}
+			}
+		}
+	}
+	if packed == 0 {
+		t.Fatal("no schedule had a pack: the round trip of packs went untested")
+	}
+}
+
+// TestProtoRoundTripFields guards against a field added to the schedule
+// types and not to the database form: it fills every field and compares.
+func TestProtoRoundTripFields(t *testing.T) {
+	want := []loops.Schedule{{
+		VectorWidth: 8, VectorAxis: "j", Order: []string{"i", "j"}, ParallelDepth: 1, Scatter: true,
+		Tiling: &loops.Tiling{
+			Splits:   []loops.Split{{Axis: "i", Factors: []int64{2, 4}}},
+			Loops:    []string{"i.t0", "j", "i.t1", "i.t2"},
+			Parallel: 1, Vector: true, AccAt: 2,
+			Unroll: []loops.Unroll{{Loop: "i.t1", Factor: 2}},
+			Packs:  []loops.Pack{{Read: 1, At: 2}},
+		},
+	}}
+	for _, typ := range []reflect.Type{reflect.TypeOf(loops.Schedule{}), reflect.TypeOf(loops.Tiling{})} {
+		v := reflect.ValueOf(want[0])
+		if typ == reflect.TypeOf(loops.Tiling{}) {
+			v = reflect.ValueOf(*want[0].Tiling)
+		}
+		for i := range typ.NumField() {
+			if v.Field(i).IsZero() {
+				t.Fatalf("%s.%s is not set in this test: set it, and carry it in ToProto and FromProto", typ.Name(), typ.Field(i).Name)
+			}
+		}
+	}
+	got, err := FromProto(ToProto(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, want %+v", got[0].Tiling, want[0].Tiling)
+	}
+}
