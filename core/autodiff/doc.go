@@ -93,7 +93,20 @@
 //     lo <= u(z, t) <= hi that the ranges of z and t do not already imply
 //     (exact interval reasoning over the concrete extents); quotients
 //     need none (q is floor(e / c) once s is in range).
-//  4. Smith normal form, the general method (snf.go, fm.go): used when
+//  4. Residue stepping, tried before plain elimination (invertStepped):
+//     a dependent u = (a + σ·f) / D whose numerator uses a free unknown f
+//     with coefficient σ = ±1 is an integer for exactly one residue of f
+//     mod D, so f steps through that class instead of running over its
+//     whole range under the guard: f = (-σ·a) % D + D·w over a new
+//     reduction variable w of extent ceil(E / D), u = a / D - w (σ = -1)
+//     or (a + D - 1) / D + w (σ = +1), and f < E is a guard unless D
+//     divides E. The stride-2 conv gradient then reduces over 2 of the 3
+//     taps per axis with no divisibility guard: r = x2 % 2 + 2·r_step,
+//     p = x2 / 2 - r_step. Each step takes its own f, and a step's a may
+//     not use another step's f, so every residue is an expression of z
+//     and the unstepped unknowns. A gather with no such dependent, or
+//     whose stepped form fails the bounds proof, is built without steps.
+//  5. Smith normal form, the general method (snf.go, fm.go): used when
 //     elimination fails (an intermediate leaves int64, say) or none of its
 //     gathers passes the bounds proof (below). The unknowns that appear in
 //     some row form the matrix M (the others stay free under their own

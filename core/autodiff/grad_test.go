@@ -15,8 +15,14 @@ var gradCases = []gcase{
 		explain: []string{"d_A[i, k] += d_Y[i, j] * B[k, j]", "d_B[k, j] += d_Y[i, j] * A[i, k]"}},
 	{name: "bmm", src: "Y[b,i,j] += A[b,i,k] * B[b,k,j]", shapes: [][]int64{{2, 2, 3}, {2, 3, 2}}},
 	{name: "conv2d_stride2", src: "Y[n,k,p,q] += X[n,c,p*2+r,q*2+s] * W[k,c,r,s]",
-		shapes:  [][]int64{{1, 2, 7, 8}, {2, 2, 3, 3}},
-		explain: []string{"(x2 - r) % 2 == 0", "d_Y[n, k, (x2 - r) / 2, (x3 - s) / 2]"}},
+		shapes: [][]int64{{1, 2, 7, 8}, {2, 2, 3, 3}},
+		explain: []string{"residue stepping r = x2 % 2 + 2 * r_step", "d_Y[n, k, x2 / 2 - r_step, x3 / 2 - s_step]",
+			"reduces over k, r_step, s_step"}},
+	// The kernel runs backwards: p = (x - 2 + r) / 2 uses r with
+	// coefficient +1, so the step is r = (-x + 2) % 2 + 2 * r_step.
+	{name: "conv1d_stride2_flipped", src: "Y[n,k,p] += X[n,c,p*2+2-r] * W[k,c,r]",
+		shapes:  [][]int64{{1, 2, 9}, {2, 2, 3}},
+		explain: []string{"residue stepping r = (-x2 + 2) % 2 + 2 * r_step", "d_Y[n, k, (x2 - 1) / 2 + r_step]"}},
 	{name: "conv2d_stride3", src: "Y[n,k,p,q] += X[n,c,p*3+r,q*3+s] * W[k,c,r,s]",
 		shapes: [][]int64{{1, 2, 8, 7}, {2, 2, 2, 2}}},
 	{name: "conv2d_dilation2", src: "Y[n,k,p,q] += X[n,c,p+2*r,q+2*s] * W[k,c,r,s]",

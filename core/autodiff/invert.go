@@ -3,6 +3,8 @@ package autodiff
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/neoflow/neoflow/core/ir"
@@ -45,9 +47,9 @@ const (
 //     to specialize; no known case does).
 func (b *builder) gather(t target) (*gstmt, error) {
 	var why string
-	methods := []func(target, subMode, bool) (*gstmt, error){b.invert, b.invertSNF}
+	methods := []func(target, subMode, bool) (*gstmt, error){b.invertStepped, b.invert, b.invertSNF}
 	if b.forceSNF {
-		methods = methods[1:]
+		methods = methods[2:]
 	}
 inversion:
 	for _, inv := range methods {
@@ -150,6 +152,59 @@ func (b *builder) zNames(t target, ls *linsys, taken nameSet, exact func(k, d in
 // invert builds the exact gather by Gauss-Jordan elimination: it solves
 // f(x, r) = z for the statement's variables (doc.go, "Index inversion").
 func (b *builder) invert(t target, m subMode, simp bool) (*gstmt, error) {
+	return b.eliminate(t, m, simp, false)
+}
+
+// errNoStep says that no dependent of an elimination can be stepped.
+var errNoStep = errors.New("no divisibility guard to step over")
+
+// invertStepped is invert with residue stepping (doc.go, "Index
+// inversion", step 4): a free unknown f that a dependent u = N / D uses
+// with coefficient ±1 steps through the one residue class mod D that
+// makes N divisible, so the gather visits only the points that
+// contribute and needs no divisibility guard. Without such a dependent it
+// fails with errNoStep, and gather goes on to the plain elimination.
+func (b *builder) invertStepped(t target, m subMode, simp bool) (*gstmt, error) {
+	return b.eliminate(t, m, simp, true)
+}
+
+// step is one residue step: dependent k = (a + sigma·f) / den, with free
+// unknown f (loop variable fname[f], 0 <= fname[f] < extent) replaced by
+// res + den·w over the new reduction variable w.
+type step struct {
+	k, f  int
+	sigma int64
+	w     string
+}
+
+// steps picks the residue steps of sol: each dependent with den > 1 steps
+// over the first free unknown it uses with coefficient ±1 that no other
+// step uses; a step's dependent may not use another step's unknown, so
+// every residue is an expression of z and unstepped free unknowns.
+func steps(sol *solution) []step {
+	var out []step
+	for k := range sol.free {
+		if sol.free[k] || sol.den[k] == 1 {
+			continue
+		}
+		num := sol.num[k]
+		f := -1
+		for j, c := range num.u {
+			if sol.free[j] && (c == 1 || c == -1) && !slices.ContainsFunc(out, func(s step) bool { return s.f == j }) {
+				f = j
+				break
+			}
+		}
+		if f < 0 || slices.ContainsFunc(out, func(s step) bool { return num.u[s.f] != 0 || sol.num[s.k].u[f] != 0 }) {
+			continue
+		}
+		out = append(out, step{k: k, f: f, sigma: num.u[f]})
+	}
+	return out
+}
+
+// eliminate is invert, with residue stepping when step is set.
+func (b *builder) eliminate(t target, m subMode, simp, stepped bool) (*gstmt, error) {
 	bs := b.spec.Stmts[t.si]
 	ls, eqs, zs, err := b.system(t)
 	if err != nil {
@@ -224,6 +279,82 @@ func (b *builder) invert(t target, m subMode, simp bool) (*gstmt, error) {
 		}
 		return n, nil
 	}
+	// Residue steps: f = res + den·w, where res = a mod den for sigma -1
+	// (-a mod den for +1) and a is the numerator without its f term; the
+	// dependent becomes a / den - w (sigma -1) or (a + den - 1) / den + w
+	// (+1), exactly, and w < extent(f) is a guard unless den divides the
+	// extent. fsub rewrites f in every other expression.
+	var stepsTaken []step
+	fsub := map[string]ir.Expr{}
+	stepExpr := map[int]ir.Expr{}
+	var stepGuards []ir.Expr
+	if stepped {
+		stepsTaken = steps(sol)
+		if len(stepsTaken) == 0 {
+			return nil, errNoStep
+		}
+		for i, st := range stepsTaken {
+			d := sol.den[st.k]
+			a := sol.num[st.k]
+			a.u = slices.Clone(a.u)
+			a.u[st.f] = 0
+			c, err := mulChk(st.sigma, shift[st.f])
+			if err != nil {
+				return nil, err
+			}
+			if a.c, err = addChk(a.c, c); err != nil {
+				return nil, err
+			}
+			ae, err := form(a)
+			if err != nil {
+				return nil, err
+			}
+			neg := lform{z: make([]int64, len(a.z)), u: make([]int64, len(a.u)), c: -a.c}
+			for i, v := range a.z {
+				neg.z[i] = -v
+			}
+			for i, v := range a.u {
+				neg.u[i] = -v
+			}
+			if a.c == math.MinInt64 {
+				return nil, errors.New("residue step: constant overflows int64")
+			}
+			fn := fname[st.f]
+			e := ext[fn]
+			w := taken.fresh(fn + "_step")
+			stepsTaken[i].w = w
+			var res ir.Expr
+			if st.sigma < 0 {
+				res = bin(ir.Mod, ae, ilit(d))
+				stepExpr[st.k] = bin(ir.Sub, bin(ir.Div, ae, ilit(d)), idx(w))
+			} else {
+				ne, err := form(neg)
+				if err != nil {
+					return nil, err
+				}
+				res = bin(ir.Mod, ne, ilit(d))
+				up := a
+				if up.c, err = addChk(a.c, d-1); err != nil {
+					return nil, err
+				}
+				ue, err := form(up)
+				if err != nil {
+					return nil, err
+				}
+				stepExpr[st.k] = bin(ir.Add, bin(ir.Div, ue, ilit(d)), idx(w))
+			}
+			fe := bin(ir.Add, res, bin(ir.Mul, ilit(d), idx(w)))
+			fsub[fn] = fe
+			if e%d != 0 {
+				stepGuards = append(stepGuards, bin(ir.Lt, fe, ilit(e)))
+			}
+			delete(ext, fn)
+			ext[w] = (e + d - 1) / d
+			red[slices.Index(red, fn)] = w
+		}
+	}
+	isStepped := func(k int) bool { _, ok := stepExpr[k]; return ok }
+
 	// interval of a dependent's numerator over A's index ranges and the
 	// free unknowns' ranges.
 	numRange := func(lf lform) (int64, int64, error) {
@@ -260,9 +391,9 @@ func (b *builder) invert(t target, m subMode, simp bool) (*gstmt, error) {
 	}
 
 	// Guards: divisibility, equalities, then the ranges of the dependents.
-	var guards []ir.Expr
+	guards := stepGuards
 	for k := range nU {
-		if sol.free[k] || sol.den[k] == 1 {
+		if sol.free[k] || sol.den[k] == 1 || isStepped(k) {
 			continue
 		}
 		n, err := form(sol.num[k])
@@ -286,6 +417,9 @@ func (b *builder) invert(t target, m subMode, simp bool) (*gstmt, error) {
 		if err != nil {
 			return nil, err
 		}
+		if se, ok := stepExpr[k]; ok {
+			e = se
+		}
 		if u.kind == kSpatial || u.kind == kRed {
 			sub[u.name] = e
 		}
@@ -300,8 +434,22 @@ func (b *builder) invert(t target, m subMode, simp bool) (*gstmt, error) {
 			guards = append(guards, bin(ir.Lt, e, ilit(u.hi+1)))
 		}
 	}
+	how := "exact inversion"
+	if len(stepsTaken) > 0 {
+		for n, e := range sub {
+			sub[n] = substitute(e, fsub)
+		}
+		for i, g := range guards {
+			guards[i] = substitute(g, fsub)
+		}
+		var names []string
+		for _, st := range stepsTaken {
+			names = append(names, fmt.Sprintf("%s = %s", fname[st.f], ir.ExprString(fsub[fname[st.f]])))
+		}
+		how += ", residue stepping " + strings.Join(names, ", ")
+	}
 
-	return b.finishGather(t, zn, red, ext, sub, guards, m, simp, "exact inversion")
+	return b.finishGather(t, zn, red, ext, sub, guards, m, simp, how)
 }
 
 // finishGather builds the gather statement of an exact inversion: the
@@ -521,7 +669,7 @@ func (b *builder) validate(g *gstmt) error {
 
 // invertSNF builds the exact gather through the Smith normal form of the
 // index system, the general method for quasi-affine reads (doc.go, "Index
-// inversion", step 4): u = V·y, y_i = p_i(z) / d_i under the guard
+// inversion", step 5): u = V·y, y_i = p_i(z) / d_i under the guard
 // p_i(z) % d_i == 0 for i < rank, p_i(z) == 0 for the other rows, and the
 // free y_j (new reduction axes t, t_1, ...) range over the constant bounds
 // that Fourier–Motzkin elimination (fm.go) finds for them from the
