@@ -29,6 +29,9 @@ func ToProto(scheds []loops.Schedule) []*api.StmtSchedule {
 			for _, pk := range t.Packs {
 				pt.Packs = append(pt.Packs, &api.Pack{Read: int32(pk.Read), At: int32(pk.At)})
 			}
+			for _, r := range t.Relayouts {
+				pt.Relayouts = append(pt.Relayouts, &api.Relayout{Tensor: r.Tensor, Dim: int32(r.Dim)})
+			}
 			p.Tiling = pt
 		}
 		out[i] = p
@@ -61,6 +64,9 @@ func FromProto(ps []*api.StmtSchedule) ([]loops.Schedule, error) {
 			}
 			for _, pk := range pt.Packs {
 				t.Packs = append(t.Packs, loops.Pack{Read: int(pk.Read), At: int(pk.At)})
+			}
+			for _, r := range pt.Relayouts {
+				t.Relayouts = append(t.Relayouts, loops.Relayout{Tensor: r.Tensor, Dim: int(r.Dim)})
 			}
 			s.Tiling = t
 		}

@@ -15,7 +15,7 @@ import (
 // packs included, must survive, or a stored best would rebuild as a
 // different kernel from the one that was timed.
 func TestProtoRoundTrip(t *testing.T) {
-	packed := 0
+	packed, relaid := 0, 0
 	for oi, o := range testops.All {
 		spec, err := o.Spec(ir.Float32)
 		if err != nil {
@@ -46,11 +46,14 @@ func TestProtoRoundTrip(t *testing.T) {
 				if s.Tiling != nil && len(s.Tiling.Packs) > 0 {
 					packed++
 				}
+				if s.Tiling != nil && len(s.Tiling.Relayouts) > 0 {
+					relaid++
+				}
 			}
 		}
 	}
-	if packed == 0 {
-		t.Fatal("no schedule had a pack: the round trip of packs went untested")
+	if packed == 0 || relaid == 0 {
+		t.Fatalf("%d schedules had a pack and %d a relayout: the round trip of both must be tested", packed, relaid)
 	}
 }
 
@@ -63,8 +66,9 @@ func TestProtoRoundTripFields(t *testing.T) {
 			Splits:   []loops.Split{{Axis: "i", Factors: []int64{2, 4}}},
 			Loops:    []string{"i.t0", "j", "i.t1", "i.t2"},
 			Parallel: 1, Vector: true, AccAt: 2,
-			Unroll: []loops.Unroll{{Loop: "i.t1", Factor: 2}},
-			Packs:  []loops.Pack{{Read: 1, At: 2}},
+			Unroll:    []loops.Unroll{{Loop: "i.t1", Factor: 2}},
+			Packs:     []loops.Pack{{Read: 1, At: 2}},
+			Relayouts: []loops.Relayout{{Tensor: "B", Dim: 0}},
 		},
 	}}
 	for _, typ := range []reflect.Type{reflect.TypeOf(loops.Schedule{}), reflect.TypeOf(loops.Tiling{})} {

@@ -61,14 +61,17 @@ func (sp *Space) Seeds() [][]int {
 
 // packedLanes writes into g a schedule whose lanes run over a spatial axis
 // that no access is contiguous in, made contiguous by a shared pack of the
-// one read that uses it (loops.Pack at 0): for capsule conv,
+// one read that uses it (loops.Pack at 0), or, when that read is not
+// packable (it is guarded, say) or there are several, by relayouts of the
+// tensors that use it (loops.Relayout). For capsule conv,
 // C[b, k, p, q, i, j] += A[b, c, p*2 + r, q*2 + s, i, t] * B[k, c, r, s, t, j],
 // whose contiguous axes (i, j, t) have 4 points each, the lanes go over k
 // (32) with B copied once into [c, r, s, t, j, k] order, and the 4 x 4 (i, j)
-// matrix is a register tile of 16 x 2 vectors: b p q | c r s t | i j k. The
-// axis must have one to four vectors' worth of points, not be the last,
-// and be read by exactly one packable read; the register tile is the
-// innermost spatial axes other than it, whole, up to 16 points; the
+// matrix is a register tile of 16 x 2 vectors: b p q | c r s t | i j k. Its
+// input gradient, a guarded gather, gets lanes over c with B relaid with c
+// innermost. The axis must have half a vector's to four vectors' worth of
+// points, not be the last, and be read by some access; the register tile
+// is the innermost spatial axes other than it, whole, up to 16 points; the
 // remaining axes run outside, in parallel.
 func (ss *stmtSpace) packedLanes(spec *ir.Spec, g []int) bool {
 	st := ss.st
@@ -77,30 +80,40 @@ func (ss *stmtSpace) packedLanes(spec *ir.Spec, g []int) bool {
 		return false
 	}
 	v := int64(loops.VectorBytes / max(spec.DType.Size(), 1))
-	lane := -1
+	var cands []int
 	for a := range n - 1 {
-		if e := st.Spatial[a].Extent; e >= v && e <= 4*v && (lane < 0 || e > st.Spatial[lane].Extent) {
-			lane = a
+		if e := st.Spatial[a].Extent; 2*e >= v && e <= 4*v {
+			cands = append(cands, a)
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b int) int { return cmp.Compare(st.Spatial[b].Extent, st.Spatial[a].Extent) })
+	// The reads of the lane axis: one packable read is packed, else the
+	// tensors are relaid; the largest axis that either suits is taken.
+	reads := loops.PackableReads(st)
+	lane, read, relayout := -1, -1, false
+	for _, a := range cands {
+		name := st.Spatial[a].Name
+		r, one := -1, true
+		ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
+			acc, isRead := e.(*ir.Access)
+			if !isRead || !mentionsVar(acc, name) {
+				return one
+			}
+			i := slices.Index(reads, ir.ExprString(acc))
+			one = i >= 0 && (r < 0 || r == i)
+			r = i
+			return one
+		})
+		if one && r >= 0 {
+			lane, read = a, r
+			break
+		}
+		if len(laneRelayouts(spec, st, name)) > 0 {
+			lane, relayout = a, true
+			break
 		}
 	}
 	if lane < 0 {
-		return false
-	}
-	// The one read of the lane axis, which must be packable (a guarded
-	// read, say, is not: the lanes would read it with a stride).
-	reads := loops.PackableReads(st)
-	read, ok := -1, true
-	ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
-		a, isRead := e.(*ir.Access)
-		if !isRead || !mentionsVar(a, st.Spatial[lane].Name) {
-			return ok
-		}
-		i := slices.Index(reads, ir.ExprString(a))
-		ok = i >= 0 && (read < 0 || read == i)
-		read = i
-		return ok
-	})
-	if !ok || read < 0 {
 		return false
 	}
 	genes := g[ss.off+numFixedGenes:]
@@ -132,6 +145,11 @@ func (ss *stmtSpace) packedLanes(spec *ir.Spec, g []int) bool {
 		// Unroll the outer axis of a two-axis tile (GCC then unrolls the
 		// inner one completely), else the one axis.
 		f[geneUnroll] = closestUnroll(st.Spatial[tile[0]].Extent, len(tile)+1)
+	}
+	if relayout {
+		f[genePack] = 0
+		f[geneRelayout] = 1
+		return true
 	}
 	f[genePack] = read + 1
 	f[genePackAt] = packAtGroups // shared

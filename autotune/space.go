@@ -2,6 +2,7 @@ package autotune
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
@@ -64,6 +65,11 @@ type stmtSpace struct {
 //	           parallel loops, dropped when the buffer would be too big),
 //	           or, the last choice, before every loop: the shared pack,
 //	           filled once for all threads
+//	relayout   0: none, 1: every tensor that some read indexes by the
+//	           lane loop's axis in an outer dimension is copied with that
+//	           dimension innermost (loops.Relayout), so the lanes read it
+//	           contiguously, guarded reads included; dropped when the
+//	           copies would be too big
 const (
 	geneMode = iota
 	geneTemplate
@@ -73,6 +79,7 @@ const (
 	geneUnroll
 	genePack
 	genePackAt
+	geneRelayout
 	numFixedGenes
 )
 
@@ -129,6 +136,7 @@ func NewSpace(spec *ir.Spec) *Space {
 		fixed[geneUnroll] = len(unrolls)
 		fixed[genePack] = 1 + min(len(loops.PackableReads(st)), maxPackReads)
 		fixed[genePackAt] = packAtGroups + 1 // the last choice: shared
+		fixed[geneRelayout] = 2
 		sp.card = append(sp.card, fixed...)
 		for _, ax := range st.Spatial {
 			fs := factorPairs(ax.Extent)
@@ -188,7 +196,7 @@ func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 		return def
 	}
 	t, starts := ss.tiling(g)
-	if t.Check(ss.st) != nil {
+	if t.Check(spec, ss.st) != nil {
 		// A remainder split whose axis does not end innermost in lanes:
 		// the axis stays whole instead.
 		g = slices.Clone(g)
@@ -207,9 +215,15 @@ func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 		}
 		if at < len(t.Loops) {
 			t.Packs = []loops.Pack{{Read: r - 1, At: at}}
-			if t.Check(ss.st) != nil {
+			if t.Check(spec, ss.st) != nil {
 				t.Packs = nil
 			}
+		}
+	}
+	if g[ss.off+geneRelayout] == 1 && t.Vector {
+		t.Relayouts = laneRelayouts(spec, ss.st, t.Loops[len(t.Loops)-1])
+		if t.Check(spec, ss.st) != nil {
+			t.Relayouts = nil
 		}
 	}
 	return loops.Schedule{Tiling: t}
@@ -457,5 +471,31 @@ func divisors(e int64) []int64 {
 			out = append(out, d)
 		}
 	}
+	return out
+}
+
+// laneRelayouts lists the relayouts that make the reads of st contiguous
+// in the axis of the lane loop lane: for each tensor other than st's
+// output, the first outer dimension that some read of it indexes by the
+// axis alone.
+func laneRelayouts(spec *ir.Spec, st *ir.BoundStmt, lane string) []loops.Relayout {
+	axis := lane
+	if i := strings.LastIndex(lane, ".t"); i >= 0 {
+		axis = lane[:i]
+	}
+	var out []loops.Relayout
+	ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
+		a, ok := e.(*ir.Access)
+		if !ok || a.Tensor == st.Stmt.Tensor || slices.ContainsFunc(out, func(r loops.Relayout) bool { return r.Tensor == a.Tensor }) {
+			return true
+		}
+		for d, x := range a.Indices[:max(len(a.Indices)-1, 0)] {
+			if ix, ok := x.(*ir.Index); ok && ix.Name == axis {
+				out = append(out, loops.Relayout{Tensor: a.Tensor, Dim: d})
+				break
+			}
+		}
+		return true
+	})
 	return out
 }

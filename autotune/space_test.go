@@ -188,7 +188,7 @@ func TestReductionLanes(t *testing.T) {
 // TestPackedLanes checks the packedLanes seed on a capsule convolution
 // with 32 output capsule types: lanes over k with B in a shared pack, in
 // both dtypes, against the interpreter, and in a gradient-like statement
-// whose only read of the lane axis is guarded (no seed).
+// whose only read of the lane axis is guarded (a relayout instead).
 func TestPackedLanes(t *testing.T) {
 	b := testBuilder(t)
 	capsule := testops.Op{Name: "capsule32", Src: "C[b,k,p,q,i,j] += A[b,c,p*2+r,q*2+s,i,t] * B[k,c,r,s,t,j]",
@@ -209,15 +209,24 @@ func TestPackedLanes(t *testing.T) {
 		}
 		checkAgainstInterp(t, b, spec, sp.Decode(g), hostbuf.RandomInputs(spec, true, 7), 2)
 	}
+	// A guarded read of the lane axis cannot be packed: X is relaid.
 	guarded := testops.Op{Name: "guarded", Src: "Y[k, i] += where(i + r < 4, X[k, i + r], 0.0)",
 		Shapes: [][]int64{{32, 4}}, Sizes: map[string]int64{"r": 2, "i": 4}}
-	spec, err := guarded.Spec(ir.Float32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp := NewSpace(spec)
-	if sp.stmts[0].packedLanes(spec, sp.Default()) {
-		t.Error("a packed-lanes seed over k, which only a guarded read uses")
+	for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
+		spec, err := guarded.Spec(dt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := NewSpace(spec)
+		g := sp.Default()
+		if !sp.stmts[0].packedLanes(spec, g) {
+			t.Fatalf("%s: no packed-lanes seed for the guarded read", dt)
+		}
+		tl := sp.Decode(g)[0].Tiling
+		if tl == nil || len(tl.Packs) != 0 || len(tl.Relayouts) != 1 || tl.Relayouts[0] != (loops.Relayout{Tensor: "X", Dim: 0}) {
+			t.Fatalf("%s: seed decodes to %v, want X relaid with k innermost", dt, tl)
+		}
+		checkAgainstInterp(t, b, spec, sp.Decode(g), hostbuf.RandomInputs(spec, true, 7), 2)
 	}
 }
 

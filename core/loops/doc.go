@@ -137,7 +137,13 @@
 // tile (at most MaxLocalElems); placed at 0, before the parallel loops, it
 // is shared: filled once by all threads and read by all (at most
 // MaxSharedPackElems), which transposes a whole operand for lanes over an
-// axis it is strided in.
+// axis it is strided in. A Relayout (relayout.go) copies a whole tensor,
+// once, with one dimension moved innermost, and every read of the tensor
+// reads the copy; unlike a Pack it serves guarded reads (the stride-2
+// capsule-conv input gradient reads B[k, c, x % 2 + 2 * r_step, ...]
+// under a where, and lanes over c read B relaid with c innermost). The
+// relayouts and shared packs of a statement hold at most
+// MaxSharedPackElems elements together.
 //
 // Statements run in order, each fully materializing its tensor (temporaries
 // included) before the next starts; each parallel loop is its own parallel

@@ -78,10 +78,6 @@ func PackableReads(st *ir.BoundStmt) []string {
 	return out
 }
 
-// PackFits reports whether the packs of t are valid for st, their buffers
-// within MaxLocalElems.
-func PackFits(st *ir.BoundStmt, t *Tiling) bool { return t.Check(st) == nil }
-
 // packPlan is a checked Pack: the read, its buffer and the loops that
 // index it.
 type packPlan struct {

@@ -58,6 +58,9 @@ type Tiling struct {
 	AccAt int
 	// Packs copies reads into local buffers (see Pack).
 	Packs []Pack
+	// Relayouts copies whole tensors into buffers with one dimension
+	// moved innermost (see Relayout).
+	Relayouts []Relayout
 }
 
 // Split is one axis's tile factors, outermost first.
@@ -88,6 +91,9 @@ func (t *Tiling) String() string {
 	}
 	for _, p := range t.Packs {
 		fmt.Fprintf(&b, " pack %d@%d", p.Read, p.At)
+	}
+	for _, r := range t.Relayouts {
+		fmt.Fprintf(&b, " relayout %s:%d", r.Tensor, r.Dim)
 	}
 	return b.String()
 }
@@ -191,14 +197,18 @@ func tileLoops(st *ir.BoundStmt, splits []Split) ([]tileLoop, error) {
 	return out, nil
 }
 
-// Check reports why t is not a valid tiling of st (nil when it is), as
-// lowering would.
-func (t *Tiling) Check(st *ir.BoundStmt) error {
+// Check reports why t is not a valid tiling of st, a statement of spec
+// (nil when it is), as lowering would.
+func (t *Tiling) Check(spec *ir.Spec, st *ir.BoundStmt) error {
 	ord, err := t.resolve(st)
 	if err != nil {
 		return err
 	}
-	_, err = planPacks(st, t, ord, tileEnv(st, ord))
+	packs, err := planPacks(st, t, ord, tileEnv(st, ord))
+	if err != nil {
+		return err
+	}
+	_, err = planRelayouts(spec, st, t, sharedPackElems(packs))
 	return err
 }
 
@@ -344,6 +354,10 @@ func buildTiled(spec *ir.Spec, nest *Nest, t *Tiling, ord []tileLoop) error {
 	if tl.packs, err = planPacks(st, t, ord, env); err != nil {
 		return err
 	}
+	relayouts, err := planRelayouts(spec, st, t, sharedPackElems(tl.packs))
+	if err != nil {
+		return err
+	}
 	red := st.Stmt.Reduce != ir.Assign
 	accAt := len(ord)
 	if red {
@@ -354,6 +368,9 @@ func buildTiled(spec *ir.Spec, nest *Nest, t *Tiling, ord []tileLoop) error {
 		partial = partial || (!l.spatial && l.extent > 1)
 	}
 	body := &nest.Body
+	for i := range relayouts {
+		relayouts[i].emit(body)
+	}
 	if red && (partial || accAt == len(ord)) {
 		fill := &lowerer{st: identityStmt(st), env: map[string]ir.Expr{}}
 		b := &Block{Comment: "identity fill"}
@@ -388,7 +405,7 @@ func buildTiled(spec *ir.Spec, nest *Nest, t *Tiling, ord []tileLoop) error {
 		par[0].Vector = vec
 		par[0].Parallel, par[0].Collapse = true, len(par)
 	}
-	rhs := usePacks(Subst(st.Stmt.RHS, env), tl.packs)
+	rhs := useRelayouts(usePacks(Subst(st.Stmt.RHS, env), tl.packs), relayouts)
 	if !red || accAt == len(ord) {
 		*cur = append(*cur, &Store{Dst: tl.out(), Op: st.Stmt.Reduce, Value: rhs})
 		return nil

@@ -39,6 +39,7 @@ func TestTiledGolden(t *testing.T) {
 		"tiled_lane_red":     laneRedGemm(), // k.t1 is the lane loop: one partial sum per lane
 		"tiled_rem":          remGemm(),     // j in lanes of 5: 3 tiles and a remainder of 1, B packed inside
 		"tiled_lane_red_rem": laneRedRem(),  // k in lanes of 4: 1 tile and a remainder of 2
+		"tiled_relayout":     relaidGemm(),  // B copied as [j][k] before the loops, read as the copy
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := matmulSpec(ir.Float32, 8, 16, 6)
@@ -56,6 +57,13 @@ func TestTiledGolden(t *testing.T) {
 func sharedPack() *Tiling {
 	t := packedGemm()
 	t.Packs[0].At = 0
+	return t
+}
+
+// relaidGemm is gemmTiling(5) with B relaid, k innermost.
+func relaidGemm() *Tiling {
+	t := gemmTiling(5)
+	t.Relayouts = []Relayout{{Tensor: "B", Dim: 0}}
 	return t
 }
 
@@ -119,6 +127,11 @@ func TestTilingErrors(t *testing.T) {
 		{func(t *Tiling) { t.Packs = []Pack{{Read: 2, At: 3}} }, "2 packable reads"},
 		{func(t *Tiling) { t.Packs = []Pack{{Read: 0, At: 1}} }, "out of range"},
 		{func(t *Tiling) { t.Packs = []Pack{{Read: 0, At: 3}, {Read: 0, At: 4}} }, "packed twice"},
+		{func(t *Tiling) { t.Relayouts = []Relayout{{"Z", 0}} }, "reads no such tensor"},
+		{func(t *Tiling) { t.Relayouts = []Relayout{{"C", 0}} }, "reads no such tensor"},
+		{func(t *Tiling) { t.Relayouts = []Relayout{{"B", 1}} }, "not one of the 1 outer dimensions"},
+		{func(t *Tiling) { t.Relayouts = []Relayout{{"B", -1}} }, "not one of the 1 outer dimensions"},
+		{func(t *Tiling) { t.Relayouts = []Relayout{{"B", 0}, {"B", 0}} }, "relaid twice"},
 	} {
 		tl := gemmTiling(5)
 		c.mod(tl)
@@ -139,6 +152,22 @@ func TestTilingErrors(t *testing.T) {
 	tl.Packs = []Pack{{Read: 1, At: 0}}
 	if _, err := LowerStmt(wide, 0, Schedule{Tiling: tl}); err == nil || !strings.Contains(err.Error(), "262144 elements exceed 131072") {
 		t.Errorf("a shared pack of 262144 elements: error %v", err)
+	}
+	tl.Packs = nil
+	tl.Relayouts = []Relayout{{Tensor: "B", Dim: 0}}
+	if _, err := LowerStmt(wide, 0, Schedule{Tiling: tl}); err == nil || !strings.Contains(err.Error(), "262144 elements with the other shared buffers exceed 131072") {
+		t.Errorf("a relayout of 262144 elements: error %v", err)
+	}
+	// The relayouts and the shared packs of a statement share the limit.
+	mid := matmulSpec(ir.Float32, 4, 256, 384)
+	tl.Packs = []Pack{{Read: 1, At: 0}}
+	tl.Relayouts = []Relayout{{Tensor: "A", Dim: 0}}
+	if _, err := LowerStmt(mid, 0, Schedule{Tiling: tl}); err != nil {
+		t.Errorf("a shared pack of 98304 and a relayout of 1536 elements: %v", err)
+	}
+	big2 := matmulSpec(ir.Float32, 128, 256, 384)
+	if _, err := LowerStmt(big2, 0, Schedule{Tiling: tl}); err == nil || !strings.Contains(err.Error(), "147456 elements with the other shared buffers exceed 131072") {
+		t.Errorf("a shared pack of 98304 and a relayout of 49152 elements: error %v", err)
 	}
 	if _, err := LowerStmt(s, 0, Schedule{Tiling: gemmTiling(5), Scatter: true}); err == nil {
 		t.Error("a tiled scatter schedule was accepted")

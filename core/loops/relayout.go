@@ -1,0 +1,138 @@
+package loops
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// Relayout is the layout transformation of a whole tensor that a tiled
+// statement reads (Tiling.Relayouts): before the statement's loops, the
+// tensor is copied into a buffer with dimension Dim moved innermost (the
+// other dimensions keep their order), and every read of the tensor in the
+// statement, guarded reads included, reads the copy at the same indices,
+// permuted. Where a Pack copies what one read touches, which excludes a
+// read under a where (it may lie outside the tensor where its guard
+// fails), a Relayout copies the tensor, so any read of it may use the
+// copy: the lanes of a lane loop over Dim's index then read consecutive
+// elements. The copy is filled once, its outermost copy loop parallel
+// when the nest has parallel loops, and every thread reads it; like a
+// shared Pack it lives on the launching thread's stack, and the
+// relayouts and shared packs of a statement hold at most
+// MaxSharedPackElems elements together.
+type Relayout struct {
+	Tensor string
+	Dim    int
+}
+
+// relayoutPlan is a checked Relayout.
+type relayoutPlan struct {
+	local  string
+	tensor string
+	shape  []int64
+	perm   []int // the buffer's dimensions, outermost first, as tensor dimensions
+	len    int64
+	shared bool
+}
+
+// planRelayouts checks t.Relayouts against st and the tensors of spec;
+// packed is the number of elements t's shared packs hold.
+func planRelayouts(spec *ir.Spec, st *ir.BoundStmt, t *Tiling, packed int64) ([]relayoutPlan, error) {
+	var out []relayoutPlan
+	total := packed
+	for i, r := range t.Relayouts {
+		td := spec.Tensor(r.Tensor)
+		if td == nil || r.Tensor == st.Stmt.Tensor || !readsTensor(st.Stmt.RHS, r.Tensor) {
+			return nil, errors.Errorf("relayout of %s: the statement reads no such tensor", r.Tensor)
+		}
+		if r.Dim < 0 || r.Dim >= len(td.Shape)-1 {
+			return nil, errors.Errorf("relayout of %s: dimension %d is not one of the %d outer dimensions", r.Tensor, r.Dim, len(td.Shape)-1)
+		}
+		if slices.ContainsFunc(out, func(p relayoutPlan) bool { return p.tensor == r.Tensor }) {
+			return nil, errors.Errorf("relayout of %s: the tensor is relaid twice", r.Tensor)
+		}
+		pl := relayoutPlan{local: fmt.Sprintf("%srelayout%d", LocalPrefix, i), tensor: r.Tensor, shape: td.Shape, len: 1, shared: t.Parallel > 0}
+		for d := range td.Shape {
+			if d != r.Dim {
+				pl.perm = append(pl.perm, d)
+			}
+			pl.len *= td.Shape[d]
+		}
+		pl.perm = append(pl.perm, r.Dim)
+		if total += pl.len; total > MaxSharedPackElems {
+			return nil, errors.Errorf("relayout of %s: %d elements with the other shared buffers exceed %d", r.Tensor, total, MaxSharedPackElems)
+		}
+		out = append(out, pl)
+	}
+	return out, nil
+}
+
+// sharedPackElems is the number of elements the packs at position 0 hold.
+func sharedPackElems(plans []packPlan) int64 {
+	n := int64(0)
+	for _, p := range plans {
+		if p.at == 0 {
+			n += p.len
+		}
+	}
+	return n
+}
+
+// index is the buffer element of the tensor element at idx.
+func (p *relayoutPlan) index(idx []ir.Expr) ir.Expr {
+	out := Lit(0)
+	stride := int64(1)
+	for i := len(p.perm) - 1; i >= 0; i-- {
+		d := p.perm[i]
+		out = Add(out, Mul(idx[d], Lit(stride)))
+		stride *= p.shape[d]
+	}
+	return out
+}
+
+// emit appends the buffer and its copy loops to *body. The loop
+// variables are named d<k>.rl_<tensor>, a suffix no tile loop has.
+func (p *relayoutPlan) emit(body *[]Node) {
+	*body = append(*body, &Local{Name: p.local, Len: p.len})
+	idx := make([]ir.Expr, len(p.shape))
+	c := body
+	for i, d := range p.perm {
+		v := fmt.Sprintf("d%d.rl_%s", d, p.tensor)
+		idx[d] = Var(v)
+		if p.shape[d] == 1 {
+			idx[d] = Lit(0)
+			continue
+		}
+		lp := &Loop{Var: v, Extent: p.shape[d]}
+		if p.shared && i == 0 {
+			lp.Parallel, lp.Collapse = true, 1
+		}
+		*c = append(*c, lp)
+		c = &lp.Body
+	}
+	src := &ir.Access{Tensor: p.tensor, Indices: idx}
+	*c = append(*c, &Store{Dst: &ir.Access{Tensor: p.local, Indices: []ir.Expr{p.index(idx)}}, Op: ir.Assign, Value: src})
+}
+
+// useRelayouts replaces every read of a relaid tensor in rhs (in loop
+// variables), in any position, by the read of its copy.
+func useRelayouts(rhs ir.Expr, plans []relayoutPlan) ir.Expr {
+	if len(plans) == 0 {
+		return rhs
+	}
+	return ir.Rewrite(rhs, func(e ir.Expr) ir.Expr {
+		a, ok := e.(*ir.Access)
+		if !ok {
+			return nil
+		}
+		for i := range plans {
+			if p := &plans[i]; p.tensor == a.Tensor && len(a.Indices) == len(p.shape) {
+				return &ir.Access{Tensor: p.local, Indices: []ir.Expr{p.index(a.Indices)}}
+			}
+		}
+		return nil
+	})
+}
