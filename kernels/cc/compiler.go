@@ -16,12 +16,17 @@ import (
 // DefaultPath is the compiler used when Compiler.Path is empty.
 const DefaultPath = "cc"
 
-// DefaultFlags are used when Compiler.Flags is nil. -ffp-contract=off
-// keeps a*b+c from becoming a fused multiply-add (gcc's -std=c11 implies it,
-// clang's does not), so kernels round like the reference interpreter; never
-// add -ffast-math. -fno-math-errno changes no result (only whether sqrt and
-// friends set errno) and lets sqrt vectorize.
-var DefaultFlags = []string{"-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-std=c11", "-ffp-contract=off", "-fno-math-errno"}
+// DefaultFlags are used when Compiler.Flags is nil. -ffp-contract=fast
+// lets GCC fuse a*b + c into one fused multiply-add, as PyTorch's own CPU
+// kernels do: it doubles the arithmetic rate of reductions (capsule conv
+// forward+backward 1.3 -> 1.0 ms), and the result differs from the
+// unfused one by rounding only (one rounding instead of two), within the
+// tolerances the kernels are checked to against the reference interpreter.
+// -ffp-contract=off in NEOFLOW_CFLAGS restores the unfused rounding. Never
+// add -ffast-math: it breaks NaN, infinity and signed-zero semantics.
+// -fno-math-errno changes no result (only whether sqrt and friends set
+// errno) and lets sqrt vectorize.
+var DefaultFlags = []string{"-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-std=c11", "-ffp-contract=fast", "-fno-math-errno"}
 
 // Compiler is a C compiler invocation: Path (a name looked up on PATH, or
 // a path) and Flags, which replace DefaultFlags when non-nil and must then

@@ -48,8 +48,9 @@
 // Float32 kernels compute in float, while the interpreter computes in
 // float64 and rounds on every store, so float32 results agree to about
 // 1e-4 relative, float64 ones to rounding. Kernels must be compiled
-// without -ffast-math and without FP contraction (GCC's -std=c11 implies
-// -ffp-contract=off).
+// without -ffast-math; package cc's default flags allow FP contraction
+// (a*b + c as one fused multiply-add, rounded once), which changes results
+// by rounding only.
 //
 // Parallel loops get "#pragma omp parallel for num_threads(nf_nt)" (with
 // collapse(k) when collapsed), lane loops "#pragma omp simd"; extents and
