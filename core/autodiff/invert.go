@@ -170,11 +170,10 @@ func (b *builder) invertStepped(t target, m subMode, simp bool) (*gstmt, error) 
 
 // step is one residue step: dependent k = (a + sigma·f) / den, with free
 // unknown f (loop variable fname[f], 0 <= fname[f] < extent) replaced by
-// res + den·w over the new reduction variable w.
+// res + den·w over a new reduction variable w.
 type step struct {
 	k, f  int
 	sigma int64
-	w     string
 }
 
 // steps picks the residue steps of sol: each dependent with den > 1 steps
@@ -203,7 +202,53 @@ func steps(sol *solution) []step {
 	return out
 }
 
-// eliminate is invert, with residue stepping when step is set.
+// stepForms builds the residue and the dependent of step st over the new
+// variable w: with a the numerator num without its f term (f's shift
+// folded into the constant), res = a % d and a / d - w for sigma -1, or
+// res = -a % d and (a + d - 1) / d + w for sigma +1.
+func stepForms(num lform, st step, d, shift int64, w string, form func(lform) (ir.Expr, error)) (res, dep ir.Expr, err error) {
+	a := lform{z: num.z, u: slices.Clone(num.u), c: num.c}
+	a.u[st.f] = 0
+	c, err := mulChk(st.sigma, shift)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.c, err = addChk(a.c, c); err != nil {
+		return nil, nil, err
+	}
+	if st.sigma < 0 {
+		ae, err := form(a)
+		if err != nil {
+			return nil, nil, err
+		}
+		return bin(ir.Mod, ae, ilit(d)), bin(ir.Sub, bin(ir.Div, ae, ilit(d)), idx(w)), nil
+	}
+	if a.c == math.MinInt64 {
+		return nil, nil, errors.New("residue step: the constant overflows int64")
+	}
+	neg := lform{z: make([]int64, len(a.z)), u: make([]int64, len(a.u)), c: -a.c}
+	for i, v := range a.z {
+		neg.z[i] = -v
+	}
+	for i, v := range a.u {
+		neg.u[i] = -v
+	}
+	ne, err := form(neg)
+	if err != nil {
+		return nil, nil, err
+	}
+	up := a
+	if up.c, err = addChk(a.c, d-1); err != nil {
+		return nil, nil, err
+	}
+	ue, err := form(up)
+	if err != nil {
+		return nil, nil, err
+	}
+	return bin(ir.Mod, ne, ilit(d)), bin(ir.Add, bin(ir.Div, ue, ilit(d)), idx(w)), nil
+}
+
+// eliminate is invert, with residue stepping when stepped is set.
 func (b *builder) eliminate(t target, m subMode, simp, stepped bool) (*gstmt, error) {
 	bs := b.spec.Stmts[t.si]
 	ls, eqs, zs, err := b.system(t)
@@ -282,8 +327,8 @@ func (b *builder) eliminate(t target, m subMode, simp, stepped bool) (*gstmt, er
 	// Residue steps: f = res + den·w, where res = a mod den for sigma -1
 	// (-a mod den for +1) and a is the numerator without its f term; the
 	// dependent becomes a / den - w (sigma -1) or (a + den - 1) / den + w
-	// (+1), exactly, and w < extent(f) is a guard unless den divides the
-	// extent. fsub rewrites f in every other expression.
+	// (+1), exactly, and res + den·w < extent(f) is a guard unless den
+	// divides the extent. fsub rewrites f in every other expression.
 	var stepsTaken []step
 	fsub := map[string]ir.Expr{}
 	stepExpr := map[int]ir.Expr{}
@@ -293,56 +338,16 @@ func (b *builder) eliminate(t target, m subMode, simp, stepped bool) (*gstmt, er
 		if len(stepsTaken) == 0 {
 			return nil, errNoStep
 		}
-		for i, st := range stepsTaken {
+		for _, st := range stepsTaken {
 			d := sol.den[st.k]
-			a := sol.num[st.k]
-			a.u = slices.Clone(a.u)
-			a.u[st.f] = 0
-			c, err := mulChk(st.sigma, shift[st.f])
-			if err != nil {
-				return nil, err
-			}
-			if a.c, err = addChk(a.c, c); err != nil {
-				return nil, err
-			}
-			ae, err := form(a)
-			if err != nil {
-				return nil, err
-			}
-			neg := lform{z: make([]int64, len(a.z)), u: make([]int64, len(a.u)), c: -a.c}
-			for i, v := range a.z {
-				neg.z[i] = -v
-			}
-			for i, v := range a.u {
-				neg.u[i] = -v
-			}
-			if a.c == math.MinInt64 {
-				return nil, errors.New("residue step: constant overflows int64")
-			}
 			fn := fname[st.f]
-			e := ext[fn]
 			w := taken.fresh(fn + "_step")
-			stepsTaken[i].w = w
-			var res ir.Expr
-			if st.sigma < 0 {
-				res = bin(ir.Mod, ae, ilit(d))
-				stepExpr[st.k] = bin(ir.Sub, bin(ir.Div, ae, ilit(d)), idx(w))
-			} else {
-				ne, err := form(neg)
-				if err != nil {
-					return nil, err
-				}
-				res = bin(ir.Mod, ne, ilit(d))
-				up := a
-				if up.c, err = addChk(a.c, d-1); err != nil {
-					return nil, err
-				}
-				ue, err := form(up)
-				if err != nil {
-					return nil, err
-				}
-				stepExpr[st.k] = bin(ir.Add, bin(ir.Div, ue, ilit(d)), idx(w))
+			res, dep, err := stepForms(sol.num[st.k], st, d, shift[st.f], w, form)
+			if err != nil {
+				return nil, err
 			}
+			stepExpr[st.k] = dep
+			e := ext[fn]
 			fe := bin(ir.Add, res, bin(ir.Mul, ilit(d), idx(w)))
 			fsub[fn] = fe
 			if e%d != 0 {
