@@ -118,21 +118,52 @@ func (p *relayoutPlan) emit(body *[]Node) {
 }
 
 // useRelayouts replaces every read of a relaid tensor in rhs (in loop
-// variables), in any position, by the read of its copy.
+// variables), in any position, by the read of its copy. A read under a
+// where may lie outside its tensor where the guard fails, and the lane
+// code loads it anyway (cgen's blend; GCC may load a local array
+// unmasked), so its index into the copy is clamped to the buffer: the
+// value loaded there is discarded, and no load leaves the buffer.
 func useRelayouts(rhs ir.Expr, plans []relayoutPlan) ir.Expr {
 	if len(plans) == 0 {
 		return rhs
 	}
-	return ir.Rewrite(rhs, func(e ir.Expr) ir.Expr {
-		a, ok := e.(*ir.Access)
-		if !ok {
-			return nil
+	var rw func(e ir.Expr, guarded bool) ir.Expr
+	list := func(es []ir.Expr, guarded bool) []ir.Expr {
+		out := make([]ir.Expr, len(es))
+		for i, x := range es {
+			out[i] = rw(x, guarded)
 		}
-		for i := range plans {
-			if p := &plans[i]; p.tensor == a.Tensor && len(a.Indices) == len(p.shape) {
-				return &ir.Access{Tensor: p.local, Indices: []ir.Expr{p.index(a.Indices)}}
+		return out
+	}
+	rw = func(e ir.Expr, guarded bool) ir.Expr {
+		switch e := e.(type) {
+		case *ir.Access:
+			idx := list(e.Indices, guarded)
+			for i := range plans {
+				if p := &plans[i]; p.tensor == e.Tensor && len(idx) == len(p.shape) {
+					at := p.index(idx)
+					if guarded {
+						at = clampIndex(at, p.len)
+					}
+					return &ir.Access{Pos: e.Pos, Tensor: p.local, Indices: []ir.Expr{at}}
+				}
 			}
+			return &ir.Access{Pos: e.Pos, Tensor: e.Tensor, Indices: idx}
+		case *ir.Unary:
+			return &ir.Unary{Pos: e.Pos, Op: e.Op, X: rw(e.X, guarded)}
+		case *ir.Binary:
+			return &ir.Binary{Pos: e.Pos, Op: e.Op, X: rw(e.X, guarded), Y: rw(e.Y, guarded)}
+		case *ir.Call:
+			return &ir.Call{Pos: e.Pos, Fn: e.Fn, Args: list(e.Args, guarded)}
+		case *ir.Where:
+			return &ir.Where{Pos: e.Pos, Cond: rw(e.Cond, guarded), Then: rw(e.Then, true), Else: rw(e.Else, true)}
 		}
-		return nil
-	})
+		return e
+	}
+	return rw(rhs, false)
+}
+
+// clampIndex is min(max(i, 0), n - 1).
+func clampIndex(i ir.Expr, n int64) ir.Expr {
+	return &ir.Call{Fn: ir.FuncMin, Args: []ir.Expr{&ir.Call{Fn: ir.FuncMax, Args: []ir.Expr{i, Lit(0)}}, Lit(n - 1)}}
 }

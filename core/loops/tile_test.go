@@ -173,3 +173,29 @@ func TestTilingErrors(t *testing.T) {
 		t.Error("a tiled scatter schedule was accepted")
 	}
 }
+
+// TestRelayoutClampsGuardedReads lowers a statement that reads X under a
+// where and outside one, with X relaid: the guarded read's index into the
+// copy is clamped to the buffer (where the guard fails, g - 4 runs past
+// X, and the lanes load anyway), the unguarded one is not.
+func TestRelayoutClampsGuardedReads(t *testing.T) {
+	guard := bin(ir.And, bin(ir.Ge, bin(ir.Sub, ix("g"), &ir.IntLit{Value: 4}), &ir.IntLit{Value: 0}),
+		bin(ir.Lt, bin(ir.Sub, ix("g"), &ir.IntLit{Value: 4}), &ir.IntLit{Value: 4}))
+	rhs := bin(ir.Add, &ir.Where{Cond: guard, Then: at("X", ix("b"), bin(ir.Sub, ix("g"), &ir.IntLit{Value: 4})), Else: &ir.FloatLit{}},
+		at("X", ix("b"), &ir.IntLit{Value: 0}))
+	s := spec("shift", ir.Float32,
+		[]*ir.TensorDecl{tensor("X", ir.RoleInput, 8, 4), tensor("Y", ir.RoleOutput, 8, 12)},
+		stmt("Y", ir.Assign, rhs, []ir.Var{{Name: "b", Extent: 8}, {Name: "g", Extent: 12}}))
+	tl := &Tiling{Loops: []string{"g", "b"}, Vector: true, Relayouts: []Relayout{{Tensor: "X", Dim: 0}}}
+	n, err := LowerStmt(s, 0, Schedule{Tiling: tl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Dump(&Func{Spec: s, Nests: []*Nest{n}})
+	if c := strings.Count(d, "%relayout0["); c != 4 {
+		t.Fatalf("%d uses of the copy, want its declaration, the fill and two reads:\n%s", c, d)
+	}
+	if !strings.Contains(d, "%relayout0[min(max(") || strings.Count(d, "min(max(") != 1 {
+		t.Errorf("want the guarded read clamped and the other not:\n%s", d)
+	}
+}
