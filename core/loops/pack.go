@@ -154,15 +154,7 @@ func findRead(e ir.Expr, text string) *ir.Access {
 }
 
 // index is the buffer element the current loop iteration reads.
-func (p *packPlan) index() ir.Expr {
-	idx := Lit(0)
-	stride := int64(1)
-	for i := len(p.loops) - 1; i >= 0; i-- {
-		idx = Add(idx, Mul(Var(p.loops[i].name), Lit(stride)))
-		stride *= p.loops[i].extent
-	}
-	return idx
-}
+func (p *packPlan) index() ir.Expr { return loopIndex(p.loops, 1) }
 
 func (p *packPlan) access() *ir.Access {
 	a := &ir.Access{Tensor: p.local}

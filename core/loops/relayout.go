@@ -83,14 +83,11 @@ func sharedPackElems(plans []packPlan) int64 {
 
 // index is the buffer element of the tensor element at idx.
 func (p *relayoutPlan) index(idx []ir.Expr) ir.Expr {
-	out := Lit(0)
-	stride := int64(1)
-	for i := len(p.perm) - 1; i >= 0; i-- {
-		d := p.perm[i]
-		out = Add(out, Mul(idx[d], Lit(stride)))
-		stride *= p.shape[d]
+	at, ext := make([]ir.Expr, len(p.perm)), make([]int64, len(p.perm))
+	for i, d := range p.perm {
+		at[i], ext[i] = idx[d], p.shape[d]
 	}
-	return out
+	return rowMajor(at, ext, 1)
 }
 
 // emit appends the buffer and its copy loops to *body. The loop

@@ -425,12 +425,7 @@ func buildTiled(spec *ir.Spec, nest *Nest, t *Tiling, ord []tileLoop) error {
 		lanes, laneIdx = lane.extent, Var(lane.name)
 	}
 	n := accLen(sp) * lanes
-	idx := Lit(0)
-	stride := lanes
-	for i := len(sp) - 1; i >= 0; i-- {
-		idx = Add(idx, Mul(Var(sp[i].name), Lit(stride)))
-		stride *= sp[i].extent
-	}
+	idx := loopIndex(sp, lanes)
 	acc := func(l ir.Expr) *ir.Access {
 		a := &ir.Access{Tensor: accName}
 		if n > 1 {
@@ -464,6 +459,27 @@ func buildTiled(spec *ir.Spec, nest *Nest, t *Tiling, ord []tileLoop) error {
 	}
 	*c = append(*c, &Store{Dst: tl.out(), Op: op, Value: result})
 	return nil
+}
+
+// rowMajor is the offset of element idx in a row-major buffer of extents
+// ext whose innermost index steps by inner elements.
+func rowMajor(idx []ir.Expr, ext []int64, inner int64) ir.Expr {
+	out := Lit(0)
+	stride := inner
+	for i := len(idx) - 1; i >= 0; i-- {
+		out = Add(out, Mul(idx[i], Lit(stride)))
+		stride *= ext[i]
+	}
+	return out
+}
+
+// loopIndex is rowMajor over the variables of the loops ls.
+func loopIndex(ls []tileLoop, inner int64) ir.Expr {
+	idx, ext := make([]ir.Expr, len(ls)), make([]int64, len(ls))
+	for i, l := range ls {
+		idx[i], ext[i] = Var(l.name), l.extent
+	}
+	return rowMajor(idx, ext, inner)
 }
 
 // tileEnv maps each axis of st to its expression in the tile loops.
