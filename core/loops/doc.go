@@ -145,6 +145,13 @@
 // relayouts and shared packs of a statement hold at most
 // MaxSharedPackElems elements together.
 //
+// Every lowered nest passes a last check (reach.go): by interval
+// arithmetic over its loops, guards ignored, no access of a Local and no
+// unguarded tensor access may leave its buffer. Lane code loads a local
+// array unmasked, so a relaid read under a where has its index clamped to
+// the copy; a nest that fails the check is a lowering error, and the
+// tuner records its schedule as failed rather than run it.
+//
 // Statements run in order, each fully materializing its tensor (temporaries
 // included) before the next starts; each parallel loop is its own parallel
 // region. Dump prints a Func for debugging and golden tests.

@@ -52,12 +52,12 @@ func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 			return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %s", i, st.Stmt.Tensor, s)
 		}
 		nest.Body = VersionLanes(HoistGuards(nest.Body))
-		return nest, nil
+		return checked(spec, nest)
 	}
 	if s.Scatter {
 		f, _ := matchScatter(st) // s.check has matched it
 		lowerScatter(nest, f, s)
-		return nest, nil
+		return checked(spec, nest)
 	}
 	l := &lowerer{st: st, env: map[string]ir.Expr{}}
 	l.build(&nest.Body, s)
@@ -66,6 +66,15 @@ func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 		l.chain[0].Collapse = s.ParallelDepth
 	}
 	nest.Body = VersionLanes(HoistGuards(nest.Body))
+	return checked(spec, nest)
+}
+
+// checked is nest, or an error when checkReach finds an access that may
+// leave its buffer.
+func checked(spec *ir.Spec, nest *Nest) (*Nest, error) {
+	if err := checkReach(spec, nest); err != nil {
+		return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %s: internal error", nest.Index, nest.Stmt.Stmt.Tensor, nest.Schedule)
+	}
 	return nest, nil
 }
 

@@ -1,0 +1,96 @@
+package autotune
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/neoflow/neoflow/core/autodiff"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/sema"
+	"github.com/neoflow/neoflow/internal/testops"
+)
+
+// gateOp reads two halves of one tensor, as an LSTM cell reads its
+// gates: its gradient writes d_G under wheres that pick the half, the
+// statement shape whose relaid guarded reads once ran off the stack.
+var gateOp = testops.Op{Name: "gates", Src: "H[b, j] = sigmoid(G[b, j]) * tanh(G[b, j + 8]) + C[b, j]",
+	Shapes: [][]int64{{12, 16}, {12, 8}}, Sizes: map[string]int64{"j": 8}}
+
+// gradSpec is the gradient of o with respect to every input.
+func gradSpec(t *testing.T, o testops.Op) *ir.Spec {
+	t.Helper()
+	fwd, err := o.Spec(ir.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrt := make([]bool, len(fwd.InputsDecl()))
+	for i := range wrt {
+		wrt[i] = true
+	}
+	g, err := autodiff.Grad(fwd, wrt)
+	if err != nil {
+		t.Fatalf("%s: %v", o.Name, err)
+	}
+	var shapes [][]int64
+	for _, d := range append(fwd.InputsDecl(), fwd.Outputs()...) {
+		shapes = append(shapes, d.Shape)
+	}
+	spec, err := sema.Specialize(g.Op, ir.Float32, shapes, g.Sizes)
+	if err != nil {
+		t.Fatalf("%s gradient: %v", o.Name, err)
+	}
+	return spec
+}
+
+// TestRandomSchedulesStayInBuffers lowers many random tiled genomes of
+// every test op and of its gradient (whose statements read under wheres)
+// with relayouts asked for, and requires each to lower: the lowering's
+// last step (loops.checkReach) rejects any nest with an access that may
+// leave its buffer, guards ignored. Running kernels cannot show this
+// reliably, since a stray load that stays in mapped memory goes unseen;
+// the test also requires that relaid guarded reads occurred.
+func TestRandomSchedulesStayInBuffers(t *testing.T) {
+	per := 150
+	if testing.Short() {
+		per = 30
+	}
+	var specs []*ir.Spec
+	for _, o := range append(testops.All, gateOp) {
+		spec, err := o.Spec(ir.Float32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, spec)
+		if len(spec.InputsDecl()) > 0 {
+			specs = append(specs, gradSpec(t, o))
+		}
+	}
+	clamped := 0
+	for si, spec := range specs {
+		sp := NewSpace(spec)
+		rng := rand.New(rand.NewPCG(uint64(si), 7))
+		for range per {
+			g := randomGenome(rng, sp.Cardinalities())
+			for _, ss := range sp.stmts {
+				if !ss.scatter {
+					g[ss.off+geneMode] = 1
+					g[ss.off+geneRelayout] = 1
+				}
+			}
+			scheds := sp.Decode(g)
+			fn, err := loops.LowerWith(spec, func(_ *ir.Spec, i int) loops.Schedule { return scheds[i] })
+			if err != nil {
+				t.Fatalf("%s: %v", spec.Op.Name, err)
+			}
+			if d := loops.Dump(fn); strings.Contains(d, "%relayout") && strings.Contains(d, "min(max(") {
+				clamped++
+			}
+		}
+	}
+	if clamped == 0 {
+		t.Error("no schedule relaid a tensor read under a where")
+	}
+	t.Logf("%d specs, %d schedules each; %d kernels with clamped relaid reads", len(specs), per, clamped)
+}
