@@ -18,6 +18,12 @@ import torch
 from .op import Op, parse_sizes_text
 
 _registered: dict[str, object] = {}
+# The Op each registered name runs: the one registered last. Two Op objects
+# of the same expression share one custom op (the name is the expression's
+# hash), and its kernels are those of the Op it dispatches to, so a later
+# Op takes it over; neoflow.tune, which forgets an Op's kernels to rebuild
+# them, would otherwise see an earlier Op's kernels and tune nothing.
+_latest: dict[str, Op] = {}
 
 
 def _zeros_for_missing(op: Op, inputs, sizes: dict, grads) -> list[torch.Tensor]:
@@ -81,6 +87,7 @@ def _saved(ctx) -> tuple[list, dict]:
 def register(op: Op):
     """The torch.library custom op for op (one per distinct op)."""
     name = f"neoflow::{op._custom_name}"
+    _latest[name] = op
     # A registration made inside a scoped library (torch.library.opcheck does
     # that) is gone when the scope ends: check the dispatcher still has it.
     if name in _registered and hasattr(torch.ops.neoflow, op._custom_name):
@@ -89,7 +96,7 @@ def register(op: Op):
     schema = f"({params}, str sizes) -> Tensor[]"
 
     def impl(*args):
-        return op._launch(args[:-1], parse_sizes_text(args[-1]), keep=True)
+        return _latest[name]._launch(args[:-1], parse_sizes_text(args[-1]), keep=True)
 
     custom = torch.library.custom_op(name, impl, mutates_args=(), schema=schema)
 
@@ -104,12 +111,12 @@ def register(op: Op):
     def setup_context(ctx, inputs, output):
         tensors, sizes = inputs[:-1], parse_sizes_text(inputs[-1])
         wrt = [bool(n) for n in ctx.needs_input_grad[: len(tensors)]]
-        _keep(ctx, op, tensors, sizes, wrt, output)
+        _keep(ctx, _latest[name], tensors, sizes, wrt, output)
 
     def backward(ctx, grads):
         grads = grads if isinstance(grads, (list, tuple)) else [grads]
         tensors, kept = _saved(ctx)
-        return (*_backward(op, tensors, ctx.sizes, grads, ctx.needs_input_grad, kept), None)
+        return (*_backward(_latest[name], tensors, ctx.sizes, grads, ctx.needs_input_grad, kept), None)
 
     custom.register_autograd(backward, setup_context=setup_context)
     _registered[name] = custom

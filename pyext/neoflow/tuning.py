@@ -166,6 +166,12 @@ def tune(
     with _activate(state, "neoflow.tune"):
         try:
             op._forget_kernels()
+            # Route the op's custom op to this Op object (another object of
+            # the same expression may have registered it), so the kernels
+            # forgotten are the ones rebuilt.
+            from .autograd import register
+
+            op._custom = register(op)
             grad = backward and any(t.is_floating_point() for t in example_inputs)
             ins = [t.detach().clone().requires_grad_(grad and t.is_floating_point()) for t in example_inputs]
             with torch.enable_grad() if grad else torch.no_grad():

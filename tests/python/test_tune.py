@@ -138,6 +138,20 @@ def test_second_tune_uses_the_database_unless_forced(tune_cache, monkeypatch, ca
     check_matmul(op, a, b, **F32)
 
 
+def test_tune_of_a_second_op_object_of_the_same_expression(tune_cache, tmp_path):
+    """Two Op objects of one expression share their custom op; tuning either
+    tunes its kernels, whichever ran before, in whatever cache directory."""
+    a, b = matmul_inputs(m=8, k=6, n=10)
+    ops = []
+    for i in range(3):
+        neoflow.configure(cache_dir=tmp_path / f"cache{i}")
+        ops.append(neoflow.op(MATMUL, name="twin"))
+        report = neoflow.tune(ops[-1], a, b, trials=2, progress=False)
+        assert [(r.kernel, r.already, r.trials) for r in report] == [("twin", False, 2), ("twin_grad", False, 2)], i
+    for op in ops:
+        check_matmul(op, a, b, **F32)
+
+
 def rewrite_export(path: Path, edit) -> None:
     """Applies edit to every record of an export file and frames it again."""
     data = path.read_bytes()
