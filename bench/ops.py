@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -23,6 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
 
 import neoflow  # noqa: E402
+from machine import cpu_model  # noqa: E402
 from ops_table import CASES, consts_for  # noqa: E402
 
 
@@ -43,16 +43,6 @@ def fwd_bwd(fn, leaves, grad_out) -> None:
     torch.autograd.backward(fn(*leaves), grad_out)
     for t in leaves:
         t.grad = None
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main() -> None:

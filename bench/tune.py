@@ -43,8 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "pytho
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import neoflow  # noqa: E402
+from machine import cpu_model  # noqa: E402
 from neoflow import _lib  # noqa: E402
-from ops import cpu_model, fwd_bwd, timeit  # noqa: E402
+from ops import fwd_bwd, timeit  # noqa: E402
 from ops_table import CASES, consts_for  # noqa: E402
 
 

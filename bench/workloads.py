@@ -49,6 +49,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import cpu_model
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ("milstm", "scrnn", "sublstm", "lltm", "capsnet", "shufflenet")
 CNN_LR = 0.01
@@ -87,16 +89,6 @@ def cold_caches() -> None:
 
 
 # ---------------------------------------------------------------- machine
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def machine_info(torch, neoflow) -> dict:
