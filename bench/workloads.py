@@ -29,8 +29,10 @@ does not overwrite the untuned one of the same day. Not a test: speed is reporte
 
 With ``--tune``, every kernel the neoflow model's first step builds is tuned
 first (``neoflow.tune_session``), its tuning time reported as ``tune_s``; the
-records go to the run's tuning database, so the per-operator timings use the
-tuned kernels too.
+records go to the run's tuning database. Each op timed alone is tuned the
+same way first, since it may build kernels the model's step does not (the
+gradients of its data inputs), so the per-operator timings use tuned kernels
+too.
 """
 
 from __future__ import annotations
@@ -263,6 +265,18 @@ def bench_ops(torch, name, size, batch, dtype, args) -> list[dict]:
         grads = [torch.randn_like(t) for t in want]
 
         row = {"workload": name, "batch": batch, "op": op_name}
+        if args.tune:
+            # The op alone computes gradients the model's step may not ask
+            # for (its data inputs'), so its gradient kernel is another
+            # kernel: tune what this op's forward and backward build.
+            import neoflow
+
+            with neoflow.tune_session(trials=args.tune, progress=False) as report:
+                forward_backward(torch, nf_fn, inputs, grads, leaves)()
+            row["tuned_kernels"] = [
+                {"kernel": r.kernel, "default_ms": r.default_ms, "tuned_ms": r.best_ms, "trials": r.trials}
+                for r in report
+            ]
         for kind, wrap in (("forward", forward_only), ("fwd_bwd", forward_backward)):
             for impl, fn in (("neoflow", nf_fn), ("torch", torch_fn)):
                 m = measure(wrap(torch, fn, inputs, grads, leaves), args.repeat, args.warmup)
