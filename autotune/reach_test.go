@@ -5,10 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/neoflow/neoflow/core/autodiff"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
-	"github.com/neoflow/neoflow/core/sema"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
@@ -17,32 +15,6 @@ import (
 // statement shape whose relaid guarded reads once ran off the stack.
 var gateOp = testops.Op{Name: "gates", Src: "H[b, j] = sigmoid(G[b, j]) * tanh(G[b, j + 8]) + C[b, j]",
 	Shapes: [][]int64{{12, 16}, {12, 8}}, Sizes: map[string]int64{"j": 8}}
-
-// gradSpec is the gradient of o with respect to every input.
-func gradSpec(t *testing.T, o testops.Op) *ir.Spec {
-	t.Helper()
-	fwd, err := o.Spec(ir.Float32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrt := make([]bool, len(fwd.InputsDecl()))
-	for i := range wrt {
-		wrt[i] = true
-	}
-	g, err := autodiff.Grad(fwd, wrt)
-	if err != nil {
-		t.Fatalf("%s: %v", o.Name, err)
-	}
-	var shapes [][]int64
-	for _, d := range append(fwd.InputsDecl(), fwd.Outputs()...) {
-		shapes = append(shapes, d.Shape)
-	}
-	spec, err := sema.Specialize(g.Op, ir.Float32, shapes, g.Sizes)
-	if err != nil {
-		t.Fatalf("%s gradient: %v", o.Name, err)
-	}
-	return spec
-}
 
 // TestRandomSchedulesStayInBuffers lowers many random tiled genomes of
 // every test op and of its gradient (whose statements read under wheres)
@@ -64,7 +36,11 @@ func TestRandomSchedulesStayInBuffers(t *testing.T) {
 		}
 		specs = append(specs, spec)
 		if len(spec.InputsDecl()) > 0 {
-			specs = append(specs, gradSpec(t, o))
+			g, _, err := o.GradSpec(ir.Float32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			specs = append(specs, g)
 		}
 	}
 	clamped := 0

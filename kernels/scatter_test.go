@@ -14,7 +14,6 @@ import (
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
-	"github.com/neoflow/neoflow/core/sema"
 	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/testops"
 	"github.com/neoflow/neoflow/kernels/cc"
@@ -108,23 +107,7 @@ func TestScatterGradients(t *testing.T) {
 	} {
 		for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
 			t.Run(o.Name+"_"+dt.String(), func(t *testing.T) {
-				fwd, err := o.Spec(dt)
-				if err != nil {
-					t.Fatal(err)
-				}
-				wrt := make([]bool, len(fwd.InputsDecl()))
-				for i := range wrt {
-					wrt[i] = true
-				}
-				g, err := autodiff.Grad(fwd, wrt)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var shapes [][]int64
-				for _, d := range append(fwd.InputsDecl(), fwd.Outputs()...) {
-					shapes = append(shapes, d.Shape)
-				}
-				spec, err := sema.Specialize(g.Op, dt, shapes, g.Sizes)
+				spec, g, err := o.GradSpec(dt)
 				if err != nil {
 					t.Fatal(err)
 				}

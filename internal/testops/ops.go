@@ -3,6 +3,7 @@ package testops
 import (
 	"github.com/pkg/errors"
 
+	"github.com/neoflow/neoflow/core/autodiff"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/parse"
 	"github.com/neoflow/neoflow/core/sema"
@@ -84,4 +85,30 @@ func Lookup(name string) (Op, bool) {
 		}
 	}
 	return Op{}, false
+}
+
+// GradSpec derives the gradient of o's dt specialization with respect to
+// every input and specializes it for o's shapes.
+func (o Op) GradSpec(dt ir.DType) (*ir.Spec, *autodiff.GradOp, error) {
+	fwd, err := o.Spec(dt)
+	if err != nil {
+		return nil, nil, err
+	}
+	wrt := make([]bool, len(fwd.InputsDecl()))
+	for i := range wrt {
+		wrt[i] = true
+	}
+	g, err := autodiff.Grad(fwd, wrt)
+	if err != nil {
+		return nil, nil, errors.Wrapf(err, "differentiating %s", o.Name)
+	}
+	var shapes [][]int64
+	for _, d := range append(fwd.InputsDecl(), fwd.Outputs()...) {
+		shapes = append(shapes, d.Shape)
+	}
+	spec, err := sema.Specialize(g.Op, dt, shapes, g.Sizes)
+	if err != nil {
+		return nil, nil, errors.Wrapf(err, "specializing the gradient of %s", o.Name)
+	}
+	return spec, g, nil
 }
