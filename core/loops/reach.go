@@ -141,8 +141,7 @@ func (c *reach) access(a *ir.Access, ext, locals map[string]int64, guarded bool)
 
 // within checks that index d of a, x, lies in [0, n) at every point.
 func within(a *ir.Access, d int, x ir.Expr, n int64, ext map[string]int64) error {
-	s, ok := indexSpan(x, ext)
-	if !ok || s.lo < 0 || s.hi >= n {
+	if !IndexWithin(x, n, ext) {
 		return errors.Errorf("%s: index %d may lie outside [0, %d)", ir.ExprString(a), d, n)
 	}
 	return nil

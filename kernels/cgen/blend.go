@@ -72,8 +72,7 @@ func (r *renderer) inBounds(a *ir.Access) bool {
 		return false
 	}
 	for d, x := range a.Indices {
-		rg, ok := rangeOf(x, r.vars)
-		if !ok || rg.lo < 0 || rg.hi >= t.Shape[d] {
+		if !loops.IndexWithin(x, t.Shape[d], r.vars) {
 			return false
 		}
 	}

@@ -350,12 +350,12 @@ func reassociates(op ir.BinOp, y ir.Expr, yKind ir.Kind) bool {
 // truncating operators: the dividend is provably non-negative and the
 // divisor a positive constant.
 func (r *renderer) plainDiv(e *ir.Binary) bool {
-	d, ok := rangeOf(e.Y, r.vars)
-	if !ok || d.lo != d.hi || d.lo <= 0 {
+	dlo, dhi, ok := loops.IndexRange(e.Y, r.vars)
+	if !ok || dlo != dhi || dlo <= 0 {
 		return false
 	}
-	x, ok := rangeOf(e.X, r.vars)
-	return ok && x.lo >= 0
+	xlo, _, ok := loops.IndexRange(e.X, r.vars)
+	return ok && xlo >= 0
 }
 
 func (r *renderer) callExpr(e *ir.Call) (cexpr, error) {
