@@ -96,7 +96,7 @@ func (ss *stmtSpace) packedLanes(spec *ir.Spec, g []int) bool {
 		r, one := -1, true
 		ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
 			acc, isRead := e.(*ir.Access)
-			if !isRead || !mentionsVar(acc, name) {
+			if !isRead || !loops.Uses(acc, name) {
 				return one
 			}
 			i := slices.Index(reads, ir.ExprString(acc))
@@ -134,13 +134,8 @@ func (ss *stmtSpace) packedLanes(spec *ir.Spec, g []int) bool {
 	genes[lane] = closest(ss.splits[lane], []int64{1, st.Spatial[lane].Extent})
 	m := len(st.Reduction)
 	copy(genes[n+m:], lehmerCode(append(append(outer, tile...), lane)))
+	ss.laneGenes(g, 0, min(len(outer), 3))
 	f := g[ss.off:]
-	f[geneMode] = 1
-	f[geneTemplate] = 0
-	f[geneAcc] = 0
-	f[geneParallel] = min(len(outer), 3)
-	f[geneVector] = 1
-	f[geneUnroll] = 0
 	if len(tile) > 0 {
 		// Unroll the outer axis of a two-axis tile (GCC then unrolls the
 		// inner one completely), else the one axis.
@@ -252,7 +247,7 @@ func readFootprint(spec *ir.Spec, st *ir.BoundStmt, v string) int64 {
 			return true
 		}
 		for _, ix := range a.Indices {
-			if mentionsVar(ix, v) {
+			if loops.Uses(ix, v) {
 				seen[a.Tensor] = true
 				if t := spec.Tensor(a.Tensor); t != nil {
 					n += t.Elems()
@@ -263,18 +258,6 @@ func readFootprint(spec *ir.Spec, st *ir.BoundStmt, v string) int64 {
 		return true
 	})
 	return n
-}
-
-// mentionsVar reports whether e uses the index variable v.
-func mentionsVar(e ir.Expr, v string) bool {
-	found := false
-	ir.Walk(e, func(x ir.Expr) bool {
-		if ix, ok := x.(*ir.Index); ok && ix.Name == v {
-			found = true
-		}
-		return !found
-	})
-	return found
 }
 
 // largestDivisor is the largest divisor of e that is at most limit (1 when
@@ -297,9 +280,10 @@ func (ss *stmtSpace) lanesFit() bool {
 	return !ss.scatter && ss.red && len(st.Spatial) > 0 && m > 0 && st.Reduction[m-1].Extent >= 8
 }
 
-// laneGenes sets the statement's fixed genes for a lane-reduction seed:
-// tiled with the given template, lanes innermost, the accumulator after
-// the outer spatial tiles, parallel outer loops, no unrolling.
+// laneGenes sets the statement's fixed genes for a lane seed (reduction,
+// register or packed lanes): tiled with the given template, lanes
+// innermost, the accumulator after the outer spatial tiles, parallel
+// outer loops, no unrolling.
 func (ss *stmtSpace) laneGenes(g []int, template, parallel int) {
 	f := g[ss.off:]
 	f[geneMode] = 1

@@ -2,7 +2,6 @@ package autotune
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
@@ -479,10 +478,7 @@ func divisors(e int64) []int64 {
 // output, the first outer dimension that some read of it indexes by the
 // axis alone.
 func laneRelayouts(spec *ir.Spec, st *ir.BoundStmt, lane string) []loops.Relayout {
-	axis := lane
-	if i := strings.LastIndex(lane, ".t"); i >= 0 {
-		axis = lane[:i]
-	}
+	axis := baseAxis(lane)
 	var out []loops.Relayout
 	ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
 		a, ok := e.(*ir.Access)

@@ -254,7 +254,7 @@ func flatStride(spec *ir.Spec, a *ir.Access, axis string) (int64, bool) {
 // coefficient is the constant c with e = c*axis + (terms without axis);
 // ok is false when e is not of that form.
 func coefficient(e ir.Expr, axis string) (int64, bool) {
-	if !uses(e, axis) {
+	if !Uses(e, axis) {
 		return 0, true
 	}
 	switch e := e.(type) {
@@ -296,8 +296,8 @@ func intConst(e ir.Expr) (int64, bool) {
 	return 0, false
 }
 
-// uses reports whether index variable name occurs in e.
-func uses(e ir.Expr, name string) bool {
+// Uses reports whether index variable name occurs in e.
+func Uses(e ir.Expr, name string) bool {
 	found := false
 	Walk(e, func(x ir.Expr) {
 		if ix, ok := x.(*ir.Index); ok && ix.Name == name {
@@ -340,7 +340,7 @@ func SpatialOrder(spec *ir.Spec, st *ir.BoundStmt) []string {
 	for _, ax := range st.Spatial {
 		seen := map[string]bool{}
 		for _, a := range reads {
-			if seen[a.Tensor] || !uses(a, ax.Name) {
+			if seen[a.Tensor] || !Uses(a, ax.Name) {
 				continue
 			}
 			seen[a.Tensor] = true

@@ -102,7 +102,7 @@ func stripLaneGuards(e ir.Expr, lane string, conds *[]ir.Expr) ir.Expr {
 // lane, reads no tensor, and each conjunct compares expressions affine in
 // the lane, so it holds on a range of lanes when it holds at both ends.
 func laneConvex(c ir.Expr, lane string) bool {
-	if !uses(c, lane) || readsTensor(c, "") {
+	if !Uses(c, lane) || readsTensor(c, "") {
 		return false
 	}
 	for _, x := range ir.Conjuncts(c) {
