@@ -184,6 +184,11 @@ def train_step(torch, model, loss_fn, lr):
     return step
 
 
+def tuned_rows(report) -> list[dict]:
+    """The JSON rows of a tuning report: each kernel's default and tuned times."""
+    return [{"kernel": r.kernel, "default_ms": r.default_ms, "tuned_ms": r.best_ms, "trials": r.trials} for r in report]
+
+
 def bench_steps(torch, name, size, batch, dtype, args) -> dict:
     base, nf, loss, lr, _ = setup(name, size, batch, dtype, torch)
     variants = {
@@ -205,10 +210,7 @@ def bench_steps(torch, name, size, batch, dtype, args) -> dict:
             with neoflow.tune_session(trials=args.tune, progress=False) as report:
                 step()
             row["tune_s"] = time.perf_counter() - t0
-            row["tuned_kernels"] = [
-                {"kernel": r.kernel, "default_ms": r.default_ms, "tuned_ms": r.best_ms, "trials": r.trials}
-                for r in report
-            ]
+            row["tuned_kernels"] = tuned_rows(report)
             print(f"  {name} batch {batch}: tuned {len(report)} kernels in {row['tune_s']:.0f} s", file=sys.stderr)
         m = measure(step, args.repeat, args.warmup)
         row[key] = {k: m[k] for k in ("median_ms", "min_ms", "max_ms")}
@@ -273,10 +275,7 @@ def bench_ops(torch, name, size, batch, dtype, args) -> list[dict]:
 
             with neoflow.tune_session(trials=args.tune, progress=False) as report:
                 forward_backward(torch, nf_fn, inputs, grads, leaves)()
-            row["tuned_kernels"] = [
-                {"kernel": r.kernel, "default_ms": r.default_ms, "tuned_ms": r.best_ms, "trials": r.trials}
-                for r in report
-            ]
+            row["tuned_kernels"] = tuned_rows(report)
         for kind, wrap in (("forward", forward_only), ("fwd_bwd", forward_backward)):
             for impl, fn in (("neoflow", nf_fn), ("torch", torch_fn)):
                 m = measure(wrap(torch, fn, inputs, grads, leaves), args.repeat, args.warmup)

@@ -226,14 +226,7 @@ func stepForms(num lform, st step, d, shift int64, w string, form func(lform) (i
 	if a.c == math.MinInt64 {
 		return nil, nil, errors.New("residue step: the constant overflows int64")
 	}
-	neg := lform{z: make([]int64, len(a.z)), u: make([]int64, len(a.u)), c: -a.c}
-	for i, v := range a.z {
-		neg.z[i] = -v
-	}
-	for i, v := range a.u {
-		neg.u[i] = -v
-	}
-	ne, err := form(neg)
+	ne, err := form(lform{z: negVec(a.z), u: negVec(a.u), c: -a.c})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -103,9 +103,9 @@ def register(op: Op):
     @custom.register_fake
     def _(*args):
         tensors, sizes = args[:-1], parse_sizes_text(args[-1])
-        ref = tensors[0]
-        outs = op.output_shapes(*tensors, sizes=sizes)
-        temps = [shape for _, shape in op.temporaries(*tensors, sizes=sizes)]
+        ref, current = tensors[0], _latest[name]
+        outs = current.output_shapes(*tensors, sizes=sizes)
+        temps = [shape for _, shape in current.temporaries(*tensors, sizes=sizes)]
         return [ref.new_empty(shape) for shape in outs + temps]
 
     def setup_context(ctx, inputs, output):
