@@ -33,6 +33,7 @@ from .dsl import (
     where,
 )
 from .errors import Error, ForkError
+from .memory import empty_cache, memory_stats
 from .op import Op
 from .tuning import KernelResult, TuneReport, tune, tune_session
 from .version import __version__
@@ -46,11 +47,13 @@ __all__ = [
     "__version__",
     "abs",
     "configure",
+    "empty_cache",
     "erf",
     "exp",
     "indices",
     "log",
     "max",
+    "memory_stats",
     "min",
     "op",
     "pow",

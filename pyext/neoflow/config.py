@@ -6,7 +6,7 @@ import threading
 
 import torch
 
-from . import _lib
+from . import _lib, memory
 from ._proto import neoflow_pb2 as pb
 
 _lock = threading.Lock()
@@ -17,7 +17,13 @@ _info: pb.InitResponse | None = None
 TUNE_MODES = ("off", "default", "full")
 
 
-def configure(cache_dir: str | None = None, cc: str | None = None, cflags=None, tune: str | None = None) -> dict:
+def configure(
+    cache_dir: str | None = None,
+    cc: str | None = None,
+    cflags=None,
+    tune: str | None = None,
+    cpu_cache_mb: float | None = None,
+) -> dict:
     """Sets neoflow's settings; unset arguments keep their current value.
 
     Defaults come from the environment when neoflow is first used:
@@ -29,10 +35,14 @@ def configure(cache_dir: str | None = None, cc: str | None = None, cflags=None, 
     tuned schedule when it has one, else the default schedule; nothing is
     tuned unless ``neoflow.tune`` asks) or ``full`` (a kernel without a
     record is tuned there and then, with a progress bar, and stored).
-    Kernels already built stay in use. Returns the settings in force, with
+    Kernels already built stay in use. ``cpu_cache_mb`` bounds the freed
+    output memory kept for reuse (NEOFLOW_CPU_CACHE_MB, default 1024; 0
+    turns the cache off; see ``neoflow.memory``). Returns the settings in force, with
     the resolved cache directory.
     """
     global _current, _info
+    if cpu_cache_mb is not None:
+        memory.set_limit(cpu_cache_mb)
     with _lock:
         settings = dict(_current if _current is not None else _lib.settings_from_env())
         if cache_dir is not None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import torch
 
-from . import _lib, config, tuning
+from . import _lib, config, memory, tuning
 from ._proto import neoflow_pb2 as pb
 from .version import __version__
 
@@ -286,7 +286,7 @@ class Op:
         the outputs, followed by the temporaries when ``keep``."""
         kernel = self.specialize(*tensors, sizes=sizes)
         bufs = [t.resolve_neg().contiguous() for t in tensors]  # a lazily negated view's memory is not negated
-        bufs += [torch.empty(shape, dtype=kernel.dtype) for shape in kernel.allocated]
+        bufs += [memory.empty(shape, kernel.dtype) for shape in kernel.allocated]
         pointers = (ctypes.c_void_p * len(bufs))(*[b.data_ptr() for b in bufs])
         _lib.launch(kernel.kernel_id, pointers, torch.get_num_threads())
         return [bufs[i] for i in kernel.outputs + (kernel.temps if keep else [])]
