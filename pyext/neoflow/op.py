@@ -294,7 +294,12 @@ class Op:
     def __call__(self, *tensors, sizes=None):
         if _direct(tensors):
             outs = self._launch(tensors, sizes)
-        else:  # autograd, torch.compile or tensor subclasses: through the registered custom op
+        elif _eager(tensors):  # autograd on plain tensors: an autograd.Function costs less than the dispatcher
+            self._check(tensors)
+            if self._custom is None:  # registered now: registering while torch.compile traces breaks the graph
+                _ = self.custom_op
+            return self.function.apply(sizes, *tensors)
+        else:  # torch.compile or tensor subclasses: through the registered custom op
             self._check(tensors)
             outs = self.custom_op(*tensors, sizes_text(self._merged_sizes(sizes)))[: len(self.outputs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -350,6 +355,11 @@ def parse_sizes_text(text: str) -> dict[str, int]:
     if not text:
         return {}
     return {k: int(v) for k, v in (item.split("=") for item in text.split(","))}
+
+
+def _eager(tensors) -> bool:
+    """Whether a call is plain eager autograd: plain tensors, not tracing."""
+    return not torch.compiler.is_compiling() and all(type(t) is torch.Tensor for t in tensors)
 
 
 def _direct(tensors) -> bool:
