@@ -15,8 +15,8 @@ for CUDA memory.
 
 A block is a bytearray; a tensor is made on it with ``torch.frombuffer``,
 which holds a memoryview of the block until the tensor's storage is freed
-(views, saved tensors and ``.grad`` included), and a finalizer on that
-memoryview puts the block back. Blocks are reused only for the exact byte
+(views, saved tensors and ``.grad`` included), and the callback of a weak
+reference to that memoryview puts the block back. Blocks are reused only for the exact byte
 size freed. The freed blocks kept are bounded: ``NEOFLOW_CPU_CACHE_MB``
 (default 1024; 0 turns the cache off) or ``neoflow.configure(cpu_cache_mb=...)``;
 a block freed beyond the bound goes back to the system. ``empty_cache()``
@@ -42,6 +42,7 @@ _DEFAULT_MB = 1024
 
 _lock = threading.RLock()
 _free: dict[int, list[tuple[bytearray, int]]] = {}  # byte size -> free (block, aligned offset)
+_taken: dict = {}  # id of a weak reference to a tensor's memoryview -> (it, byte size, the block)
 _state = {"limit": None, "cached": 0, "hits": 0, "misses": 0, "released": 0}
 
 
@@ -90,11 +91,13 @@ def empty(shape, dtype: torch.dtype) -> torch.Tensor:
         entry = (block, -address % _ALIGN)
     view = memoryview(entry[0])
     tensor = torch.frombuffer(view, dtype=dtype, count=numel, offset=entry[1]).view(shape)
-    weakref.finalize(view, _give_back, nbytes, entry).atexit = False
+    ref = weakref.ref(view, _give_back)
+    _taken[id(ref)] = (ref, nbytes, entry)
     return tensor
 
 
-def _give_back(nbytes: int, entry) -> None:
+def _give_back(ref) -> None:
+    _, nbytes, entry = _taken.pop(id(ref))
     with _lock:
         if _state["cached"] + nbytes > _limit_bytes():
             _state["released"] += 1
