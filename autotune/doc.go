@@ -76,8 +76,11 @@
 // trial of the budget, which it never exceeds.
 //
 // When the search ends (not when it is interrupted), the ConfirmTop
-// fastest distinct schedules and the default ones are timed ConfirmRounds
-// more times, in turns, and the one with the lowest median is kept only
+// fastest distinct schedules, the fastest with each statement in turn set
+// back to its default schedule (a statement's time in a trial is one
+// noisy profiled run, and the composition spreads a segment measured fast
+// once to every top schedule), and the default ones are timed
+// ConfirmRounds more times, in turns, and the one with the lowest median is kept only
 // when it beats the default's by MinGain; Progress then reports those
 // medians. On a busy machine a single lucky measurement otherwise passes
 // for a win, and a single unlucky one hides the fastest schedule.

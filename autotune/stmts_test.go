@@ -350,3 +350,51 @@ func fakeSample(secs float64, n int) Sample {
 	}
 	return Sample{Seconds: secs, Min: secs, Max: secs, Runs: 1, Stmts: st}
 }
+
+// TestConfirmRevertsAStatement checks that the final round times the best
+// schedule with a statement set back to its default: here statement 0's
+// tiled schedules are measured fast on their first run and are slower
+// than its default on every later one, so every top schedule of the
+// search carries a tiled statement 0; the tuner must keep statement 0's
+// default and the other statements' wins.
+func TestConfirmRevertsAStatement(t *testing.T) {
+	spec := multiSpec(t, "softmax")
+	tu, err := NewTuner(testBuilder(t), spec, Options{Trials: 12, Seed: 1, Population: 4, NoModel: true, Timing: quickTiming, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tu.Close()
+	def := tu.space.Decode(tu.space.Default())
+	seen := map[string]int{}
+	tu.measure = func(_ context.Context, scheds []loops.Schedule, _ float64) (Sample, error) {
+		k := schedKey(scheds)
+		seen[k]++
+		s := Sample{Runs: 1}
+		for i, sc := range scheds {
+			x := 2e-3 // a default schedule
+			switch {
+			case sc.String() == def[i].String():
+			case i == 0 && seen[k] == 1:
+				x = 0.1e-3 // statement 0 tiled, its lucky first run
+			case i == 0:
+				x = 3e-3
+			default:
+				x = 0.5e-3 // a real win
+			}
+			s.Stmts = append(s.Stmts, x)
+			s.Seconds += x
+		}
+		s.Min, s.Max = s.Seconds, s.Seconds
+		return s, nil
+	}
+	if err := tu.Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	best := tu.Best()
+	if best[0].String() != def[0].String() {
+		t.Errorf("statement 0 kept %v, want its default %v", best[0], def[0])
+	}
+	if schedKey(best) == schedKey(def) {
+		t.Error("the other statements' wins were dropped")
+	}
+}

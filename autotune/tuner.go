@@ -51,10 +51,11 @@ const CutoffFactor = 3
 const MaxDuplicates = 512
 
 // ConfirmRounds, ConfirmTop and MinGain: when the search ends, the
-// ConfirmTop fastest distinct schedules and the default ones are timed
-// ConfirmRounds more times each, in turns; the one with the lowest median
-// is kept only if that median is at least MinGain faster than the
-// default's.
+// ConfirmTop fastest distinct schedules, the fastest with one statement
+// set back to its default schedule (each statement in turn, see reverts)
+// and the default ones are timed ConfirmRounds more times each, in turns;
+// the one with the lowest median is kept only if that median is at least
+// MinGain faster than the default's.
 const (
 	ConfirmRounds = 3
 	ConfirmTop    = 3
@@ -216,6 +217,12 @@ func (t *Tuner) confirm(ctx context.Context) error {
 	if len(cands) == 1 {
 		return nil
 	}
+	for _, g := range t.reverts(cands[1]) {
+		if k := schedKey(t.space.Decode(g)); !keys[k] {
+			keys[k] = true
+			cands = append(cands, g)
+		}
+	}
 	times := make([][]float64, len(cands))
 	for range ConfirmRounds {
 		for i, g := range cands {
@@ -242,6 +249,30 @@ func (t *Tuner) confirm(ctx context.Context) error {
 	}
 	t.best, t.prog.Best = cands[b], meds[b]
 	return nil
+}
+
+// reverts are genome g with one statement's gene segment set back to the
+// default schedule's, one genome per statement that g schedules otherwise.
+// A statement's time in a trial is that of one noisy profiled run: a
+// segment measured fast once may be slower than the default, and since
+// the search composes each statement's fastest segment, every top schedule
+// may carry it; the confirmation round then times each revert too.
+func (t *Tuner) reverts(g []int) [][]int {
+	if len(t.space.stmts) < 2 {
+		return nil
+	}
+	def := t.space.Default()
+	var out [][]int
+	for i := range t.space.stmts {
+		lo, hi := t.space.segment(i)
+		if slices.Equal(g[lo:hi], def[lo:hi]) {
+			continue
+		}
+		r := slices.Clone(g)
+		copy(r[lo:hi], def[lo:hi])
+		out = append(out, r)
+	}
+	return out
 }
 
 // next is the next genome to measure and its schedules, nil when the
