@@ -1,8 +1,9 @@
 """Registers neoflow ops with PyTorch: torch.library custom ops with a fake
 implementation and an autograd formula, for torch.compile and tensor
 subclasses, and torch.autograd.Function classes, which eager calls on plain
-tensors use (they cost less than the dispatcher). The gradient formula is the gradient op the Go core derives from
-the expression; it is itself an op, so double backward works the same way.
+tensors use (they cost less than the dispatcher). The gradient formula is
+the gradient op the Go core derives from the expression; it is itself an
+op, so double backward works the same way.
 
 Like PyTorch eager, the forward keeps what the gradient reads: the forward
 kernel's temporaries and outputs that the saving gradient op

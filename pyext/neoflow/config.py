@@ -37,8 +37,8 @@ def configure(
     record is tuned there and then, with a progress bar, and stored).
     Kernels already built stay in use. ``cpu_cache_mb`` bounds the freed
     output memory kept for reuse (NEOFLOW_CPU_CACHE_MB, default 1024; 0
-    turns the cache off; see ``neoflow.memory``). Returns the settings in force, with
-    the resolved cache directory.
+    turns the cache off; see ``neoflow.memory``). Returns the settings in
+    force, with the resolved cache directory.
     """
     global _current, _info
     if cpu_cache_mb is not None:

@@ -8,19 +8,19 @@ virtual machine that returns freed pages to its host, a fault costs
 microseconds, and a training step can spend more time faulting than
 computing: depthwise conv's forward+backward at the bench sizes took 8.7 ms
 with 2,994 faults per call, against 1.3 ms without, on the machine of
-bench/results. A training step allocates the same sizes
-every step, so neoflow keeps the blocks of its large outputs when their
-tensors die and hands them out again, as PyTorch's caching allocator does
-for CUDA memory.
+bench/results. A training step allocates the same sizes every step, so
+neoflow keeps the blocks of its large outputs when their tensors die and
+hands them out again, as PyTorch's caching allocator does for CUDA memory.
 
 A block is a bytearray; a tensor is made on it with ``torch.frombuffer``,
 which holds a memoryview of the block until the tensor's storage is freed
 (views, saved tensors and ``.grad`` included), and the callback of a weak
-reference to that memoryview puts the block back. Blocks are reused only for the exact byte
-size freed. The freed blocks kept are bounded: ``NEOFLOW_CPU_CACHE_MB``
-(default 1024; 0 turns the cache off) or ``neoflow.configure(cpu_cache_mb=...)``;
-a block freed beyond the bound goes back to the system. ``empty_cache()``
-releases the kept blocks, ``memory_stats()`` reports them.
+reference to that memoryview puts the block back. Blocks are reused only for
+the exact byte size freed. The freed blocks kept are bounded:
+``NEOFLOW_CPU_CACHE_MB`` (default 1024; 0 turns the cache off) or
+``neoflow.configure(cpu_cache_mb=...)``; a block freed beyond the bound goes
+back to the system. ``empty_cache()`` releases the kept blocks,
+``memory_stats()`` reports them.
 
 Tensors made here are not resizable (``resize_`` to a larger size raises,
 as for ``torch.from_numpy``); everything else about them is ordinary.
