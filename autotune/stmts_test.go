@@ -234,12 +234,7 @@ func TestTunerComposes(t *testing.T) {
 // composed of: some trials must measure one.
 func TestTunerComposesFake(t *testing.T) {
 	const trials = 24
-	spec := multiSpec(t, "softmax")
-	tu, err := NewTuner(testBuilder(t), spec, Options{Trials: trials, Seed: 3, Population: 4, NoModel: true, Timing: quickTiming, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tu.Close()
+	tu := fakeTuner(t, trials, 3)
 	tu.measure = func(_ context.Context, scheds []loops.Schedule, _ float64) (Sample, error) {
 		s := Sample{Runs: 1}
 		for _, sc := range scheds {
@@ -265,11 +260,7 @@ func TestTunerComposesFake(t *testing.T) {
 // the default; one that holds up is kept.
 func TestConfirm(t *testing.T) {
 	for _, lucky := range []bool{true, false} {
-		spec := multiSpec(t, "softmax")
-		tu, err := NewTuner(testBuilder(t), spec, Options{Trials: 6, Seed: 1, Population: 4, NoModel: true, Timing: quickTiming, Version: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tu := fakeTuner(t, 6, 1)
 		defKey := schedKey(tu.space.Decode(tu.space.Default()))
 		seen := map[string]int{}
 		tu.measure = func(_ context.Context, scheds []loops.Schedule, _ float64) (Sample, error) {
@@ -296,7 +287,6 @@ func TestConfirm(t *testing.T) {
 		case !lucky && tu.Progress().Best != 1e-3:
 			t.Errorf("best %v after confirmation, want 1e-3", tu.Progress().Best)
 		}
-		tu.Close()
 	}
 }
 
@@ -304,12 +294,7 @@ func TestConfirm(t *testing.T) {
 // a schedule measured slower than two others during the search, in a slow
 // moment, is kept when timing it again shows it fastest.
 func TestConfirmRunnerUp(t *testing.T) {
-	spec := multiSpec(t, "softmax")
-	tu, err := NewTuner(testBuilder(t), spec, Options{Trials: 4, Seed: 1, Population: 4, NoModel: true, Timing: quickTiming, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tu.Close()
+	tu := fakeTuner(t, 4, 1)
 	defKey := schedKey(tu.space.Decode(tu.space.Default()))
 	seen := map[string]int{}
 	unlucky := ""
@@ -343,6 +328,19 @@ func TestConfirmRunnerUp(t *testing.T) {
 
 // fakeSample is a one-run sample of secs seconds shared evenly by n
 // statements.
+// fakeTuner is a tuner of the softmax test op, without cost model, for
+// tests that replace its measurement; it is closed when the test ends.
+func fakeTuner(t *testing.T, trials int, seed int64) *Tuner {
+	t.Helper()
+	spec := multiSpec(t, "softmax")
+	tu, err := NewTuner(testBuilder(t), spec, Options{Trials: trials, Seed: seed, Population: 4, NoModel: true, Timing: quickTiming, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tu.Close)
+	return tu
+}
+
 func fakeSample(secs float64, n int) Sample {
 	st := make([]float64, n)
 	for i := range st {
@@ -358,12 +356,7 @@ func fakeSample(secs float64, n int) Sample {
 // search carries a tiled statement 0; the tuner must keep statement 0's
 // default and the other statements' wins.
 func TestConfirmRevertsAStatement(t *testing.T) {
-	spec := multiSpec(t, "softmax")
-	tu, err := NewTuner(testBuilder(t), spec, Options{Trials: 12, Seed: 1, Population: 4, NoModel: true, Timing: quickTiming, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tu.Close()
+	tu := fakeTuner(t, 12, 1)
 	def := tu.space.Decode(tu.space.Default())
 	seen := map[string]int{}
 	tu.measure = func(_ context.Context, scheds []loops.Schedule, _ float64) (Sample, error) {
