@@ -75,6 +75,9 @@ func dumpNodes(b *strings.Builder, nodes []Node, depth int) {
 			fmt.Fprintf(b, "%slocal %s[%d]\n", ind, n.Name, n.Len)
 		case *Store:
 			op := n.Op.String()
+			if n.Atomic {
+				op = "atomic " + op
+			}
 			fmt.Fprintf(b, "%s%s %s %s\n", ind, ir.ExprString(n.Dst), op, ir.ExprString(n.Value))
 		case *If:
 			fmt.Fprintf(b, "%sif %s\n", ind, ir.ExprString(n.Cond))

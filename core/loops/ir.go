@@ -58,10 +58,15 @@ type Local struct {
 // ir.Assign it sets Dst = Value; otherwise it combines, Dst = Dst op Value
 // (Sum adds, Prod multiplies, Max and Min keep the larger and smaller value
 // by the exact rule of package ir: Dst = max(Dst, Value)).
+//
+// Atomic says that other iterations of an enclosing parallel loop may
+// combine into the same element at the same time (a scatter under an
+// atomic schedule): the backend must combine atomically.
 type Store struct {
-	Dst   *ir.Access
-	Op    ir.ReduceOp
-	Value ir.Expr
+	Dst    *ir.Access
+	Op     ir.ReduceOp
+	Value  ir.Expr
+	Atomic bool
 }
 
 // If runs Body when Cond, a KindBool expression, holds. && and || in Cond

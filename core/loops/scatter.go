@@ -240,6 +240,9 @@ func fillStmt(st *ir.BoundStmt) *ir.BoundStmt {
 // |T| per thread; the serial loop is race-free, deterministic whatever the
 // thread count, and sums each element's terms in the interpreter's order.
 // It costs O(|T| + |points|) against the gather's O(|T| * |points|).
+//
+// Under an atomic schedule (Schedule.Atomic, CUDA only) the scatter's
+// loops form one parallel loop instead and the store is atomic.
 func lowerScatter(nest *Nest, f *scatterForm, s Schedule) {
 	st := nest.Stmt
 	fill := &lowerer{st: fillStmt(st), env: map[string]ir.Expr{}}
@@ -256,7 +259,10 @@ func lowerScatter(nest *Nest, f *scatterForm, s Schedule) {
 		}
 	}
 	comment := "scatter, serial: points may share an element"
-	if len(names) > 0 {
+	switch {
+	case s.Atomic && len(names) > 0:
+		comment = fmt.Sprintf("scatter over %s, parallel with atomic adds: points may share an element", strings.Join(names, ", "))
+	case len(names) > 0:
 		comment = fmt.Sprintf("scatter over %s, serial: points may share an element", strings.Join(names, ", "))
 	}
 	sb := &Block{Comment: comment}
@@ -276,11 +282,16 @@ func lowerScatter(nest *Nest, f *scatterForm, s Schedule) {
 	for _, t := range f.targets {
 		dst.Indices = append(dst.Indices, Subst(t, env))
 	}
-	var n Node = &Store{Dst: dst, Op: ir.Sum, Value: Subst(f.body, env)}
+	atomic := s.Atomic && len(names) > 0
+	var n Node = &Store{Dst: dst, Op: ir.Sum, Value: Subst(f.body, env), Atomic: atomic}
 	if g := ir.AndAll(f.guard); g != nil {
 		n = &If{Cond: Subst(g, env), Body: []Node{n}}
 	}
 	*cur = append(*cur, n)
+	if atomic {
+		lp := sb.Body[0].(*Loop)
+		lp.Parallel, lp.Collapse = true, len(names)
+	}
 	nest.Body = []Node{fb, sb}
 }
 

@@ -42,6 +42,15 @@ type Schedule struct {
 	// the reduction variables, instead of a gather; the fields above then
 	// schedule the zero fill, an '=' statement over the left-hand side.
 	Scatter bool
+	// Atomic, with Scatter, distributes the scatter's points over the
+	// threads too (its loops form one parallel loop) and combines each
+	// term into the tensor with an atomic add (Store.Atomic). Only a
+	// backend with atomics (CUDA) renders it; the order of the additions
+	// then varies between runs.
+	Atomic bool
+	// Threads is the number of threads per block of the nest's parallel
+	// loops on CUDA (0: DefaultThreads). The CPU backend ignores it.
+	Threads int
 	// Tiling, when set, lowers the statement as a gather by the tiled
 	// lowering instead; the fields above are then ignored and Scatter
 	// must be false.
@@ -57,13 +66,20 @@ func (s Schedule) String() string {
 	if s.Scatter {
 		t = "scatter, " + t
 	}
+	if s.Atomic {
+		t = "atomic " + t
+	}
 	if s.VectorAxis != "" {
 		t += " over " + s.VectorAxis
 	}
 	if s.Order != nil {
 		t += fmt.Sprintf(" order %v", s.Order)
 	}
-	return t + fmt.Sprintf(", parallel %d", s.ParallelDepth)
+	t += fmt.Sprintf(", parallel %d", s.ParallelDepth)
+	if s.Threads != 0 {
+		t += fmt.Sprintf(", threads %d", s.Threads)
+	}
+	return t
 }
 
 // DefaultSchedule is the default schedule of statement i of spec. A
@@ -452,12 +468,18 @@ func parallelCandidates(st *ir.BoundStmt, s Schedule) []int64 {
 
 // check validates a schedule for statement st.
 func (s Schedule) check(st *ir.BoundStmt) error {
+	if s.Threads < 0 || s.Threads > 1024 || s.Threads%32 != 0 {
+		return errors.Errorf("threads per block %d: want a multiple of 32 up to 1024, or 0", s.Threads)
+	}
 	if s.Tiling != nil {
 		if s.Scatter {
 			return errors.New("a tiled schedule cannot scatter")
 		}
 		_, err := s.Tiling.resolve(st)
 		return err
+	}
+	if s.Atomic && !s.Scatter {
+		return errors.New("an atomic schedule must scatter")
 	}
 	if s.Scatter {
 		if _, ok := matchScatter(st); !ok {

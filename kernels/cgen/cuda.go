@@ -1,0 +1,269 @@
+package cgen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+)
+
+// Launch is one __global__ function of a CUDA module. A module's launches
+// run in order on one stream, so each sees everything the ones before it
+// wrote: statements run in order, as on the CPU.
+type Launch struct {
+	// Entry names the __global__ function.
+	Entry string
+	// Nest is the position in Func.Nests of the statement it computes
+	// (part of).
+	Nest int
+	// Blocks and Threads are the grid and block sizes (x only).
+	Blocks  int64
+	Threads int
+}
+
+// CUDAModule is the CUDA C source of a lowered kernel and its launches.
+type CUDAModule struct {
+	Source   string
+	Launches []Launch
+}
+
+// MaxBlocks caps the grid of a launch: a grid-stride loop covers any
+// iteration count, and 65536 blocks fill any current GPU many times.
+const MaxBlocks = 1 << 16
+
+// maxInt32Index bounds the sizes for which index arithmetic is 32-bit:
+// with headroom for the sums of products an index expression forms.
+const maxInt32Index = 1 << 30
+
+// RenderCUDA renders fn as CUDA C: one __global__ function per phase of
+// each nest, named <symbol>_k<n>. A phase is a parallel loop at the top
+// of a nest (or of a block at its top), rendered as a grid-stride loop
+// over its collapsed iteration space, one iteration per thread; any other
+// run of nodes is a phase of one thread. Every function takes one pointer
+// per entry of fn.Spec.Tensors, in order.
+func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
+	if fn == nil || fn.Spec == nil || fn.Spec.Op == nil {
+		return nil, errors.New("cgen: nil function")
+	}
+	if !IsIdent(symbol) {
+		return nil, errors.Errorf("cgen: symbol %q is not a C identifier", symbol)
+	}
+	r := &renderer{
+		cuda:    true,
+		itype:   "nf_i",
+		spec:    fn.Spec,
+		used:    map[string]bool{},
+		vars:    map[string]int64{},
+		tensors: map[string]*ir.TensorDecl{},
+		kinds:   ir.KindMemo{},
+		reads:   map[ir.Expr]bool{},
+	}
+	switch fn.Spec.DType {
+	case ir.Float32:
+		r.ctype, r.suffix = "float", "f"
+	case ir.Float64:
+		r.ctype, r.suffix = "double", ""
+	default:
+		return nil, errors.Errorf("cgen: unsupported dtype %v", fn.Spec.DType)
+	}
+	wide := false
+	params := make([]string, len(fn.Spec.Tensors))
+	for i, t := range fn.Spec.Tensors {
+		r.tensors[t.Name] = t
+		name, err := tensorName(t.Name)
+		if err != nil {
+			return nil, errors.Wrap(err, "cgen")
+		}
+		if t.Role == ir.RoleInput {
+			params[i] = fmt.Sprintf("const %s *__restrict__ %s", r.ctype, name)
+		} else {
+			params[i] = fmt.Sprintf("%s *__restrict__ %s", r.ctype, name)
+		}
+		wide = wide || elems(t.Shape) > maxInt32Index
+	}
+	sig := strings.Join(params, ", ")
+	mod := &CUDAModule{}
+	var body strings.Builder
+	r.b = &body
+	for _, n := range fn.Nests {
+		for _, ph := range phases(n.Body) {
+			entry := fmt.Sprintf("%s_k%d", symbol, len(mod.Launches))
+			l := Launch{Entry: entry, Nest: n.Index, Blocks: 1, Threads: 1}
+			if ph.loop != nil {
+				iters := collapsedIters(ph.loop)
+				wide = wide || iters > maxInt32Index
+				l.Threads = n.Schedule.Threads
+				if l.Threads == 0 {
+					l.Threads = loops.DefaultThreads
+				}
+				l.Blocks = min((iters+int64(l.Threads)-1)/int64(l.Threads), MaxBlocks)
+			}
+			fmt.Fprintf(&body, "\n// %s\nextern \"C\" __global__ void __launch_bounds__(%d) %s(%s)\n{\n", commentSafe(ir.StmtString(n.Stmt.Stmt)), l.Threads, entry, sig)
+			var err error
+			if ph.loop != nil {
+				err = r.gridStride(ph.loop)
+			} else {
+				err = r.nodes(ph.nodes, 1)
+			}
+			if err != nil {
+				return nil, errors.Wrapf(err, "cgen: statement %d", n.Index)
+			}
+			body.WriteString("}\n")
+			mod.Launches = append(mod.Launches, l)
+		}
+	}
+	var b strings.Builder
+	r.headerComment(&b, false, 0)
+	itype := "int"
+	if wide {
+		itype = "long long"
+	}
+	fmt.Fprintf(&b, "typedef %s nf_i;\n", itype)
+	b.WriteString("#define NAN __int_as_float(0x7fffffff)\n#define INFINITY __int_as_float(0x7f800000)\n\n")
+	b.WriteString(r.helperText())
+	b.WriteString(body.String())
+	mod.Source = b.String()
+	return mod, nil
+}
+
+// phase is a parallel loop, or nodes run by one thread.
+type phase struct {
+	loop  *loops.Loop
+	nodes []loops.Node
+}
+
+// phases splits a nest's body into launches. A block at the top is a
+// scope only, so the phases of its body are taken, unless a local
+// declared before it must stay visible; after a local at one level the
+// rest of that level is one thread's phase.
+func phases(body []loops.Node) []phase {
+	var out []phase
+	var serial []loops.Node
+	flush := func() {
+		if len(serial) > 0 {
+			out = append(out, phase{nodes: serial})
+			serial = nil
+		}
+	}
+	declared := false
+	for _, n := range body {
+		switch n := n.(type) {
+		case *loops.Loop:
+			if n.Parallel && !declared {
+				flush()
+				out = append(out, phase{loop: n})
+				continue
+			}
+		case *loops.Block:
+			if !declared && hasParallel(n.Body) {
+				flush()
+				out = append(out, phases(n.Body)...)
+				continue
+			}
+		case *loops.Local:
+			declared = true
+		}
+		serial = append(serial, n)
+	}
+	flush()
+	return out
+}
+
+func hasParallel(nodes []loops.Node) bool {
+	for _, n := range nodes {
+		switch n := n.(type) {
+		case *loops.Loop:
+			if n.Parallel || hasParallel(n.Body) {
+				return true
+			}
+		case *loops.Block:
+			if hasParallel(n.Body) {
+				return true
+			}
+		case *loops.If:
+			if hasParallel(n.Body) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// collapsed lists the loops a parallel loop collapses, outermost first.
+func collapsed(l *loops.Loop) []*loops.Loop {
+	out := []*loops.Loop{l}
+	for len(out) < max(l.Collapse, 1) {
+		inner := out[len(out)-1]
+		if len(inner.Body) != 1 {
+			break
+		}
+		next, ok := inner.Body[0].(*loops.Loop)
+		if !ok {
+			break
+		}
+		out = append(out, next)
+	}
+	return out
+}
+
+func collapsedIters(l *loops.Loop) int64 {
+	n := int64(1)
+	for _, c := range collapsed(l) {
+		n *= c.Extent
+	}
+	return n
+}
+
+// gridStride renders a parallel loop as a grid-stride loop over its
+// collapsed iteration space, each loop variable recovered from the flat
+// index nf_g (the last loop varying fastest, so consecutive threads take
+// consecutive iterations of the innermost loop).
+func (r *renderer) gridStride(l *loops.Loop) error {
+	ls := collapsed(l)
+	if len(ls) != max(l.Collapse, 1) {
+		return errors.Errorf("parallel loop %s collapses %d loops, but only %d are perfectly nested", l.Var, l.Collapse, len(ls))
+	}
+	n := collapsedIters(l)
+	r.line(1, "for (nf_i nf_g = (nf_i)blockIdx.x * blockDim.x + threadIdx.x; nf_g < %d; nf_g += (nf_i)gridDim.x * blockDim.x) {", n)
+	inner := int64(1)
+	for i := len(ls) - 1; i >= 0; i-- {
+		lp := ls[i]
+		v, err := varName(lp.Var)
+		if err != nil {
+			return err
+		}
+		if _, dup := r.vars[lp.Var]; dup {
+			return errors.Errorf("loop variable %s shadows an enclosing loop", lp.Var)
+		}
+		x := "nf_g"
+		if inner > 1 {
+			x = fmt.Sprintf("nf_g / %d", inner)
+		}
+		if i > 0 {
+			x = fmt.Sprintf("%s %% %d", x, lp.Extent)
+			if inner > 1 {
+				x = fmt.Sprintf("(nf_g / %d) %% %d", inner, lp.Extent)
+			}
+		}
+		r.line(2, "const nf_i %s = %s;", v, x)
+		r.vars[lp.Var] = lp.Extent
+		inner *= lp.Extent
+	}
+	err := r.nodes(ls[len(ls)-1].Body, 2)
+	for _, lp := range ls {
+		delete(r.vars, lp.Var)
+	}
+	r.line(1, "}")
+	return err
+}
+
+func elems(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
