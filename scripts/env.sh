@@ -10,3 +10,18 @@ fi
 PY="$NEOFLOW_VENV/bin/python"
 "$PY" -m pip install -q "torch>=2.4" "protobuf>=4.21" pytest ruff matplotlib
 command -v go >/dev/null || { echo "neoflow: Go is required (see go.mod)"; exit 1; }
+
+# NVRTC from PyTorch's CUDA libraries, for the Go tests that compile the
+# generated CUDA kernels (no GPU needed). CI requires it.
+if [ -z "${NEOFLOW_NVRTC:-}" ]; then
+  NEOFLOW_NVRTC=$("$PY" - <<'PYEOF'
+import glob, os, site
+for d in site.getsitepackages():
+    for p in sorted(glob.glob(os.path.join(d, "nvidia", "*", "lib", "libnvrtc.so*")) + glob.glob(os.path.join(d, "nvidia", "cuda_nvrtc", "lib", "libnvrtc.so*"))):
+        print(os.path.dirname(p))
+        raise SystemExit
+PYEOF
+)
+fi
+export NEOFLOW_NVRTC
+if [ "${CI:-}" = "true" ]; then export NEOFLOW_REQUIRE_NVRTC=1; fi
