@@ -9,15 +9,14 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/neoflow/neoflow/internal/fsutil"
-	"github.com/neoflow/neoflow/kernels/cc"
 )
 
 // load verifies and loads the entry of key. It returns the library on a
 // clean hit; nothing (no problem, no error) when the entry is absent; a
 // problem describing a corrupt entry; or an error when the entry may not
 // be touched at all (it is not ours).
-func (c *Cache) load(key, shard string) (lib *cc.Library, problem string, err error) {
-	so, meta := c.Paths(key)
+func (c *Cache) load(key, shard string, a artifact) (v any, problem string, err error) {
+	so, meta := c.paths(key, a.ext)
 	if _, err := os.Lstat(so); os.IsNotExist(err) {
 		if _, err := os.Lstat(meta); err == nil {
 			return nil, "metadata without a library", nil
@@ -52,16 +51,17 @@ func (c *Cache) load(key, shard string) (lib *cc.Library, problem string, err er
 	if sum != m.SOSHA256 {
 		return nil, "checksum mismatch: metadata says " + m.SOSHA256 + ", file is " + sum, nil
 	}
-	lib, err = cc.Open(so)
+	v, err = a.open(so)
 	if err != nil {
 		return nil, err.Error(), nil
 	}
-	return lib, "", nil
+	return v, "", nil
 }
 
-// build compiles source into the entry of key; the caller holds the lock.
-func (c *Cache) build(ctx context.Context, key, shard, source, op string) (err error) {
-	so, meta := c.Paths(key)
+// build builds the artifact of key into its entry; the caller holds the
+// lock.
+func (c *Cache) build(ctx context.Context, key, shard string, a artifact) (err error) {
+	so, meta := c.paths(key, a.ext)
 	var temps []string
 	defer func() {
 		if err != nil {
@@ -70,19 +70,15 @@ func (c *Cache) build(ctx context.Context, key, shard, source, op string) (err e
 			}
 		}
 	}()
-	f, err := os.CreateTemp(shard, key+".*.so.tmp")
+	f, err := os.CreateTemp(shard, key+".*"+a.ext+".tmp")
 	if err != nil {
 		return errors.Wrap(err, "kernel cache")
 	}
 	f.Close()
 	soTmp := f.Name()
 	temps = append(temps, soTmp)
-	if err := c.cfg.Compiler.Compile(ctx, source, soTmp); err != nil {
-		return errors.Wrapf(err, "compiling kernel %s", op)
-	}
-	// The linker creates its output with the umask's mode; make it private.
-	if err := os.Chmod(soTmp, 0o700); err != nil {
-		return errors.Wrap(err, "kernel cache")
+	if err := a.build(ctx, soTmp); err != nil {
+		return err
 	}
 	if err := fsutil.SyncFile(soTmp); err != nil {
 		return errors.Wrap(err, "kernel cache")
@@ -91,10 +87,9 @@ func (c *Cache) build(ctx context.Context, key, shard, source, op string) (err e
 	if err != nil {
 		return errors.Wrap(err, "kernel cache")
 	}
-	data, err := json.MarshalIndent(Meta{
-		Key: key, SOSHA256: sum, SourceSHA256: sha256Hex([]byte(source)), Op: op,
-		Created: time.Now().UTC(), Compiler: c.ident, Flags: c.flags, Version: c.cfg.Version,
-	}, "", "  ")
+	m := a.meta
+	m.Key, m.SOSHA256, m.Created, m.Version = key, sum, time.Now().UTC(), c.cfg.Version
+	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return errors.Wrap(err, "kernel cache")
 	}

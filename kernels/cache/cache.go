@@ -105,26 +105,36 @@ func (c *Cache) Stats() Stats {
 // Key is the cache key of a kernel source: a 64-digit hex SHA-256 over the
 // source, the compiler identity, the flags, the version and the host.
 func (c *Cache) Key(source string) string {
+	return hashFields("neoflow kernel cache v1", source, c.ident, strings.Join(c.flags, "\x00"), c.cfg.Version, c.host)
+}
+
+// ImageKey is the cache key of a device kernel's source compiled by the
+// compiler described by compiler (its version, options and target
+// architecture): a SHA-256 over those and the version. The host's CPU
+// and C compiler do not enter it.
+func (c *Cache) ImageKey(source, compiler string) string {
+	return hashFields("neoflow device kernel cache v1", source, compiler, c.cfg.Version)
+}
+
+// hashFields is the hex SHA-256 of the fields, each length-prefixed.
+func hashFields(fields ...string) string {
 	h := sha256.New()
-	field := func(s string) {
+	for _, s := range fields {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])
 		h.Write([]byte(s))
 	}
-	field("neoflow kernel cache v1")
-	field(source)
-	field(c.ident)
-	field(strings.Join(c.flags, "\x00"))
-	field(c.cfg.Version)
-	field(c.host)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Paths are the files of an entry.
-func (c *Cache) Paths(key string) (so, meta string) {
+// Paths are the files of an entry of a C kernel.
+func (c *Cache) Paths(key string) (so, meta string) { return c.paths(key, ".so") }
+
+// paths are the files of an entry whose artifact has extension ext.
+func (c *Cache) paths(key, ext string) (file, meta string) {
 	base := filepath.Join(c.cfg.Dir, key[:2], key)
-	return base + ".so", base + ".json"
+	return base + ext, base + ".json"
 }
 
 func validKey(key string) bool {
@@ -139,6 +149,61 @@ func validKey(key string) bool {
 // op, a name for the metadata) when the entry is missing or corrupt. The
 // source compiled under a key must be a function of what the key covers.
 func (c *Cache) Get(ctx context.Context, key, source, op string) (*cc.Library, Outcome, error) {
+	a := artifact{
+		ext: ".so",
+		build: func(ctx context.Context, tmp string) error {
+			if err := c.cfg.Compiler.Compile(ctx, source, tmp); err != nil {
+				return errors.Wrapf(err, "compiling kernel %s", op)
+			}
+			// The linker creates its output with the umask's mode; make it private.
+			return errors.Wrap(os.Chmod(tmp, 0o700), "kernel cache")
+		},
+		open: func(path string) (any, error) { return cc.Open(path) },
+		meta: Meta{SourceSHA256: sha256Hex([]byte(source)), Op: op, Compiler: c.ident, Flags: c.flags},
+	}
+	v, outcome, err := c.get(ctx, key, a)
+	if err != nil {
+		return nil, 0, err
+	}
+	return v.(*cc.Library), outcome, nil
+}
+
+// GetImage returns the device code image of key, stored with extension
+// ext (".cubin", ".ptx"), calling compile for it when the entry is
+// missing or corrupt. compiler describes the compiler and options for
+// the metadata.
+func (c *Cache) GetImage(ctx context.Context, key, ext, source, op, compiler string, compile func() ([]byte, error)) ([]byte, Outcome, error) {
+	a := artifact{
+		ext: ext,
+		build: func(ctx context.Context, tmp string) error {
+			img, err := compile()
+			if err != nil {
+				return errors.Wrapf(err, "compiling kernel %s", op)
+			}
+			return errors.Wrap(os.WriteFile(tmp, img, 0o600), "kernel cache")
+		},
+		open: func(path string) (any, error) { return os.ReadFile(path) },
+		meta: Meta{SourceSHA256: sha256Hex([]byte(source)), Op: op, Compiler: compiler},
+	}
+	v, outcome, err := c.get(ctx, key, a)
+	if err != nil {
+		return nil, 0, err
+	}
+	return v.([]byte), outcome, nil
+}
+
+// artifact is what an entry holds: a file with extension ext that build
+// writes and open loads, and the metadata describing how it was made.
+type artifact struct {
+	ext   string
+	build func(ctx context.Context, tmp string) error
+	open  func(path string) (any, error)
+	meta  Meta
+}
+
+// get returns the loaded artifact of key, building it when the entry is
+// missing or corrupt.
+func (c *Cache) get(ctx context.Context, key string, a artifact) (any, Outcome, error) {
 	if !validKey(key) {
 		return nil, 0, errors.Errorf("kernel cache: invalid key %q", key)
 	}
@@ -146,11 +211,11 @@ func (c *Cache) Get(ctx context.Context, key, source, op string) (*cc.Library, O
 	// Fast path without the lock. Anything but a clean hit (a miss, or an
 	// entry that looks corrupt, maybe because a builder is between its
 	// renames) is decided again under the lock.
-	if lib, _, err := c.load(key, shard); err != nil {
+	if v, _, err := c.load(key, shard, a); err != nil {
 		return nil, 0, err
-	} else if lib != nil {
+	} else if v != nil {
 		c.hits.Add(1)
-		return lib, Hit, nil
+		return v, Hit, nil
 	}
 	if err := os.Mkdir(shard, 0o700); err != nil && !os.IsExist(err) {
 		return nil, 0, errors.Wrap(err, "kernel cache: creating directory")
@@ -164,21 +229,21 @@ func (c *Cache) Get(ctx context.Context, key, source, op string) (*cc.Library, O
 	}
 	defer unlock()
 	// Another builder may have finished while we waited.
-	lib, problem, err := c.load(key, shard)
+	v, problem, err := c.load(key, shard, a)
 	if err != nil {
 		return nil, 0, err
 	}
-	if lib != nil {
+	if v != nil {
 		c.hits.Add(1)
-		return lib, Hit, nil
+		return v, Hit, nil
 	}
 	outcome := Miss
-	so, meta := c.Paths(key)
+	file, meta := c.paths(key, a.ext)
 	if problem != "" {
 		outcome = Rebuilt
 		c.rebuilt.Add(1)
-		c.cfg.Logf("neoflow: kernel cache entry %s is corrupt (%s); deleting and rebuilding", so, problem)
-		for _, p := range []string{so, meta} {
+		c.cfg.Logf("neoflow: kernel cache entry %s is corrupt (%s); deleting and rebuilding", file, problem)
+		for _, p := range []string{file, meta} {
 			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 				return nil, 0, errors.Wrap(err, "kernel cache: deleting corrupt entry")
 			}
@@ -186,15 +251,15 @@ func (c *Cache) Get(ctx context.Context, key, source, op string) (*cc.Library, O
 	} else {
 		c.misses.Add(1)
 	}
-	if err := c.build(ctx, key, shard, source, op); err != nil {
+	if err := c.build(ctx, key, shard, a); err != nil {
 		return nil, 0, err
 	}
-	lib, problem, err = c.load(key, shard)
+	v, problem, err = c.load(key, shard, a)
 	if err != nil {
 		return nil, 0, err
 	}
-	if lib == nil {
-		return nil, 0, errors.Errorf("kernel cache: freshly built %s is unusable: %s", so, problem)
+	if v == nil {
+		return nil, 0, errors.Errorf("kernel cache: freshly built %s is unusable: %s", file, problem)
 	}
-	return lib, outcome, nil
+	return v, outcome, nil
 }

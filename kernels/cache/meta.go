@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// Meta is the metadata stored next to a cached .so.
+// Meta is the metadata stored next to a cached artifact (a .so, or a
+// CUDA kernel's .cubin or .ptx).
 type Meta struct {
 	Key string `json:"key"`
-	// SOSHA256 is the SHA-256 of the .so, checked before every load.
+	// SOSHA256 is the SHA-256 of the artifact, checked before every load.
 	SOSHA256 string `json:"so_sha256"`
 	// SourceSHA256 is the SHA-256 of the C source it was compiled from.
 	SourceSHA256 string    `json:"source_sha256"`
