@@ -31,6 +31,10 @@ type Options struct {
 	Version string
 	// Logf receives reports of corrupt cache entries; nil discards them.
 	Logf func(format string, args ...any)
+	// NVRTCDirs are searched in order for the NVRTC library that CUDA
+	// kernels are compiled with (nvrtc.Find); the Python side lists
+	// PyTorch's CUDA libraries and CUDA_HOME.
+	NVRTCDirs []string
 	// Schedules, when set, is asked for the schedules of a spec that Build
 	// is given without any (the tuning database's best); it returns nil
 	// for the default schedule.
@@ -43,6 +47,7 @@ type Builder struct {
 	cache     *cache.Cache
 	schedules func(spec *ir.Spec) []loops.Schedule
 	logf      func(format string, args ...any)
+	nvrtc     *nvrtcOnce
 }
 
 // NewBuilder opens the cache directory and resolves the compiler.
@@ -59,7 +64,7 @@ func NewBuilder(opts Options) (*Builder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Builder{cache: c, schedules: opts.Schedules, logf: opts.Logf}, nil
+	return &Builder{cache: c, schedules: opts.Schedules, logf: opts.Logf, nvrtc: &nvrtcOnce{dirs: opts.NVRTCDirs}}, nil
 }
 
 // Stats are the cache outcomes of this Builder's builds.

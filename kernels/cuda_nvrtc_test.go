@@ -2,11 +2,14 @@ package kernels
 
 import (
 	"bytes"
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/internal/nvrtctest"
 	"github.com/neoflow/neoflow/internal/testops"
+	"github.com/neoflow/neoflow/kernels/cache"
 	"github.com/neoflow/neoflow/kernels/nvrtc"
 )
 
@@ -61,5 +64,50 @@ func TestCUDACompiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBuildCUDACaches builds a CUDA kernel through the Builder twice: the
+// second build is a cache hit with the same image, and another
+// architecture is another entry.
+func TestBuildCUDACaches(t *testing.T) {
+	lib := nvrtctest.Library(t)
+	b, err := NewBuilder(Options{CacheDir: t.TempDir(), Version: "test", NVRTCDirs: []string{lib.Path}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := testops.Lookup("conv_pad")
+	spec, err := o.Spec(ir.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k1, err := b.BuildCUDA(context.Background(), spec, nil, 90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := b.BuildCUDA(context.Background(), spec, nil, 90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k1.Outcome() != cache.Miss || k2.Outcome() != cache.Hit || !bytes.Equal(k1.Image(), k2.Image()) {
+		t.Fatalf("outcomes %v, %v; same image %v", k1.Outcome(), k2.Outcome(), bytes.Equal(k1.Image(), k2.Image()))
+	}
+	if k1.Target() != (nvrtc.Target{Arch: 90}) || !strings.HasPrefix(k1.Launches()[0].Entry, "nf_conv_pad_") {
+		t.Fatalf("target %v, launches %+v", k1.Target(), k1.Launches())
+	}
+	k3, err := b.BuildCUDA(context.Background(), spec, nil, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k3.Outcome() != cache.Miss || k3.Key() == k1.Key() {
+		t.Fatalf("sm_80 after sm_90: outcome %v, same key %v", k3.Outcome(), k3.Key() == k1.Key())
+	}
+	// Without NVRTC the error says where it looked.
+	nb, err := NewBuilder(Options{CacheDir: t.TempDir(), Version: "test", NVRTCDirs: []string{t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nb.BuildCUDA(context.Background(), spec, nil, 90); err == nil || !strings.Contains(err.Error(), "no NVRTC library") {
+		t.Fatalf("no NVRTC: %v", err)
 	}
 }
