@@ -65,6 +65,19 @@ func nf_launch(kernel C.uint64_t, bufs unsafe.Pointer, nbufs C.int64_t, nthreads
 	return nil
 }
 
+// nf_launch_cuda runs a CUDA kernel on stream (a CUstream handle, the
+// current stream of PyTorch on the kernel's device): bufs points to nbufs
+// device pointers. In the CPU-only build it returns an error.
+//
+//export nf_launch_cuda
+func nf_launch_cuda(kernel C.uint64_t, bufs unsafe.Pointer, nbufs C.int64_t, stream C.uintptr_t) (errText *C.char) {
+	defer recoverInto(&errText)
+	if err := rt.LaunchCUDA(uint64(kernel), bufs, int(nbufs), uintptr(stream)); err != nil {
+		return C.CString(err.Error())
+	}
+	return nil
+}
+
 // nf_free releases memory returned by any nf_* function.
 //
 //export nf_free

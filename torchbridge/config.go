@@ -18,6 +18,8 @@ type Config struct {
 	NumThreads int
 	// Tune is the NEOFLOW_TUNE mode: TuneOff, TuneDefault or TuneFull.
 	Tune string
+	// NVRTCDirs are searched for NVRTC, to compile CUDA kernels.
+	NVRTCDirs []string
 }
 
 // defaultConfig is used until the first Init.
@@ -66,5 +68,6 @@ func configFrom(req *api.InitRequest) (Config, error) {
 	if n := req.GetNumThreads(); n > 0 {
 		cfg.NumThreads = int(n)
 	}
+	cfg.NVRTCDirs = append([]string(nil), req.GetNvrtcDirs()...)
 	return cfg, nil
 }

@@ -12,17 +12,29 @@ import (
 // them, in the order of the SpecializeResponse's buffers) with nthreads
 // threads. It does not allocate on success.
 func (r *Runtime) Launch(id uint64, bufs unsafe.Pointer, nbufs int, nthreads int) error {
-	table := *r.table.Load()
-	if id == 0 || id >= uint64(len(table)) {
-		return errors.Errorf("unknown kernel id %d", id)
+	l, err := r.launchable(id, nbufs)
+	if err != nil {
+		return err
 	}
-	l := table[id]
-	if nbufs != l.nbufs {
-		return errors.Errorf("kernel %d takes %d buffers, got %d", id, l.nbufs, nbufs)
+	if l.cuda != nil {
+		return errors.Errorf("kernel %d is a CUDA kernel (device %d): launch it with nf_launch_cuda", id, l.device)
 	}
 	if nthreads < 1 {
 		nthreads = 1
 	}
 	cc.CallRaw(l.fn, bufs, int64(nthreads))
 	return nil
+}
+
+// launchable is kernel id's entry, checked to take nbufs buffers.
+func (r *Runtime) launchable(id uint64, nbufs int) (*launchable, error) {
+	table := *r.table.Load()
+	if id == 0 || id >= uint64(len(table)) {
+		return nil, errors.Errorf("unknown kernel id %d", id)
+	}
+	l := table[id]
+	if nbufs != l.nbufs {
+		return nil, errors.Errorf("kernel %d takes %d buffers, got %d", id, l.nbufs, nbufs)
+	}
+	return l, nil
 }

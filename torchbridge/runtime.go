@@ -10,6 +10,7 @@ import (
 	"github.com/neoflow/neoflow/autotune/tunedb"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/kernels"
+	"github.com/neoflow/neoflow/kernels/cudadrv"
 )
 
 // Runtime holds the ops and kernels of one process.
@@ -34,10 +35,13 @@ type Runtime struct {
 	table atomic.Pointer[[]*launchable]
 }
 
-// launchable is what Launch needs of a built kernel.
+// launchable is what Launch needs of a built kernel: a C entry point, or
+// for a CUDA kernel its module loaded on its device.
 type launchable struct {
-	fn    uintptr // the kernel's C entry point
-	nbufs int
+	fn     uintptr
+	nbufs  int
+	cuda   *cudadrv.Module
+	device int // the CUDA device ordinal of a CUDA kernel
 }
 
 // Default is the process's runtime, used by the C API.
@@ -72,7 +76,7 @@ func (r *Runtime) Init(req *api.InitRequest) (*api.InitResponse, error) {
 	r.builder = nil // the next build uses the new settings
 	r.db = nil
 	r.specs = map[uint64]map[string]*api.SpecializeResponse{}
-	return &api.InitResponse{Version: Version, CacheDir: cfg.CacheDir}, nil
+	return &api.InitResponse{Version: Version, CacheDir: cfg.CacheDir, Cuda: cudadrv.Available()}, nil
 }
 
 // kernelBuilder returns the builder for the current settings.
@@ -84,10 +88,11 @@ func (r *Runtime) kernelBuilder() (*kernels.Builder, error) {
 	}
 	if r.builder == nil {
 		opts := kernels.Options{
-			Compiler: r.cfg.Compiler,
-			CacheDir: r.cfg.CacheDir,
-			Version:  Version,
-			Logf:     r.warnf,
+			Compiler:  r.cfg.Compiler,
+			CacheDir:  r.cfg.CacheDir,
+			Version:   Version,
+			Logf:      r.warnf,
+			NVRTCDirs: r.cfg.NVRTCDirs,
 		}
 		if r.cfg.Tune != TuneOff {
 			opts.Schedules = r.tunedSchedules

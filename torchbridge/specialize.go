@@ -43,6 +43,9 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	if req.GetShapesOnly() {
 		return resp, nil
 	}
+	if req.GetCudaDevice() != 0 {
+		return r.specializeCUDA(req, spec, resp, key)
+	}
 	if req.GetSourceOnly() {
 		resp.CSource, err = kernels.Source(spec)
 		return resp, err
@@ -58,32 +61,43 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	}
 	resp.CSource = k.Source()
 	resp.CacheHit = k.Outcome() == cache.Hit
-	resp.KernelId = r.registerKernel(k)
+	resp.KernelId, _ = r.registerKernel(k.Key(), func() (*launchable, error) {
+		return &launchable{fn: k.Addr(), nbufs: k.NumBufs()}, nil
+	})
+	r.remember(req, key, resp)
+	return resp, nil
+}
 
+// remember keeps a specialization's response for the next request.
+func (r *Runtime) remember(req *api.SpecializeRequest, key string, resp *api.SpecializeResponse) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.specs[req.GetOpId()] == nil {
 		r.specs[req.GetOpId()] = map[string]*api.SpecializeResponse{}
 	}
 	r.specs[req.GetOpId()][key] = resp
-	r.mu.Unlock()
-	return resp, nil
 }
 
-// registerKernel adds a kernel to the launch table, once per cache key.
-func (r *Runtime) registerKernel(k *kernels.Kernel) uint64 {
+// registerKernel adds a kernel to the launch table, once per key: load
+// makes its entry when the key is new.
+func (r *Runtime) registerKernel(key string, load func() (*launchable, error)) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if id, ok := r.byCache[k.Key()]; ok {
-		return id
+	if id, ok := r.byCache[key]; ok {
+		return id, nil
+	}
+	l, err := load()
+	if err != nil {
+		return 0, err
 	}
 	old := *r.table.Load()
 	next := make([]*launchable, len(old), len(old)+1)
 	copy(next, old)
-	next = append(next, &launchable{fn: k.Addr(), nbufs: k.NumBufs()})
+	next = append(next, l)
 	r.table.Store(&next)
 	id := uint64(len(next) - 1)
-	r.byCache[k.Key()] = id
-	return id
+	r.byCache[key] = id
+	return id, nil
 }
 
 // opInputs finds a registered op and checks its inputs' types.
@@ -139,6 +153,9 @@ func specKey(req *api.SpecializeRequest) string {
 	sort.Strings(names)
 	for _, n := range names {
 		fmt.Fprintf(&b, "|%s=%d", n, req.GetSizes()[n])
+	}
+	if d := req.GetCudaDevice(); d != 0 {
+		fmt.Fprintf(&b, "|cuda:%d", d-1)
 	}
 	return b.String()
 }

@@ -1,0 +1,127 @@
+//go:build cuda
+
+package cudadrv
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/pkg/errors"
+	"gorgonia.org/cu"
+
+	"github.com/neoflow/neoflow/kernels/cgen"
+)
+
+// Available reports whether this build has the CUDA driver binding.
+func Available() bool { return true }
+
+// contexts holds the retained primary context of each device used; they
+// are never released (PyTorch keeps them alive too).
+var contexts struct {
+	sync.Mutex
+	ctx map[int]cu.CUContext
+}
+
+// makeCurrent makes device ordinal's primary context current on the
+// calling thread.
+func makeCurrent(ordinal int) error {
+	contexts.Lock()
+	ctx, ok := contexts.ctx[ordinal]
+	if !ok {
+		n, err := cu.NumDevices()
+		if err != nil {
+			contexts.Unlock()
+			return errors.Wrap(err, "counting CUDA devices")
+		}
+		if ordinal < 0 || ordinal >= n {
+			contexts.Unlock()
+			return errors.Errorf("no CUDA device %d: this machine has %d", ordinal, n)
+		}
+		if ctx, err = cu.Device(ordinal).RetainPrimaryCtx(); err != nil {
+			contexts.Unlock()
+			return errors.Wrapf(err, "retaining the primary context of CUDA device %d", ordinal)
+		}
+		if contexts.ctx == nil {
+			contexts.ctx = map[int]cu.CUContext{}
+		}
+		contexts.ctx[ordinal] = ctx
+	}
+	contexts.Unlock()
+	return errors.Wrapf(cu.SetCurrentContext(ctx), "making CUDA device %d current", ordinal)
+}
+
+// Arch is the compute capability of device ordinal, times ten (90 for
+// an H100).
+func Arch(ordinal int) (int, error) {
+	if err := makeCurrent(ordinal); err != nil {
+		return 0, err
+	}
+	d := cu.Device(ordinal)
+	ma, err := d.Attribute(cu.ComputeCapabilityMajor)
+	if err != nil {
+		return 0, errors.Wrapf(err, "CUDA device %d", ordinal)
+	}
+	mi, err := d.Attribute(cu.ComputeCapabilityMinor)
+	if err != nil {
+		return 0, errors.Wrapf(err, "CUDA device %d", ordinal)
+	}
+	return ma*10 + mi, nil
+}
+
+// Module is a module loaded on one device, with its functions in launch
+// order.
+type Module struct {
+	ordinal  int
+	fns      []cu.Function
+	launches []cgen.Launch
+}
+
+// Load loads a module image (CUBIN, or NUL-terminated PTX) on device
+// ordinal and resolves the entry of every launch.
+func Load(ordinal int, image []byte, launches []cgen.Launch) (*Module, error) {
+	if err := makeCurrent(ordinal); err != nil {
+		return nil, err
+	}
+	mod, err := cu.LoadData(string(image))
+	if err != nil {
+		return nil, errors.Wrapf(err, "loading a CUDA module on device %d", ordinal)
+	}
+	m := &Module{ordinal: ordinal, launches: launches}
+	for _, l := range launches {
+		fn, err := mod.Function(l.Entry)
+		if err != nil {
+			return nil, errors.Wrapf(err, "CUDA module: function %s", l.Entry)
+		}
+		m.fns = append(m.fns, fn)
+	}
+	return m, nil
+}
+
+// maxArgs bounds the arguments of a launch kept on the stack.
+const maxArgs = 64
+
+// Launch runs the module's functions in order on stream (a CUstream
+// handle from PyTorch) with ptrs, one device pointer per argument. It
+// neither synchronizes nor allocates device memory.
+func (m *Module) Launch(stream uintptr, ptrs []uintptr) error {
+	if len(ptrs) > maxArgs {
+		return errors.Errorf("CUDA launch with %d buffers: at most %d", len(ptrs), maxArgs)
+	}
+	if err := makeCurrent(m.ordinal); err != nil {
+		return err
+	}
+	// cu.Stream holds one CUstream; PyTorch's handle is that pointer.
+	s := *(*cu.Stream)(unsafe.Pointer(&stream))
+	var buf [maxArgs]unsafe.Pointer
+	args := buf[:len(ptrs)]
+	for i := range ptrs {
+		args[i] = unsafe.Pointer(&ptrs[i])
+	}
+	for i, fn := range m.fns {
+		l := m.launches[i]
+		if err := fn.Launch(int(l.Blocks), 1, 1, l.Threads, 1, 1, 0, s, args); err != nil {
+			return errors.Wrapf(err, "launching %s on CUDA device %d", l.Entry, m.ordinal)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package torchbridge
+
+import (
+	"context"
+	"fmt"
+	"unsafe"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/kernels"
+	"github.com/neoflow/neoflow/kernels/cache"
+	"github.com/neoflow/neoflow/kernels/cudadrv"
+)
+
+// specializeCUDA builds the CUDA kernel of spec for the device the
+// request names (cuda_device = ordinal + 1) and loads it there. With
+// source_only it renders the CUDA source and compiles nothing.
+func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp *api.SpecializeResponse, key string) (*api.SpecializeResponse, error) {
+	ord := int(req.GetCudaDevice()) - 1
+	if ord < 0 {
+		return nil, errors.Errorf("cuda_device %d: want a device ordinal + 1", req.GetCudaDevice())
+	}
+	if req.GetSourceOnly() {
+		mod, err := kernels.CUDASource(spec, nil, kernels.PlaceholderSymbol)
+		if err != nil {
+			return nil, err
+		}
+		resp.CudaSource = mod.Source
+		return resp, nil
+	}
+	if !cudadrv.Available() {
+		return nil, errors.New("a CUDA tensor, but this neoflow library was built without CUDA support: reinstall neoflow where CUDA headers are found (see the README's CUDA section)")
+	}
+	arch, err := cudadrv.Arch(ord)
+	if err != nil {
+		return nil, err
+	}
+	builder, err := r.kernelBuilder()
+	if err != nil {
+		return nil, err
+	}
+	k, err := builder.BuildCUDA(context.Background(), spec, nil, arch)
+	resp.Warnings = r.takeWarnings()
+	if err != nil {
+		return nil, err
+	}
+	resp.CudaSource = k.Source()
+	resp.CacheHit = k.Outcome() == cache.Hit
+	resp.KernelId, err = r.registerKernel(fmt.Sprintf("%s@cuda:%d", k.Key(), ord), func() (*launchable, error) {
+		m, err := cudadrv.Load(ord, k.Image(), k.Launches())
+		if err != nil {
+			return nil, errors.Wrapf(err, "kernel %s", opName(spec.Op))
+		}
+		return &launchable{cuda: m, nbufs: len(spec.Tensors), device: ord}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.remember(req, key, resp)
+	return resp, nil
+}
+
+// LaunchCUDA runs CUDA kernel id on nbufs device pointers (bufs points to
+// an array of them, in the order of the SpecializeResponse's buffers) on
+// stream, a CUstream handle: PyTorch's current stream on the kernel's
+// device. It neither synchronizes nor allocates device memory.
+func (r *Runtime) LaunchCUDA(id uint64, bufs unsafe.Pointer, nbufs int, stream uintptr) error {
+	l, err := r.launchable(id, nbufs)
+	if err != nil {
+		return err
+	}
+	if l.cuda == nil {
+		return errors.Errorf("kernel %d is a CPU kernel: launch it with nf_launch", id)
+	}
+	return l.cuda.Launch(stream, unsafe.Slice((*uintptr)(bufs), nbufs))
+}

@@ -1,0 +1,49 @@
+package torchbridge
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/kernels/cudadrv"
+)
+
+// TestCUDARequests covers the CUDA requests that need no GPU: the CUDA
+// source of a specialization, the CPU-only build's refusal, and launches
+// through the wrong entry point.
+func TestCUDARequests(t *testing.T) {
+	r := newRuntime(t)
+	def, err := r.Define(&api.DefineRequest{Source: "C[i,j] += A[i,k] * B[k,j]", Name: "matmul"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := []*api.TensorType{f64(3, 4), f64(4, 5)}
+	src, err := r.Specialize(&api.SpecializeRequest{OpId: def.OpId, Inputs: ins, SourceOnly: true, CudaDevice: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(src.GetCudaSource(), "__global__") || src.GetCSource() != "" || src.GetKernelId() != 0 {
+		t.Fatalf("source-only CUDA specialization: %q / %q / %d", src.GetCudaSource(), src.GetCSource(), src.GetKernelId())
+	}
+	if !cudadrv.Available() {
+		_, err := r.Specialize(&api.SpecializeRequest{OpId: def.OpId, Inputs: ins, CudaDevice: 1})
+		if err == nil || !strings.Contains(err.Error(), "built without CUDA support") {
+			t.Fatalf("CUDA specialization in the CPU-only build: %v", err)
+		}
+		init, err := r.Init(&api.InitRequest{CacheDir: t.TempDir()})
+		if err != nil || init.GetCuda() {
+			t.Fatalf("the CPU-only build reports cuda=%v (%v)", init.GetCuda(), err)
+		}
+	}
+	cpu, err := r.Specialize(&api.SpecializeRequest{OpId: def.OpId, Inputs: ins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.LaunchCUDA(cpu.GetKernelId(), nil, 3, 0)
+	if err == nil || !strings.Contains(err.Error(), "is a CPU kernel") {
+		t.Fatalf("LaunchCUDA of a CPU kernel: %v", err)
+	}
+	if err := r.LaunchCUDA(99, nil, 3, 0); err == nil || !strings.Contains(err.Error(), "unknown kernel id") {
+		t.Fatalf("LaunchCUDA of an unknown id: %v", err)
+	}
+}
