@@ -3,6 +3,15 @@
 `pip install .` runs `go build -buildmode=c-shared ./capi` and installs the
 library inside the `neoflow` package. It needs Go (see go.mod for the
 version) and a C compiler for cgo.
+
+Where CUDA's driver header and link stub are found, it also builds the CUDA
+variant, libneoflow_cuda.so (`go build -tags cuda`), which the package loads
+instead when torch.cuda.is_available(). It looks, in order, at
+NEOFLOW_CUDA_INCLUDE and NEOFLOW_CUDA_LIB (the directories of cuda.h and
+libcuda.so), NEOFLOW_CUDA_DEV (a directory with include/ and lib/, as
+scripts/cuda-dev.sh makes), CUDA_HOME, /usr/local/cuda and /usr. No GPU is
+needed to build it. NEOFLOW_BUILD_CUDA=0 skips the CUDA variant; =1 makes
+a missing header an error.
 """
 
 import os
@@ -22,18 +31,68 @@ def version() -> str:
     return re.search(r'const Version = "([^"]+)"', text).group(1)
 
 
+def cuda_dirs() -> tuple[Path, Path] | None:
+    """The directories of cuda.h and of libcuda.so (or its stub), if found."""
+    env = os.environ
+    candidates = []
+    if env.get("NEOFLOW_CUDA_INCLUDE") or env.get("NEOFLOW_CUDA_LIB"):
+        candidates.append((env.get("NEOFLOW_CUDA_INCLUDE", ""), [env.get("NEOFLOW_CUDA_LIB", "")]))
+    default_dev = Path.home() / ".cache" / "neoflow" / "cuda-dev"
+    for dev in (env.get("NEOFLOW_CUDA_DEV"), str(default_dev)):
+        if dev:
+            candidates.append((f"{dev}/include", [f"{dev}/lib"]))
+    for home in (env.get("CUDA_HOME"), env.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home:
+            libs = [f"{home}/lib64/stubs", f"{home}/lib64", f"{home}/targets/x86_64-linux/lib/stubs"]
+            candidates.append((f"{home}/include", libs))
+    candidates.append(("/usr/include", ["/usr/lib/x86_64-linux-gnu/stubs", "/usr/lib/x86_64-linux-gnu"]))
+    for inc, libs in candidates:
+        for lib in libs:
+            if inc and lib and (Path(inc) / "cuda.h").is_file() and (Path(lib) / "libcuda.so").exists():
+                return Path(inc), Path(lib)
+    return None
+
+
 class BuildGo(build_py):
-    """Copies the Python sources, then builds libneoflow.so next to them."""
+    """Copies the Python sources, then builds libneoflow.so (and
+    libneoflow_cuda.so where CUDA headers are found) next to them."""
 
     def run(self):
         super().run()
         go = shutil.which("go")
         if go is None:
             raise SystemExit("neoflow: building needs the Go toolchain on PATH (go.mod names the version)")
-        out = Path(self.build_lib) / "neoflow" / "libneoflow.so"
-        out.parent.mkdir(parents=True, exist_ok=True)
+        pkg = Path(self.build_lib) / "neoflow"
+        pkg.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, CGO_ENABLED="1")
-        cmd = [go, "build", "-buildmode=c-shared", "-trimpath", "-o", str(out), "./capi"]
+        self._build(go, pkg / "libneoflow.so", [], env)
+        mode = os.environ.get("NEOFLOW_BUILD_CUDA", "").strip()
+        if mode == "0":
+            print("neoflow: NEOFLOW_BUILD_CUDA=0: building the CPU-only library", flush=True)
+            return
+        dirs = cuda_dirs()
+        if dirs is None:
+            msg = (
+                "neoflow: CUDA headers not found (cuda.h and libcuda.so under NEOFLOW_CUDA_INCLUDE/NEOFLOW_CUDA_LIB, "
+                "NEOFLOW_CUDA_DEV, CUDA_HOME, /usr/local/cuda or /usr); building the CPU-only library. "
+                "scripts/cuda-dev.sh fetches them on Debian."
+            )
+            if mode == "1":
+                raise SystemExit(msg.replace("building the CPU-only library", "NEOFLOW_BUILD_CUDA=1 requires them"))
+            print(msg, flush=True)
+            return
+        inc, lib = dirs
+        print(f"neoflow: CUDA headers in {inc}, libcuda in {lib}: building the CUDA variant too", flush=True)
+        cuda_env = dict(
+            env,
+            CGO_CFLAGS=f"{env.get('CGO_CFLAGS', '')} -I{inc}".strip(),
+            CGO_LDFLAGS=f"{env.get('CGO_LDFLAGS', '')} -L{lib}".strip(),
+        )
+        self._build(go, pkg / "libneoflow_cuda.so", ["-tags", "cuda"], cuda_env)
+
+    @staticmethod
+    def _build(go: str, out: Path, flags: list[str], env: dict) -> None:
+        cmd = [go, "build", "-buildmode=c-shared", "-trimpath", *flags, "-o", str(out), "./capi"]
         print("neoflow:", " ".join(cmd), flush=True)
         subprocess.run(cmd, cwd=ROOT, env=env, check=True)
         header = out.with_suffix(".h")

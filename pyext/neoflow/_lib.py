@@ -14,16 +14,47 @@ from pathlib import Path
 from .errors import Error, ForkError
 
 _LIB_NAME = "libneoflow.so"
+_CUDA_LIB_NAME = "libneoflow_cuda.so"
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
 _loaded_pid: int | None = None
 
 
 def _path() -> Path:
+    """The library to load: NEOFLOW_LIBRARY, else the CUDA build where
+    torch.cuda.is_available() and it was built, else the CPU-only build.
+    The CUDA build initializes the CUDA driver when loaded and exits the
+    process if that fails, so it is never loaded without a usable GPU."""
     override = os.environ.get("NEOFLOW_LIBRARY")
     if override:
         return Path(override)
+    cuda = Path(__file__).with_name(_CUDA_LIB_NAME)
+    if cuda.exists():
+        import torch
+
+        if torch.cuda.is_available():
+            return cuda
     return Path(__file__).with_name(_LIB_NAME)
+
+
+def nvrtc_dirs() -> list[str]:
+    """Where NVRTC may be, best first: PyTorch's CUDA libraries (the
+    nvidia-*-cu* wheels, or torch/lib), then CUDA_HOME and /usr/local/cuda."""
+    import glob
+    import site
+
+    import torch
+
+    dirs = []
+    for sp in [*site.getsitepackages(), site.getusersitepackages(), str(Path(torch.__file__).parent.parent)]:
+        dirs += sorted(glob.glob(os.path.join(sp, "nvidia", "cu[0-9]*", "lib")), reverse=True)
+        dirs += sorted(glob.glob(os.path.join(sp, "nvidia", "cuda_nvrtc", "lib")))
+    dirs.append(str(Path(torch.__file__).parent / "lib"))
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            dirs.append(os.path.join(os.environ[var], "lib64"))
+    dirs.append("/usr/local/cuda/lib64")
+    return list(dict.fromkeys(d for d in dirs if os.path.isdir(d)))
 
 
 def _bind(lib: ctypes.CDLL) -> None:
@@ -40,6 +71,8 @@ def _bind(lib: ctypes.CDLL) -> None:
         fn.restype = ctypes.c_void_p
     lib.nf_launch.argtypes = (ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
     lib.nf_launch.restype = ctypes.c_void_p
+    lib.nf_launch_cuda.argtypes = (ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)
+    lib.nf_launch_cuda.restype = ctypes.c_void_p
     lib.nf_free.argtypes = (ctypes.c_void_p,)
     lib.nf_free.restype = None
 
@@ -117,5 +150,13 @@ def call(name: str, request, response_type):
 def launch(kernel_id: int, pointers, nthreads: int) -> None:
     """Runs a kernel on a ctypes array of data pointers."""
     err = _take_error(lib().nf_launch(kernel_id, pointers, len(pointers), nthreads))
+    if err is not None:
+        raise Error(err)
+
+
+def launch_cuda(kernel_id: int, pointers, stream: int) -> None:
+    """Runs a CUDA kernel on a ctypes array of device pointers, on a
+    CUstream handle (PyTorch's current stream on the kernel's device)."""
+    err = _take_error(lib().nf_launch_cuda(kernel_id, pointers, len(pointers), stream))
     if err is not None:
         raise Error(err)

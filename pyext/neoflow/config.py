@@ -63,6 +63,7 @@ def configure(
             cflags=settings["cflags"],
             num_threads=torch.get_num_threads(),
             tune=settings.get("tune", ""),
+            nvrtc_dirs=_lib.nvrtc_dirs(),
         )
         _info = _lib.call("nf_init", request, pb.InitResponse)
         _current = settings
@@ -73,6 +74,12 @@ def tune_mode() -> str:
     """The NEOFLOW_TUNE mode in force: off, default or full."""
     ensure()
     return (_current or {}).get("tune") or "default"
+
+
+def cuda_enabled() -> bool:
+    """Whether the loaded library has the CUDA backend."""
+    ensure()
+    return bool(_info is not None and _info.cuda)
 
 
 def ensure() -> None:

@@ -27,12 +27,23 @@ _RESERVED = {"name", "inputs", "sizes", "consts"}
 class Kernel:
     """One specialization of an op: its kernel and the buffers it takes."""
 
-    __slots__ = ("kernel_id", "buffers", "dtype", "c_source", "cache_hit", "outputs", "allocated", "temps")
+    __slots__ = (
+        "kernel_id",
+        "buffers",
+        "dtype",
+        "c_source",
+        "cuda_source",
+        "cache_hit",
+        "outputs",
+        "allocated",
+        "temps",
+    )
 
     def __init__(self, resp: pb.SpecializeResponse, outputs=()):
         self.kernel_id = resp.kernel_id
         self.dtype = _TORCH_DTYPES[resp.dtype]
         self.c_source = resp.c_source
+        self.cuda_source = resp.cuda_source
         self.cache_hit = resp.cache_hit
         self.buffers = [(b.name, b.role, tuple(b.shape)) for b in resp.buffers]
         # shapes of the buffers the caller allocates: outputs and temporaries
@@ -74,11 +85,25 @@ def check_devices(devices, names) -> None:
         if dev != first:
             raise ValueError(f"inputs are on different devices: {names[0]} is on {first} but {name} is on {dev}")
     if first.type == "cuda":
-        raise NotImplementedError(
-            "CUDA tensors are not supported yet: neoflow runs on CPU tensors for now (move the inputs with .cpu())"
-        )
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"input {names[0]} is on {first}, but torch.cuda.is_available() is False")
+        if not config.cuda_enabled():
+            raise NotImplementedError(
+                f"input {names[0]} is on {first}, but this neoflow was installed without its CUDA build "
+                "(libneoflow_cuda.so): reinstall it where CUDA headers are found (see the README's CUDA section), "
+                "or move the inputs with .cpu()"
+            )
+        return
     if first.type != "cpu":
-        raise NotImplementedError(f"device {first} is not supported: neoflow runs on CPU tensors")
+        raise NotImplementedError(f"device {first} is not supported: neoflow runs on CPU and CUDA tensors")
+
+
+def _cuda_device(tensors) -> int:
+    """The request's cuda_device: 0 for CPU tensors, ordinal + 1 for CUDA ones."""
+    d = tensors[0].device if tensors else None
+    if d is None or d.type != "cuda":
+        return 0
+    return (d.index if d.index is not None else torch.cuda.current_device()) + 1
 
 
 class Op:
@@ -184,6 +209,16 @@ class Op:
             **flags,
         )
 
+    def cuda_source(self, *tensors, sizes=None) -> str:
+        """The generated CUDA source for these inputs' shapes and dtype under
+        the GPU default schedules, without compiling it or needing a GPU: the
+        tensors may be CPU tensors. ``op.specialize(*cuda_tensors).cuda_source``
+        is the source of the kernel that runs."""
+        self._check(tensors)
+        config.ensure()
+        request = self._request(tensors, sizes, source_only=True, cuda_device=1)
+        return _lib.call("nf_specialize", request, pb.SpecializeResponse).cuda_source
+
     def output_shapes(self, *tensors, sizes=None) -> list[tuple[int, ...]]:
         """The shapes of the outputs for these inputs, without building anything."""
         return self._buffer_shapes(tensors, sizes)[0]
@@ -247,14 +282,20 @@ class Op:
         """Builds (or finds) the kernel for these inputs' shapes and dtype."""
         try:  # the fast path: CPU tensors of a specialization seen before, already validated
             key = (tuple((t.dtype, t.shape) for t in tensors), tuple(sorted(sizes.items())) if sizes else ())
-            kernel = self._kernels.get(key) if all(t.is_cpu for t in tensors) else None
+            if all(t.is_cpu for t in tensors):
+                kernel = self._kernels.get(key)
+            else:  # CUDA: the key names the device
+                key, kernel = key + (tensors[0].device,), None
+                if all(t.device == key[-1] for t in tensors):
+                    kernel = self._kernels.get(key)
         except (AttributeError, TypeError):  # not tensors, or sizes not a dict: _check explains
             key, kernel = None, None
         if kernel is None:
             self._check(tensors)
             config.ensure()
-            request = self._request(tensors, sizes)
-            tuning.before_build(request)
+            request = self._request(tensors, sizes, cuda_device=_cuda_device(tensors))
+            if not request.cuda_device:
+                tuning.before_build(request)
             resp = _lib.call("nf_specialize", request, pb.SpecializeResponse)
             for w in resp.warnings:
                 warnings.warn(w, RuntimeWarning, stacklevel=2)
@@ -282,10 +323,18 @@ class Op:
     # -- calling ----------------------------------------------------------
 
     def _launch(self, tensors, sizes, keep=False) -> list[torch.Tensor]:
-        """Runs the kernel directly on plain CPU tensors: no autograd. Returns
-        the outputs, followed by the temporaries when ``keep``."""
+        """Runs the kernel directly on plain tensors: no autograd. Returns
+        the outputs, followed by the temporaries when ``keep``. On CUDA the
+        outputs and temporaries come from PyTorch's caching allocator and
+        the kernel runs on PyTorch's current stream of the inputs' device."""
         kernel = self.specialize(*tensors, sizes=sizes)
         bufs = [t.resolve_neg().contiguous() for t in tensors]  # a lazily negated view's memory is not negated
+        device = bufs[0].device if bufs else None
+        if device is not None and device.type == "cuda":
+            bufs += [torch.empty(shape, dtype=kernel.dtype, device=device) for shape in kernel.allocated]
+            pointers = (ctypes.c_void_p * len(bufs))(*[b.data_ptr() for b in bufs])
+            _lib.launch_cuda(kernel.kernel_id, pointers, torch.cuda.current_stream(device).cuda_stream)
+            return [bufs[i] for i in kernel.outputs + (kernel.temps if keep else [])]
         bufs += [memory.empty(shape, kernel.dtype) for shape in kernel.allocated]
         pointers = (ctypes.c_void_p * len(bufs))(*[b.data_ptr() for b in bufs])
         _lib.launch(kernel.kernel_id, pointers, torch.get_num_threads())

@@ -84,9 +84,24 @@ def test_mixed_dtypes():
         op(torch.ones(3), torch.ones(3, dtype=torch.float64))
 
 
-def test_cuda_not_supported_yet():
-    with pytest.raises(NotImplementedError, match="CUDA tensors are not supported yet"):
+def test_cuda_tensor_without_a_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(RuntimeError, match="is_available"):
         check_devices([torch.device("cuda", 0)], ["X"])
+
+
+def test_cuda_tensor_without_the_cuda_build(monkeypatch):
+    from neoflow import config
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(config, "cuda_enabled", lambda: False)
+    with pytest.raises(NotImplementedError, match="without its CUDA build"):
+        check_devices([torch.device("cuda", 1)], ["X"])
+
+
+def test_other_devices_are_refused():
+    with pytest.raises(NotImplementedError, match="device meta is not supported"):
+        check_devices([torch.device("meta")], ["X"])
 
 
 def test_mixed_devices():

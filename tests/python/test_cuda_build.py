@@ -1,0 +1,38 @@
+"""The CUDA backend's parts that need no GPU: which library the loader picks,
+where it looks for NVRTC, and the generated CUDA source."""
+
+import neoflow
+import torch
+from neoflow import _lib
+
+
+def test_loader_picks_the_cuda_build_only_with_a_gpu(monkeypatch, tmp_path):
+    monkeypatch.delenv("NEOFLOW_LIBRARY", raising=False)
+    monkeypatch.setattr(_lib, "__file__", str(tmp_path / "_lib.py"))
+    (tmp_path / "libneoflow.so").write_bytes(b"")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert _lib._path().name == "libneoflow.so"  # no CUDA build installed
+    (tmp_path / "libneoflow_cuda.so").write_bytes(b"")
+    assert _lib._path().name == "libneoflow_cuda.so"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert _lib._path().name == "libneoflow.so"  # the CUDA build would exit the process in cuInit
+    monkeypatch.setenv("NEOFLOW_LIBRARY", str(tmp_path / "custom.so"))
+    assert _lib._path().name == "custom.so"
+
+
+def test_nvrtc_dirs_list_pytorch_and_cuda_home(monkeypatch, tmp_path):
+    (tmp_path / "lib64").mkdir()
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    dirs = _lib.nvrtc_dirs()
+    assert str(tmp_path / "lib64") in dirs
+    assert len(dirs) == len(set(dirs))
+    if torch.version.cuda:  # a CUDA wheel of PyTorch ships NVRTC: it comes first
+        assert any(p.name.startswith("libnvrtc.so") for p in __import__("pathlib").Path(dirs[0]).iterdir())
+
+
+def test_cuda_source_without_a_gpu():
+    op = neoflow.op("Y[i,j] += X[i,k] * W[j,k]", name="linear")
+    src = op.cuda_source(torch.randn(3, 8), torch.randn(5, 8))
+    assert 'extern "C" __global__' in src
+    assert "blockIdx.x * blockDim.x + threadIdx.x" in src
+    assert "nf_g < 15" in src  # one thread per output element
