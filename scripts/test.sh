@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything from nothing and runs every test: formatting and lint,
-# go vet, the Go tests, then `pip install .` and the Python tests.
+# go vet (also of the CUDA build), the Go tests, then the wheel with both
+# libraries (scripts/build-wheel.sh) and the Python tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -9,6 +10,8 @@ echo "== gofmt, go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt needed: $unformatted"; exit 1; fi
 go vet ./...
+cuda_dev=$(bash scripts/cuda-dev.sh)
+CGO_CFLAGS="-I$cuda_dev/include" CGO_LDFLAGS="-L$cuda_dev/lib" go vet -tags cuda ./...
 
 echo "== ruff"
 "$PY" -m ruff check pyext tests/python bench examples workloads
@@ -17,8 +20,8 @@ echo "== ruff"
 echo "== go test"
 go test ./...
 
-echo "== pip install ."
-"$PY" -m pip install -q .
+echo "== build and install the wheel (CPU-only and CUDA libraries)"
+bash scripts/build-wheel.sh
 
 echo "== pytest"
 # Run from tests/ so that `import neoflow` finds the installed package, not pyext/.
