@@ -17,6 +17,8 @@ func ToProto(scheds []loops.Schedule) []*api.StmtSchedule {
 			Order:         s.Order,
 			ParallelDepth: int32(s.ParallelDepth),
 			Scatter:       s.Scatter,
+			Atomic:        s.Atomic,
+			Threads:       int32(s.Threads),
 		}
 		if t := s.Tiling; t != nil {
 			pt := &api.Tiling{Loops: t.Loops, Parallel: int32(t.Parallel), Vector: t.Vector, AccAt: int32(t.AccAt)}
@@ -53,6 +55,8 @@ func FromProto(ps []*api.StmtSchedule) ([]loops.Schedule, error) {
 			Order:         p.Order,
 			ParallelDepth: int(p.ParallelDepth),
 			Scatter:       p.Scatter,
+			Atomic:        p.Atomic,
+			Threads:       int(p.Threads),
 		}
 		if pt := p.Tiling; pt != nil {
 			t := &loops.Tiling{Loops: pt.Loops, Parallel: int(pt.Parallel), Vector: pt.Vector, AccAt: int(pt.AccAt)}
