@@ -25,21 +25,30 @@ var contexts struct {
 // makeCurrent makes device ordinal's primary context current on the
 // calling thread.
 func makeCurrent(ordinal int) error {
+	ctx, err := primary(ordinal)
+	if err != nil {
+		return err
+	}
+	return errors.Wrapf(cu.SetCurrentContext(ctx), "making CUDA device %d current", ordinal)
+}
+
+// primary is device ordinal's primary context, retained on first use.
+func primary(ordinal int) (cu.CUContext, error) {
 	contexts.Lock()
 	ctx, ok := contexts.ctx[ordinal]
 	if !ok {
 		n, err := cu.NumDevices()
 		if err != nil {
 			contexts.Unlock()
-			return errors.Wrap(err, "counting CUDA devices")
+			return ctx, errors.Wrap(err, "counting CUDA devices")
 		}
 		if ordinal < 0 || ordinal >= n {
 			contexts.Unlock()
-			return errors.Errorf("no CUDA device %d: this machine has %d", ordinal, n)
+			return ctx, errors.Errorf("no CUDA device %d: this machine has %d", ordinal, n)
 		}
 		if ctx, err = cu.Device(ordinal).RetainPrimaryCtx(); err != nil {
 			contexts.Unlock()
-			return errors.Wrapf(err, "retaining the primary context of CUDA device %d", ordinal)
+			return ctx, errors.Wrapf(err, "retaining the primary context of CUDA device %d", ordinal)
 		}
 		if contexts.ctx == nil {
 			contexts.ctx = map[int]cu.CUContext{}
@@ -47,7 +56,7 @@ func makeCurrent(ordinal int) error {
 		contexts.ctx[ordinal] = ctx
 	}
 	contexts.Unlock()
-	return errors.Wrapf(cu.SetCurrentContext(ctx), "making CUDA device %d current", ordinal)
+	return ctx, nil
 }
 
 // Arch is the compute capability of device ordinal, times ten (90 for
@@ -72,6 +81,7 @@ func Arch(ordinal int) (int, error) {
 // order.
 type Module struct {
 	ordinal  int
+	ctx      cu.CUContext // the device's primary context
 	fns      []cu.Function
 	launches []cgen.Launch
 }
@@ -79,14 +89,18 @@ type Module struct {
 // Load loads a module image (CUBIN, or NUL-terminated PTX) on device
 // ordinal and resolves the entry of every launch.
 func Load(ordinal int, image []byte, launches []cgen.Launch) (*Module, error) {
-	if err := makeCurrent(ordinal); err != nil {
+	ctx, err := primary(ordinal)
+	if err != nil {
 		return nil, err
+	}
+	if err := cu.SetCurrentContext(ctx); err != nil {
+		return nil, errors.Wrapf(err, "making CUDA device %d current", ordinal)
 	}
 	mod, err := cu.LoadData(string(image))
 	if err != nil {
 		return nil, errors.Wrapf(err, "loading a CUDA module on device %d", ordinal)
 	}
-	m := &Module{ordinal: ordinal, launches: launches}
+	m := &Module{ordinal: ordinal, ctx: ctx, launches: launches}
 	for _, l := range launches {
 		fn, err := mod.Function(l.Entry)
 		if err != nil {
@@ -102,13 +116,13 @@ const maxArgs = 64
 
 // Launch runs the module's functions in order on stream (a CUstream
 // handle from PyTorch) with ptrs, one device pointer per argument. It
-// neither synchronizes nor allocates device memory.
+// neither synchronizes nor allocates device memory, and takes no lock.
 func (m *Module) Launch(stream uintptr, ptrs []uintptr) error {
 	if len(ptrs) > maxArgs {
 		return errors.Errorf("CUDA launch with %d buffers: at most %d", len(ptrs), maxArgs)
 	}
-	if err := makeCurrent(m.ordinal); err != nil {
-		return err
+	if err := cu.SetCurrentContext(m.ctx); err != nil {
+		return errors.Wrapf(err, "making CUDA device %d current", m.ordinal)
 	}
 	// cu.Stream holds one CUstream; PyTorch's handle is that pointer.
 	s := *(*cu.Stream)(unsafe.Pointer(&stream))
