@@ -83,22 +83,5 @@ func runCUDAEmulated(t *testing.T, spec *ir.Spec, scheds []loops.Schedule, input
 	if err := k.Run(bufs.Ptr); err != nil {
 		t.Fatal(err)
 	}
-	for i, td := range spec.Tensors {
-		if td.Role == ir.RoleInput {
-			continue
-		}
-		got := bufs.Get(i)
-		bad := 0
-		for j := range want[i] {
-			if !same(got[j], want[i][j], tol) {
-				if bad < 5 {
-					t.Errorf("%s %s[%d] = %v, interpreter says %v", spec.DType, td.Name, j, got[j], want[i][j])
-				}
-				bad++
-			}
-		}
-		if bad > 0 {
-			t.Errorf("%s: %d of %d elements differ; source:\n%s", td.Name, bad, len(want[i]), mod.Source)
-		}
-	}
+	compareWritten(t, spec, bufs, want, tol, mod.Source)
 }

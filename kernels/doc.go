@@ -23,4 +23,11 @@
 // (cgen.RenderProfiled): one more buffer, last, a float64 array with one
 // entry per statement to which each launch adds the seconds the statement
 // took. Its canonical source differs, so it has its own cache key.
+//
+// Builder.BuildCUDA builds the CUDA kernel of a spec for one GPU
+// architecture: loops.GPUSchedule (or given schedules) -> cgen.RenderCUDA
+// -> NVRTC (package nvrtc, dlopen'd from Options.NVRTCDirs) -> a CUBIN
+// (or PTX) image in the same cache, keyed by the source, NVRTC's version,
+// options and target. Loading and launching it is package cudadrv's job,
+// in the CUDA build of the library only.
 package kernels

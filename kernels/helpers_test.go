@@ -76,6 +76,14 @@ func run(t *testing.T, spec *ir.Spec, inputs [][]float64, nthreads int, tol floa
 	if err := k.Launch(bufs.Ptr, nthreads); err != nil {
 		t.Fatal(err)
 	}
+	compareWritten(t, spec, bufs, want, tol, k.Source())
+	return bufs
+}
+
+// compareWritten compares every tensor spec's kernel wrote into bufs with
+// the interpreter's want; source is shown when any differ.
+func compareWritten(t *testing.T, spec *ir.Spec, bufs *hostbuf.Buffers, want [][]float64, tol float64, source string) {
+	t.Helper()
 	for i, td := range spec.Tensors {
 		if td.Role == ir.RoleInput {
 			continue
@@ -91,8 +99,7 @@ func run(t *testing.T, spec *ir.Spec, inputs [][]float64, nthreads int, tol floa
 			}
 		}
 		if bad > 0 {
-			t.Errorf("%s: %d of %d elements differ; source:\n%s", td.Name, bad, len(want[i]), k.Source())
+			t.Errorf("%s: %d of %d elements differ; source:\n%s", td.Name, bad, len(want[i]), source)
 		}
 	}
-	return bufs
 }

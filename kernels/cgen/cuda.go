@@ -45,34 +45,13 @@ const maxInt32Index = 1 << 30
 // run of nodes is a phase of one thread. Every function takes one pointer
 // per entry of fn.Spec.Tensors, in order.
 func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
-	if fn == nil || fn.Spec == nil || fn.Spec.Op == nil {
-		return nil, errors.New("cgen: nil function")
-	}
-	if !IsIdent(symbol) {
-		return nil, errors.Errorf("cgen: symbol %q is not a C identifier", symbol)
-	}
-	r := &renderer{
-		cuda:    true,
-		itype:   "nf_i",
-		spec:    fn.Spec,
-		used:    map[string]bool{},
-		vars:    map[string]int64{},
-		tensors: map[string]*ir.TensorDecl{},
-		kinds:   ir.KindMemo{},
-		reads:   map[ir.Expr]bool{},
-	}
-	switch fn.Spec.DType {
-	case ir.Float32:
-		r.ctype, r.suffix = "float", "f"
-	case ir.Float64:
-		r.ctype, r.suffix = "double", ""
-	default:
-		return nil, errors.Errorf("cgen: unsupported dtype %v", fn.Spec.DType)
+	r, err := newRenderer(fn, symbol, true)
+	if err != nil {
+		return nil, err
 	}
 	wide := false
 	params := make([]string, len(fn.Spec.Tensors))
 	for i, t := range fn.Spec.Tensors {
-		r.tensors[t.Name] = t
 		name, err := tensorName(t.Name)
 		if err != nil {
 			return nil, errors.Wrap(err, "cgen")

@@ -62,4 +62,15 @@
 // nest i took (clock_gettime(CLOCK_MONOTONIC) before and after the nest,
 // outside any parallel region). Its source defines _POSIX_C_SOURCE
 // 199309L before the includes, as -std=c11 hides clock_gettime otherwise.
+//
+// RenderCUDA (cuda.go) renders the same nests as CUDA C for NVRTC, with
+// the same expression rules (where a conditional, no blends), helpers as
+// __device__ functions and index arithmetic in nf_i, a 32-bit int unless
+// a tensor or iteration space exceeds 2^30. Each parallel loop at the top
+// of a nest is one __global__ function, a grid-stride loop over its
+// collapsed iteration space with one iteration per thread; any other
+// top-level code is a function run by one thread; functions run in order
+// (Launch). An atomic store (a scatter under loops.Schedule.Atomic) is an
+// atomicAdd. The module compiles without headers: it defines NAN and
+// INFINITY itself.
 package cgen

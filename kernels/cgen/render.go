@@ -28,31 +28,9 @@ func RenderProfiled(fn *loops.Func, symbol string) (string, error) {
 const profileBuffer = "nf_prof"
 
 func render(fn *loops.Func, symbol string, profile bool) (string, error) {
-	if fn == nil || fn.Spec == nil || fn.Spec.Op == nil {
-		return "", errors.New("cgen: nil function")
-	}
-	if !IsIdent(symbol) {
-		return "", errors.Errorf("cgen: symbol %q is not a C identifier", symbol)
-	}
-	r := &renderer{
-		itype:   "int64_t",
-		spec:    fn.Spec,
-		used:    map[string]bool{},
-		vars:    map[string]int64{},
-		tensors: map[string]*ir.TensorDecl{},
-		kinds:   ir.KindMemo{},
-		reads:   map[ir.Expr]bool{},
-	}
-	switch fn.Spec.DType {
-	case ir.Float32:
-		r.ctype, r.suffix = "float", "f"
-	case ir.Float64:
-		r.ctype, r.suffix = "double", ""
-	default:
-		return "", errors.Errorf("cgen: unsupported dtype %v", fn.Spec.DType)
-	}
-	for _, t := range fn.Spec.Tensors {
-		r.tensors[t.Name] = t
+	r, err := newRenderer(fn, symbol, false)
+	if err != nil {
+		return "", err
 	}
 	var body strings.Builder
 	r.b = &body
@@ -96,6 +74,42 @@ func render(fn *loops.Func, symbol string, profile bool) (string, error) {
 	b.WriteString(body.String())
 	b.WriteString("}\n")
 	return b.String(), nil
+}
+
+// newRenderer checks fn and symbol and starts the rendering of fn, as
+// CUDA C when cuda is set.
+func newRenderer(fn *loops.Func, symbol string, cuda bool) (*renderer, error) {
+	if fn == nil || fn.Spec == nil || fn.Spec.Op == nil {
+		return nil, errors.New("cgen: nil function")
+	}
+	if !IsIdent(symbol) {
+		return nil, errors.Errorf("cgen: symbol %q is not a C identifier", symbol)
+	}
+	r := &renderer{
+		cuda:    cuda,
+		itype:   "int64_t",
+		spec:    fn.Spec,
+		used:    map[string]bool{},
+		vars:    map[string]int64{},
+		tensors: map[string]*ir.TensorDecl{},
+		kinds:   ir.KindMemo{},
+		reads:   map[ir.Expr]bool{},
+	}
+	if cuda {
+		r.itype = "nf_i"
+	}
+	switch fn.Spec.DType {
+	case ir.Float32:
+		r.ctype, r.suffix = "float", "f"
+	case ir.Float64:
+		r.ctype, r.suffix = "double", ""
+	default:
+		return nil, errors.Errorf("cgen: unsupported dtype %v", fn.Spec.DType)
+	}
+	for _, t := range fn.Spec.Tensors {
+		r.tensors[t.Name] = t
+	}
+	return r, nil
 }
 
 // renderer holds the state of one Render call.
