@@ -61,29 +61,32 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 		} else {
 			params[i] = fmt.Sprintf("%s *__restrict__ %s", r.ctype, name)
 		}
-		wide = wide || elems(t.Shape) > maxInt32Index
+		wide = wide || t.Elems() > maxInt32Index
 	}
 	sig := strings.Join(params, ", ")
 	mod := &CUDAModule{}
 	var body strings.Builder
 	r.b = &body
 	for _, n := range fn.Nests {
-		for _, ph := range phases(n.Body) {
+		phs, err := phases(n.Body)
+		if err != nil {
+			return nil, errors.Wrapf(err, "cgen: statement %d", n.Index)
+		}
+		for _, ph := range phs {
 			entry := fmt.Sprintf("%s_k%d", symbol, len(mod.Launches))
 			l := Launch{Entry: entry, Nest: n.Index, Blocks: 1, Threads: 1}
-			if ph.loop != nil {
-				iters := collapsedIters(ph.loop)
-				wide = wide || iters > maxInt32Index
+			if ph.loops != nil {
+				wide = wide || ph.iters > maxInt32Index
 				l.Threads = n.Schedule.Threads
 				if l.Threads == 0 {
 					l.Threads = loops.DefaultThreads
 				}
-				l.Blocks = min((iters+int64(l.Threads)-1)/int64(l.Threads), MaxBlocks)
+				l.Blocks = min((ph.iters+int64(l.Threads)-1)/int64(l.Threads), MaxBlocks)
 			}
 			fmt.Fprintf(&body, "\n// %s\nextern \"C\" __global__ void __launch_bounds__(%d) %s(%s)\n{\n", commentSafe(ir.StmtString(n.Stmt.Stmt)), l.Threads, entry, sig)
 			var err error
-			if ph.loop != nil {
-				err = r.gridStride(ph.loop)
+			if ph.loops != nil {
+				err = r.gridStride(ph.loops, ph.iters)
 			} else {
 				err = r.nodes(ph.nodes, 1)
 			}
@@ -108,9 +111,12 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 	return mod, nil
 }
 
-// phase is a parallel loop, or nodes run by one thread.
+// phase is a parallel loop, as the perfectly nested loops it collapses
+// (outermost first) and their iteration count, or nodes run by one
+// thread.
 type phase struct {
-	loop  *loops.Loop
+	loops []*loops.Loop
+	iters int64
 	nodes []loops.Node
 }
 
@@ -118,7 +124,7 @@ type phase struct {
 // scope only, so the phases of its body are taken, unless a local
 // declared before it must stay visible; after a local at one level the
 // rest of that level is one thread's phase.
-func phases(body []loops.Node) []phase {
+func phases(body []loops.Node) ([]phase, error) {
 	var out []phase
 	var serial []loops.Node
 	flush := func() {
@@ -133,13 +139,25 @@ func phases(body []loops.Node) []phase {
 		case *loops.Loop:
 			if n.Parallel && !declared {
 				flush()
-				out = append(out, phase{loop: n})
+				ls := collapsed(n)
+				if len(ls) != max(n.Collapse, 1) {
+					return nil, errors.Errorf("parallel loop %s collapses %d loops, but only %d are perfectly nested", n.Var, n.Collapse, len(ls))
+				}
+				iters := int64(1)
+				for _, l := range ls {
+					iters *= l.Extent
+				}
+				out = append(out, phase{loops: ls, iters: iters})
 				continue
 			}
 		case *loops.Block:
 			if !declared && hasParallel(n.Body) {
 				flush()
-				out = append(out, phases(n.Body)...)
+				inner, err := phases(n.Body)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, inner...)
 				continue
 			}
 		case *loops.Local:
@@ -148,7 +166,7 @@ func phases(body []loops.Node) []phase {
 		serial = append(serial, n)
 	}
 	flush()
-	return out
+	return out, nil
 }
 
 func hasParallel(nodes []loops.Node) bool {
@@ -188,24 +206,11 @@ func collapsed(l *loops.Loop) []*loops.Loop {
 	return out
 }
 
-func collapsedIters(l *loops.Loop) int64 {
-	n := int64(1)
-	for _, c := range collapsed(l) {
-		n *= c.Extent
-	}
-	return n
-}
-
-// gridStride renders a parallel loop as a grid-stride loop over its
-// collapsed iteration space, each loop variable recovered from the flat
-// index nf_g (the last loop varying fastest, so consecutive threads take
-// consecutive iterations of the innermost loop).
-func (r *renderer) gridStride(l *loops.Loop) error {
-	ls := collapsed(l)
-	if len(ls) != max(l.Collapse, 1) {
-		return errors.Errorf("parallel loop %s collapses %d loops, but only %d are perfectly nested", l.Var, l.Collapse, len(ls))
-	}
-	n := collapsedIters(l)
+// gridStride renders the collapsed loops ls of a parallel loop, n
+// iterations in all, as a grid-stride loop, each loop variable recovered
+// from the flat index nf_g (the last loop varying fastest, so consecutive
+// threads take consecutive iterations of the innermost loop).
+func (r *renderer) gridStride(ls []*loops.Loop, n int64) error {
 	r.line(1, "for (nf_i nf_g = (nf_i)blockIdx.x * blockDim.x + threadIdx.x; nf_g < %d; nf_g += (nf_i)gridDim.x * blockDim.x) {", n)
 	inner := int64(1)
 	for i := len(ls) - 1; i >= 0; i-- {
@@ -218,14 +223,13 @@ func (r *renderer) gridStride(l *loops.Loop) error {
 			return errors.Errorf("loop variable %s shadows an enclosing loop", lp.Var)
 		}
 		x := "nf_g"
-		if inner > 1 {
+		switch {
+		case i > 0 && inner > 1:
+			x = fmt.Sprintf("(nf_g / %d) %% %d", inner, lp.Extent)
+		case i > 0:
+			x = fmt.Sprintf("nf_g %% %d", lp.Extent)
+		case inner > 1:
 			x = fmt.Sprintf("nf_g / %d", inner)
-		}
-		if i > 0 {
-			x = fmt.Sprintf("%s %% %d", x, lp.Extent)
-			if inner > 1 {
-				x = fmt.Sprintf("(nf_g / %d) %% %d", inner, lp.Extent)
-			}
 		}
 		r.line(2, "const nf_i %s = %s;", v, x)
 		r.vars[lp.Var] = lp.Extent
@@ -237,12 +241,4 @@ func (r *renderer) gridStride(l *loops.Loop) error {
 	}
 	r.line(1, "}")
 	return err
-}
-
-func elems(shape []int64) int64 {
-	n := int64(1)
-	for _, d := range shape {
-		n *= d
-	}
-	return n
 }
