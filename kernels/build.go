@@ -161,25 +161,35 @@ func ScheduledSource(spec *ir.Spec, scheds []loops.Schedule) (string, error) {
 // function named PlaceholderSymbol, profiled or not: the text the cache
 // key is computed over.
 func lower(spec *ir.Spec, scheds []loops.Schedule, profile bool) (*loops.Func, string, error) {
-	if spec == nil || spec.Op == nil {
-		return nil, "", errors.New("kernels: nil spec")
-	}
-	if scheds != nil && len(scheds) != len(spec.Stmts) {
-		return nil, "", errors.Errorf("kernel %s: %d schedules for %d statements", opName(spec), len(scheds), len(spec.Stmts))
-	}
-	sched := loops.DefaultSchedule
-	if scheds != nil {
-		sched = func(_ *ir.Spec, i int) loops.Schedule { return scheds[i] }
-	}
-	fn, err := loops.LowerWith(spec, sched)
+	fn, err := lowerFunc(spec, scheds, loops.DefaultSchedule)
 	if err != nil {
-		return nil, "", errors.Wrapf(err, "kernel %s", opName(spec))
+		return nil, "", err
 	}
 	src, err := render(fn, PlaceholderSymbol, profile)
 	if err != nil {
 		return nil, "", errors.Wrapf(err, "kernel %s", opName(spec))
 	}
 	return fn, src, nil
+}
+
+// lowerFunc lowers spec with one schedule per statement, or with dflt's
+// when scheds is nil.
+func lowerFunc(spec *ir.Spec, scheds []loops.Schedule, dflt func(*ir.Spec, int) loops.Schedule) (*loops.Func, error) {
+	if spec == nil || spec.Op == nil {
+		return nil, errors.New("kernels: nil spec")
+	}
+	if scheds != nil && len(scheds) != len(spec.Stmts) {
+		return nil, errors.Errorf("kernel %s: %d schedules for %d statements", opName(spec), len(scheds), len(spec.Stmts))
+	}
+	sched := dflt
+	if scheds != nil {
+		sched = func(_ *ir.Spec, i int) loops.Schedule { return scheds[i] }
+	}
+	fn, err := loops.LowerWith(spec, sched)
+	if err != nil {
+		return nil, errors.Wrapf(err, "kernel %s", opName(spec))
+	}
+	return fn, nil
 }
 
 func render(fn *loops.Func, symbol string, profile bool) (string, error) {

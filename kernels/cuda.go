@@ -84,13 +84,17 @@ func (b *Builder) BuildCUDA(ctx context.Context, spec *ir.Spec, scheds []loops.S
 	if err != nil {
 		return nil, err
 	}
-	canonical, err := CUDASource(spec, scheds, PlaceholderSymbol)
+	fn, err := lowerFunc(spec, scheds, loops.GPUSchedule)
+	if err != nil {
+		return nil, err
+	}
+	canonical, err := renderCUDA(fn, PlaceholderSymbol)
 	if err != nil {
 		return nil, err
 	}
 	compiler := fmt.Sprintf("nvrtc %d.%d %s %s", ma, mi, target, strings.Join(nvrtc.Options, " "))
 	key := b.cache.ImageKey(canonical.Source, compiler)
-	mod, err := CUDASource(spec, scheds, Symbol(spec.Op.Name, key))
+	mod, err := renderCUDA(fn, Symbol(spec.Op.Name, key))
 	if err != nil {
 		return nil, err
 	}
@@ -115,23 +119,17 @@ func (b *Builder) BuildCUDA(ctx context.Context, spec *ir.Spec, scheds []loops.S
 // defaults, loops.GPUSchedule) and renders it as a CUDA module whose
 // functions are named after symbol.
 func CUDASource(spec *ir.Spec, scheds []loops.Schedule, symbol string) (*cgen.CUDAModule, error) {
-	if spec == nil || spec.Op == nil {
-		return nil, errors.New("kernels: nil spec")
-	}
-	if scheds != nil && len(scheds) != len(spec.Stmts) {
-		return nil, errors.Errorf("kernel %s: %d schedules for %d statements", opName(spec), len(scheds), len(spec.Stmts))
-	}
-	sched := loops.GPUSchedule
-	if scheds != nil {
-		sched = func(_ *ir.Spec, i int) loops.Schedule { return scheds[i] }
-	}
-	fn, err := loops.LowerWith(spec, sched)
+	fn, err := lowerFunc(spec, scheds, loops.GPUSchedule)
 	if err != nil {
-		return nil, errors.Wrapf(err, "kernel %s", opName(spec))
+		return nil, err
 	}
+	return renderCUDA(fn, symbol)
+}
+
+func renderCUDA(fn *loops.Func, symbol string) (*cgen.CUDAModule, error) {
 	mod, err := cgen.RenderCUDA(fn, symbol)
 	if err != nil {
-		return nil, errors.Wrapf(err, "kernel %s", opName(spec))
+		return nil, errors.Wrapf(err, "kernel %s", opName(fn.Spec))
 	}
 	return mod, nil
 }
