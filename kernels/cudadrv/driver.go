@@ -23,46 +23,44 @@ var contexts struct {
 }
 
 // makeCurrent makes device ordinal's primary context current on the
-// calling thread.
-func makeCurrent(ordinal int) error {
+// calling thread and returns it.
+func makeCurrent(ordinal int) (cu.CUContext, error) {
 	ctx, err := primary(ordinal)
 	if err != nil {
-		return err
+		return ctx, err
 	}
-	return errors.Wrapf(cu.SetCurrentContext(ctx), "making CUDA device %d current", ordinal)
+	return ctx, errors.Wrapf(cu.SetCurrentContext(ctx), "making CUDA device %d current", ordinal)
 }
 
 // primary is device ordinal's primary context, retained on first use.
 func primary(ordinal int) (cu.CUContext, error) {
 	contexts.Lock()
-	ctx, ok := contexts.ctx[ordinal]
-	if !ok {
-		n, err := cu.NumDevices()
-		if err != nil {
-			contexts.Unlock()
-			return ctx, errors.Wrap(err, "counting CUDA devices")
-		}
-		if ordinal < 0 || ordinal >= n {
-			contexts.Unlock()
-			return ctx, errors.Errorf("no CUDA device %d: this machine has %d", ordinal, n)
-		}
-		if ctx, err = cu.Device(ordinal).RetainPrimaryCtx(); err != nil {
-			contexts.Unlock()
-			return ctx, errors.Wrapf(err, "retaining the primary context of CUDA device %d", ordinal)
-		}
-		if contexts.ctx == nil {
-			contexts.ctx = map[int]cu.CUContext{}
-		}
-		contexts.ctx[ordinal] = ctx
+	defer contexts.Unlock()
+	if ctx, ok := contexts.ctx[ordinal]; ok {
+		return ctx, nil
 	}
-	contexts.Unlock()
+	var ctx cu.CUContext
+	n, err := cu.NumDevices()
+	if err != nil {
+		return ctx, errors.Wrap(err, "counting CUDA devices")
+	}
+	if ordinal < 0 || ordinal >= n {
+		return ctx, errors.Errorf("no CUDA device %d: this machine has %d", ordinal, n)
+	}
+	if ctx, err = cu.Device(ordinal).RetainPrimaryCtx(); err != nil {
+		return ctx, errors.Wrapf(err, "retaining the primary context of CUDA device %d", ordinal)
+	}
+	if contexts.ctx == nil {
+		contexts.ctx = map[int]cu.CUContext{}
+	}
+	contexts.ctx[ordinal] = ctx
 	return ctx, nil
 }
 
 // Arch is the compute capability of device ordinal, times ten (90 for
 // an H100).
 func Arch(ordinal int) (int, error) {
-	if err := makeCurrent(ordinal); err != nil {
+	if _, err := makeCurrent(ordinal); err != nil {
 		return 0, err
 	}
 	d := cu.Device(ordinal)
@@ -89,12 +87,9 @@ type Module struct {
 // Load loads a module image (CUBIN, or NUL-terminated PTX) on device
 // ordinal and resolves the entry of every launch.
 func Load(ordinal int, image []byte, launches []cgen.Launch) (*Module, error) {
-	ctx, err := primary(ordinal)
+	ctx, err := makeCurrent(ordinal)
 	if err != nil {
 		return nil, err
-	}
-	if err := cu.SetCurrentContext(ctx); err != nil {
-		return nil, errors.Wrapf(err, "making CUDA device %d current", ordinal)
 	}
 	mod, err := cu.LoadData(string(image))
 	if err != nil {
