@@ -329,15 +329,16 @@ class Op:
         the kernel runs on PyTorch's current stream of the inputs' device."""
         kernel = self.specialize(*tensors, sizes=sizes)
         bufs = [t.resolve_neg().contiguous() for t in tensors]  # a lazily negated view's memory is not negated
-        device = bufs[0].device if bufs else None
-        if device is not None and device.type == "cuda":
+        device = bufs[0].device  # an op has at least one input
+        if device.type == "cuda":
             bufs += [torch.empty(shape, dtype=kernel.dtype, device=device) for shape in kernel.allocated]
-            pointers = (ctypes.c_void_p * len(bufs))(*[b.data_ptr() for b in bufs])
-            _lib.launch_cuda(kernel.kernel_id, pointers, torch.cuda.current_stream(device).cuda_stream)
-            return [bufs[i] for i in kernel.outputs + (kernel.temps if keep else [])]
-        bufs += [memory.empty(shape, kernel.dtype) for shape in kernel.allocated]
+        else:
+            bufs += [memory.empty(shape, kernel.dtype) for shape in kernel.allocated]
         pointers = (ctypes.c_void_p * len(bufs))(*[b.data_ptr() for b in bufs])
-        _lib.launch(kernel.kernel_id, pointers, torch.get_num_threads())
+        if device.type == "cuda":
+            _lib.launch_cuda(kernel.kernel_id, pointers, torch.cuda.current_stream(device).cuda_stream)
+        else:
+            _lib.launch(kernel.kernel_id, pointers, torch.get_num_threads())
         return [bufs[i] for i in kernel.outputs + (kernel.temps if keep else [])]
 
     def __call__(self, *tensors, sizes=None):

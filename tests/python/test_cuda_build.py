@@ -1,6 +1,8 @@
 """The CUDA backend's parts that need no GPU: which library the loader picks,
 where it looks for NVRTC, and the generated CUDA source."""
 
+from pathlib import Path
+
 import neoflow
 import torch
 from neoflow import _lib
@@ -27,7 +29,7 @@ def test_nvrtc_dirs_list_pytorch_and_cuda_home(monkeypatch, tmp_path):
     assert str(tmp_path / "lib64") in dirs
     assert len(dirs) == len(set(dirs))
     if torch.version.cuda:  # a CUDA wheel of PyTorch ships NVRTC: it comes first
-        assert any(p.name.startswith("libnvrtc.so") for p in __import__("pathlib").Path(dirs[0]).iterdir())
+        assert any(p.name.startswith("libnvrtc.so") for p in Path(dirs[0]).iterdir())
 
 
 def test_cuda_source_without_a_gpu():
