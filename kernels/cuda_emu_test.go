@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"context"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -84,4 +85,93 @@ func runCUDAEmulated(t *testing.T, spec *ir.Spec, scheds []loops.Schedule, input
 		t.Fatal(err)
 	}
 	compareWritten(t, spec, bufs, want, tol, mod.Source)
+}
+
+// TestCUDAEmulatedGPUTiled lowers every reduction statement of every test
+// op and its gradient with random GPU tilings (thread and register
+// factors, steps, staged reads in shared memory), runs the modules on the
+// host with real barriers and compares them with the reference
+// interpreter.
+func TestCUDAEmulatedGPUTiled(t *testing.T) {
+	for _, o := range testops.All {
+		for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
+			t.Run(o.Name+"_"+dt.String(), func(t *testing.T) {
+				t.Parallel()
+				rng := rand.New(rand.NewPCG(uint64(len(o.Name)), uint64(dt)))
+				specs := []*ir.Spec{}
+				spec, err := o.Spec(dt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				specs = append(specs, spec)
+				if len(spec.InputsDecl()) > 0 {
+					g, _, err := o.GradSpec(dt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					specs = append(specs, g)
+				}
+				for si, spec := range specs {
+					for trial := 0; trial < 3; trial++ {
+						scheds := make([]loops.Schedule, len(spec.Stmts))
+						tiled := false
+						for i, st := range spec.Stmts {
+							scheds[i] = loops.GPUSchedule(spec, i)
+							if g := randomGPUTiling(rng, spec, st); g != nil {
+								scheds[i] = loops.Schedule{GPU: g}
+								tiled = true
+							}
+						}
+						if !tiled {
+							return
+						}
+						runCUDAEmulated(t, spec, scheds, hostbuf.RandomInputs(spec, o.Positive, uint64(si+1)), tolerance(dt))
+					}
+				}
+			})
+		}
+	}
+}
+
+// randomGPUTiling draws a valid GPU tiling of st, or nil for a statement
+// that has none (no reduction, or a scatter).
+func randomGPUTiling(rng *rand.Rand, spec *ir.Spec, st *ir.BoundStmt) *loops.GPUTiling {
+	if st.Stmt.Reduce == ir.Assign || len(st.Spatial) == 0 {
+		return nil
+	}
+	g := &loops.GPUTiling{}
+	threads := int64(1)
+	for _, ax := range st.Spatial {
+		t := int64(1) << rng.IntN(6)
+		for t > 1 && (t > ax.Extent || threads*t > 256) {
+			t /= 2
+		}
+		r := int64(1 + rng.IntN(4))
+		for r > 1 && t*r > ax.Extent {
+			r--
+		}
+		threads *= t
+		g.Spatial = append(g.Spatial, loops.GPUAxis{Axis: ax.Name, Threads: t, Regs: r})
+	}
+	for _, ax := range st.Reduction {
+		var divs []int64
+		for d := int64(1); d <= ax.Extent; d++ {
+			if ax.Extent%d == 0 {
+				divs = append(divs, d)
+			}
+		}
+		g.Steps = append(g.Steps, loops.GPUStep{Axis: ax.Name, Tile: divs[rng.IntN(len(divs))]})
+	}
+	for i := range loops.StageableReads(st) {
+		if rng.IntN(3) > 0 {
+			g.Stage = append(g.Stage, i)
+			if g.Check(spec, st) != nil {
+				g.Stage = g.Stage[:len(g.Stage)-1]
+			}
+		}
+	}
+	if err := g.Check(spec, st); err != nil {
+		panic(err)
+	}
+	return g
 }

@@ -60,6 +60,12 @@ func dumpNodes(b *strings.Builder, nodes []Node, depth int) {
 			if n.Parallel {
 				fmt.Fprintf(b, "parallel(%d) ", n.Collapse)
 			}
+			switch n.Bind {
+			case BindBlock:
+				fmt.Fprintf(b, "blocks(%d) ", n.Collapse)
+			case BindThread:
+				fmt.Fprintf(b, "threads(%d) ", n.Collapse)
+			}
 			if n.Vector {
 				b.WriteString("vector ")
 			}
@@ -72,7 +78,13 @@ func dumpNodes(b *strings.Builder, nodes []Node, depth int) {
 			fmt.Fprintf(b, "%sblock  // %s\n", ind, n.Comment)
 			dumpNodes(b, n.Body, depth+1)
 		case *Local:
-			fmt.Fprintf(b, "%slocal %s[%d]\n", ind, n.Name, n.Len)
+			kind := "local"
+			if n.Shared {
+				kind = "shared"
+			}
+			fmt.Fprintf(b, "%s%s %s[%d]\n", ind, kind, n.Name, n.Len)
+		case *Sync:
+			fmt.Fprintf(b, "%ssync\n", ind)
 		case *Store:
 			op := n.Op.String()
 			if n.Atomic {

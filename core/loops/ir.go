@@ -19,7 +19,7 @@ type Nest struct {
 	Body     []Node
 }
 
-// Node is a *Loop, *Block, *Local, *Store or *If.
+// Node is a *Loop, *Block, *Local, *Store, *If or *Sync.
 type Node interface{ node() }
 
 // Loop runs Body for Var = 0, 1, ..., Extent-1.
@@ -37,8 +37,33 @@ type Loop struct {
 	Vector bool
 	// Unroll is an unroll factor hint; 0 or 1 means none.
 	Unroll int
-	Body   []Node
+	// Bind maps the loop onto the GPU's grid (see Binding); with Collapse
+	// it covers the perfectly nested loops that Collapse counts.
+	Bind Binding
+	Body []Node
 }
+
+// Binding maps a loop onto the GPU's grid. Only the GPU tiled lowering
+// (GPUTiling) binds loops, and only a CUDA backend renders them.
+type Binding int
+
+const (
+	// BindNone is an ordinary loop.
+	BindNone Binding = iota
+	// BindBlock distributes the iterations over thread blocks; all the
+	// threads of a block run each of its iterations together.
+	BindBlock
+	// BindThread runs every iteration at once, one thread each: its
+	// (collapsed) iteration count is the block size. The iterations are
+	// concurrent, not sequential: a Sync in the body is a barrier of all
+	// of them, and a shared Local declared outside is seen by all.
+	BindThread
+)
+
+// Sync is a barrier of the threads of a BindThread loop: every write to a
+// shared Local before it is seen by every read after it. Every thread
+// reaches it the same number of times.
+type Sync struct{}
 
 // Block is a scope, e.g. the remainder of a split axis.
 type Block struct {
@@ -48,10 +73,13 @@ type Block struct {
 
 // Local declares a register array of Len elements of the op's dtype,
 // visible in the rest of the enclosing body. Its contents start undefined.
-// Name starts with LocalPrefix.
+// Name starts with LocalPrefix. Shared puts it in a GPU block's shared
+// memory, one array for all the threads of the block, declared outside
+// the BindThread loop that uses it.
 type Local struct {
-	Name string
-	Len  int64
+	Name   string
+	Len    int64
+	Shared bool
 }
 
 // Store writes Dst, an element of a tensor or of a Local. With Op ==
@@ -90,3 +118,4 @@ func (*Block) node() {}
 func (*Local) node() {}
 func (*Store) node() {}
 func (*If) node()    {}
+func (*Sync) node()  {}

@@ -55,10 +55,18 @@ type Schedule struct {
 	// lowering instead; the fields above are then ignored and Scatter
 	// must be false.
 	Tiling *Tiling
+	// GPU, when set, lowers the statement as a gather by the GPU tiled
+	// lowering (blocks, threads, registers, shared memory); only a CUDA
+	// backend renders it. The fields above are then ignored, Scatter must
+	// be false and Tiling nil.
+	GPU *GPUTiling
 }
 
 // String is the schedule as Dump prints it.
 func (s Schedule) String() string {
+	if s.GPU != nil {
+		return s.GPU.String()
+	}
 	if s.Tiling != nil {
 		return s.Tiling.String()
 	}
@@ -470,6 +478,12 @@ func parallelCandidates(st *ir.BoundStmt, s Schedule) []int64 {
 func (s Schedule) check(st *ir.BoundStmt) error {
 	if s.Threads < 0 || s.Threads > 1024 || s.Threads%32 != 0 {
 		return errors.Errorf("threads per block %d: want a multiple of 32 up to 1024, or 0", s.Threads)
+	}
+	if s.GPU != nil {
+		if s.Scatter || s.Tiling != nil {
+			return errors.New("a GPU tiled schedule cannot scatter or be tiled for the CPU too")
+		}
+		return nil // lowerGPU checks the tiling
 	}
 	if s.Tiling != nil {
 		if s.Scatter {

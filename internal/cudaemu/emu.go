@@ -1,10 +1,13 @@
 package cudaemu
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -16,14 +19,94 @@ import (
 	"github.com/neoflow/neoflow/kernels/cgen"
 )
 
-// prelude makes CUDA C compile as host C++.
+// prelude makes CUDA C compile as host C++. Each thread of a block is a
+// fiber (ucontext) on its own stack; the fibers of a block take turns,
+// each running until it waits at a barrier or returns, so
+// __syncthreads() and the warp shuffles are real rendezvous. threadIdx is
+// the running fiber's; a __shared__ array is a static one, shared by the
+// fibers of the block (blocks run one after the other). A barrier that
+// some threads of the block never reach is reported, not hung on.
 const prelude = `#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 struct nf_dim3 { unsigned x, y, z; };
-static nf_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static nf_dim3 blockIdx, blockDim, gridDim;
+enum { nf_max_threads = 1024, nf_stack = 1 << 16 };
+static nf_dim3 nf_thread_idx[nf_max_threads];
+static int nf_cur;
+#define threadIdx (nf_thread_idx[nf_cur])
+static ucontext_t nf_sched, nf_ctx[nf_max_threads];
+static char *nf_stacks;
+static int nf_n, nf_done[nf_max_threads], nf_ndone;
+static const char *nf_err;
+static void nf_yield(void) { swapcontext(&nf_ctx[nf_cur], &nf_sched); }
+// nf_wait is a barrier of the threads [first, first+count): the last to
+// arrive opens it.
+struct nf_barrier { int arrived; unsigned gen; };
+static nf_barrier nf_block_bar, nf_warp_bar[nf_max_threads / 32];
+static void nf_wait(nf_barrier *b, int count) {
+	unsigned gen = b->gen;
+	if (++b->arrived == count) { b->arrived = 0; b->gen++; return; }
+	while (b->gen == gen && !nf_err) nf_yield();
+}
+static inline void __syncthreads(void) {
+	if (nf_ndone > 0) nf_err = "__syncthreads() after a thread of the block returned";
+	nf_wait(&nf_block_bar, nf_n);
+}
+static double nf_slot[nf_max_threads];
+static inline void nf_warp_wait(void) {
+	int w = nf_cur / 32, lanes = nf_n - w * 32 < 32 ? nf_n - w * 32 : 32;
+	nf_wait(&nf_warp_bar[w], lanes);
+}
+template <typename T> static inline T nf_shfl(unsigned mask, T v, int src) {
+	if (mask != 0xffffffffu) nf_err = "a warp shuffle with a partial mask";
+	nf_slot[nf_cur] = (double)v;
+	nf_warp_wait();
+	if (src >= nf_n) nf_err = "a warp shuffle reads a lane past the block's last thread";
+	T r = src >= 0 && src / 32 == nf_cur / 32 && src < nf_n ? (T)nf_slot[src] : v;
+	nf_warp_wait();
+	return r;
+}
+template <typename T> static inline T __shfl_down_sync(unsigned mask, T v, unsigned d) { return nf_shfl(mask, v, nf_cur % 32 + (int)d < 32 ? nf_cur + (int)d : -1); }
+template <typename T> static inline T __shfl_xor_sync(unsigned mask, T v, int m) { return nf_shfl(mask, v, (nf_cur / 32) * 32 + ((nf_cur % 32) ^ m)); }
+static void (*nf_entry)(void);
+static void nf_fiber(void) {
+	nf_entry();
+	nf_done[nf_cur] = 1;
+	nf_ndone++;
+	if (nf_block_bar.arrived > 0) nf_err = "a thread returned while others wait at __syncthreads()";
+}
+// nf_run runs blocks x threads of fn; it returns an error message or NULL.
+static const char *nf_run(void (*fn)(void), unsigned blocks, unsigned threads) {
+	if (threads > nf_max_threads) return "more threads per block than 1024";
+	if (!nf_stacks && !(nf_stacks = (char *)malloc((size_t)nf_max_threads * nf_stack))) return "out of memory for the thread stacks";
+	gridDim.x = blocks; blockDim.x = threads; nf_entry = fn; nf_n = (int)threads;
+	for (unsigned b = 0; b < blocks && !nf_err; b++) {
+		blockIdx.x = b;
+		memset(&nf_block_bar, 0, sizeof nf_block_bar);
+		memset(nf_warp_bar, 0, sizeof nf_warp_bar);
+		for (int t = 0; t < nf_n; t++) {
+			nf_thread_idx[t].x = (unsigned)t;
+			nf_done[t] = 0;
+			getcontext(&nf_ctx[t]);
+			nf_ctx[t].uc_stack.ss_sp = nf_stacks + (size_t)t * nf_stack;
+			nf_ctx[t].uc_stack.ss_size = nf_stack;
+			nf_ctx[t].uc_link = &nf_sched;
+			makecontext(&nf_ctx[t], nf_fiber, 0);
+		}
+		nf_ndone = 0;
+		while (nf_ndone < nf_n && !nf_err)
+			for (nf_cur = 0; nf_cur < nf_n && !nf_err; nf_cur++)
+				if (!nf_done[nf_cur]) swapcontext(&nf_sched, &nf_ctx[nf_cur]);
+	}
+	return nf_err;
+}
 #define __global__
 #define __device__
+#define __shared__ static
 #define __forceinline__ inline
 #define __launch_bounds__(n)
 #define __restrict__ __restrict
@@ -59,15 +142,18 @@ func Compile(ctx context.Context, spec *ir.Spec, mod *cgen.CUDAModule, dir strin
 		if t.Role == ir.RoleInput {
 			cst = "const "
 		}
-		args[i] = fmt.Sprintf("(%s%s *)bufs[%d]", cst, ctype, i)
+		args[i] = fmt.Sprintf("(%s%s *)nf_bufs[%d]", cst, ctype, i)
 	}
-	b.WriteString("\nextern \"C\" void nf_emulate(void **bufs, int64_t nthreads)\n{\n\t(void)nthreads;\n")
-	for _, l := range mod.Launches {
-		fmt.Fprintf(&b, "\tgridDim.x = %d; blockDim.x = %d;\n", l.Blocks, l.Threads)
-		fmt.Fprintf(&b, "\tfor (unsigned b = 0; b < %d; b++)\n\t\tfor (unsigned t = 0; t < %d; t++) {\n", l.Blocks, l.Threads)
-		fmt.Fprintf(&b, "\t\t\tblockIdx.x = b; threadIdx.x = t;\n\t\t\t%s(%s);\n\t\t}\n", l.Entry, strings.Join(args, ", "))
+	b.WriteString("\nstatic void **nf_bufs;\n")
+	for i, l := range mod.Launches {
+		fmt.Fprintf(&b, "static void nf_launch%d(void) { %s(%s); }\n", i, l.Entry, strings.Join(args, ", "))
 	}
-	b.WriteString("}\n")
+	// bufs[len(spec.Tensors)] receives an error message.
+	b.WriteString("\nextern \"C\" void nf_emulate(void **bufs, int64_t nthreads)\n{\n\t(void)nthreads;\n\tnf_bufs = bufs;\n\tnf_err = 0;\n\tconst char *err = 0;\n")
+	for i, l := range mod.Launches {
+		fmt.Fprintf(&b, "\tif (!err) err = nf_run(nf_launch%d, %d, %d);\n", i, l.Blocks, l.Threads)
+	}
+	fmt.Fprintf(&b, "\tif (err) snprintf((char *)bufs[%d], %d, \"%%s\", err);\n}\n", len(spec.Tensors), errLen)
 	out := filepath.Join(dir, fmt.Sprintf("emu-%d-%d.so", os.Getpid(), serial.Add(1)))
 	c := cc.Compiler{Path: "g++", Flags: []string{"-x", "c++", "-O1", "-fPIC", "-shared", "-Wall", "-Wno-unknown-pragmas", "-Wno-unused-variable", "-Wno-unused-parameter", "-Werror"}}
 	if err := c.Compile(ctx, b.String(), out); err != nil {
@@ -84,12 +170,24 @@ func Compile(ctx context.Context, spec *ir.Spec, mod *cgen.CUDAModule, dir strin
 	return &Kernel{fn: fn, nbufs: len(spec.Tensors)}, nil
 }
 
+// errLen bounds the error message of a run.
+const errLen = 256
+
 // Run runs every launch of the module on bufs, one pointer per tensor
-// (Go memory pinned by the caller).
+// (Go memory pinned by the caller). A barrier or shuffle that the threads
+// do not all reach is an error.
 func (k *Kernel) Run(bufs []unsafe.Pointer) error {
 	if len(bufs) != k.nbufs {
 		return errors.Errorf("cudaemu: %d buffers for a kernel of %d", len(bufs), k.nbufs)
 	}
-	cc.CallRaw(k.fn, unsafe.Pointer(&bufs[0]), 1)
+	msg := make([]byte, errLen)
+	var pin runtime.Pinner
+	pin.Pin(&msg[0])
+	defer pin.Unpin()
+	args := append(slices.Clone(bufs), unsafe.Pointer(&msg[0]))
+	cc.CallRaw(k.fn, unsafe.Pointer(&args[0]), 1)
+	if n := bytes.IndexByte(msg, 0); n > 0 {
+		return errors.Errorf("cudaemu: %s", msg[:n])
+	}
 	return nil
 }

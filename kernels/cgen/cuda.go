@@ -75,7 +75,11 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 		for _, ph := range phs {
 			entry := fmt.Sprintf("%s_k%d", symbol, len(mod.Launches))
 			l := Launch{Entry: entry, Nest: n.Index, Blocks: 1, Threads: 1}
-			if ph.loops != nil {
+			switch {
+			case ph.blocks:
+				l.Threads = int(ph.threads)
+				l.Blocks = min(ph.iters, MaxBlocks)
+			case ph.loops != nil:
 				wide = wide || ph.iters > maxInt32Index
 				l.Threads = n.Schedule.Threads
 				if l.Threads == 0 {
@@ -85,9 +89,12 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 			}
 			fmt.Fprintf(&body, "\n// %s\nextern \"C\" __global__ void __launch_bounds__(%d) %s(%s)\n{\n", commentSafe(ir.StmtString(n.Stmt.Stmt)), l.Threads, entry, sig)
 			var err error
-			if ph.loops != nil {
+			switch {
+			case ph.blocks:
+				err = r.blockStride(ph.loops, ph.iters)
+			case ph.loops != nil:
 				err = r.gridStride(ph.loops, ph.iters)
-			} else {
+			default:
 				err = r.nodes(ph.nodes, 1)
 			}
 			if err != nil {
@@ -112,12 +119,14 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 }
 
 // phase is a parallel loop, as the perfectly nested loops it collapses
-// (outermost first) and their iteration count, or nodes run by one
-// thread.
+// (outermost first) and their iteration count, or a block-bound loop
+// (blocks set, threads its block size), or nodes run by one thread.
 type phase struct {
-	loops []*loops.Loop
-	iters int64
-	nodes []loops.Node
+	loops   []*loops.Loop
+	iters   int64
+	nodes   []loops.Node
+	blocks  bool
+	threads int64
 }
 
 // phases splits a nest's body into launches. A block at the top is a
@@ -137,15 +146,23 @@ func phases(body []loops.Node) ([]phase, error) {
 	for _, n := range body {
 		switch n := n.(type) {
 		case *loops.Loop:
+			if n.Bind == loops.BindBlock {
+				if declared {
+					return nil, errors.Errorf("block loop %s follows a local", n.Var)
+				}
+				flush()
+				ph, err := blockPhase(n)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, ph)
+				continue
+			}
 			if n.Parallel && !declared {
 				flush()
-				ls := collapsed(n)
-				if len(ls) != max(n.Collapse, 1) {
-					return nil, errors.Errorf("parallel loop %s collapses %d loops, but only %d are perfectly nested", n.Var, n.Collapse, len(ls))
-				}
-				iters := int64(1)
-				for _, l := range ls {
-					iters *= l.Extent
+				ls, iters, err := collapsedSpace(n)
+				if err != nil {
+					return nil, err
 				}
 				out = append(out, phase{loops: ls, iters: iters})
 				continue
@@ -169,11 +186,59 @@ func phases(body []loops.Node) ([]phase, error) {
 	return out, nil
 }
 
+// blockPhase is the phase of block loop l: its collapsed loops, whose
+// body holds shared Locals and then one thread loop, the block.
+func blockPhase(l *loops.Loop) (phase, error) {
+	ls, iters, err := collapsedSpace(l)
+	if err != nil {
+		return phase{}, err
+	}
+	ph := phase{loops: ls, iters: iters, blocks: true}
+	for _, n := range ls[len(ls)-1].Body {
+		switch n := n.(type) {
+		case *loops.Local:
+			if n.Shared {
+				continue
+			}
+		case *loops.Loop:
+			if n.Bind == loops.BindThread && ph.threads == 0 {
+				_, ph.threads, err = collapsedSpace(n)
+				if err != nil {
+					return phase{}, err
+				}
+				if ph.threads > 1024 {
+					return phase{}, errors.Errorf("thread loop %s has %d threads, more than a block's 1024", n.Var, ph.threads)
+				}
+				continue
+			}
+		}
+		return phase{}, errors.Errorf("block loop %s: its body must be shared locals and one thread loop, not %T", l.Var, n)
+	}
+	if ph.threads == 0 {
+		return phase{}, errors.Errorf("block loop %s has no thread loop", l.Var)
+	}
+	return ph, nil
+}
+
+// collapsedSpace is the loops that loop l collapses and their iteration
+// count.
+func collapsedSpace(l *loops.Loop) ([]*loops.Loop, int64, error) {
+	ls := collapsed(l)
+	if len(ls) != max(l.Collapse, 1) {
+		return nil, 0, errors.Errorf("loop %s collapses %d loops, but only %d are perfectly nested", l.Var, l.Collapse, len(ls))
+	}
+	iters := int64(1)
+	for _, x := range ls {
+		iters *= x.Extent
+	}
+	return ls, iters, nil
+}
+
 func hasParallel(nodes []loops.Node) bool {
 	for _, n := range nodes {
 		switch n := n.(type) {
 		case *loops.Loop:
-			if n.Parallel || hasParallel(n.Body) {
+			if n.Parallel || n.Bind != loops.BindNone || hasParallel(n.Body) {
 				return true
 			}
 		case *loops.Block:
@@ -207,11 +272,44 @@ func collapsed(l *loops.Loop) []*loops.Loop {
 }
 
 // gridStride renders the collapsed loops ls of a parallel loop, n
-// iterations in all, as a grid-stride loop, each loop variable recovered
-// from the flat index nf_g (the last loop varying fastest, so consecutive
-// threads take consecutive iterations of the innermost loop).
+// iterations in all, as a grid-stride loop, one iteration per thread.
 func (r *renderer) gridStride(ls []*loops.Loop, n int64) error {
 	r.line(1, "for (nf_i nf_g = (nf_i)blockIdx.x * blockDim.x + threadIdx.x; nf_g < %d; nf_g += (nf_i)gridDim.x * blockDim.x) {", n)
+	err := r.flat(ls, "nf_g", 2)
+	r.line(1, "}")
+	return err
+}
+
+// blockStride renders the collapsed loops ls of a block loop, n
+// iterations in all, as a loop over the grid's blocks, one iteration per
+// block: every thread of a block runs it, so a barrier inside is reached
+// by all of them.
+func (r *renderer) blockStride(ls []*loops.Loop, n int64) error {
+	r.line(1, "for (nf_i nf_blk = blockIdx.x; nf_blk < %d; nf_blk += gridDim.x) {", n)
+	err := r.flat(ls, "nf_blk", 2)
+	r.line(1, "}")
+	return err
+}
+
+// threads renders thread loop l: each thread of the block takes one
+// iteration of its collapsed loops, all at once.
+func (r *renderer) threads(l *loops.Loop, depth int) error {
+	ls, n, err := collapsedSpace(l)
+	if err != nil {
+		return err
+	}
+	r.line(depth, "{ // %d threads", n)
+	r.line(depth+1, "const nf_i nf_tid = threadIdx.x;")
+	err = r.flat(ls, "nf_tid", depth+1)
+	r.line(depth, "}")
+	return err
+}
+
+// flat binds the variables of the collapsed loops ls from the flat index
+// g (the last loop varying fastest, so consecutive threads or blocks take
+// consecutive iterations of the innermost loop) and renders the innermost
+// body.
+func (r *renderer) flat(ls []*loops.Loop, g string, depth int) error {
 	inner := int64(1)
 	for i := len(ls) - 1; i >= 0; i-- {
 		lp := ls[i]
@@ -222,23 +320,24 @@ func (r *renderer) gridStride(ls []*loops.Loop, n int64) error {
 		if _, dup := r.vars[lp.Var]; dup {
 			return errors.Errorf("loop variable %s shadows an enclosing loop", lp.Var)
 		}
-		x := "nf_g"
+		x := g
 		switch {
+		case lp.Extent == 1:
+			x = "0"
 		case i > 0 && inner > 1:
-			x = fmt.Sprintf("(nf_g / %d) %% %d", inner, lp.Extent)
+			x = fmt.Sprintf("(%s / %d) %% %d", g, inner, lp.Extent)
 		case i > 0:
-			x = fmt.Sprintf("nf_g %% %d", lp.Extent)
+			x = fmt.Sprintf("%s %% %d", g, lp.Extent)
 		case inner > 1:
-			x = fmt.Sprintf("nf_g / %d", inner)
+			x = fmt.Sprintf("%s / %d", g, inner)
 		}
-		r.line(2, "const nf_i %s = %s;", v, x)
+		r.line(depth, "const nf_i %s = %s;", v, x)
 		r.vars[lp.Var] = lp.Extent
 		inner *= lp.Extent
 	}
-	err := r.nodes(ls[len(ls)-1].Body, 2)
+	err := r.nodes(ls[len(ls)-1].Body, depth)
 	for _, lp := range ls {
 		delete(r.vars, lp.Var)
 	}
-	r.line(1, "}")
 	return err
 }

@@ -218,6 +218,11 @@ func (r *renderer) nodes(nodes []loops.Node, depth int) error {
 			err = r.store(n, depth)
 		case *loops.If:
 			err = r.ifNode(n, depth)
+		case *loops.Sync:
+			if !r.cuda {
+				return errors.New("a barrier: only CUDA renders GPU tiled nests")
+			}
+			r.line(depth, "__syncthreads();")
 		default:
 			err = errors.Errorf("unknown loop node %T", n)
 		}
@@ -237,6 +242,10 @@ func (r *renderer) loop(l *loops.Loop, depth int) error {
 		return errors.Errorf("loop variable %s shadows an enclosing loop", l.Var)
 	}
 	switch {
+	case l.Bind == loops.BindThread && r.cuda:
+		return r.threads(l, depth)
+	case l.Bind != loops.BindNone:
+		return errors.Errorf("loop %s is bound to the GPU's grid: only CUDA renders it, and a block loop only at the top of a nest", l.Var)
 	case r.cuda:
 		// Parallel loops are rendered by the launch (cuda.go); any
 		// other runs in one thread, lane loops unrolled.
@@ -279,6 +288,13 @@ func (r *renderer) local(l *loops.Local, depth int) error {
 	name, err := localName(l.Name)
 	if err != nil {
 		return err
+	}
+	if l.Shared {
+		if !r.cuda {
+			return errors.Errorf("shared local %s: only CUDA renders GPU tiled nests", l.Name)
+		}
+		r.line(depth, "__shared__ %s %s[%d];", r.ctype, name, l.Len)
+		return nil
 	}
 	if l.Len == 1 {
 		r.line(depth, "%s %s;", r.ctype, name)
