@@ -34,7 +34,7 @@ func TestGPUTilingPadded(t *testing.T) {
 		"shared %sh0[24]", // 16 points + 2 of halo, rounded up to 8 threads
 		"where(x.b * 16 - 1 + (sh0.c * 8 + x.t) % 18 >= 0 && x.b * 16 - 1 + (sh0.c * 8 + x.t) % 18 < 40, X[",
 		"if sh0.c * 8 + x.t < 18",
-		"where(x.b * 16 + x.r * 8 + x.t + r - 1 >= 0",
+		"where(x.b * 16 + x.r * 8 + x.t + r.i - 1 >= 0",
 	} {
 		if !strings.Contains(d, want) {
 			t.Errorf("no %q in\n%s", want, d)
