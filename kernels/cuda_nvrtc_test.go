@@ -3,10 +3,14 @@ package kernels
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/parse"
+	"github.com/neoflow/neoflow/core/sema"
 	"github.com/neoflow/neoflow/internal/nvrtctest"
 	"github.com/neoflow/neoflow/internal/testops"
 	"github.com/neoflow/neoflow/kernels/cache"
@@ -109,5 +113,63 @@ func TestBuildCUDACaches(t *testing.T) {
 	}
 	if _, err := nb.BuildCUDA(context.Background(), spec, nil, 90); err == nil || !strings.Contains(err.Error(), "no NVRTC library") {
 		t.Fatalf("no NVRTC: %v", err)
+	}
+}
+
+// TestCUDATiledInRegisters compiles the default GPU tiling of the
+// benchmark's contractions at their sizes (float32 GEMM 4096³, a capsule
+// convolution, an LSTM gate product in both dtypes) for sm_90 and reads
+// ptxas's resource report: every accumulator must live in registers, with
+// no stack frame and no spills (a register array indexed at run time
+// would live in local memory, an order of magnitude slower).
+func TestCUDATiledInRegisters(t *testing.T) {
+	lib := nvrtctest.Library(t)
+	target, err := lib.TargetFor(90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, src string
+		consts    map[string]int64
+		shapes    [][]int64
+		dt        ir.DType
+	}{
+		{"gemm", "C[i,j] += A[i,k] * B[k,j]", nil, [][]int64{{4096, 4096}, {4096, 4096}}, ir.Float32},
+		{"capsule", "C[b,k,p,q,i,j] += A[b,c,p*S+r,q*S+s,i,t] * B[k,c,r,s,t,j]", map[string]int64{"S": 2},
+			[][]int64{{16, 8, 14, 14, 4, 4}, {16, 8, 3, 3, 4, 4}}, ir.Float32},
+		{"lstm_f32", "WX[b,g] += W[g,k] * X[b,k]", nil, [][]int64{{4096, 1024}, {64, 1024}}, ir.Float32},
+		{"lstm_f64", "WX[b,g] += W[g,k] * X[b,k]", nil, [][]int64{{4096, 1024}, {64, 1024}}, ir.Float64},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			opts := parse.Options{Consts: map[string]parse.ConstValue{}}
+			for k, v := range c.consts {
+				opts.Consts[k] = parse.ConstValue{Int: v}
+			}
+			op, err := parse.Parse(c.src, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec, err := sema.Specialize(op, c.dt, c.shapes, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := loops.GPUSchedule(spec, 0)
+			if s.GPU == nil {
+				t.Fatalf("no GPU tiling: %s", s)
+			}
+			mod, err := CUDASource(spec, nil, "nf_"+c.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, log, err := lib.Compile(mod.Source, c.name+".cu", target, "--ptxas-options=-v")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(log, "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") {
+				t.Errorf("%s: the accumulators do not stay in registers:\n%s", s, log)
+			}
+			t.Logf("%s: %s", s, regexp.MustCompile(`Used \d+ registers[^\n]*`).FindString(log))
+		})
 	}
 }

@@ -6,7 +6,8 @@ import "github.com/neoflow/neoflow/core/ir"
 // Schedule.Threads at 0.
 const DefaultThreads = 256
 
-// GPUSchedule is the default schedule of statement i of spec on a GPU: no
+// GPUSchedule is the default schedule of statement i of spec on a GPU:
+// DefaultGPUTiling's where it gives one, otherwise no
 // lane split (a lane loop would be serial work inside one thread) and
 // every spatial loop in the parallel iteration space, left-hand side
 // order, so that consecutive threads store consecutive elements
@@ -17,6 +18,9 @@ const DefaultThreads = 256
 // (Schedule.Atomic).
 func GPUSchedule(spec *ir.Spec, i int) Schedule {
 	st := spec.Stmts[i]
+	if g := DefaultGPUTiling(spec, st); g != nil {
+		return Schedule{GPU: g}
+	}
 	s := Schedule{VectorWidth: 1, Threads: DefaultThreads}
 	if _, ok := matchScatter(st); ok {
 		s.Scatter, s.Atomic = true, true
@@ -24,4 +28,125 @@ func GPUSchedule(spec *ir.Spec, i int) Schedule {
 	}
 	s.ParallelDepth = len(parallelCandidates(st, s))
 	return s
+}
+
+// Default GPU tiling parameters: the block size it aims for, the widest
+// thread split of the innermost axis (a warp of consecutive points) and of
+// any other axis, the step budget (reduction iterations per staged step)
+// and the largest register split of an axis.
+const (
+	gpuTileThreads  = 256
+	gpuInnerThreads = 32
+	gpuOuterThreads = 16
+	gpuStepBudget   = 16
+	gpuMaxRegs      = 8
+)
+
+// DefaultGPUTiling is the GPU tiling GPUSchedule gives a reduction
+// statement with at least MinGPUTileReduction reduction iterations per
+// point and at least one spatial axis, nil for any other:
+//
+//   - threads: axes from the innermost outward, the innermost up to a
+//     warp wide, the others up to 16, powers of two, until 256;
+//   - registers: the two axes with the most points left per thread get a
+//     power-of-two split of up to 4 (8 where 64 or more points are left);
+//   - steps: reduction axes from the innermost outward, each the largest
+//     divisor of its extent within what is left of 16 iterations;
+//   - staged: every stageable read that some thread or register loop
+//     does not index (so that it is reused within the block), while the
+//     buffers fit in shared memory.
+func DefaultGPUTiling(spec *ir.Spec, st *ir.BoundStmt) *GPUTiling {
+	if st.Stmt.Reduce == ir.Assign || len(st.Spatial) == 0 {
+		return nil
+	}
+	if _, ok := matchScatter(st); ok {
+		return nil
+	}
+	red := int64(1)
+	for _, v := range st.Reduction {
+		red *= v.Extent
+	}
+	if red < MinGPUTileReduction {
+		return nil
+	}
+	n := len(st.Spatial)
+	axes := make([]GPUAxis, n)
+	threads := int64(1)
+	for i := n - 1; i >= 0; i-- {
+		v := st.Spatial[i]
+		limit := int64(gpuOuterThreads)
+		if i == n-1 {
+			limit = gpuInnerThreads
+		}
+		t := pow2Floor(min(v.Extent, limit, gpuTileThreads/threads))
+		threads *= t
+		axes[i] = GPUAxis{Axis: v.Name, Threads: t, Regs: 1}
+	}
+	for range 2 {
+		best, left := -1, int64(1)
+		for i, a := range axes {
+			if l := st.Spatial[i].Extent / a.Threads; a.Regs == 1 && l > left {
+				best, left = i, l
+			}
+		}
+		if best < 0 {
+			break
+		}
+		r := min(pow2Floor(left), 4)
+		if left >= 64 {
+			r = gpuMaxRegs
+		}
+		axes[best].Regs = r
+	}
+	g := &GPUTiling{Spatial: axes}
+	budget := int64(gpuStepBudget)
+	for i := len(st.Reduction) - 1; i >= 0 && budget > 1; i-- {
+		v := st.Reduction[i]
+		k := int64(1)
+		for d := min(budget, v.Extent); d >= 1; d-- {
+			if v.Extent%d == 0 {
+				k = d
+				break
+			}
+		}
+		g.Steps = append(g.Steps, GPUStep{Axis: v.Name, Tile: k})
+		budget /= k
+	}
+	for i := len(st.Reduction) - 1 - len(g.Steps); i >= 0; i-- {
+		g.Steps = append(g.Steps, GPUStep{Axis: st.Reduction[i].Name, Tile: 1})
+	}
+	reads := StageableReads(st)
+	for i, text := range reads {
+		a := findRead(st.Stmt.RHS, text)
+		reused := false
+		for j, ax := range axes {
+			if ax.Threads*ax.Regs > 1 && !Uses(a, st.Spatial[j].Name) {
+				reused = true
+			}
+		}
+		if !reused {
+			continue
+		}
+		g.Stage = append(g.Stage, i)
+		if g.Check(spec, st) != nil {
+			g.Stage = g.Stage[:len(g.Stage)-1]
+		}
+	}
+	if g.Check(spec, st) != nil {
+		return nil
+	}
+	return g
+}
+
+// MinGPUTileReduction is the fewest reduction iterations per point for
+// which GPUSchedule tiles a statement; below it each thread computes one
+// point.
+const MinGPUTileReduction = 8
+
+func pow2Floor(n int64) int64 {
+	p := int64(1)
+	for p*2 <= n {
+		p *= 2
+	}
+	return p
 }

@@ -249,9 +249,10 @@ var Options = []string{"--std=c++14", "-default-device", "--fmad=true"}
 // Compile compiles the CUDA C source src (name appears in messages) for
 // target and returns the CUBIN or PTX image, and the compiler's log
 // (warnings), which may be empty. A compilation error returns the log in
-// the error.
-func (l *Library) Compile(src, name string, target Target) (image []byte, log string, err error) {
-	opts := append([]string{"--gpu-architecture=" + target.String()}, Options...)
+// the error. extra options follow Options (tests ask ptxas for its
+// resource report, --ptxas-options=-v).
+func (l *Library) Compile(src, name string, target Target, extra ...string) (image []byte, log string, err error) {
+	opts := append(append([]string{"--gpu-architecture=" + target.String()}, Options...), extra...)
 	copts := make([]*C.char, len(opts))
 	for i, o := range opts {
 		copts[i] = C.CString(o)

@@ -12,49 +12,82 @@ typedef int nf_i;
 // d_X[n, c, x2, x3] += where(x2 - r + 1 >= 0 && x2 - r + 1 < 9 && x3 - s + 1 >= 0 && x3 - s + 1 < 11, d_Y[n, k, x2 - r + 1, x3 - s + 1] * Wt[k, c, r, s], 0.0)
 extern "C" __global__ void __launch_bounds__(256) nf_kernel_k0(const float *__restrict__ t_X, const float *__restrict__ t_Wt, const float *__restrict__ t_d_Y, float *__restrict__ t_d_X, float *__restrict__ t_d_Wt)
 {
-	for (nf_i nf_g = (nf_i)blockIdx.x * blockDim.x + threadIdx.x; nf_g < 594; nf_g += (nf_i)gridDim.x * blockDim.x) {
-		const nf_i v_x3 = nf_g % 11;
-		const nf_i v_x2 = (nf_g / 11) % 9;
-		const nf_i v_c = (nf_g / 99) % 3;
-		const nf_i v_n = nf_g / 297;
-		float r_acc;
-		r_acc = 0.0f;
-		for (nf_i v_r = 0; v_r < 3; v_r++) {
-			if ((v_x2 - v_r + 1 >= 0) & (v_x2 - v_r + 1 < 9)) {
-				for (nf_i v_s = 0; v_s < 3; v_s++) {
-					if ((v_x3 - v_s + 1 >= 0) & (v_x3 - v_s + 1 < 11)) {
-						for (nf_i v_k = 0; v_k < 5; v_k++) {
-							r_acc += t_d_Y[v_n * 495 + v_k * 99 + (v_x2 - v_r + 1) * 11 + v_x3 - v_s + 1] * t_Wt[v_k * 27 + v_c * 9 + v_r * 3 + v_s];
+	for (nf_i nf_blk = blockIdx.x; nf_blk < 8; nf_blk += gridDim.x) {
+		const nf_i vb_x3 = nf_blk % 2;
+		const nf_i vb_x2 = (nf_blk / 2) % 2;
+		const nf_i vb_c = nf_blk / 4;
+		__shared__ float r_sh0[256];
+		{ // 256 threads
+			const nf_i nf_tid = threadIdx.x;
+			const nf_i vt_x3 = nf_tid % 8;
+			const nf_i vt_x2 = (nf_tid / 8) % 8;
+			const nf_i vt_c = (nf_tid / 64) % 2;
+			const nf_i vt_n = nf_tid / 128;
+			float r_acc;
+			r_acc = 0.0f;
+			for (nf_i vo_r = 0; vo_r < 3; vo_r++) {
+				if (vt_n * 128 + vt_c * 64 + vt_x2 * 8 + vt_x3 < 30) {
+					r_sh0[vt_n * 128 + vt_c * 64 + vt_x2 * 8 + vt_x3] = vb_c * 2 + (vt_n * 128 + vt_c * 64 + vt_x2 * 8 + vt_x3) / 3 % 2 < 3 ? t_Wt[(vt_n * 128 + vt_c * 64 + vt_x2 * 8 + vt_x3) / 6 % 5 * 27 + (vb_c * 2 + (vt_n * 128 + vt_c * 64 + vt_x2 * 8 + vt_x3) / 3 % 2) * 9 + vo_r * 3 + (vt_n * 128 + vt_c * 64 + vt_x2 * 8 + vt_x3) % 3] : 0.0f;
+				}
+				__syncthreads();
+				#pragma unroll
+				for (nf_i vi_s = 0; vi_s < 3; vi_s++) {
+					#pragma unroll
+					for (nf_i vi_k = 0; vi_k < 5; vi_k++) {
+						if ((vb_c * 2 + vt_c < 3) & (vb_x2 * 8 + vt_x2 < 9) & (vb_x3 * 8 + vt_x3 < 11)) {
+							r_acc += (vb_x2 * 8 + vt_x2 - vo_r + 1 >= 0) & (vb_x2 * 8 + vt_x2 - vo_r + 1 < 9) & (vb_x3 * 8 + vt_x3 - vi_s + 1 >= 0) & (vb_x3 * 8 + vt_x3 - vi_s + 1 < 11) ? t_d_Y[vt_n * 495 + vi_k * 99 + (vb_x2 * 8 + vt_x2 - vo_r + 1) * 11 + vb_x3 * 8 + vt_x3 - vi_s + 1] * r_sh0[vi_k * 6 + vt_c * 3 + vi_s] : 0.0f;
 						}
 					}
 				}
+				__syncthreads();
+			}
+			if ((vb_c * 2 + vt_c < 3) & (vb_x2 * 8 + vt_x2 < 9) & (vb_x3 * 8 + vt_x3 < 11)) {
+				t_d_X[vt_n * 297 + (vb_c * 2 + vt_c) * 99 + (vb_x2 * 8 + vt_x2) * 11 + vb_x3 * 8 + vt_x3] = r_acc;
 			}
 		}
-		t_d_X[v_n * 297 + v_c * 99 + v_x2 * 11 + v_x3] = r_acc;
 	}
 }
 
 // d_Wt[k, c, r, s] += where(p + r - 1 >= 0 && p + r - 1 < H && q + s - 1 >= 0 && q + s - 1 < W, d_Y[n, k, p, q] * X[n, c, p + r - 1, q + s - 1], 0.0)
-extern "C" __global__ void __launch_bounds__(256) nf_kernel_k1(const float *__restrict__ t_X, const float *__restrict__ t_Wt, const float *__restrict__ t_d_Y, float *__restrict__ t_d_X, float *__restrict__ t_d_Wt)
+extern "C" __global__ void __launch_bounds__(32) nf_kernel_k1(const float *__restrict__ t_X, const float *__restrict__ t_Wt, const float *__restrict__ t_d_Y, float *__restrict__ t_d_X, float *__restrict__ t_d_Wt)
 {
-	for (nf_i nf_g = (nf_i)blockIdx.x * blockDim.x + threadIdx.x; nf_g < 135; nf_g += (nf_i)gridDim.x * blockDim.x) {
-		const nf_i v_s = nf_g % 3;
-		const nf_i v_r = (nf_g / 3) % 3;
-		const nf_i v_c = (nf_g / 9) % 3;
-		const nf_i v_k = nf_g / 27;
-		float r_acc;
-		r_acc = 0.0f;
-		for (nf_i v_p = 0; v_p < 9; v_p++) {
-			if ((v_p + v_r - 1 >= 0) & (v_p + v_r - 1 < 9)) {
-				for (nf_i v_q = 0; v_q < 11; v_q++) {
-					if ((v_q + v_s - 1 >= 0) & (v_q + v_s - 1 < 11)) {
-						for (nf_i v_n = 0; v_n < 2; v_n++) {
-							r_acc += t_d_Y[v_n * 495 + v_k * 99 + v_p * 11 + v_q] * t_X[v_n * 297 + v_c * 99 + (v_p + v_r - 1) * 11 + v_q + v_s - 1];
+	for (nf_i nf_blk = blockIdx.x; nf_blk < 16; nf_blk += gridDim.x) {
+		const nf_i vb_s = nf_blk % 2;
+		const nf_i vb_r = (nf_blk / 2) % 2;
+		const nf_i vb_c = (nf_blk / 4) % 2;
+		const nf_i vb_k = nf_blk / 8;
+		__shared__ float r_sh0[32];
+		__shared__ float r_sh1[32];
+		{ // 32 threads
+			const nf_i nf_tid = threadIdx.x;
+			const nf_i vt_s = nf_tid % 2;
+			const nf_i vt_r = (nf_tid / 2) % 2;
+			const nf_i vt_c = (nf_tid / 4) % 2;
+			const nf_i vt_k = nf_tid / 8;
+			float r_acc;
+			r_acc = 0.0f;
+			for (nf_i vo_p = 0; vo_p < 3; vo_p++) {
+				for (nf_i vo_q = 0; vo_q < 11; vo_q++) {
+					if (vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s < 24) {
+						r_sh0[vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s] = vb_k * 4 + (vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s) / 3 % 4 < 5 ? t_d_Y[(vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s) / 12 % 2 * 495 + (vb_k * 4 + (vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s) / 3 % 4) * 99 + (vo_p * 3 + (vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s) % 3) * 11 + vo_q] : 0.0f;
+					}
+					r_sh1[vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s] = (vb_c * 2 + (vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s) / 8 % 2 < 3) & (vo_p * 3 + vb_r * 2 - 1 + (vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s) / 2 % 4 >= 0) & (vo_p * 3 + vb_r * 2 - 1 + (vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s) / 2 % 4 < 9) & (vo_q + vb_s * 2 - 1 + (vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s) % 2 >= 0) & (vo_q + vb_s * 2 - 1 + (vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s) % 2 < 11) ? t_X[(vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s) / 16 * 297 + (vb_c * 2 + (vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s) / 8 % 2) * 99 + (vo_p * 3 + vb_r * 2 - 1 + (vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s) / 2 % 4) * 11 + vo_q + vb_s * 2 - 1 + (vt_k * 8 + vt_c * 4 + vt_r * 2 + vt_s) % 2] : 0.0f;
+					__syncthreads();
+					#pragma unroll
+					for (nf_i vi_p = 0; vi_p < 3; vi_p++) {
+						#pragma unroll
+						for (nf_i vi_n = 0; vi_n < 2; vi_n++) {
+							if ((vb_k * 4 + vt_k < 5) & (vb_c * 2 + vt_c < 3) & (vb_r * 2 + vt_r < 3) & (vb_s * 2 + vt_s < 3)) {
+								r_acc += (vo_p * 3 + vi_p + vb_r * 2 + vt_r - 1 >= 0) & (vo_p * 3 + vi_p + vb_r * 2 + vt_r - 1 < 9) & (vo_q + vb_s * 2 + vt_s - 1 >= 0) & (vo_q + vb_s * 2 + vt_s - 1 < 11) ? r_sh0[vi_n * 12 + vt_k * 3 + vi_p] * r_sh1[vi_n * 16 + vt_c * 8 + (vi_p + vt_r) * 2 + vt_s] : 0.0f;
+							}
 						}
 					}
+					__syncthreads();
 				}
 			}
+			if ((vb_k * 4 + vt_k < 5) & (vb_c * 2 + vt_c < 3) & (vb_r * 2 + vt_r < 3) & (vb_s * 2 + vt_s < 3)) {
+				t_d_Wt[(vb_k * 4 + vt_k) * 27 + (vb_c * 2 + vt_c) * 9 + (vb_r * 2 + vt_r) * 3 + vb_s * 2 + vt_s] = r_acc;
+			}
 		}
-		t_d_Wt[v_k * 27 + v_c * 9 + v_r * 3 + v_s] = r_acc;
 	}
 }

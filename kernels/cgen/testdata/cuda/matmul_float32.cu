@@ -11,14 +11,49 @@ typedef int nf_i;
 // C[i, j] += A[i, k] * B[k, j]
 extern "C" __global__ void __launch_bounds__(256) nf_kernel_k0(const float *__restrict__ t_A, const float *__restrict__ t_B, float *__restrict__ t_C)
 {
-	for (nf_i nf_g = (nf_i)blockIdx.x * blockDim.x + threadIdx.x; nf_g < 1221; nf_g += (nf_i)gridDim.x * blockDim.x) {
-		const nf_i v_j = nf_g % 37;
-		const nf_i v_i = nf_g / 37;
-		float r_acc;
-		r_acc = 0.0f;
-		for (nf_i v_k = 0; v_k < 20; v_k++) {
-			r_acc += t_A[v_i * 20 + v_k] * t_B[v_k * 37 + v_j];
+	for (nf_i nf_blk = blockIdx.x; nf_blk < 4; nf_blk += gridDim.x) {
+		const nf_i vb_j = nf_blk % 2;
+		const nf_i vb_i = nf_blk / 2;
+		__shared__ float r_sh0[512];
+		__shared__ float r_sh1[512];
+		{ // 256 threads
+			const nf_i nf_tid = threadIdx.x;
+			const nf_i vt_j = nf_tid % 32;
+			const nf_i vt_i = nf_tid / 32;
+			float r_acc[4];
+			#pragma unroll
+			for (nf_i vr_i = 0; vr_i < 4; vr_i++) {
+				r_acc[vr_i] = 0.0f;
+			}
+			for (nf_i vo_k = 0; vo_k < 2; vo_k++) {
+				for (nf_i vc_sh0 = 0; vc_sh0 < 2; vc_sh0++) {
+					if (vc_sh0 * 256 + vt_i * 32 + vt_j < 320) {
+						r_sh0[vc_sh0 * 256 + vt_i * 32 + vt_j] = vb_i * 32 + (vc_sh0 * 256 + vt_i * 32 + vt_j) / 10 % 32 < 33 ? t_A[(vb_i * 32 + (vc_sh0 * 256 + vt_i * 32 + vt_j) / 10 % 32) * 20 + vo_k * 10 + (vc_sh0 * 256 + vt_i * 32 + vt_j) % 10] : 0.0f;
+					}
+				}
+				for (nf_i vc_sh1 = 0; vc_sh1 < 2; vc_sh1++) {
+					if (vc_sh1 * 256 + vt_i * 32 + vt_j < 320) {
+						r_sh1[vc_sh1 * 256 + vt_i * 32 + vt_j] = vb_j * 32 + (vc_sh1 * 256 + vt_i * 32 + vt_j) % 32 < 37 ? t_B[(vo_k * 10 + (vc_sh1 * 256 + vt_i * 32 + vt_j) / 32 % 10) * 37 + vb_j * 32 + (vc_sh1 * 256 + vt_i * 32 + vt_j) % 32] : 0.0f;
+					}
+				}
+				__syncthreads();
+				#pragma unroll
+				for (nf_i vi_k = 0; vi_k < 10; vi_k++) {
+					#pragma unroll
+					for (nf_i vr_i = 0; vr_i < 4; vr_i++) {
+						if ((vb_i * 32 + vr_i * 8 + vt_i < 33) & (vb_j * 32 + vt_j < 37)) {
+							r_acc[vr_i] += r_sh0[(vr_i * 8 + vt_i) * 10 + vi_k] * r_sh1[vi_k * 32 + vt_j];
+						}
+					}
+				}
+				__syncthreads();
+			}
+			#pragma unroll
+			for (nf_i vr_i = 0; vr_i < 4; vr_i++) {
+				if ((vb_i * 32 + vr_i * 8 + vt_i < 33) & (vb_j * 32 + vt_j < 37)) {
+					t_C[(vb_i * 32 + vr_i * 8 + vt_i) * 37 + vb_j * 32 + vt_j] = r_acc[vr_i];
+				}
+			}
 		}
-		t_C[v_i * 37 + v_j] = r_acc;
 	}
 }

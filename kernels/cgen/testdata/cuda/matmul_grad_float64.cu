@@ -12,29 +12,90 @@ typedef int nf_i;
 // d_A[i, k] += d_C[i, j] * B[k, j]
 extern "C" __global__ void __launch_bounds__(256) nf_kernel_k0(const double *__restrict__ t_A, const double *__restrict__ t_B, const double *__restrict__ t_d_C, double *__restrict__ t_d_A, double *__restrict__ t_d_B)
 {
-	for (nf_i nf_g = (nf_i)blockIdx.x * blockDim.x + threadIdx.x; nf_g < 660; nf_g += (nf_i)gridDim.x * blockDim.x) {
-		const nf_i v_k = nf_g % 20;
-		const nf_i v_i = nf_g / 20;
-		double r_acc;
-		r_acc = 0.0;
-		for (nf_i v_j = 0; v_j < 37; v_j++) {
-			r_acc += t_d_C[v_i * 37 + v_j] * t_B[v_k * 37 + v_j];
+	for (nf_i nf_blk = blockIdx.x; nf_blk < 4; nf_blk += gridDim.x) {
+		const nf_i vb_k = nf_blk % 2;
+		const nf_i vb_i = nf_blk / 2;
+		__shared__ double r_sh0[256];
+		__shared__ double r_sh1[256];
+		{ // 256 threads
+			const nf_i nf_tid = threadIdx.x;
+			const nf_i vt_k = nf_tid % 16;
+			const nf_i vt_i = nf_tid / 16;
+			double r_acc[2];
+			#pragma unroll
+			for (nf_i vr_i = 0; vr_i < 2; vr_i++) {
+				r_acc[vr_i] = 0.0;
+			}
+			for (nf_i vo_j = 0; vo_j < 37; vo_j++) {
+				if (vt_i * 16 + vt_k < 32) {
+					r_sh0[vt_i * 16 + vt_k] = vb_i * 32 + (vt_i * 16 + vt_k) % 32 < 33 ? t_d_C[(vb_i * 32 + (vt_i * 16 + vt_k) % 32) * 37 + vo_j] : 0.0;
+				}
+				if (vt_i * 16 + vt_k < 16) {
+					r_sh1[vt_i * 16 + vt_k] = vb_k * 16 + (vt_i * 16 + vt_k) % 16 < 20 ? t_B[(vb_k * 16 + (vt_i * 16 + vt_k) % 16) * 37 + vo_j] : 0.0;
+				}
+				__syncthreads();
+				#pragma unroll
+				for (nf_i vr_i = 0; vr_i < 2; vr_i++) {
+					if ((vb_i * 32 + vr_i * 16 + vt_i < 33) & (vb_k * 16 + vt_k < 20)) {
+						r_acc[vr_i] += r_sh0[vr_i * 16 + vt_i] * r_sh1[vt_k];
+					}
+				}
+				__syncthreads();
+			}
+			#pragma unroll
+			for (nf_i vr_i = 0; vr_i < 2; vr_i++) {
+				if ((vb_i * 32 + vr_i * 16 + vt_i < 33) & (vb_k * 16 + vt_k < 20)) {
+					t_d_A[(vb_i * 32 + vr_i * 16 + vt_i) * 20 + vb_k * 16 + vt_k] = r_acc[vr_i];
+				}
+			}
 		}
-		t_d_A[v_i * 20 + v_k] = r_acc;
 	}
 }
 
 // d_B[k, j] += d_C[i, j] * A[i, k]
 extern "C" __global__ void __launch_bounds__(256) nf_kernel_k1(const double *__restrict__ t_A, const double *__restrict__ t_B, const double *__restrict__ t_d_C, double *__restrict__ t_d_A, double *__restrict__ t_d_B)
 {
-	for (nf_i nf_g = (nf_i)blockIdx.x * blockDim.x + threadIdx.x; nf_g < 740; nf_g += (nf_i)gridDim.x * blockDim.x) {
-		const nf_i v_j = nf_g % 37;
-		const nf_i v_k = nf_g / 37;
-		double r_acc;
-		r_acc = 0.0;
-		for (nf_i v_i = 0; v_i < 33; v_i++) {
-			r_acc += t_d_C[v_i * 37 + v_j] * t_A[v_i * 20 + v_k];
+	for (nf_i nf_blk = blockIdx.x; nf_blk < 4; nf_blk += gridDim.x) {
+		const nf_i vb_j = nf_blk % 2;
+		const nf_i vb_k = nf_blk / 2;
+		__shared__ double r_sh0[512];
+		__shared__ double r_sh1[256];
+		{ // 256 threads
+			const nf_i nf_tid = threadIdx.x;
+			const nf_i vt_j = nf_tid % 32;
+			const nf_i vt_k = nf_tid / 32;
+			double r_acc[2];
+			#pragma unroll
+			for (nf_i vr_k = 0; vr_k < 2; vr_k++) {
+				r_acc[vr_k] = 0.0;
+			}
+			for (nf_i vo_i = 0; vo_i < 3; vo_i++) {
+				for (nf_i vc_sh0 = 0; vc_sh0 < 2; vc_sh0++) {
+					if (vc_sh0 * 256 + vt_k * 32 + vt_j < 352) {
+						r_sh0[vc_sh0 * 256 + vt_k * 32 + vt_j] = vb_j * 32 + (vc_sh0 * 256 + vt_k * 32 + vt_j) % 32 < 37 ? t_d_C[(vo_i * 11 + (vc_sh0 * 256 + vt_k * 32 + vt_j) / 32 % 11) * 37 + vb_j * 32 + (vc_sh0 * 256 + vt_k * 32 + vt_j) % 32] : 0.0;
+					}
+				}
+				if (vt_k * 32 + vt_j < 176) {
+					r_sh1[vt_k * 32 + vt_j] = vb_k * 16 + (vt_k * 32 + vt_j) % 16 < 20 ? t_A[(vo_i * 11 + (vt_k * 32 + vt_j) / 16 % 11) * 20 + vb_k * 16 + (vt_k * 32 + vt_j) % 16] : 0.0;
+				}
+				__syncthreads();
+				#pragma unroll
+				for (nf_i vi_i = 0; vi_i < 11; vi_i++) {
+					#pragma unroll
+					for (nf_i vr_k = 0; vr_k < 2; vr_k++) {
+						if ((vb_k * 16 + vr_k * 8 + vt_k < 20) & (vb_j * 32 + vt_j < 37)) {
+							r_acc[vr_k] += r_sh0[vi_i * 32 + vt_j] * r_sh1[vi_i * 16 + vr_k * 8 + vt_k];
+						}
+					}
+				}
+				__syncthreads();
+			}
+			#pragma unroll
+			for (nf_i vr_k = 0; vr_k < 2; vr_k++) {
+				if ((vb_k * 16 + vr_k * 8 + vt_k < 20) & (vb_j * 32 + vt_j < 37)) {
+					t_d_B[(vb_k * 16 + vr_k * 8 + vt_k) * 37 + vb_j * 32 + vt_j] = r_acc[vr_k];
+				}
+			}
 		}
-		t_d_B[v_k * 37 + v_j] = r_acc;
 	}
 }

@@ -14,16 +14,24 @@ static __device__ __forceinline__ float nf_max(float a, float b) { return a > b 
 
 
 // M[i] max= X[i, j]
-extern "C" __global__ void __launch_bounds__(256) nf_kernel_k0(const float *__restrict__ t_X, float *__restrict__ t_Y, float *__restrict__ t_M, float *__restrict__ t_E, float *__restrict__ t_S)
+extern "C" __global__ void __launch_bounds__(4) nf_kernel_k0(const float *__restrict__ t_X, float *__restrict__ t_Y, float *__restrict__ t_M, float *__restrict__ t_E, float *__restrict__ t_S)
 {
-	for (nf_i nf_g = (nf_i)blockIdx.x * blockDim.x + threadIdx.x; nf_g < 7; nf_g += (nf_i)gridDim.x * blockDim.x) {
-		const nf_i v_i = nf_g;
-		float r_acc;
-		r_acc = -INFINITY;
-		for (nf_i v_j = 0; v_j < 19; v_j++) {
-			r_acc = nf_max(r_acc, t_X[v_i * 19 + v_j]);
+	for (nf_i nf_blk = blockIdx.x; nf_blk < 2; nf_blk += gridDim.x) {
+		const nf_i vb_i = nf_blk;
+		{ // 4 threads
+			const nf_i nf_tid = threadIdx.x;
+			const nf_i vt_i = nf_tid;
+			float r_acc;
+			r_acc = -INFINITY;
+			for (nf_i vo_j = 0; vo_j < 19; vo_j++) {
+				if (vb_i * 4 + vt_i < 7) {
+					r_acc = nf_max(r_acc, t_X[(vb_i * 4 + vt_i) * 19 + vo_j]);
+				}
+			}
+			if (vb_i * 4 + vt_i < 7) {
+				t_M[vb_i * 4 + vt_i] = r_acc;
+			}
 		}
-		t_M[v_i] = r_acc;
 	}
 }
 
@@ -38,16 +46,24 @@ extern "C" __global__ void __launch_bounds__(256) nf_kernel_k1(const float *__re
 }
 
 // S[i] += E[i, j]
-extern "C" __global__ void __launch_bounds__(256) nf_kernel_k2(const float *__restrict__ t_X, float *__restrict__ t_Y, float *__restrict__ t_M, float *__restrict__ t_E, float *__restrict__ t_S)
+extern "C" __global__ void __launch_bounds__(4) nf_kernel_k2(const float *__restrict__ t_X, float *__restrict__ t_Y, float *__restrict__ t_M, float *__restrict__ t_E, float *__restrict__ t_S)
 {
-	for (nf_i nf_g = (nf_i)blockIdx.x * blockDim.x + threadIdx.x; nf_g < 7; nf_g += (nf_i)gridDim.x * blockDim.x) {
-		const nf_i v_i = nf_g;
-		float r_acc;
-		r_acc = 0.0f;
-		for (nf_i v_j = 0; v_j < 19; v_j++) {
-			r_acc += t_E[v_i * 19 + v_j];
+	for (nf_i nf_blk = blockIdx.x; nf_blk < 2; nf_blk += gridDim.x) {
+		const nf_i vb_i = nf_blk;
+		{ // 4 threads
+			const nf_i nf_tid = threadIdx.x;
+			const nf_i vt_i = nf_tid;
+			float r_acc;
+			r_acc = 0.0f;
+			for (nf_i vo_j = 0; vo_j < 19; vo_j++) {
+				if (vb_i * 4 + vt_i < 7) {
+					r_acc += t_E[(vb_i * 4 + vt_i) * 19 + vo_j];
+				}
+			}
+			if (vb_i * 4 + vt_i < 7) {
+				t_S[vb_i * 4 + vt_i] = r_acc;
+			}
 		}
-		t_S[v_i] = r_acc;
 	}
 }
 
