@@ -89,9 +89,9 @@ func runCUDAEmulated(t *testing.T, spec *ir.Spec, scheds []loops.Schedule, input
 
 // TestCUDAEmulatedGPUTiled lowers every reduction statement of every test
 // op and its gradient with random GPU tilings (thread and register
-// factors, steps, staged reads in shared memory), runs the modules on the
-// host with real barriers and compares them with the reference
-// interpreter.
+// factors, steps, staged reads in shared memory) or block reductions
+// (warp shuffles), runs the modules on the host with real barriers and
+// shuffles and compares them with the reference interpreter.
 func TestCUDAEmulatedGPUTiled(t *testing.T) {
 	for _, o := range testops.All {
 		for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
@@ -119,6 +119,9 @@ func TestCUDAEmulatedGPUTiled(t *testing.T) {
 							scheds[i] = loops.GPUSchedule(spec, i)
 							if g := randomGPUTiling(rng, spec, st); g != nil {
 								scheds[i] = loops.Schedule{GPU: g}
+								if rng.IntN(3) == 0 {
+									scheds[i] = loops.Schedule{GPUReduce: &loops.GPUReduction{Threads: 32 * int64(1+rng.IntN(4))}}
+								}
 								tiled = true
 							}
 						}

@@ -85,6 +85,8 @@ func dumpNodes(b *strings.Builder, nodes []Node, depth int) {
 			fmt.Fprintf(b, "%s%s %s[%d]\n", ind, kind, n.Name, n.Len)
 		case *Sync:
 			fmt.Fprintf(b, "%ssync\n", ind)
+		case *BlockCombine:
+			fmt.Fprintf(b, "%scombine %s %s over the block into %s (scratch %s)\n", ind, n.Op, ir.ExprString(n.Value), ir.ExprString(n.Dst), n.Scratch)
 		case *Store:
 			op := n.Op.String()
 			if n.Atomic {

@@ -7,7 +7,8 @@ import "github.com/neoflow/neoflow/core/ir"
 const DefaultThreads = 256
 
 // GPUSchedule is the default schedule of statement i of spec on a GPU:
-// DefaultGPUTiling's where it gives one, otherwise no
+// DefaultGPUReduction's or else DefaultGPUTiling's where they give one,
+// otherwise no
 // lane split (a lane loop would be serial work inside one thread) and
 // every spatial loop in the parallel iteration space, left-hand side
 // order, so that consecutive threads store consecutive elements
@@ -18,6 +19,9 @@ const DefaultThreads = 256
 // (Schedule.Atomic).
 func GPUSchedule(spec *ir.Spec, i int) Schedule {
 	st := spec.Stmts[i]
+	if g := DefaultGPUReduction(st); g != nil {
+		return Schedule{GPUReduce: g}
+	}
 	if g := DefaultGPUTiling(spec, st); g != nil {
 		return Schedule{GPU: g}
 	}
@@ -149,4 +153,36 @@ func pow2Floor(n int64) int64 {
 		p *= 2
 	}
 	return p
+}
+
+// A reduction statement with fewer than gpuFewPoints points and at least
+// MinGPUBlockReduction reduction iterations per point is lowered by a
+// block reduction: one thread per point could not fill the GPU.
+const (
+	gpuFewPoints         = 2048
+	MinGPUBlockReduction = 256
+)
+
+// DefaultGPUReduction is the GPU reduction (256 threads per point) that
+// GPUSchedule gives a reduction statement, not of the scatter form, with
+// fewer than 2048 points and at least 256 reduction iterations per point;
+// nil for any other.
+func DefaultGPUReduction(st *ir.BoundStmt) *GPUReduction {
+	if st.Stmt.Reduce == ir.Assign {
+		return nil
+	}
+	if _, ok := matchScatter(st); ok {
+		return nil
+	}
+	points, red := int64(1), int64(1)
+	for _, v := range st.Spatial {
+		points *= v.Extent
+	}
+	for _, v := range st.Reduction {
+		red *= v.Extent
+	}
+	if points >= gpuFewPoints || red < MinGPUBlockReduction {
+		return nil
+	}
+	return &GPUReduction{Threads: gpuTileThreads}
 }

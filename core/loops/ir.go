@@ -19,7 +19,7 @@ type Nest struct {
 	Body     []Node
 }
 
-// Node is a *Loop, *Block, *Local, *Store, *If or *Sync.
+// Node is a *Loop, *Block, *Local, *Store, *If, *Sync or *BlockCombine.
 type Node interface{ node() }
 
 // Loop runs Body for Var = 0, 1, ..., Extent-1.

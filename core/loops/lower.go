@@ -47,6 +47,12 @@ func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 		return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %+v", i, st.Stmt.Tensor, s)
 	}
 	nest := &Nest{Index: i, Stmt: st, Schedule: s}
+	if s.GPUReduce != nil {
+		if err := lowerGPUReduce(nest, s.GPUReduce); err != nil {
+			return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %s", i, st.Stmt.Tensor, s)
+		}
+		return checked(spec, nest)
+	}
 	if s.GPU != nil {
 		if err := lowerGPU(spec, nest, s.GPU); err != nil {
 			return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %s", i, st.Stmt.Tensor, s)

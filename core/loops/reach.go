@@ -62,6 +62,16 @@ func (c *reach) nodes(body []Node, ext, locals map[string]int64, guarded bool) e
 			if err := c.expr(n.Value, ext, locals, guarded); err != nil {
 				return err
 			}
+		case *BlockCombine:
+			if err := c.access(n.Dst, ext, locals, guarded); err != nil {
+				return err
+			}
+			if err := c.access(n.Value, ext, locals, guarded); err != nil {
+				return err
+			}
+			if _, ok := locals[n.Scratch]; !ok {
+				return errors.Errorf("%s is used before its declaration", n.Scratch)
+			}
 		case *If:
 			if err := c.expr(n.Cond, ext, locals, guarded); err != nil {
 				return err

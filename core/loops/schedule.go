@@ -60,10 +60,17 @@ type Schedule struct {
 	// backend renders it. The fields above are then ignored, Scatter must
 	// be false and Tiling nil.
 	GPU *GPUTiling
+	// GPUReduce, when set, lowers the statement by the GPU block
+	// reduction instead (see GPUReduction); only a CUDA backend renders
+	// it, and every other field must be unset.
+	GPUReduce *GPUReduction
 }
 
 // String is the schedule as Dump prints it.
 func (s Schedule) String() string {
+	if s.GPUReduce != nil {
+		return s.GPUReduce.String()
+	}
 	if s.GPU != nil {
 		return s.GPU.String()
 	}
@@ -478,6 +485,12 @@ func parallelCandidates(st *ir.BoundStmt, s Schedule) []int64 {
 func (s Schedule) check(st *ir.BoundStmt) error {
 	if s.Threads < 0 || s.Threads > 1024 || s.Threads%32 != 0 {
 		return errors.Errorf("threads per block %d: want a multiple of 32 up to 1024, or 0", s.Threads)
+	}
+	if s.GPUReduce != nil {
+		if s.Scatter || s.Tiling != nil || s.GPU != nil {
+			return errors.New("a GPU reduction cannot scatter or be tiled too")
+		}
+		return nil // lowerGPUReduce checks the rest
 	}
 	if s.GPU != nil {
 		if s.Scatter || s.Tiling != nil {

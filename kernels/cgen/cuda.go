@@ -298,11 +298,77 @@ func (r *renderer) threads(l *loops.Loop, depth int) error {
 	if err != nil {
 		return err
 	}
+	if r.block != 0 {
+		return errors.Errorf("thread loop %s inside another", l.Var)
+	}
 	r.line(depth, "{ // %d threads", n)
 	r.line(depth+1, "const nf_i nf_tid = threadIdx.x;")
+	r.block = n
 	err = r.flat(ls, "nf_tid", depth+1)
+	r.block = 0
 	r.line(depth, "}")
 	return err
+}
+
+// blockCombine renders a BlockCombine: each warp folds its threads'
+// values by shuffles (offsets 16, 8, ..., 1), lane 0 of each warp puts
+// its warp's result in the scratch array, and after a barrier the first
+// warp folds those the same way and its lane 0 stores the result. A last
+// barrier lets the scratch array be reused.
+func (r *renderer) blockCombine(c *loops.BlockCombine, depth int) error {
+	if !r.cuda || r.block == 0 {
+		return errors.New("a block combine: only CUDA renders it, inside a thread loop")
+	}
+	if r.block%32 != 0 {
+		return errors.Errorf("a block combine over %d threads: shuffles need whole warps", r.block)
+	}
+	val, err := r.access(c.Value)
+	if err != nil {
+		return err
+	}
+	dst, err := r.access(c.Dst)
+	if err != nil {
+		return err
+	}
+	scratch, err := localName(c.Scratch)
+	if err != nil {
+		return err
+	}
+	var op func(a, b string) string
+	switch c.Op { // Max and Min fold by the exact rule of package ir
+	case ir.Sum:
+		op = func(a, b string) string { return a + " + " + b }
+	case ir.Prod:
+		op = func(a, b string) string { return a + " * " + b }
+	case ir.Max, ir.Min:
+		h := "nf_min"
+		if c.Op == ir.Max {
+			h = "nf_max"
+		}
+		r.used[h] = true
+		op = func(a, b string) string { return h + "(" + a + ", " + b + ")" }
+	default:
+		return errors.Errorf("a block combine by %s", c.Op)
+	}
+	shuffle := func(d int) {
+		r.line(d, "for (int nf_o = 16; nf_o > 0; nf_o /= 2)")
+		r.line(d+1, "nf_v = %s;", op("nf_v", "__shfl_down_sync(0xffffffffu, nf_v, nf_o)"))
+	}
+	r.line(depth, "{ // combine over the block")
+	r.line(depth+1, "%s nf_v = %s;", r.ctype, val.s)
+	shuffle(depth + 1)
+	r.line(depth+1, "if (nf_tid %% 32 == 0)")
+	r.line(depth+2, "%s[nf_tid / 32] = nf_v;", scratch)
+	r.line(depth+1, "__syncthreads();")
+	r.line(depth+1, "if (nf_tid < 32) {")
+	r.line(depth+2, "nf_v = nf_tid < %d ? %s[nf_tid] : %s;", r.block/32, scratch, r.floatLit(loops.Identity(c.Op)).s)
+	shuffle(depth + 2)
+	r.line(depth+2, "if (nf_tid == 0)")
+	r.line(depth+3, "%s = nf_v;", dst.s)
+	r.line(depth+1, "}")
+	r.line(depth+1, "__syncthreads();")
+	r.line(depth, "}")
+	return nil
 }
 
 // flat binds the variables of the collapsed loops ls from the flat index
@@ -332,6 +398,9 @@ func (r *renderer) flat(ls []*loops.Loop, g string, depth int) error {
 			x = fmt.Sprintf("%s / %d", g, inner)
 		}
 		r.line(depth, "const nf_i %s = %s;", v, x)
+		if lp.Extent == 1 {
+			r.line(depth, "(void)%s; // a single iteration, which the body may not use", v)
+		}
 		r.vars[lp.Var] = lp.Extent
 		inner *= lp.Extent
 	}

@@ -125,6 +125,9 @@ type renderer struct {
 	vars          map[string]int64 // extents of the loop variables in scope
 	tensors       map[string]*ir.TensorDecl
 	parallel      bool
+	// block is the block size of the enclosing thread loop (CUDA), 0
+	// outside one.
+	block int64
 	// lanes counts the lane loops in scope; masks are the conditions of
 	// the wheres rendered as blends around the current expression,
 	// outermost first (see blend).
@@ -218,6 +221,8 @@ func (r *renderer) nodes(nodes []loops.Node, depth int) error {
 			err = r.store(n, depth)
 		case *loops.If:
 			err = r.ifNode(n, depth)
+		case *loops.BlockCombine:
+			err = r.blockCombine(n, depth)
 		case *loops.Sync:
 			if !r.cuda {
 				return errors.New("a barrier: only CUDA renders GPU tiled nests")

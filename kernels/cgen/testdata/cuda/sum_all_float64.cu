@@ -9,14 +9,38 @@ typedef int nf_i;
 
 
 // S[] += X[i, j]
-extern "C" __global__ void __launch_bounds__(1) nf_kernel_k0(const double *__restrict__ t_X, double *__restrict__ t_S)
+extern "C" __global__ void __launch_bounds__(256) nf_kernel_k0(const double *__restrict__ t_X, double *__restrict__ t_S)
 {
-	double r_acc;
-	r_acc = 0.0;
-	for (nf_i v_i = 0; v_i < 13; v_i++) {
-		for (nf_i v_j = 0; v_j < 29; v_j++) {
-			r_acc += t_X[v_i * 29 + v_j];
+	for (nf_i nf_blk = blockIdx.x; nf_blk < 1; nf_blk += gridDim.x) {
+		const nf_i vblk_ = 0;
+		(void)vblk_; // a single iteration, which the body may not use
+		__shared__ double r_part[8];
+		{ // 256 threads
+			const nf_i nf_tid = threadIdx.x;
+			const nf_i vt_red = nf_tid;
+			double r_acc;
+			r_acc = 0.0;
+			for (nf_i vc_red = 0; vc_red < 2; vc_red++) {
+				if (vc_red * 256 + vt_red < 377) {
+					r_acc += t_X[(vc_red * 256 + vt_red) / 29 % 13 * 29 + (vc_red * 256 + vt_red) % 29];
+				}
+			}
+			{ // combine over the block
+				double nf_v = r_acc;
+				for (int nf_o = 16; nf_o > 0; nf_o /= 2)
+					nf_v = nf_v + __shfl_down_sync(0xffffffffu, nf_v, nf_o);
+				if (nf_tid % 32 == 0)
+					r_part[nf_tid / 32] = nf_v;
+				__syncthreads();
+				if (nf_tid < 32) {
+					nf_v = nf_tid < 8 ? r_part[nf_tid] : 0.0;
+					for (int nf_o = 16; nf_o > 0; nf_o /= 2)
+						nf_v = nf_v + __shfl_down_sync(0xffffffffu, nf_v, nf_o);
+					if (nf_tid == 0)
+						t_S[0] = nf_v;
+				}
+				__syncthreads();
+			}
 		}
 	}
-	t_S[0] = r_acc;
 }
