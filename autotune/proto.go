@@ -36,6 +36,22 @@ func ToProto(scheds []loops.Schedule) []*api.StmtSchedule {
 			}
 			p.Tiling = pt
 		}
+		if g := s.GPU; g != nil {
+			pg := &api.GPUTiling{}
+			for _, a := range g.Spatial {
+				pg.Spatial = append(pg.Spatial, &api.GPUTiling_Axis{Axis: a.Axis, Threads: a.Threads, Regs: a.Regs})
+			}
+			for _, st := range g.Steps {
+				pg.Steps = append(pg.Steps, &api.GPUTiling_Step{Axis: st.Axis, Tile: st.Tile})
+			}
+			for _, r := range g.Stage {
+				pg.Stage = append(pg.Stage, int32(r))
+			}
+			p.Gpu = pg
+		}
+		if g := s.GPUReduce; g != nil {
+			p.GpuReduce = &api.GPUReduction{Threads: g.Threads}
+		}
 		out[i] = p
 	}
 	return out
@@ -73,6 +89,22 @@ func FromProto(ps []*api.StmtSchedule) ([]loops.Schedule, error) {
 				t.Relayouts = append(t.Relayouts, loops.Relayout{Tensor: r.Tensor, Dim: int(r.Dim)})
 			}
 			s.Tiling = t
+		}
+		if pg := p.Gpu; pg != nil {
+			g := &loops.GPUTiling{}
+			for _, a := range pg.Spatial {
+				g.Spatial = append(g.Spatial, loops.GPUAxis{Axis: a.Axis, Threads: a.Threads, Regs: a.Regs})
+			}
+			for _, st := range pg.Steps {
+				g.Steps = append(g.Steps, loops.GPUStep{Axis: st.Axis, Tile: st.Tile})
+			}
+			for _, r := range pg.Stage {
+				g.Stage = append(g.Stage, int(r))
+			}
+			s.GPU = g
+		}
+		if pg := p.GpuReduce; pg != nil {
+			s.GPUReduce = &loops.GPUReduction{Threads: pg.Threads}
 		}
 		out[i] = s
 	}

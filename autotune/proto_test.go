@@ -70,12 +70,15 @@ func TestProtoRoundTripFields(t *testing.T) {
 			Packs:     []loops.Pack{{Read: 1, At: 2}},
 			Relayouts: []loops.Relayout{{Tensor: "B", Dim: 0}},
 		},
+		GPU: &loops.GPUTiling{
+			Spatial: []loops.GPUAxis{{Axis: "i", Threads: 16, Regs: 4}},
+			Steps:   []loops.GPUStep{{Axis: "k", Tile: 8}},
+			Stage:   []int{0, 1},
+		},
+		GPUReduce: &loops.GPUReduction{Threads: 64},
 	}}
-	for _, typ := range []reflect.Type{reflect.TypeOf(loops.Schedule{}), reflect.TypeOf(loops.Tiling{})} {
-		v := reflect.ValueOf(want[0])
-		if typ == reflect.TypeOf(loops.Tiling{}) {
-			v = reflect.ValueOf(*want[0].Tiling)
-		}
+	for _, v := range []reflect.Value{reflect.ValueOf(want[0]), reflect.ValueOf(*want[0].Tiling), reflect.ValueOf(*want[0].GPU), reflect.ValueOf(*want[0].GPUReduce)} {
+		typ := v.Type()
 		for i := range typ.NumField() {
 			if v.Field(i).IsZero() {
 				t.Fatalf("%s.%s is not set in this test: set it, and carry it in ToProto and FromProto", typ.Name(), typ.Field(i).Name)

@@ -145,6 +145,23 @@
 // relayouts and shared packs of a statement hold at most
 // MaxSharedPackElems elements together.
 //
+// GPU statements. GPUSchedule (gpu.go) schedules a statement for CUDA.
+// A reduction with few points (under 2048) and long reductions (256
+// iterations or more) is a GPUReduction (gpureduce.go): a block per point
+// (BindBlock), its threads (BindThread) each folding a strided share of
+// the reduction into a register, combined across the block by a
+// BlockCombine. Another reduction with at least 8 iterations per point
+// gets a GPUTiling (gputile.go): every spatial axis is split into block,
+// register and thread loops (a = a.b*T*R + a.r*T + a.t), every reduction
+// axis into steps (k = k.o*K + k.i); per step, the block's threads copy
+// the boxes of the staged reads into shared Locals, meet at a Sync,
+// accumulate their R points from shared memory in registers (register and
+// step-inner loops fully unrolled, so the accumulators stay in
+// registers), and meet again before the next copy. A BindThread loop's
+// iterations run concurrently, so a Sync inside it is a barrier, not a
+// sequence point. Any other statement runs one point per thread over a
+// grid-stride loop; a scatter, its points over threads with atomic adds.
+//
 // Every lowered nest passes a last check (reach.go): by interval
 // arithmetic over its loops, guards ignored, no access of a Local and no
 // unguarded tensor access may leave its buffer. Lane code loads a local

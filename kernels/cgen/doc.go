@@ -70,7 +70,15 @@
 // of a nest is one __global__ function, a grid-stride loop over its
 // collapsed iteration space with one iteration per thread; any other
 // top-level code is a function run by one thread; functions run in order
-// (Launch). An atomic store (a scatter under loops.Schedule.Atomic) is an
-// atomicAdd. The module compiles without headers: it defines NAN and
-// INFINITY itself.
+// (Launch). A block loop (loops.BindBlock, from the GPU tiling and the GPU
+// reduction) is a function whose blocks stride over the loop's collapsed
+// iterations, its block size the iteration count of the thread loop
+// (loops.BindThread) inside: each thread binds the thread loop's
+// variables from threadIdx.x, shared Locals are __shared__ arrays, a
+// loops.Sync is __syncthreads(), and a loops.BlockCombine folds a
+// register across the block with __shfl_down_sync in each warp, then
+// across the warps' results in shared memory. An atomic store (a scatter
+// under loops.Schedule.Atomic) is an atomicAdd. The module compiles
+// without headers: it defines NAN and INFINITY itself. The C renderer
+// refuses GPU nodes.
 package cgen
