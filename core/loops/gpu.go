@@ -136,6 +136,9 @@ func DefaultGPUTiling(spec *ir.Spec, st *ir.BoundStmt) *GPUTiling {
 			g.Stage = g.Stage[:len(g.Stage)-1]
 		}
 	}
+	if len(g.Stage) == 0 {
+		g.Stage = nil
+	}
 	if g.Check(spec, st) != nil {
 		return nil
 	}

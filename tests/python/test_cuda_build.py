@@ -36,5 +36,12 @@ def test_cuda_source_without_a_gpu():
     op = neoflow.op("Y[i,j] += X[i,k] * W[j,k]", name="linear")
     src = op.cuda_source(torch.randn(3, 8), torch.randn(5, 8))
     assert 'extern "C" __global__' in src
-    assert "blockIdx.x * blockDim.x + threadIdx.x" in src
-    assert "nf_g < 15" in src  # one thread per output element
+    # The GPU tiling: blocks over output tiles, X and W staged in shared
+    # memory between barriers.
+    assert "nf_blk = blockIdx.x" in src
+    assert src.count("__shared__") == 2
+    assert "__syncthreads();" in src
+    # An elementwise op runs one thread per element.
+    add = neoflow.op("Z[i] = X[i] + Y[i]", name="add").cuda_source(torch.randn(15), torch.randn(15))
+    assert "blockIdx.x * blockDim.x + threadIdx.x" in add
+    assert "nf_g < 15" in add

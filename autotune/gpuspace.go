@@ -1,0 +1,259 @@
+package autotune
+
+import (
+	"slices"
+
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+)
+
+// GPUSpace is the CUDA schedule space of one specialized kernel: like
+// Space, a genome of integer genes that decodes to one schedule per
+// statement, every genome to schedules that lower. A reduction statement
+// chooses between its default GPU schedule, a GPU tiling and a block
+// reduction and carries their knobs; any other statement keeps
+// loops.GPUSchedule's (one gene of cardinality 1), as does a statement
+// without reduction axes or of the scatter form.
+type GPUSpace struct {
+	spec  *ir.Spec
+	stmts []gpuStmtSpace
+	card  []int
+}
+
+// gpuStmtSpace is the part of a genome that schedules one statement.
+type gpuStmtSpace struct {
+	index int
+	st    *ir.BoundStmt
+	off   int
+	fixed bool // one gene: GPUSchedule's schedule
+	// steps lists, per reduction axis, its step choices (divisors).
+	steps [][]int64
+	reads int // stageable reads with a gene, at most maxStageGenes
+}
+
+// Gene layout of a reduction statement (n spatial, m reduction axes):
+//
+//	mode        0: loops.GPUSchedule, 1: GPU tiling, 2: block reduction
+//	block       the block reduction's threads (gpuReduceThreads)
+//	threads[a]  n genes: log2 of the axis's threads, 0..5
+//	regs[a]     n genes: the axis's registers (gpuRegs)
+//	step[k]     m genes: the step of the axis, a divisor of its extent
+//	stage[r]    one gene per stageable read (at most maxStageGenes): 1
+//	            stages it in shared memory
+//
+// Decode repairs what would not lower: threads beyond an axis's extent or
+// the block's 1024 are halved, registers cut to the extent and to 256 in
+// all, stages that overflow shared memory dropped; a tiling that still
+// fails is the default schedule.
+const (
+	gpuGeneMode = iota
+	gpuGeneBlock
+	gpuFixedGenes
+)
+
+var (
+	gpuReduceThreads = []int64{32, 64, 128, 256, 512, 1024}
+	gpuRegs          = []int64{1, 2, 4, 8}
+)
+
+// maxStageGenes caps the reads of a statement with a stage gene.
+const maxStageGenes = 4
+
+// maxThreadsLog is the largest log2 of an axis's threads.
+const maxThreadsLog = 5
+
+// NewGPUSpace derives the CUDA schedule space of spec.
+func NewGPUSpace(spec *ir.Spec) *GPUSpace {
+	sp := &GPUSpace{spec: spec}
+	for i, st := range spec.Stmts {
+		ss := gpuStmtSpace{index: i, st: st, off: len(sp.card)}
+		def := loops.GPUSchedule(spec, i)
+		if st.Stmt.Reduce == ir.Assign || len(st.Reduction) == 0 || def.Scatter {
+			ss.fixed = true
+			sp.card = append(sp.card, 1)
+			sp.stmts = append(sp.stmts, ss)
+			continue
+		}
+		sp.card = append(sp.card, 3, len(gpuReduceThreads))
+		for range st.Spatial {
+			sp.card = append(sp.card, maxThreadsLog+1)
+		}
+		for range st.Spatial {
+			sp.card = append(sp.card, len(gpuRegs))
+		}
+		for _, v := range st.Reduction {
+			ds := divisors(v.Extent)
+			ss.steps = append(ss.steps, ds)
+			sp.card = append(sp.card, len(ds))
+		}
+		ss.reads = min(len(loops.StageableReads(st)), maxStageGenes)
+		for range ss.reads {
+			sp.card = append(sp.card, 2)
+		}
+		sp.stmts = append(sp.stmts, ss)
+	}
+	return sp
+}
+
+// Cardinalities is the number of values of each gene.
+func (sp *GPUSpace) Cardinalities() []int { return slices.Clone(sp.card) }
+
+// Default is the genome of the default GPU schedules.
+func (sp *GPUSpace) Default() []int { return make([]int, len(sp.card)) }
+
+// Decode turns a genome into one schedule per statement; statement i's
+// schedule depends on its own genes alone.
+func (sp *GPUSpace) Decode(g []int) []loops.Schedule {
+	out := make([]loops.Schedule, len(sp.stmts))
+	for i, ss := range sp.stmts {
+		out[i] = ss.decode(sp.spec, g)
+	}
+	return out
+}
+
+func (ss *gpuStmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
+	def := loops.GPUSchedule(spec, ss.index)
+	if ss.fixed {
+		return def
+	}
+	genes := g[ss.off:]
+	switch genes[gpuGeneMode] {
+	case 1:
+		if t := ss.tiling(spec, genes[gpuFixedGenes:]); t != nil {
+			return loops.Schedule{GPU: t}
+		}
+	case 2:
+		return loops.Schedule{GPUReduce: &loops.GPUReduction{Threads: gpuReduceThreads[genes[gpuGeneBlock]]}}
+	}
+	return def
+}
+
+// tiling decodes the tiling genes (those after the fixed ones), repaired;
+// nil when no repair lowers.
+func (ss *gpuStmtSpace) tiling(spec *ir.Spec, genes []int) *loops.GPUTiling {
+	n := len(ss.st.Spatial)
+	t := &loops.GPUTiling{}
+	threads := int64(1)
+	for a, v := range ss.st.Spatial {
+		th := int64(1) << genes[a]
+		for th > v.Extent || threads*th > loops.MaxGPUThreads {
+			th /= 2
+		}
+		threads *= th
+		r := gpuRegs[genes[n+a]]
+		for r > 1 && th*r > v.Extent {
+			r /= 2
+		}
+		t.Spatial = append(t.Spatial, loops.GPUAxis{Axis: v.Name, Threads: th, Regs: r})
+	}
+	for regs := tileRegs(t); regs > loops.MaxGPURegs; regs = tileRegs(t) {
+		i := slices.IndexFunc(t.Spatial, func(a loops.GPUAxis) bool { return a.Regs > 1 })
+		t.Spatial[i].Regs /= 2
+	}
+	for k, v := range ss.st.Reduction {
+		t.Steps = append(t.Steps, loops.GPUStep{Axis: v.Name, Tile: ss.steps[k][genes[2*n+k]]})
+	}
+	for r := range ss.reads {
+		if genes[2*n+len(ss.steps)+r] == 1 {
+			t.Stage = append(t.Stage, r)
+			if t.Check(spec, ss.st) != nil {
+				t.Stage = t.Stage[:len(t.Stage)-1]
+			}
+		}
+	}
+	if len(t.Stage) == 0 {
+		t.Stage = nil // as the database form gives it back
+	}
+	if t.Check(spec, ss.st) != nil {
+		return nil
+	}
+	return t
+}
+
+func tileRegs(t *loops.GPUTiling) int64 {
+	r := int64(1)
+	for _, a := range t.Spatial {
+		r *= a.Regs
+	}
+	return r
+}
+
+// Seeds are the genomes the GPU search starts from: the default, and for
+// each reduction statement the tilings of 64, 128 and 256 threads with 1,
+// 4 and 16 registers, steps of up to 8 and 16 iterations, every read
+// staged, and the block reductions of 128 and 256 threads.
+func (sp *GPUSpace) Seeds() [][]int {
+	out := [][]int{sp.Default()}
+	add := func(g []int) {
+		if !slices.ContainsFunc(out, func(o []int) bool { return slices.Equal(o, g) }) {
+			out = append(out, g)
+		}
+	}
+	for _, c := range []struct {
+		threads, regs int
+		budget        int64
+	}{{6, 0, 8}, {7, 1, 16}, {8, 1, 16}, {8, 2, 16}, {8, 2, 8}} {
+		g := sp.Default()
+		for _, ss := range sp.stmts {
+			if !ss.fixed {
+				ss.seedTiling(g, c.threads, c.regs, c.budget)
+			}
+		}
+		add(g)
+	}
+	for _, b := range []int{2, 3} {
+		g := sp.Default()
+		for _, ss := range sp.stmts {
+			if !ss.fixed {
+				g[ss.off+gpuGeneMode], g[ss.off+gpuGeneBlock] = 2, b
+			}
+		}
+		add(g)
+	}
+	return out
+}
+
+// seedTiling writes a tiling seed into g: 2^logThreads threads spread
+// from the innermost axis outward (at most 2^maxThreadsLog each), register
+// gene regs on the two axes with the most points left, steps within
+// budget from the innermost reduction axis, every read staged.
+func (ss *gpuStmtSpace) seedTiling(g []int, logThreads, regs int, budget int64) {
+	genes := g[ss.off:]
+	genes[gpuGeneMode] = 1
+	rest := genes[gpuFixedGenes:]
+	n := len(ss.st.Spatial)
+	left := logThreads
+	for a := n - 1; a >= 0; a-- {
+		l := 0
+		for l < maxThreadsLog && l < left && int64(1)<<(l+1) <= ss.st.Spatial[a].Extent {
+			l++
+		}
+		rest[a] = l
+		left -= l
+	}
+	type cand struct {
+		a    int
+		left int64
+	}
+	var cs []cand
+	for a, v := range ss.st.Spatial {
+		cs = append(cs, cand{a, v.Extent >> rest[a]})
+	}
+	slices.SortStableFunc(cs, func(x, y cand) int { return int(y.left - x.left) })
+	for _, c := range cs[:min(2, len(cs))] {
+		rest[n+c.a] = regs
+	}
+	for k := len(ss.steps) - 1; k >= 0; k-- {
+		i := 0
+		for j, d := range ss.steps[k] {
+			if d <= budget {
+				i = j
+			}
+		}
+		rest[2*n+k] = i
+		budget /= ss.steps[k][i]
+	}
+	for r := range ss.reads {
+		rest[2*n+len(ss.steps)+r] = 1
+	}
+}

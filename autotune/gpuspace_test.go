@@ -1,0 +1,111 @@
+package autotune
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"sync/atomic"
+	"testing"
+
+	"github.com/neoflow/neoflow/core/interp"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/internal/cudaemu"
+	"github.com/neoflow/neoflow/internal/hostbuf"
+	"github.com/neoflow/neoflow/internal/testops"
+	"github.com/neoflow/neoflow/kernels"
+	"github.com/neoflow/neoflow/kernels/cgen"
+)
+
+// TestGPUSpace decodes the seeds and random genomes of the GPU space of
+// every test op and its gradient: each must lower and render, survive the
+// database form, and (seeds and a few random ones) compute what the
+// reference interpreter does, run on the host by the CUDA emulator.
+func TestGPUSpace(t *testing.T) {
+	var tiled, reduced atomic.Int64
+	t.Run("ops", func(t *testing.T) {
+		for oi, o := range testops.All {
+			t.Run(o.Name, func(t *testing.T) {
+				t.Parallel()
+				spec, err := o.Spec(ir.Float32)
+				if err != nil {
+					t.Fatal(err)
+				}
+				specs := []*ir.Spec{spec}
+				if len(spec.InputsDecl()) > 0 {
+					g, _, err := o.GradSpec(ir.Float32)
+					if err != nil {
+						t.Fatal(err)
+					}
+					specs = append(specs, g)
+				}
+				for si, spec := range specs {
+					sp := NewGPUSpace(spec)
+					rng := rand.New(rand.NewPCG(uint64(oi), uint64(si)))
+					genomes := sp.Seeds()
+					seeds := len(genomes)
+					for range 6 {
+						genomes = append(genomes, randomGenome(rng, sp.Cardinalities()))
+					}
+					for gi, g := range genomes {
+						scheds := sp.Decode(g)
+						back, err := FromProto(ToProto(scheds))
+						if err != nil || !reflect.DeepEqual(back, scheds) {
+							t.Fatalf("schedules %v came back from the database form as %v (%v)", scheds, back, err)
+						}
+						mod, err := kernels.CUDASource(spec, scheds, "nf_space")
+						if err != nil {
+							t.Fatalf("genome %v: %v", g, err)
+						}
+						for _, s := range scheds {
+							if s.GPU != nil {
+								tiled.Add(1)
+							}
+							if s.GPUReduce != nil {
+								reduced.Add(1)
+							}
+						}
+						if gi < seeds+1 {
+							emulate(t, spec, scheds, mod, uint64(oi))
+						}
+					}
+				}
+			})
+		}
+	})
+	if tiled.Load() == 0 || reduced.Load() == 0 {
+		t.Fatalf("%d GPU tilings and %d block reductions decoded: both must be tested", tiled.Load(), reduced.Load())
+	}
+}
+
+func emulate(t *testing.T, spec *ir.Spec, scheds []loops.Schedule, mod *cgen.CUDAModule, seed uint64) {
+	t.Helper()
+	k, err := cudaemu.Compile(context.Background(), spec, mod, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := hostbuf.RandomInputs(spec, true, seed)
+	want, err := interp.Run(spec, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufs := hostbuf.New(spec, inputs)
+	defer bufs.Free()
+	if err := k.Run(bufs.Ptr); err != nil {
+		t.Fatal(err)
+	}
+	for i, td := range spec.Tensors {
+		if td.Role == ir.RoleInput {
+			continue
+		}
+		got := bufs.Get(i)
+		for j := range want[i] {
+			w, g := want[i][j], got[j]
+			if math.IsNaN(w) && math.IsNaN(g) || math.Abs(g-w) <= 2e-4*(1+math.Abs(w)) {
+				continue
+			}
+			t.Fatalf("%s with %v: %s[%d] = %v, interpreter says %v", spec.Op.Name, scheds, td.Name, j, g, w)
+		}
+	}
+}
