@@ -93,4 +93,16 @@
 // Package tunedb stores records, the faster record winning, safely across
 // processes; kernels.Options.Schedules applies a record whenever the
 // kernel is built.
+//
+// # The CUDA space
+//
+// NewGPUSpace derives the CUDA schedule space the same way (gpuspace.go):
+// a reduction statement's genes choose between loops.GPUSchedule, a
+// loops.GPUTiling (threads as a power of two and registers of 1, 2, 4 or
+// 8 per spatial axis, a dividing step per reduction axis, a stage bit per
+// stageable read) and a loops.GPUReduction (32 to 1024 threads); decoding
+// repairs knobs beyond the extents, the block size, the registers and
+// shared memory, so every genome lowers. GPUSpace.Seeds holds tilings of
+// 64 to 256 threads and block reductions of 128 and 256 threads. The
+// search over it, timed with CUDA events on the device, is not built yet.
 package autotune
