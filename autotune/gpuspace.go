@@ -112,9 +112,8 @@ func (sp *GPUSpace) Decode(g []int) []loops.Schedule {
 }
 
 func (ss *gpuStmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
-	def := loops.GPUSchedule(spec, ss.index)
 	if ss.fixed {
-		return def
+		return loops.GPUSchedule(spec, ss.index)
 	}
 	genes := g[ss.off:]
 	switch genes[gpuGeneMode] {
@@ -125,7 +124,7 @@ func (ss *gpuStmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 	case 2:
 		return loops.Schedule{GPUReduce: &loops.GPUReduction{Threads: gpuReduceThreads[genes[gpuGeneBlock]]}}
 	}
-	return def
+	return loops.GPUSchedule(spec, ss.index)
 }
 
 // tiling decodes the tiling genes (those after the fixed ones), repaired;
@@ -155,14 +154,8 @@ func (ss *gpuStmtSpace) tiling(spec *ir.Spec, genes []int) *loops.GPUTiling {
 	}
 	for r := range ss.reads {
 		if genes[2*n+len(ss.steps)+r] == 1 {
-			t.Stage = append(t.Stage, r)
-			if t.Check(spec, ss.st) != nil {
-				t.Stage = t.Stage[:len(t.Stage)-1]
-			}
+			t.TryStage(spec, ss.st, r)
 		}
-	}
-	if len(t.Stage) == 0 {
-		t.Stage = nil // as the database form gives it back
 	}
 	if t.Check(spec, ss.st) != nil {
 		return nil

@@ -167,10 +167,7 @@ func randomGPUTiling(rng *rand.Rand, spec *ir.Spec, st *ir.BoundStmt) *loops.GPU
 	}
 	for i := range loops.StageableReads(st) {
 		if rng.IntN(3) > 0 {
-			g.Stage = append(g.Stage, i)
-			if g.Check(spec, st) != nil {
-				g.Stage = g.Stage[:len(g.Stage)-1]
-			}
+			g.TryStage(spec, st, i)
 		}
 	}
 	if err := g.Check(spec, st); err != nil {

@@ -131,13 +131,7 @@ func DefaultGPUTiling(spec *ir.Spec, st *ir.BoundStmt) *GPUTiling {
 		if !reused {
 			continue
 		}
-		g.Stage = append(g.Stage, i)
-		if g.Check(spec, st) != nil {
-			g.Stage = g.Stage[:len(g.Stage)-1]
-		}
-	}
-	if len(g.Stage) == 0 {
-		g.Stage = nil
+		g.TryStage(spec, st, i)
 	}
 	if g.Check(spec, st) != nil {
 		return nil

@@ -68,57 +68,44 @@ func lowerGPUReduce(nest *Nest, g *GPUReduction) error {
 		return errors.Errorf("GPU reduction over %d threads: want a multiple of 32 up to %d", g.Threads, MaxGPUThreads)
 	}
 	env := map[string]ir.Expr{}
-	body := &nest.Body
-	var outer *Loop
+	var blocks []ir.Var
 	for _, v := range st.Spatial {
 		if v.Extent == 1 {
 			env[v.Name] = Lit(0)
 			continue
 		}
-		lp := &Loop{Var: v.Name, Extent: v.Extent}
-		if outer == nil {
-			outer = lp
-			lp.Bind = BindBlock
-		}
-		outer.Collapse++
 		env[v.Name] = Var(v.Name)
-		*body = append(*body, lp)
-		body = &lp.Body
+		blocks = append(blocks, v)
 	}
-	if outer == nil {
-		lp := &Loop{Var: reduceBlockVar, Extent: 1, Bind: BindBlock, Collapse: 1}
-		*body = append(*body, lp)
-		body = &lp.Body
+	if blocks == nil {
+		blocks = []ir.Var{{Name: reduceBlockVar, Extent: 1}}
 	}
+	body := loopChain(&nest.Body, blocks, BindBlock)
 	*body = append(*body, &Local{Name: partName, Len: g.Threads / 32, Shared: true})
-	th := &Loop{Var: reduceThreadVar, Extent: g.Threads, Bind: BindThread, Collapse: 1}
-	*body = append(*body, th)
+	th := loopChain(body, []ir.Var{{Name: reduceThreadVar, Extent: g.Threads}}, BindThread)
 
 	n := int64(1)
 	for _, v := range st.Reduction {
 		n *= v.Extent
 	}
 	acc := &ir.Access{Tensor: accName}
-	th.Body = append(th.Body,
+	*th = append(*th,
 		&Local{Name: accName, Len: 1},
 		&Store{Dst: acc, Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Stmt.Reduce)}})
 	q := Var(reduceThreadVar)
-	cur := &th.Body
+	cur := th
 	if rounds := (n + g.Threads - 1) / g.Threads; rounds > 1 {
 		lp := &Loop{Var: reduceChunkVar, Extent: rounds}
 		*cur = append(*cur, lp)
 		cur = &lp.Body
 		q = Add(Mul(Var(reduceChunkVar), Lit(g.Threads)), q)
 	}
-	inner := int64(1)
-	for i := len(st.Reduction) - 1; i >= 0; i-- {
-		v := st.Reduction[i]
-		x := simplify(&ir.Binary{Op: ir.Div, X: q, Y: Lit(inner)}, ir.KindMemo{})
-		if i > 0 || n%g.Threads != 0 {
-			x = simplify(&ir.Binary{Op: ir.Mod, X: x, Y: Lit(v.Extent)}, ir.KindMemo{})
-		}
-		env[v.Name] = x
-		inner *= v.Extent
+	ext := make([]int64, len(st.Reduction))
+	for i, v := range st.Reduction {
+		ext[i] = v.Extent
+	}
+	for i, x := range unflatten(q, ext, n%g.Threads == 0) {
+		env[st.Reduction[i].Name] = x
 	}
 	var fold Node = &Store{Dst: acc, Op: st.Stmt.Reduce, Value: Subst(st.Stmt.RHS, env)}
 	if n%g.Threads != 0 {
@@ -129,6 +116,6 @@ func lowerGPUReduce(nest *Nest, g *GPUReduction) error {
 	for _, v := range st.Spatial {
 		out.Indices = append(out.Indices, env[v.Name])
 	}
-	th.Body = append(th.Body, &BlockCombine{Op: st.Stmt.Reduce, Value: acc, Scratch: partName, Dst: out})
+	*th = append(*th, &BlockCombine{Op: st.Stmt.Reduce, Value: acc, Scratch: partName, Dst: out})
 	return nil
 }

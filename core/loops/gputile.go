@@ -119,6 +119,19 @@ func (g *GPUTiling) Check(spec *ir.Spec, st *ir.BoundStmt) error {
 	return err
 }
 
+// TryStage stages read r (a position in StageableReads) when g stays a
+// valid tiling of st with it, and reports whether it did; g is unchanged
+// otherwise (Stage stays nil when nothing is staged).
+func (g *GPUTiling) TryStage(spec *ir.Spec, st *ir.BoundStmt, r int) bool {
+	prev := g.Stage
+	g.Stage = append(slices.Clone(prev), r)
+	if g.Check(spec, st) != nil {
+		g.Stage = prev
+		return false
+	}
+	return true
+}
+
 // gpuPlan is a checked GPUTiling of one statement.
 type gpuPlan struct {
 	st      *ir.BoundStmt
@@ -128,11 +141,13 @@ type gpuPlan struct {
 	regs    int64
 	// env maps the statement's variables to loop expressions; ext holds
 	// the extents of the loop variables, inner those of the variables
-	// that vary within a block's step (thread, register, step-inner).
-	env    map[string]ir.Expr
-	ext    map[string]int64
-	inner  map[string]int64
-	stages []stagePlan
+	// that vary within a block's step (thread, register, step-inner),
+	// perThread the register and step-inner ones (not around a copy).
+	env       map[string]ir.Expr
+	ext       map[string]int64
+	inner     map[string]int64
+	perThread map[string]bool
+	stages    []stagePlan
 }
 
 type gpuAxis struct {
@@ -167,7 +182,7 @@ func (g *GPUTiling) resolve(spec *ir.Spec, st *ir.BoundStmt) (*gpuPlan, error) {
 	if len(st.Spatial) == 0 {
 		return nil, errors.New("a GPU tiling needs a spatial axis")
 	}
-	p := &gpuPlan{st: st, threads: 1, regs: 1, env: map[string]ir.Expr{}, ext: map[string]int64{}, inner: map[string]int64{}}
+	p := &gpuPlan{st: st, threads: 1, regs: 1, env: map[string]ir.Expr{}, ext: map[string]int64{}, inner: map[string]int64{}, perThread: map[string]bool{}}
 	seen := map[string]bool{}
 	split := map[string]GPUAxis{}
 	for _, a := range g.Spatial {
@@ -271,6 +286,7 @@ func (p *gpuPlan) bind() {
 		t := term(threadVar(a.v.Name), a.t, 1, i == n-1 && p.threads == 1)
 		if a.r > 1 {
 			p.inner[regVar(a.v.Name)] = a.r
+			p.perThread[regVar(a.v.Name)] = true
 		}
 		if _, ok := p.ext[threadVar(a.v.Name)]; ok {
 			p.inner[threadVar(a.v.Name)] = a.t
@@ -282,6 +298,7 @@ func (p *gpuPlan) bind() {
 		k := term(innerVar(s.v.Name), s.k, 1, false)
 		if s.k > 1 {
 			p.inner[innerVar(s.v.Name)] = s.k
+			p.perThread[innerVar(s.v.Name)] = true
 		}
 		p.env[s.v.Name] = Add(o, k)
 	}
@@ -304,10 +321,11 @@ func (p *gpuPlan) stage(spec *ir.Spec, local string, read *ir.Access) (stagePlan
 	for v := range p.inner {
 		zero[v] = Lit(0)
 	}
+	vars := slices.Sorted(maps.Keys(p.inner))
 	for _, x := range src.Indices {
 		box := int64(1)
 		var off ir.Expr = Lit(0)
-		for _, v := range slices.Sorted(maps.Keys(p.inner)) {
+		for _, v := range vars {
 			c, ok := coefficient(x, v)
 			if !ok || c < 0 {
 				return stagePlan{}, errors.Errorf("stage of %s: index %s is not affine with non-negative coefficients in the tile's loop variable %s", ir.ExprString(read), ir.ExprString(x), v)
@@ -329,13 +347,51 @@ func (p *gpuPlan) stage(spec *ir.Spec, local string, read *ir.Access) (stagePlan
 
 // access is the staged copy's element that src reads.
 func (sp *stagePlan) access() *ir.Access {
+	return &ir.Access{Tensor: sp.local, Indices: []ir.Expr{flatten(sp.off, sp.box)}}
+}
+
+// flatten is the row-major offset of coordinates xs in a box of extents
+// ext: sum of xs[d] * prod(ext[d+1:]).
+func flatten(xs []ir.Expr, ext []int64) ir.Expr {
 	var x ir.Expr = Lit(0)
 	stride := int64(1)
-	for d := len(sp.box) - 1; d >= 0; d-- {
-		x = Add(Mul(sp.off[d], Lit(stride)), x)
-		stride *= sp.box[d]
+	for d := len(xs) - 1; d >= 0; d-- {
+		x = Add(Mul(xs[d], Lit(stride)), x)
+		stride *= ext[d]
 	}
-	return &ir.Access{Tensor: sp.local, Indices: []ir.Expr{x}}
+	return x
+}
+
+// unflatten is flatten's inverse: the coordinates of row-major offset q
+// in a box of extents ext, (q / prod(ext[d+1:])) % ext[d]. bounded says
+// that q lies in the box, so the outermost coordinate needs no modulo.
+func unflatten(q ir.Expr, ext []int64, bounded bool) []ir.Expr {
+	out := make([]ir.Expr, len(ext))
+	stride := int64(1)
+	for d := len(ext) - 1; d >= 0; d-- {
+		x := simplify(&ir.Binary{Op: ir.Div, X: q, Y: Lit(stride)}, ir.KindMemo{})
+		if d > 0 || !bounded {
+			x = simplify(&ir.Binary{Op: ir.Mod, X: x, Y: Lit(ext[d])}, ir.KindMemo{})
+		}
+		out[d] = x
+		stride *= ext[d]
+	}
+	return out
+}
+
+// loopChain appends perfectly nested loops over vars (outermost first)
+// to *body, the first bound by bind and collapsing all of them, and
+// returns the innermost body.
+func loopChain(body *[]Node, vars []ir.Var, bind Binding) *[]Node {
+	for i, v := range vars {
+		lp := &Loop{Var: v.Name, Extent: v.Extent}
+		if i == 0 {
+			lp.Bind, lp.Collapse = bind, len(vars)
+		}
+		*body = append(*body, lp)
+		body = &lp.Body
+	}
+	return body
 }
 
 // lowerGPU lowers nest's statement by g.
@@ -346,40 +402,33 @@ func lowerGPU(spec *ir.Spec, nest *Nest, g *GPUTiling) error {
 	}
 	st := nest.Stmt.Stmt
 	// Block and thread loops, collapsed.
-	body := &nest.Body
-	bound := func(name func(string) string, bind Binding) {
-		var outer *Loop
+	loopsOf := func(name func(string) string) []ir.Var {
+		var out []ir.Var
 		for _, a := range p.axes {
-			v := name(a.v.Name)
-			if ext, ok := p.ext[v]; ok {
-				lp := &Loop{Var: v, Extent: ext}
-				if outer == nil {
-					outer = lp
-					lp.Bind = bind
-				}
-				outer.Collapse++
-				*body = append(*body, lp)
-				body = &lp.Body
+			if ext, ok := p.ext[name(a.v.Name)]; ok {
+				out = append(out, ir.Var{Name: name(a.v.Name), Extent: ext})
 			}
 		}
+		return out
 	}
-	bound(blockVar, BindBlock)
+	body := loopChain(&nest.Body, loopsOf(blockVar), BindBlock)
 	for _, sp := range p.stages {
 		*body = append(*body, &Local{Name: sp.local, Len: sp.len, Shared: true})
 	}
-	bound(threadVar, BindThread)
+	threads := loopsOf(threadVar)
+	body = loopChain(body, threads, BindThread)
 
 	acc := &ir.Access{Tensor: accName}
 	if p.regs > 1 {
-		var x ir.Expr = Lit(0)
-		stride := int64(1)
-		for i := len(p.axes) - 1; i >= 0; i-- {
-			if a := p.axes[i]; a.r > 1 {
-				x = Add(Mul(Var(regVar(a.v.Name)), Lit(stride)), x)
-				stride *= a.r
+		var rs []ir.Expr
+		var ext []int64
+		for _, a := range p.axes {
+			if a.r > 1 {
+				rs = append(rs, Var(regVar(a.v.Name)))
+				ext = append(ext, a.r)
 			}
 		}
-		acc.Indices = []ir.Expr{x}
+		acc.Indices = []ir.Expr{flatten(rs, ext)}
 	}
 	regLoops := func(body *[]Node) *[]Node {
 		for _, a := range p.axes {
@@ -417,7 +466,7 @@ func lowerGPU(spec *ir.Spec, nest *Nest, g *GPUTiling) error {
 		}
 	}
 	for _, sp := range p.stages {
-		p.copyStage(spec, step, sp)
+		p.copyStage(spec, step, sp, threads)
 	}
 	if len(p.stages) > 0 {
 		*step = append(*step, &Sync{})
@@ -458,20 +507,17 @@ func lowerGPU(spec *ir.Spec, nest *Nest, g *GPUTiling) error {
 // threads copy the box's elements e = tid, tid + T, ... (T threads), each
 // from the tensor element lo + the box coordinates of e, or 0 where that
 // may lie outside the tensor.
-func (p *gpuPlan) copyStage(spec *ir.Spec, body *[]Node, sp stagePlan) {
-	var tid ir.Expr = Lit(0)
-	stride := int64(1)
-	for i := len(p.axes) - 1; i >= 0; i-- {
-		a := p.axes[i]
-		if _, ok := p.ext[threadVar(a.v.Name)]; ok {
-			tid = Add(Mul(Var(threadVar(a.v.Name)), Lit(stride)), tid)
-			stride *= a.t
-		}
+func (p *gpuPlan) copyStage(spec *ir.Spec, body *[]Node, sp stagePlan, threads []ir.Var) {
+	ts := make([]ir.Expr, len(threads))
+	ext := make([]int64, len(threads))
+	for i, v := range threads {
+		ts[i], ext[i] = Var(v.Name), v.Extent
 	}
-	ext := map[string]int64{}
+	tid := flatten(ts, ext)
+	around := map[string]int64{} // the loops around the copy
 	for v, n := range p.ext {
-		if _, in := p.inner[v]; !in || strings.HasSuffix(v, ".t") {
-			ext[v] = n
+		if !p.perThread[v] {
+			around[v] = n
 		}
 	}
 	e := tid
@@ -481,27 +527,19 @@ func (p *gpuPlan) copyStage(spec *ir.Spec, body *[]Node, sp stagePlan) {
 		*body = append(*body, lp)
 		body = &lp.Body
 		e = Add(Mul(Var(c), Lit(p.threads)), tid)
-		ext[c] = rounds
+		around[c] = rounds
 	}
 	t := spec.Tensor(sp.src.Tensor)
 	src := &ir.Access{Tensor: sp.src.Tensor}
 	var inside []ir.Expr
-	bstride := sp.n
-	for d, lo := range sp.lo {
-		bstride /= sp.box[d]
-		coord := simplify(&ir.Binary{Op: ir.Div, X: e, Y: Lit(bstride)}, ir.KindMemo{})
-		if d > 0 || sp.len > sp.n {
-			// e / bstride < box[0] when the buffer has no padding.
-			coord = simplify(&ir.Binary{Op: ir.Mod, X: coord, Y: Lit(sp.box[d])}, ir.KindMemo{})
-		}
-		x := Add(lo, coord)
+	for d, coord := range unflatten(e, sp.box, sp.len == sp.n) {
+		x := Add(sp.lo[d], coord)
 		src.Indices = append(src.Indices, x)
-		if lo, hi, ok := IndexRange(x, ext); !ok || lo < 0 {
+		lo, hi, ok := IndexRange(x, around)
+		if !ok || lo < 0 {
 			inside = append(inside, &ir.Binary{Op: ir.Ge, X: x, Y: Lit(0)})
-			if !ok || hi >= t.Shape[d] {
-				inside = append(inside, &ir.Binary{Op: ir.Lt, X: x, Y: Lit(t.Shape[d])})
-			}
-		} else if hi >= t.Shape[d] {
+		}
+		if !ok || hi >= t.Shape[d] {
 			inside = append(inside, &ir.Binary{Op: ir.Lt, X: x, Y: Lit(t.Shape[d])})
 		}
 	}
