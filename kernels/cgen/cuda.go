@@ -206,8 +206,8 @@ func blockPhase(l *loops.Loop) (phase, error) {
 				if err != nil {
 					return phase{}, err
 				}
-				if ph.threads > 1024 {
-					return phase{}, errors.Errorf("thread loop %s has %d threads, more than a block's 1024", n.Var, ph.threads)
+				if ph.threads > loops.MaxGPUThreads {
+					return phase{}, errors.Errorf("thread loop %s has %d threads, more than a block's %d", n.Var, ph.threads, loops.MaxGPUThreads)
 				}
 				continue
 			}
