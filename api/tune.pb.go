@@ -593,7 +593,7 @@ type TuneKey struct {
 
 	Kernel  string   `protobuf:"bytes,1,opt,name=kernel,proto3" json:"kernel,omitempty"`   // structural hash of the specialized kernel
 	Tensors []string `protobuf:"bytes,2,rep,name=tensors,proto3" json:"tensors,omitempty"` // "name:dtype[d0,d1,...]" per kernel buffer
-	Target  string   `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`   // CPU model and ISA features
+	Target  string   `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`   // CPU model and ISA features, or GPU name and architecture
 	Version string   `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"` // neoflow version
 }
 

@@ -103,6 +103,20 @@
 // stageable read) and a loops.GPUReduction (32 to 1024 threads); decoding
 // repairs knobs beyond the extents, the block size, the registers and
 // shared memory, so every genome lowers. GPUSpace.Seeds holds tilings of
-// 64 to 256 threads and block reductions of 128 and 256 threads. The
-// search over it, timed with CUDA events on the device, is not built yet.
+// 64 to 256 threads and block reductions of 128 and 256 threads.
+//
+// NewGPUTuner runs the same search over it (the Tuner is one type over
+// either space: cost model, composition of the statements' fastest
+// segments, confirmation rounds), measuring on a GPU (gpubench.go).
+// NewCUDAGPU is a device: kernels built by kernels.Builder.BuildCUDA (the
+// kernel cache, keyed by architecture), loaded by package cudadrv and run
+// on buffers of the tuner's own on a private non-blocking stream, never
+// the default stream or one of PyTorch's; each run is timed by CUDA
+// events recorded around each of the module's launches, so a statement's
+// time is its launches' sum. Every candidate's outputs, poisoned before
+// its first run and read back after it, must match the first kernel's.
+// The record's key names the GPU (GPUTarget: the device's name and
+// compute capability), so records of different GPUs, and of the CPU,
+// never mix. The tests run the GPU search on the CUDA emulator
+// (internal/cudaemu) through the GPU interface.
 package autotune

@@ -1,6 +1,7 @@
 package autotune
 
 import (
+	"math"
 	"slices"
 
 	"github.com/neoflow/neoflow/core/ir"
@@ -100,6 +101,40 @@ func (sp *GPUSpace) Cardinalities() []int { return slices.Clone(sp.card) }
 
 // Default is the genome of the default GPU schedules.
 func (sp *GPUSpace) Default() []int { return make([]int, len(sp.card)) }
+
+func (sp *GPUSpace) numStmts() int { return len(sp.stmts) }
+
+// segment is the gene range [lo, hi) of statement i.
+func (sp *GPUSpace) segment(i int) (lo, hi int) {
+	return geneSegment(i, len(sp.stmts), len(sp.card), func(i int) int { return sp.stmts[i].off })
+}
+
+// Features describes a genome to the cost model: every gene scaled to
+// [0, 1], and per tiled statement the log2 of its block's threads, of
+// its registers and of its step's iterations.
+func (sp *GPUSpace) Features(g []int) []float64 {
+	var f []float64
+	for i, v := range g {
+		f = append(f, float64(v)/float64(max(sp.card[i]-1, 1)))
+	}
+	for _, ss := range sp.stmts {
+		if ss.fixed {
+			continue
+		}
+		genes := g[ss.off+gpuFixedGenes:]
+		n := len(ss.st.Spatial)
+		threads, regs, step := 0.0, 0.0, 0.0
+		for a := range n {
+			threads += float64(genes[a])
+			regs += math.Log2(float64(gpuRegs[genes[n+a]]))
+		}
+		for k, ds := range ss.steps {
+			step += math.Log2(float64(ds[genes[2*n+k]]))
+		}
+		f = append(f, threads, regs, step)
+	}
+	return f
+}
 
 // Decode turns a genome into one schedule per statement; statement i's
 // schedule depends on its own genes alone.

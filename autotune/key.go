@@ -15,6 +15,11 @@ import (
 // its name, plus every statement's axis extents), its tensors' dtypes and
 // shapes, the target (Target) and the version.
 func Key(spec *ir.Spec, version string) *api.TuneKey {
+	return KeyFor(spec, version, Target())
+}
+
+// KeyFor is Key for another target: GPUTarget for a CUDA kernel.
+func KeyFor(spec *ir.Spec, version, target string) *api.TuneKey {
 	var b strings.Builder
 	b.WriteString(ir.Hash(spec.Op))
 	for _, st := range spec.Stmts {
@@ -28,7 +33,7 @@ func Key(spec *ir.Spec, version string) *api.TuneKey {
 		}
 	}
 	sum := sha256.Sum256([]byte(b.String()))
-	k := &api.TuneKey{Kernel: hex.EncodeToString(sum[:16]), Target: Target(), Version: version}
+	k := &api.TuneKey{Kernel: hex.EncodeToString(sum[:16]), Target: target, Version: version}
 	for _, t := range spec.Tensors {
 		parts := make([]string, len(t.Shape))
 		for i, d := range t.Shape {

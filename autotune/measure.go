@@ -70,7 +70,7 @@ type bench struct {
 	spec   *ir.Spec
 	timing Timing
 	bufs   *hostbuf.Buffers
-	want   [][]float64 // reference outputs, by tensor index (nil: input)
+	ref    reference
 	// prof is the profiled kernel's timing buffer, one entry per
 	// statement; ptr is bufs.Ptr followed by it, pinned by pin.
 	prof []float64
@@ -79,7 +79,7 @@ type bench struct {
 }
 
 func newBench(b *kernels.Builder, spec *ir.Spec, timing Timing) *bench {
-	m := &bench{b: b, spec: spec, timing: timing.withDefaults(), bufs: hostbuf.New(spec, hostbuf.RandomInputs(spec, true, 1))}
+	m := &bench{b: b, spec: spec, timing: timing.withDefaults(), bufs: hostbuf.New(spec, hostbuf.RandomInputs(spec, true, 1)), ref: reference{spec: spec}}
 	m.prof = make([]float64, max(len(spec.Stmts), 1))
 	m.pin.Pin(&m.prof[0])
 	m.ptr = append(slices.Clone(m.bufs.Ptr), unsafe.Pointer(&m.prof[0]))
@@ -117,31 +117,42 @@ func (m *bench) measure(ctx context.Context, scheds []loops.Schedule, cutoff flo
 		return Sample{}, err
 	}
 	firstStmts := slices.Clone(m.prof[:stmts])
-	if err := m.check(); err != nil {
+	if err := m.ref.check(m.bufs); err != nil {
 		return Sample{}, err
 	}
 	if cutoff > 0 && first > cutoff {
 		return Sample{Seconds: first, Min: first, Max: first, Runs: 1, Stmts: firstStmts}, nil
 	}
-	for range m.timing.Warmup - 1 {
-		if _, err := launch(); err != nil {
+	return sampleRuns(ctx, m.timing, stmts, func() (float64, []float64, error) {
+		secs, err := launch()
+		return secs, m.prof[:stmts], err
+	})
+}
+
+// sampleRuns times a kernel whose first run is done: run runs it once
+// and returns its seconds and each statement's (which sampleRuns does
+// not keep). After the warm-up runs it times runs until timing's bounds
+// are met and returns their medians.
+func sampleRuns(ctx context.Context, timing Timing, stmts int, run func() (float64, []float64, error)) (Sample, error) {
+	for range timing.Warmup - 1 {
+		if _, _, err := run(); err != nil {
 			return Sample{}, err
 		}
 	}
 	var runs []float64
 	perStmt := make([][]float64, stmts) // per statement, its time in each run
 	start := time.Now()
-	for len(runs) < m.timing.MaxRuns && (len(runs) < m.timing.MinRuns || time.Since(start) < m.timing.MinTime) {
+	for len(runs) < timing.MaxRuns && (len(runs) < timing.MinRuns || time.Since(start) < timing.MinTime) {
 		if err := ctx.Err(); err != nil {
 			return Sample{}, err
 		}
-		secs, err := launch()
+		secs, st, err := run()
 		if err != nil {
 			return Sample{}, err
 		}
 		runs = append(runs, secs)
 		for i := range perStmt {
-			perStmt[i] = append(perStmt[i], m.prof[i])
+			perStmt[i] = append(perStmt[i], st[i])
 		}
 	}
 	slices.Sort(runs)
@@ -153,33 +164,40 @@ func (m *bench) measure(ctx context.Context, scheds []loops.Schedule, cutoff flo
 	return s, nil
 }
 
-// check compares the outputs now in the buffers with the reference
-// outputs, recording them as the reference on the first call.
-func (m *bench) check() error {
-	if m.want == nil {
-		m.want = make([][]float64, len(m.spec.Tensors))
-		for i, t := range m.spec.Tensors {
+// reference holds the outputs of the first kernel measured, which every
+// later candidate must reproduce.
+type reference struct {
+	spec *ir.Spec
+	want [][]float64 // by tensor index (nil: input)
+}
+
+// check compares the outputs now in bufs with the reference outputs,
+// recording them as the reference on the first call.
+func (r *reference) check(bufs *hostbuf.Buffers) error {
+	if r.want == nil {
+		r.want = make([][]float64, len(r.spec.Tensors))
+		for i, t := range r.spec.Tensors {
 			if t.Role != ir.RoleInput {
-				m.want[i] = slices.Clone(m.bufs.Get(i))
+				r.want[i] = slices.Clone(bufs.Get(i))
 			}
 		}
 		return nil
 	}
 	tol := 1e-9
-	if m.spec.DType == ir.Float32 {
+	if r.spec.DType == ir.Float32 {
 		tol = 1e-3
 	}
-	for i, want := range m.want {
+	for i, want := range r.want {
 		if want == nil {
 			continue
 		}
-		got := m.bufs.Get(i)
+		got := bufs.Get(i)
 		for j, w := range want {
 			g := got[j]
 			if math.IsNaN(w) && math.IsNaN(g) || math.Abs(g-w) <= tol*(1+math.Abs(w)) {
 				continue
 			}
-			return errors.Errorf("wrong result: %s[%d] = %v, the default schedule gives %v", m.spec.Tensors[i].Name, j, g, w)
+			return errors.Errorf("wrong result: %s[%d] = %v, the default schedule gives %v", r.spec.Tensors[i].Name, j, g, w)
 		}
 	}
 	return nil

@@ -180,11 +180,19 @@ func (sp *Space) Decode(g []int) []loops.Schedule {
 	return out
 }
 
+func (sp *Space) numStmts() int { return len(sp.stmts) }
+
 // segment is the gene range [lo, hi) of statement i.
 func (sp *Space) segment(i int) (lo, hi int) {
-	lo, hi = sp.stmts[i].off, len(sp.card)
-	if i+1 < len(sp.stmts) {
-		hi = sp.stmts[i+1].off
+	return geneSegment(i, len(sp.stmts), len(sp.card), func(i int) int { return sp.stmts[i].off })
+}
+
+// geneSegment is the gene range of statement i of n, statement j's genes
+// starting at off(j), genes in all.
+func geneSegment(i, n, genes int, off func(int) int) (lo, hi int) {
+	lo, hi = off(i), genes
+	if i+1 < n {
+		hi = off(i + 1)
 	}
 	return lo, hi
 }

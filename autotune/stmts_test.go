@@ -121,7 +121,7 @@ func TestComposedBookkeeping(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tu.Close()
-	sp := tu.space
+	sp := tu.space.(*Space)
 	if g, _ := tu.composed(); g != nil {
 		t.Fatalf("a composition %v before any time", g)
 	}
@@ -154,7 +154,7 @@ func TestComposedBookkeeping(t *testing.T) {
 // kept.
 func composeRun(t *testing.T, tu *Tuner, trials int) (hits int) {
 	t.Helper()
-	sp := tu.space
+	sp := tu.space.(*Space)
 	var traced [][]int
 	var gens []int
 	var samples []Sample

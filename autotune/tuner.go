@@ -80,8 +80,9 @@ type Progress struct {
 // over real measurements, one configuration per Step.
 type Tuner struct {
 	spec    *ir.Spec
-	space   *Space
-	bench   *bench
+	space   schedSpace
+	target  string // the record's Key target
+	free    func() // releases the measurement's buffers
 	ga      *ga.GA
 	opts    Options
 	start   time.Time
@@ -90,7 +91,7 @@ type Tuner struct {
 	trace   func(genome []int) // tests: called with each genome measured
 	// sampled (tests) is called after each measurement.
 	sampled func(genome []int, s Sample, err error)
-	// measure is bench.measure; tests replace it.
+	// measure is bench.measure or gpuBench.measure; tests replace it.
 	measure func(ctx context.Context, scheds []loops.Schedule, cutoff float64) (Sample, error)
 	prog    Progress
 	best    []int
@@ -109,18 +110,61 @@ type timedGenome struct {
 	secs float64
 }
 
-// NewTuner prepares tuning spec; it measures nothing yet. Close it.
+// schedSpace is a schedule space the search runs over: Space for the
+// CPU, GPUSpace for CUDA.
+type schedSpace interface {
+	Cardinalities() []int
+	Default() []int
+	Decode(g []int) []loops.Schedule
+	Seeds() [][]int
+	Features(g []int) []float64
+	// stmts is the number of statements; segment(i) is statement i's
+	// gene range [lo, hi), which alone drives its schedule.
+	numStmts() int
+	segment(i int) (lo, hi int)
+}
+
+// NewTuner prepares tuning spec's CPU kernel on this machine; it
+// measures nothing yet. Close it.
 func NewTuner(b *kernels.Builder, spec *ir.Spec, opts Options) (*Tuner, error) {
 	if spec == nil || spec.Op == nil {
 		return nil, errors.New("autotune: nil spec")
 	}
+	t, err := newTuner(spec, NewSpace(spec), opts)
+	if err != nil {
+		return nil, err
+	}
+	m := newBench(b, spec, opts.Timing)
+	t.target, t.measure, t.free = Target(), m.measure, m.free
+	return t, nil
+}
+
+// NewGPUTuner prepares tuning spec's CUDA kernel on gpu (CUDAGPU: a
+// device), over GPUSpace, timed with CUDA events; it measures nothing
+// yet. Options.Timing.Threads is ignored. Close it.
+func NewGPUTuner(gpu GPU, spec *ir.Spec, opts Options) (*Tuner, error) {
+	if spec == nil || spec.Op == nil {
+		return nil, errors.New("autotune: nil spec")
+	}
+	t, err := newTuner(spec, NewGPUSpace(spec), opts)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newGPUBench(gpu, spec, opts.Timing)
+	if err != nil {
+		return nil, err
+	}
+	t.target, t.measure, t.free = gpu.Target(), m.measure, m.free
+	return t, nil
+}
+
+func newTuner(spec *ir.Spec, sp schedSpace, opts Options) (*Tuner, error) {
 	if opts.Trials == 0 {
 		opts.Trials = DefaultTrials
 	}
 	if opts.Trials < 1 || opts.Time < 0 {
 		return nil, errors.Errorf("autotune: trials %d and time %v must be positive", opts.Trials, opts.Time)
 	}
-	sp := NewSpace(spec)
 	p := ga.Params{Population: opts.Population, Seed: opts.Seed}
 	if !opts.NoModel {
 		p.Model = costmodel.NewRidge(sp.Features, 0)
@@ -129,15 +173,15 @@ func NewTuner(b *kernels.Builder, spec *ir.Spec, opts Options) (*Tuner, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "autotune")
 	}
-	t := &Tuner{spec: spec, space: sp, bench: newBench(b, spec, opts.Timing), ga: g, opts: opts, start: time.Now(), seen: map[string]outcome{},
-		stmtBest: make([]float64, len(sp.stmts)), stmtGenes: make([][]int, len(sp.stmts))}
-	t.measure = t.bench.measure
+	n := sp.numStmts()
+	t := &Tuner{spec: spec, space: sp, ga: g, opts: opts, start: time.Now(), seen: map[string]outcome{},
+		stmtBest: make([]float64, n), stmtGenes: make([][]int, n)}
 	t.prog.Budget = opts.Trials
 	return t, nil
 }
 
 // Close releases the measurement buffers.
-func (t *Tuner) Close() { t.bench.free() }
+func (t *Tuner) Close() { t.free() }
 
 // Step measures one configuration: the default schedule first, then the
 // genetic algorithm's candidates. A configuration that fails to build,
@@ -258,12 +302,12 @@ func (t *Tuner) confirm(ctx context.Context) error {
 // the search composes each statement's fastest segment, every top schedule
 // may carry it; the confirmation round then times each revert too.
 func (t *Tuner) reverts(g []int) [][]int {
-	if len(t.space.stmts) < 2 {
+	if t.space.numStmts() < 2 {
 		return nil
 	}
 	def := t.space.Default()
 	var out [][]int
-	for i := range t.space.stmts {
+	for i := range t.space.numStmts() {
 		lo, hi := t.space.segment(i)
 		if slices.Equal(g[lo:hi], def[lo:hi]) {
 			continue
@@ -331,7 +375,7 @@ func (t *Tuner) noteStmts(g []int, stmts []float64) {
 // with its schedules; nil when a statement has no time yet or when those
 // schedules were measured (so always with a single statement).
 func (t *Tuner) composed() ([]int, []loops.Schedule) {
-	g := make([]int, 0, len(t.space.card))
+	g := make([]int, 0, len(t.space.Default()))
 	for _, seg := range t.stmtGenes {
 		if seg == nil {
 			return nil, nil
@@ -398,7 +442,7 @@ func (t *Tuner) Record() *api.TuneRecord {
 		return nil
 	}
 	return &api.TuneRecord{
-		Key:            Key(t.spec, t.opts.Version),
+		Key:            KeyFor(t.spec, t.opts.Version, t.target),
 		OpName:         t.spec.Op.Name,
 		Schedules:      ToProto(t.Best()),
 		BestSeconds:    t.prog.Best,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/neoflow/neoflow/api"
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/kernels"
 	"github.com/neoflow/neoflow/kernels/cache"
 	"github.com/neoflow/neoflow/kernels/cudadrv"
@@ -41,7 +42,19 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp
 	if err != nil {
 		return nil, err
 	}
-	k, err := builder.BuildCUDA(context.Background(), spec, nil, arch)
+	var scheds []loops.Schedule // the GPU defaults, or the tuning database's
+	if r.config().Tune != TuneOff {
+		key, err := r.tuneKey(spec, ord)
+		if err != nil {
+			return nil, err
+		}
+		scheds = r.recordSchedules(spec, key)
+	}
+	k, err := builder.BuildCUDA(context.Background(), spec, scheds, arch)
+	if err != nil && scheds != nil {
+		r.warnf("tuned schedules of kernel %s failed, using the default ones: %v", opName(spec.Op), err)
+		k, err = builder.BuildCUDA(context.Background(), spec, nil, arch)
+	}
 	resp.Warnings = r.takeWarnings()
 	if err != nil {
 		return nil, err

@@ -9,7 +9,8 @@ import (
 )
 
 // TestCUDARequests covers the CUDA requests that need no GPU: the CUDA
-// source of a specialization, the CPU-only build's refusal, and launches
+// source of a specialization, the CPU-only build's refusal to build or
+// tune a CUDA kernel, and launches
 // through the wrong entry point.
 func TestCUDARequests(t *testing.T) {
 	r := newRuntime(t)
@@ -29,6 +30,10 @@ func TestCUDARequests(t *testing.T) {
 		_, err := r.Specialize(&api.SpecializeRequest{OpId: def.OpId, Inputs: ins, CudaDevice: 1})
 		if err == nil || !strings.Contains(err.Error(), "built without CUDA support") {
 			t.Fatalf("CUDA specialization in the CPU-only build: %v", err)
+		}
+		_, err = r.TuneBegin(&api.TuneRequest{OpId: def.OpId, Inputs: ins, CudaDevice: 1})
+		if err == nil || !strings.Contains(err.Error(), "tuning a CUDA kernel, but this neoflow library was built without CUDA support") {
+			t.Fatalf("CUDA tuning in the CPU-only build: %v", err)
 		}
 		init, err := r.Init(&api.InitRequest{CacheDir: t.TempDir()})
 		if err != nil || init.GetCuda() {

@@ -26,6 +26,7 @@ type Runtime struct {
 	db          *tunedb.DB                                    // for cfg; nil until first needed
 	sessions    map[uint64]*session                           // tuning sessions by id
 	nextSession uint64
+	gpuTargets  map[int]string // tuning target by CUDA device ordinal
 
 	warnMu sync.Mutex // guards warns; the builder reports while mu may be held
 	warns  []string   // cache reports not yet sent to Python
@@ -54,6 +55,8 @@ func New() *Runtime {
 		specs:    map[uint64]map[string]*api.SpecializeResponse{},
 		byCache:  map[string]uint64{},
 		sessions: map[uint64]*session{},
+
+		gpuTargets: map[int]string{},
 	}
 	r.cfg, r.cfgErr = defaultConfig()
 	empty := []*launchable{nil} // id 0 is "none"

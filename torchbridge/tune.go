@@ -14,6 +14,7 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/sema"
+	"github.com/neoflow/neoflow/kernels/cudadrv"
 )
 
 // Tune modes (NEOFLOW_TUNE): what happens on first use of a new shape.
@@ -54,15 +55,20 @@ func (r *Runtime) tuneDB() (*tunedb.DB, error) {
 }
 
 // tunedSchedules is the builder's Options.Schedules: the database's best
-// schedules for spec, or nil (the defaults). A record that does not fit
-// the spec is reported and ignored.
+// schedules for spec's CPU kernel on this machine, or nil (the defaults).
 func (r *Runtime) tunedSchedules(spec *ir.Spec) []loops.Schedule {
+	return r.recordSchedules(spec, autotune.Key(spec, Version))
+}
+
+// recordSchedules is the schedules of the database's record under key,
+// or nil. A record that does not fit the spec is reported and ignored.
+func (r *Runtime) recordSchedules(spec *ir.Spec, key *api.TuneKey) []loops.Schedule {
 	db, err := r.tuneDB()
 	if err != nil {
 		r.warnf("tuning database unavailable, using default schedules: %v", err)
 		return nil
 	}
-	rec, ok, err := db.Get(autotune.Key(spec, Version))
+	rec, ok, err := db.Get(key)
 	if err != nil || !ok {
 		return nil
 	}
@@ -77,6 +83,42 @@ func (r *Runtime) tunedSchedules(spec *ir.Spec) []loops.Schedule {
 	return scheds
 }
 
+// gpuTarget is the tuning target of CUDA device ordinal (autotune.GPUTarget).
+func (r *Runtime) gpuTarget(ordinal int) (string, error) {
+	r.mu.Lock()
+	t, ok := r.gpuTargets[ordinal]
+	r.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	arch, err := cudadrv.Arch(ordinal)
+	if err != nil {
+		return "", err
+	}
+	name, err := cudadrv.Name(ordinal)
+	if err != nil {
+		return "", err
+	}
+	t = autotune.GPUTarget(name, arch)
+	r.mu.Lock()
+	r.gpuTargets[ordinal] = t
+	r.mu.Unlock()
+	return t, nil
+}
+
+// tuneKey is the database key of spec's kernel on CUDA device ordinal,
+// or of its CPU kernel when ordinal is negative.
+func (r *Runtime) tuneKey(spec *ir.Spec, ordinal int) (*api.TuneKey, error) {
+	if ordinal < 0 {
+		return autotune.Key(spec, Version), nil
+	}
+	t, err := r.gpuTarget(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	return autotune.KeyFor(spec, Version, t), nil
+}
+
 // TuneBegin starts a tuning session for the kernel of a specialization.
 func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
 	op, dtype, shapes, err := r.opInputs(req.GetOpId(), req.GetInputs())
@@ -88,12 +130,20 @@ func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
 		return nil, err
 	}
 	resp := &api.TuneResponse{Kernel: opName(op)}
+	ord := int(req.GetCudaDevice()) - 1
+	if ord >= 0 && !cudadrv.Available() {
+		return nil, errors.New("tuning a CUDA kernel, but this neoflow library was built without CUDA support: reinstall neoflow where CUDA headers are found (see the README's CUDA section)")
+	}
+	key, err := r.tuneKey(spec, ord)
+	if err != nil {
+		return nil, err
+	}
 	db, err := r.tuneDB()
 	if err != nil {
 		return nil, err
 	}
 	if !req.GetForce() {
-		if rec, ok, _ := db.Get(autotune.Key(spec, Version)); ok {
+		if rec, ok, _ := db.Get(key); ok {
 			resp.Already = true
 			resp.Progress = &api.TuneProgress{Trials: rec.GetTrials(), BestSeconds: rec.GetBestSeconds(), DefaultSeconds: rec.GetDefaultSeconds(), Done: true}
 			return resp, nil
@@ -107,13 +157,22 @@ func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
 	if threads < 1 {
 		threads = r.config().NumThreads
 	}
-	t, err := autotune.NewTuner(b, spec, autotune.Options{
+	opts := autotune.Options{
 		Trials:  int(req.GetTrials()),
 		Time:    time.Duration(req.GetSeconds() * float64(time.Second)),
 		Seed:    req.GetSeed(),
 		Timing:  autotune.Timing{Threads: threads},
 		Version: Version,
-	})
+	}
+	var t *autotune.Tuner
+	if ord >= 0 {
+		var gpu autotune.GPU
+		if gpu, err = autotune.NewCUDAGPU(b, ord); err == nil {
+			t, err = autotune.NewGPUTuner(gpu, spec, opts)
+		}
+	} else {
+		t, err = autotune.NewTuner(b, spec, opts)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,6 @@
 // Package tunedb is neoflow's persistent tuning database: for each
 // TuneKey (a specialized kernel, its buffers' dtypes and shapes, the
-// target CPU and the neoflow version) the fastest TuneRecord found so
+// target CPU or GPU and the neoflow version) the fastest TuneRecord found so
 // far, one file per key, shared by all processes of the user.
 //
 // # Layout

@@ -81,6 +81,14 @@ func (b *Buffers) Get(i int) []float64 {
 	return out
 }
 
+// Bytes is the size of tensor i's buffer in bytes.
+func (b *Buffers) Bytes(i int) int64 {
+	if b.DType == ir.Float64 {
+		return int64(len(b.F64[i])) * 8
+	}
+	return int64(len(b.F32[i])) * 4
+}
+
 // Poison sets every tensor of spec that is not an input to NaN.
 func (b *Buffers) Poison(spec *ir.Spec) {
 	for i, t := range spec.Tensors {

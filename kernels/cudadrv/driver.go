@@ -75,11 +75,21 @@ func Arch(ordinal int) (int, error) {
 	return ma*10 + mi, nil
 }
 
+// Name is the name of device ordinal ("NVIDIA H100 80GB HBM3").
+func Name(ordinal int) (string, error) {
+	if _, err := makeCurrent(ordinal); err != nil {
+		return "", err
+	}
+	name, err := cu.Device(ordinal).Name()
+	return name, errors.Wrapf(err, "CUDA device %d", ordinal)
+}
+
 // Module is a module loaded on one device, with its functions in launch
 // order.
 type Module struct {
 	ordinal  int
 	ctx      cu.CUContext // the device's primary context
+	mod      cu.Module
 	fns      []cu.Function
 	launches []cgen.Launch
 }
@@ -95,15 +105,26 @@ func Load(ordinal int, image []byte, launches []cgen.Launch) (*Module, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "loading a CUDA module on device %d", ordinal)
 	}
-	m := &Module{ordinal: ordinal, ctx: ctx, launches: launches}
+	m := &Module{ordinal: ordinal, ctx: ctx, mod: mod, launches: launches}
 	for _, l := range launches {
 		fn, err := mod.Function(l.Entry)
 		if err != nil {
+			_ = mod.Unload()
 			return nil, errors.Wrapf(err, "CUDA module: function %s", l.Entry)
 		}
 		m.fns = append(m.fns, fn)
 	}
 	return m, nil
+}
+
+// Unload unloads the module from its device; it must not be launched
+// again. Kernels that ops launch stay loaded for the process's life; the
+// tuner unloads each candidate it has timed.
+func (m *Module) Unload() error {
+	if _, err := makeCurrent(m.ordinal); err != nil {
+		return err
+	}
+	return errors.Wrapf(m.mod.Unload(), "unloading a CUDA module on device %d", m.ordinal)
 }
 
 // maxArgs bounds the arguments of a launch kept on the stack.
@@ -120,7 +141,13 @@ func (m *Module) Launch(stream uintptr, ptrs []uintptr) error {
 		return errors.Wrapf(err, "making CUDA device %d current", m.ordinal)
 	}
 	// cu.Stream holds one CUstream; PyTorch's handle is that pointer.
-	s := *(*cu.Stream)(unsafe.Pointer(&stream))
+	return m.launch(*(*cu.Stream)(unsafe.Pointer(&stream)), ptrs, nil)
+}
+
+// launch launches the module's functions in order on s, calling after
+// (when not nil) once each function is launched, with its position. The
+// module's context is current.
+func (m *Module) launch(s cu.Stream, ptrs []uintptr, after func(i int) error) error {
 	var buf [maxArgs]unsafe.Pointer
 	args := buf[:len(ptrs)]
 	for i := range ptrs {
@@ -130,6 +157,11 @@ func (m *Module) Launch(stream uintptr, ptrs []uintptr) error {
 		l := m.launches[i]
 		if err := fn.Launch(int(l.Blocks), 1, 1, l.Threads, 1, 1, 0, s, args); err != nil {
 			return errors.Wrapf(err, "launching %s on CUDA device %d", l.Entry, m.ordinal)
+		}
+		if after != nil {
+			if err := after(i); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -3,6 +3,8 @@
 package cudadrv
 
 import (
+	"unsafe"
+
 	"github.com/pkg/errors"
 
 	"github.com/neoflow/neoflow/kernels/cgen"
@@ -26,3 +28,27 @@ func Load(ordinal int, image []byte, launches []cgen.Launch) (*Module, error) {
 
 // Launch runs the module's functions in order on stream.
 func (m *Module) Launch(stream uintptr, ptrs []uintptr) error { return errNoCUDA }
+
+// Unload unloads the module.
+func (m *Module) Unload() error { return errNoCUDA }
+
+// Name is the name of device ordinal.
+func Name(ordinal int) (string, error) { return "", errNoCUDA }
+
+// Bench runs modules on one device for the tuner.
+type Bench struct{}
+
+// NewBench allocates buffers of sizes bytes on device ordinal.
+func NewBench(ordinal int, sizes []int64) (*Bench, error) { return nil, errNoCUDA }
+
+// Write copies buffer i from host memory src to the device.
+func (b *Bench) Write(i int, src unsafe.Pointer) error { return errNoCUDA }
+
+// Read copies buffer i from the device to host memory dst.
+func (b *Bench) Read(i int, dst unsafe.Pointer) error { return errNoCUDA }
+
+// Time runs m once and returns the seconds each of its functions took.
+func (b *Bench) Time(m *Module) ([]float64, error) { return nil, errNoCUDA }
+
+// Close frees the bench.
+func (b *Bench) Close() {}

@@ -294,8 +294,7 @@ class Op:
             self._check(tensors)
             config.ensure()
             request = self._request(tensors, sizes, cuda_device=_cuda_device(tensors))
-            if not request.cuda_device:
-                tuning.before_build(request)
+            tuning.before_build(request)
             resp = _lib.call("nf_specialize", request, pb.SpecializeResponse)
             for w in resp.warnings:
                 warnings.warn(w, RuntimeWarning, stacklevel=2)

@@ -1,11 +1,14 @@
 """Schedule tuning: ``neoflow.tune`` and the NEOFLOW_TUNE first-use hook.
 
-A kernel is tuned by a genetic search over its schedule space (tiling,
-loop order, parallel loops, vector lanes, unrolling, local accumulation),
-timing real runs on this machine. The best schedule goes into the tuning
-database under NEOFLOW_CACHE_DIR and is applied whenever that kernel (same
-structure, shapes, dtype, CPU and neoflow version) is built again, in any
-process. ``python -m neoflow.tunedb`` lists and manages the records.
+A kernel is tuned by a genetic search over its schedule space, timing real
+runs: for CPU tensors the C kernel's (tiling, loop order, parallel loops,
+vector lanes, unrolling, local accumulation), timed on this machine's
+cores; for CUDA tensors the CUDA kernel's (thread blocks, register tiles,
+shared-memory staging, block reductions), timed with CUDA events on the
+tensors' GPU. The best schedule goes into the tuning database under
+NEOFLOW_CACHE_DIR and is applied whenever that kernel (same structure,
+shapes, dtype, CPU or GPU model, and neoflow version) is built again, in
+any process. ``python -m neoflow.tunedb`` lists and manages the records.
 """
 
 from __future__ import annotations
@@ -144,7 +147,9 @@ def tune(
 
     Runs the op once on the examples (and its backward when ``backward`` and
     the inputs are floating point), tuning each kernel built on the way:
-    the forward kernel and the gradient kernels. Budgets apply per kernel:
+    the forward kernel and the gradient kernels, on the examples' device
+    (CUDA kernels are timed with CUDA events on a private stream of that
+    GPU, in buffers of their own). Budgets apply per kernel:
     ``trials`` measured configurations (default 64) and ``seconds`` of wall
     time (default: none). Kernels that already have a database record are
     skipped unless ``force``. The search is seeded by ``seed`` and
@@ -159,8 +164,6 @@ def tune(
     for i, t in enumerate(example_inputs):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"neoflow.tune: example input {i} is a {type(t).__name__}, not a tensor")
-        if not t.is_cpu:
-            raise ValueError(f"neoflow.tune: example input {i} is on {t.device}; tuning runs on CPU tensors")
     _check_budget(trials, seconds, seed, "neoflow.tune")
     state = _State(trials or 0, float(seconds or 0), int(seed), bool(force), bool(progress), TuneReport())
     with _activate(state, "neoflow.tune"):
@@ -193,6 +196,8 @@ def before_build(request: pb.SpecializeRequest) -> None:
         state = _State(0, 0.0, 0, False, True, TuneReport())
     if state.stopped:
         return
+    if request.cuda_device and torch.cuda.is_current_stream_capturing():
+        return  # timing would synchronize the stream being captured
     begin = pb.TuneRequest(
         op_id=request.op_id,
         inputs=request.inputs,
@@ -202,6 +207,7 @@ def before_build(request: pb.SpecializeRequest) -> None:
         seed=state.seed,
         force=state.force,
         num_threads=torch.get_num_threads(),
+        cuda_device=request.cuda_device,
     )
     resp = _lib.call("nf_tune_begin", begin, pb.TuneResponse)
     if resp.already:

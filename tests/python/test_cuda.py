@@ -121,3 +121,34 @@ def test_cuda_graph_replays_a_training_step():
         opt_ref.step()
         torch.testing.assert_close(loss, ref_loss.detach(), rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(w.detach(), wr.detach(), rtol=1e-4, atol=1e-5)
+
+
+def test_tune_on_the_gpu(tmp_path, capfd):
+    """neoflow.tune on CUDA tensors searches the CUDA schedule space, timed
+    with CUDA events, stores records keyed by the GPU, and the tuned kernels
+    then compute what PyTorch does."""
+    neoflow.configure(cache_dir=tmp_path / "cache", tune="default")
+    try:
+        op = neoflow.op("C[i,j] += A[i,k] * B[k,j]", name="gpu_tune_mm")
+        a = torch.randn(256, 192, device=DEV)
+        b = torch.randn(192, 320, device=DEV)
+        report = neoflow.tune(op, a, b, trials=12)
+        assert [r.kernel for r in report] == ["gpu_tune_mm", "gpu_tune_mm_grad"]
+        for r in report:
+            assert r.trials == 12 and 0 < r.best_ms <= r.default_ms and not r.already, r
+        assert "tuning gpu_tune_mm " in capfd.readouterr().err
+        listing = neoflow.tunedb.run("list")
+        assert "gpu_tune_mm" in listing
+        (row,) = [ln for ln in listing.splitlines() if " gpu_tune_mm " in f" {ln} "]
+        shown = neoflow.tunedb.run("show", row.split()[0])
+        assert f"sm_{torch.cuda.get_device_capability()[0]}" in shown and "cuda" in shown, shown
+        a1, b1 = a.clone().requires_grad_(), b.clone().requires_grad_()
+        c = op(a1, b1)
+        c.backward(torch.ones_like(c))
+        torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-3)
+        torch.testing.assert_close(a1.grad, torch.ones_like(c) @ b.T, rtol=1e-4, atol=1e-3)
+        again = neoflow.tune(op, a, b, trials=12, progress=False)
+        assert all(r.already for r in again)
+    finally:
+        config.reset()
+        neoflow.configure()
