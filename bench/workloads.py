@@ -25,7 +25,13 @@ does not overwrite the untuned one of the same day. Not a test: speed is reporte
 
     python bench/workloads.py [--size small|bench] [--batches 1 16 64] [--workloads milstm ...]
                               [--repeat 20] [--warmup 3] [--dtype float32] [--out bench/results] [--no-compile]
-                              [--tune TRIALS]
+                              [--tune TRIALS] [--device cpu|cuda]
+
+With ``--device cuda`` everything (models, data, the ops timed alone) runs on
+the current GPU, the file names and the report name it, every timed call is
+bracketed by ``torch.cuda.synchronize()``, and the report ends with the CUDA
+backend's speed targets: capsule convolution forward against eager, and the
+LSTM-variant cells forward+backward against eager.
 
 With ``--tune``, every kernel the neoflow model's first step builds is tuned
 first (``neoflow.tune_session``), its tuning time reported as ``tune_s``; the
@@ -77,6 +83,7 @@ def parse_args(argv=None):
         help="before timing neoflow, tune every kernel of its first step with this many trials each (0: no tuning)",
     )
     ap.add_argument("--warm-cache", action="store_true", help="keep the usual kernel caches (build times then vary)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where models and data live")
     args = ap.parse_args(argv)
     if args.repeat < 1 or args.warmup < 0:
         ap.error("--repeat must be >= 1 and --warmup >= 0")
@@ -93,8 +100,8 @@ def cold_caches() -> None:
 # ---------------------------------------------------------------- machine
 
 
-def machine_info(torch, neoflow) -> dict:
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+def machine_info(torch, neoflow, device: str = "cpu") -> dict:
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
     return {
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
@@ -104,12 +111,14 @@ def machine_info(torch, neoflow) -> dict:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "gpu": gpu,
-        "device": "cpu",
+        "cuda": torch.version.cuda,
+        "device": device,
     }
 
 
 def machine_tag(info: dict) -> str:
-    if info["gpu"]:
+    """ "cpu" for a CPU run (even where a GPU is), the GPU's name for a CUDA run."""
+    if info["device"] == "cuda":
         return re.sub(r"[^a-z0-9]+", "-", info["gpu"].lower()).strip("-")
     return "cpu"
 
@@ -117,9 +126,16 @@ def machine_tag(info: dict) -> str:
 # ---------------------------------------------------------------- timing
 
 
+SYNC = None  # torch.cuda.synchronize in a CUDA run: timed calls wait for the GPU
+
+
 def timed(fn) -> float:
+    if SYNC:
+        SYNC()
     t0 = time.perf_counter()
     fn()
+    if SYNC:
+        SYNC()
     return time.perf_counter() - t0
 
 
@@ -140,20 +156,20 @@ def measure(fn, repeat: int, warmup: int) -> dict:
 # ---------------------------------------------------------------- workloads
 
 
-def setup(name, size, batch, dtype, torch):
-    """(baseline, neoflow_model, loss(model), lr, op_cases) for one workload at one batch size."""
+def setup(name, size, batch, dtype, torch, device="cpu"):
+    """(baseline, neoflow_model, loss(model), lr, op_cases) for one workload at one batch size, on device."""
     sys.path.insert(0, str(ROOT))
     from workloads import capsnet, config, rnn, shufflenet
 
     if name in config.RNN_WORKLOADS:
         cfg = (config.SMALL if size == "small" else config.BENCH)[name].with_batch(batch)
-        base, nf = rnn.make_models(name, cfg, dtype=dtype, seed=0)
-        xs, targets = rnn.make_data(cfg, seed=0, dtype=dtype)
+        base, nf = (m.to(device) for m in rnn.make_models(name, cfg, dtype=dtype, seed=0))
+        xs, targets = (t.to(device) for t in rnn.make_data(cfg, seed=0, dtype=dtype))
 
         def loss(model):
             return torch.nn.functional.mse_loss(model(xs), targets)
 
-        return base, nf, loss, cfg.lr, lambda: rnn.op_cases(name, cfg, dtype=dtype, seed=0)
+        return base, nf, loss, cfg.lr, lambda: rnn.op_cases(name, cfg, dtype=dtype, seed=0, device=device)
     mod, base_cls, nf_cls = {
         "capsnet": (capsnet, capsnet.CapsNetTorch, capsnet.CapsNetNeoflow),
         "shufflenet": (shufflenet, shufflenet.ShuffleUnitTorch, shufflenet.ShuffleUnitNeoflow),
@@ -162,14 +178,14 @@ def setup(name, size, batch, dtype, torch):
     base = base_cls(cfg, dtype=dtype, seed=0)
     nf = nf_cls(cfg, dtype=dtype, seed=0)
     nf.load_state_dict(base.state_dict())
-    base.train()
-    nf.train()
-    x, labels = mod.synthetic_data(cfg, dtype=dtype, seed=0)
+    base.to(device).train()
+    nf.to(device).train()
+    x, labels = (t.to(device) for t in mod.synthetic_data(cfg, dtype=dtype, seed=0))
 
     def loss(model):
         return model.loss(x, labels)[0]
 
-    return base, nf, loss, CNN_LR, lambda: mod.op_cases(cfg, dtype=dtype, seed=0)
+    return base, nf, loss, CNN_LR, lambda: mod.op_cases(cfg, dtype=dtype, seed=0, device=device)
 
 
 def train_step(torch, model, loss_fn, lr):
@@ -190,7 +206,7 @@ def tuned_rows(report) -> list[dict]:
 
 
 def bench_steps(torch, name, size, batch, dtype, args) -> dict:
-    base, nf, loss, lr, _ = setup(name, size, batch, dtype, torch)
+    base, nf, loss, lr, _ = setup(name, size, batch, dtype, torch, args.device)
     variants = {
         "eager": train_step(torch, base, lambda: loss(base), lr),
         "neoflow": train_step(torch, nf, lambda: loss(nf), lr),
@@ -257,7 +273,7 @@ def forward_backward(torch, fn, inputs, grads, leaves):
 
 def bench_ops(torch, name, size, batch, dtype, args) -> list[dict]:
     """Forward and forward+backward time of each neoflow op of the workload next to its PyTorch equivalent."""
-    _, _, _, _, op_cases = setup(name, size, batch, dtype, torch)
+    _, _, _, _, op_cases = setup(name, size, batch, dtype, torch, args.device)
     rows = []
     for op_name, nf_fn, torch_fn, inputs, params in op_cases():
         leaves = list(inputs) + list(params)
@@ -321,7 +337,11 @@ def render_markdown(result: dict) -> str:
         f"# Workload benchmark, {result['date']}",
         "",
         f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}"
-        + (f", GPU {m['gpu']}" if m["gpu"] else ", no GPU (all on CPU)"),
+        + (
+            f"; everything on the GPU, {m['gpu']} (CUDA {m.get('cuda')})"
+            if m.get("device") == "cuda"
+            else f"; everything on the CPU{' (a ' + m['gpu'] + ' idle)' if m['gpu'] else ''}"
+        ),
         "",
         f"Settings: size `{s['size']}`, batches {s['batches']}, {s['dtype']}, median of {s['repeat']} steps "
         f"after {s['warmup']} warm-up steps; kernel caches {'warm' if s['warm_cache'] else 'cold'}"
@@ -387,7 +407,33 @@ def render_markdown(result: dict) -> str:
             "median forward.",
             "",
         ]
+    if m.get("device") == "cuda" and result["ops"]:
+        lines += ["## CUDA backend targets (speedup = eager time / neoflow time, medians)", ""]
+        lines += ["| target | op | batch | speedup | goal | met |", "|---|---|---|---|---|---|"]
+        for t in targets(result["ops"]):
+            lines.append(
+                f"| {t['target']} | {t['op']} | {t['batch']} | {t['speedup']:.2f}x | {t['goal']:.0f}x "
+                f"| {'yes' if t['met'] else 'no'} |"
+            )
+        lines += ["", "GEMM 4096³ against torch.matmul is measured by bench/gemm.py.", ""]
     return "\n".join(lines)
+
+
+def targets(ops: list[dict]) -> list[dict]:
+    """The CUDA backend's speed targets, per op row: capsule convolution forward at least 3x eager, the
+    LSTM-variant cells forward+backward at least 2x eager."""
+    out = []
+    for r in ops:
+        if r["op"].startswith("capsule_conv"):
+            target, goal, key = "capsule conv forward", 3.0, "forward"
+        elif r["op"].endswith("_cell"):
+            target, goal, key = "LSTM-variant cell fwd+bwd", 2.0, "fwd_bwd"
+        else:
+            continue
+        speedup = r[f"{key}_torch"]["median_ms"] / r[f"{key}_neoflow"]["median_ms"]
+        row = {"target": target, "op": r["op"], "batch": r["batch"], "speedup": speedup, "goal": goal}
+        out.append(row | {"met": speedup >= goal})
+    return out
 
 
 def render_chart(result: dict, path: Path) -> None:
@@ -411,7 +457,8 @@ def render_chart(result: dict, path: Path) -> None:
     ax.set_yscale("log")
     ax.set_ylabel("training step, ms (log scale)")
     m = result["machine"]
-    ax.set_title(f"{result['settings']['size']} workloads, {result['settings']['dtype']}, {m['cpu']}", fontsize=9)
+    where = m["gpu"] if m.get("device") == "cuda" else m["cpu"]
+    ax.set_title(f"{result['settings']['size']} workloads, {result['settings']['dtype']}, {where}", fontsize=9)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -434,10 +481,16 @@ def main(argv=None) -> dict:
     sys.path.insert(0, str(ROOT))
     from workloads import config
 
+    global SYNC
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            sys.exit("workloads.py: --device cuda, but torch.cuda.is_available() is False")
+        SYNC = torch.cuda.synchronize
     dtype = getattr(torch, args.dtype)
     batches = args.batches or list(config.BENCH_BATCHES)
-    info = machine_info(torch, neoflow)
-    print(f"machine: {info['cpu']}, {info['threads']} threads, torch {info['torch']}", file=sys.stderr)
+    info = machine_info(torch, neoflow, args.device)
+    where = f"GPU {info['gpu']}" if args.device == "cuda" else f"{info['threads']} threads"
+    print(f"machine: {info['cpu']}, {where}, torch {info['torch']}", file=sys.stderr)
     torch.manual_seed(0)
     t0 = time.perf_counter()
     steps, ops = [], []
@@ -461,6 +514,7 @@ def main(argv=None) -> dict:
             "warm_cache": args.warm_cache,
             "tune_trials": args.tune,
             "optimizer": "Adam",
+            "device": args.device,
         },
         "steps": steps,
         "ops": ops,
@@ -470,6 +524,8 @@ def main(argv=None) -> dict:
             "total_s": time.perf_counter() - t0,
         },
     }
+    if args.device == "cuda":
+        result["targets"] = targets(ops)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"workloads-{date}-{machine_tag(info)}{'-tuned' if args.tune else ''}"

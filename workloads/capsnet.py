@@ -153,12 +153,12 @@ def synthetic_data(cfg, dtype=torch.float32, seed=0):
     return x, labels
 
 
-def op_cases(cfg, dtype=torch.float32, seed=0):
+def op_cases(cfg, dtype=torch.float32, seed=0, device="cpu"):
     """The neoflow ops this workload uses, for per-operator benchmarks.
 
     Returns ``[(op_name, neoflow_fn, torch_fn, inputs, params)]``: both
-    functions take ``inputs`` (capsules and weights, requiring grad) and
-    return the capsule conv's output.
+    functions take ``inputs`` (capsules and weights on ``device``, requiring
+    grad) and return the capsule conv's output.
     """
     g = torch.Generator().manual_seed(seed)
     model = CapsNetNeoflow(cfg, dtype=dtype, seed=seed)
@@ -169,6 +169,6 @@ def op_cases(cfg, dtype=torch.float32, seed=0):
         ((model.caps1, model.w1, h0, cfg["stride1"]), (model.caps2, model.w2, h1, cfg["stride2"])), 1
     ):
         a = torch.randn(cfg["batch"], w.shape[1], hw, hw, 4, 4, dtype=dtype, generator=g) * 0.3
-        inputs = (a.requires_grad_(True), w.detach().clone().requires_grad_(True))
+        inputs = (a.to(device).requires_grad_(True), w.detach().to(device).clone().requires_grad_(True))
         cases.append((f"capsule_conv{i}", op, lambda a, w, s=stride: capsule_conv_torch(a, w, s), inputs, []))
     return cases

@@ -119,7 +119,7 @@ class _RNN(nn.Module):
         self.head_b = nn.Parameter(torch.zeros((), dtype=dtype))
 
     def init_state(self, batch):
-        z = torch.zeros(batch, self.cfg.hidden, dtype=self.dtype)
+        z = torch.zeros(batch, self.cfg.hidden, dtype=self.dtype, device=self.head_w.device)
         return (z, z.clone())
 
     def readout(self, state):
@@ -142,8 +142,8 @@ class _MILSTM(_RNN):
 
     def init_state(self, batch):
         # h0 = 0 would zero U h and the gates' dependence on x in the first step
-        h = torch.full((batch, self.cfg.hidden), 0.1, dtype=self.dtype)
-        return (h, torch.zeros(batch, self.cfg.hidden, dtype=self.dtype))
+        h = torch.full((batch, self.cfg.hidden), 0.1, dtype=self.dtype, device=self.head_w.device)
+        return (h, torch.zeros_like(h))
 
 
 class MILSTMBaseline(_MILSTM):
@@ -173,8 +173,8 @@ class _SCRNN(_RNN):
 
     def init_state(self, batch):
         return (
-            torch.zeros(batch, self.cfg.hidden, dtype=self.dtype),
-            torch.zeros(batch, self.cfg.context, dtype=self.dtype),
+            torch.zeros(batch, self.cfg.hidden, dtype=self.dtype, device=self.head_w.device),
+            torch.zeros(batch, self.cfg.context, dtype=self.dtype, device=self.head_w.device),
         )
 
     def readout(self, state):
@@ -272,16 +272,17 @@ def make_data(cfg: RNNConfig, seed=0, dtype=torch.float64):
     return xs, targets
 
 
-def op_cases(name: str, cfg: RNNConfig, dtype=torch.float64, seed=0):
+def op_cases(name: str, cfg: RNNConfig, dtype=torch.float64, seed=0, device="cpu"):
     """The neoflow op this workload uses, for per-operator benchmarks.
 
     Returns ``[(op_name, neoflow_fn, torch_fn, inputs, params)]``: both functions
     take ``inputs`` (one cell step's x and state, requiring grad) and return the
     same outputs ``(h', second state)``; ``params`` are the cell's weights,
-    which also receive gradients.
+    which also receive gradients. Everything is on ``device``.
     """
-    base, nf = make_models(name, cfg, dtype=dtype, seed=seed)
+    base, nf = (m.to(device) for m in make_models(name, cfg, dtype=dtype, seed=seed))
     xs, _ = make_data(cfg, seed=seed, dtype=dtype)
+    xs = xs.to(device)
     inputs = tuple(t.detach().clone().requires_grad_(True) for t in (xs[0], *base.init_state(cfg.batch)))
 
     def nf_fn(x, *state):

@@ -115,19 +115,19 @@ def synthetic_data(cfg, dtype=torch.float32, seed=0):
     return x, labels
 
 
-def op_cases(cfg, dtype=torch.float32, seed=0):
+def op_cases(cfg, dtype=torch.float32, seed=0, device="cpu"):
     """The neoflow ops this workload uses, for per-operator benchmarks.
 
     Returns ``[(op_name, neoflow_fn, torch_fn, inputs, params)]``: both
-    functions take ``inputs`` (activations and weights, requiring grad) and
-    return the same output.
+    functions take ``inputs`` (activations and weights on ``device``,
+    requiring grad) and return the same output.
     """
     g = torch.Generator().manual_seed(seed)
     model = ShuffleUnitNeoflow(cfg, dtype=dtype, seed=seed)
     n, c, m, groups, hw = cfg["batch"], cfg["channels"], cfg["bottleneck"], cfg["groups"], cfg["hw"]
 
     def leaves(*ts):
-        return tuple(t.detach().clone().requires_grad_(True) for t in ts)
+        return tuple(t.detach().to(device).clone().requires_grad_(True) for t in ts)
 
     x = torch.randn(n, c, hw, hw, dtype=dtype, generator=g)
     y = torch.randn(n, m, hw, hw, dtype=dtype, generator=g)

@@ -5,6 +5,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -26,3 +29,84 @@ def test_workload_bench_smoke(tmp_path):
     assert result["ops"] and result["ops"][0]["matches"]
     assert {"forward_neoflow", "forward_torch", "fwd_bwd_neoflow", "fwd_bwd_torch"} <= set(result["ops"][0])
     assert "Geometric mean" in files[".md"].read_text()
+
+
+def _load(name):
+    import importlib.util
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _times(ms):
+    return {"median_ms": ms, "min_ms": ms * 0.9, "max_ms": ms * 1.2}
+
+
+def test_cuda_report_names_the_gpu_and_the_targets():
+    """A CUDA run's report (rendered from a made-up result: CI has no GPU) names the GPU and checks the
+    capsule-conv and LSTM-cell targets; a CPU run's does not."""
+    wl = _load("workloads")
+    machine = {"cpu": "Some CPU", "threads": 16, "torch": "2.x", "neoflow": "0.x", "gpu": "NVIDIA H100 80GB HBM3"}
+    ops = [
+        {"workload": "capsnet", "batch": 16, "op": "capsule_conv1", "forward_torch": _times(3.3)},
+        {"workload": "milstm", "batch": 16, "op": "milstm_cell", "fwd_bwd_torch": _times(1.5)},
+        {"workload": "shufflenet", "batch": 16, "op": "channel_shuffle"},
+    ]
+    for r in ops:
+        for k in ("forward", "fwd_bwd"):
+            for impl in ("torch", "neoflow"):
+                r.setdefault(f"{k}_{impl}", _times(1.0))
+        r |= {"forward_ratio": 1.0, "backward_ratio": 1.0, "matches": True}
+    step = {"workload": "milstm", "batch": 16, "eager": _times(2), "neoflow": _times(1), "speedup_vs_eager": 2.0}
+    step["build_s"] = 1.0
+    settings = {"size": "bench", "batches": [16], "dtype": "float32", "repeat": 5, "warmup": 1, "warm_cache": False}
+    result = {"date": "2026-11-21", "machine": machine | {"device": "cuda", "cuda": "13.0"}, "settings": settings}
+    result |= {"steps": [step], "ops": ops, "summary": {"geomean_speedup_vs_eager": 2.0}}
+    md = wl.render_markdown(result)
+    assert "everything on the GPU, NVIDIA H100 80GB HBM3 (CUDA 13.0)" in md
+    assert "| capsule conv forward | capsule_conv1 | 16 | 3.30x | 3x | yes |" in md
+    assert "| LSTM-variant cell fwd+bwd | milstm_cell | 16 | 1.50x | 2x | no |" in md
+    assert "channel_shuffle |" not in md.split("CUDA backend targets")[1]
+    assert wl.machine_tag(result["machine"]) == "nvidia-h100-80gb-hbm3"
+    cpu = result | {"machine": machine | {"device": "cpu"}}
+    md = wl.render_markdown(cpu)
+    assert "CUDA backend targets" not in md and "everything on the CPU (a NVIDIA H100 80GB HBM3 idle)" in md
+    assert wl.machine_tag(cpu["machine"]) == "cpu"
+
+
+def test_gemm_report():
+    gemm = _load("gemm")
+    variants = [
+        {"name": "torch.matmul", "time": _times(2.0), "tflops": 60.0, "vs_matmul": 1.0, "matches": True},
+        {"name": "neoflow (default schedule)", "time": _times(4.0), "tflops": 30.0, "vs_matmul": 0.5, "matches": True},
+        {"name": "neoflow (tuned)", "time": _times(3.0), "tflops": 40.0, "vs_matmul": 0.667, "matches": True},
+    ]
+    machine = {"gpu": "NVIDIA H200", "cuda": "13.0", "torch": "2.x", "neoflow": "0.x"}
+    tuning = {"trials": 32, "seconds": 40.0, "best_ms": 2.9}
+    result = {"date": "2026-11-21", "machine": machine, "n": 4096, "repeat": 20, "variants": variants, "tuning": tuning}
+    md = gemm.render_markdown(result)
+    assert "GPU NVIDIA H200 (CUDA 13.0)" in md
+    assert "| neoflow (tuned) | 3.000 (2.700–3.600) | 40.0 | 67% | yes |" in md
+    assert "Best neoflow variant: neoflow (tuned), 67%: met." in md
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_benchmarks_smoke(tmp_path):
+    cmd = [sys.executable, str(ROOT / "bench" / "workloads.py"), "--size", "small", "--batches", "2"]
+    cmd += ["--device", "cuda", "--workloads", "lltm", "capsnet", "--repeat", "1", "--warmup", "0"]
+    cmd += ["--no-compile", "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(next(tmp_path.glob("workloads-*.json")).read_text())
+    assert result["machine"]["device"] == "cuda" and result["machine"]["gpu"]
+    assert all(r["matches"] for r in result["ops"])
+    assert {t["op"] for t in result["targets"]} >= {"lltm_cell", "capsule_conv1"}
+    cmd = [sys.executable, str(ROOT / "bench" / "gemm.py"), "--n", "256", "--repeat", "2", "--tune", "4"]
+    proc = subprocess.run(cmd + ["--no-compile", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(next(tmp_path.glob("gemm-*.json")).read_text())
+    assert [v["name"] for v in result["variants"]] == ["torch.matmul", "neoflow (default schedule)", "neoflow (tuned)"]
+    assert all(v["matches"] for v in result["variants"])
