@@ -183,10 +183,7 @@ func (r *reference) check(bufs *hostbuf.Buffers) error {
 		}
 		return nil
 	}
-	tol := 1e-9
-	if r.spec.DType == ir.Float32 {
-		tol = 1e-3
-	}
+	tol := map[ir.DType]float64{ir.Float64: 1e-9, ir.Float32: 1e-3, ir.Float16: 1e-2, ir.BFloat16: 4e-2}[r.spec.DType]
 	for i, want := range r.want {
 		if want == nil {
 			continue

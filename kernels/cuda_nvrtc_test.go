@@ -18,13 +18,13 @@ import (
 )
 
 // TestCUDACompiles compiles the CUDA module of every test op, its
-// gradient and every scatter op with NVRTC to CUBIN for sm_80 and sm_90:
-// the generated source is valid CUDA, with every launch's entry in the
-// image.
+// gradient and every scatter op, in every dtype, with NVRTC to CUBIN for
+// sm_80 and sm_90: the generated source (the 16-bit conversions' inline
+// PTX included) is valid CUDA, with every launch's entry in the image.
 func TestCUDACompiles(t *testing.T) {
 	lib := nvrtctest.Library(t)
 	var specs []*ir.Spec
-	for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
+	for _, dt := range []ir.DType{ir.Float32, ir.Float64, ir.Float16, ir.BFloat16} {
 		for _, o := range testops.All {
 			s, err := o.Spec(dt)
 			if err != nil {

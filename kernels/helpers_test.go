@@ -43,8 +43,13 @@ func testBuilder(t *testing.T) *Builder {
 
 // tolerance is the allowed |got - want| / (1 + |want|).
 func tolerance(dt ir.DType) float64 {
-	if dt == ir.Float32 {
+	switch dt {
+	case ir.Float32:
 		return 1e-4
+	case ir.Float16:
+		return 1e-2
+	case ir.BFloat16:
+		return 5e-2
 	}
 	return 1e-9
 }

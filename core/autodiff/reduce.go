@@ -69,13 +69,9 @@ func (b *builder) reduction(si int, dY string) (ir.Expr, []*gstmt, error) {
 		}
 		n = p
 	}
-	limit, what := int64(1)<<53, "float64"
-	if b.dtype == ir.Float32 {
-		limit, what = 1<<24, "float32"
-	}
-	if n > limit {
+	if bits := b.dtype.Significand(); bits > 0 && n > int64(1)<<bits {
 		return nil, nil, fmt.Errorf("autodiff: statement %d (%s): the %s reduction has %d points, more than %s represents exactly (2^%d); "+
-			"the arg-extremum index that routes its gradient would be inexact", si+1, ir.StmtString(s), s.Reduce, n, what, map[bool]int{true: 24, false: 53}[what == "float32"])
+			"the arg-extremum index that routes its gradient would be inexact", si+1, ir.StmtString(s), s.Reduce, n, b.dtype, bits)
 	}
 	var terms []term
 	stride := int64(1)

@@ -24,9 +24,10 @@
 //   - Comparisons of two index expressions compare integers, otherwise
 //     float64 values.
 //
-// For Float32 specs every stored element (the copied inputs and every
-// element a statement writes) is rounded to float32, as a kernel storing
-// float32 would; arithmetic between stores is in float64.
+// For Float32, Float16 and BFloat16 specs every stored element (the
+// copied inputs and every element a statement writes) is rounded to the
+// dtype (ir.DType.Round), as a kernel storing it would; arithmetic between
+// stores is in float64.
 //
 // The right-hand side is compiled once per statement into closures over
 // an environment of index-variable values. An out-of-bounds access, which

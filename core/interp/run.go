@@ -16,14 +16,10 @@ func Run(spec *ir.Spec, inputs [][]float64) (out [][]float64, err error) {
 	if spec == nil {
 		return nil, errors.New("interp: nil spec")
 	}
-	store := func(v float64) float64 { return v }
-	switch spec.DType {
-	case ir.Float64:
-	case ir.Float32:
-		store = func(v float64) float64 { return float64(float32(v)) }
-	default:
+	if spec.DType.Size() == 0 {
 		return nil, errors.Errorf("interp: unsupported dtype %s", spec.DType)
 	}
+	store := spec.DType.Round
 
 	bufs := map[string]*buffer{}
 	out = make([][]float64, len(spec.Tensors))

@@ -19,8 +19,8 @@ func Specialize(op *ir.Op, dtype ir.DType, inputShapes [][]int64, sizes map[stri
 	if err := Check(op); err != nil {
 		return nil, err
 	}
-	if dtype != ir.Float32 && dtype != ir.Float64 {
-		return nil, op.Errorf(ir.Pos{}, "unsupported dtype %s: neoflow supports float32 and float64", dtype)
+	if dtype.Size() == 0 {
+		return nil, op.Errorf(ir.Pos{}, "unsupported dtype %s: neoflow supports float32 and float64, and float16 and bfloat16 on CUDA", dtype)
 	}
 	if len(inputShapes) != len(op.Inputs) {
 		return nil, op.Errorf(ir.Pos{}, "op %stakes %s (%s), got %d",

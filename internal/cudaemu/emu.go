@@ -113,6 +113,7 @@ static const char *nf_run(void (*fn)(void), unsigned blocks, unsigned threads) {
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
 static inline float atomicAdd(float *p, float v) { float o = *p; *p = o + v; return o; }
 static inline double atomicAdd(double *p, double v) { double o = *p; *p = o + v; return o; }
+static inline unsigned atomicCAS(unsigned *p, unsigned cmp, unsigned v) { unsigned o = *p; if (o == cmp) *p = v; return o; }
 #undef NAN
 #undef INFINITY
 `
@@ -132,10 +133,7 @@ func Compile(ctx context.Context, spec *ir.Spec, mod *cgen.CUDAModule, dir strin
 	var b strings.Builder
 	b.WriteString(prelude)
 	b.WriteString(mod.Source)
-	ctype := "float"
-	if spec.DType == ir.Float64 {
-		ctype = "double"
-	}
+	ctype := cgen.ElemType(spec.DType)
 	args := make([]string, len(spec.Tensors))
 	for i, t := range spec.Tensors {
 		cst := ""

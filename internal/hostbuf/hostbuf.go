@@ -15,15 +15,31 @@ import (
 )
 
 // Buffers is one kernel argument per tensor of a spec, in spec.Tensors
-// order. Exactly one of F32 and F64 is used, by the spec's dtype. Ptr is
-// what Kernel.Launch takes; every pointer in it is pinned by Pin until
-// Free.
+// order. Exactly one of F32, F64 and Bits16 is used, by the spec's dtype
+// (Bits16 for float16 and bfloat16, as bits). Ptr is what Kernel.Launch
+// takes; every pointer in it is pinned by Pin until Free.
 type Buffers struct {
-	DType ir.DType
-	F32   [][]float32
-	F64   [][]float64
-	Ptr   []unsafe.Pointer
-	Pin   runtime.Pinner
+	DType  ir.DType
+	F32    [][]float32
+	F64    [][]float64
+	Bits16 [][]uint16
+	Ptr    []unsafe.Pointer
+	Pin    runtime.Pinner
+}
+
+// to16 and from16 convert between float32 and a 16-bit dtype's bits.
+func to16(d ir.DType) func(float32) uint16 {
+	if d == ir.BFloat16 {
+		return ir.BFloat16Bits
+	}
+	return ir.Float16Bits
+}
+
+func from16(d ir.DType) func(uint16) float32 {
+	if d == ir.BFloat16 {
+		return ir.BFloat16From
+	}
+	return ir.Float16From
 }
 
 // New allocates the tensors of spec (at least one element each), inputs
@@ -40,7 +56,19 @@ func New(spec *ir.Spec, inputs [][]float64) *Buffers {
 		}
 		n := max(t.Elems(), 1)
 		var p unsafe.Pointer
-		if spec.DType == ir.Float32 {
+		switch {
+		case spec.DType.Half():
+			d := make([]uint16, n)
+			bits := to16(spec.DType)
+			for i := range d {
+				d[i] = bits(float32(math.NaN()))
+			}
+			for i, v := range src {
+				d[i] = bits(float32(v))
+			}
+			b.Bits16 = append(b.Bits16, d)
+			p = unsafe.Pointer(&d[0])
+		case spec.DType == ir.Float32:
 			d := make([]float32, n)
 			for i := range d {
 				d[i] = float32(math.NaN())
@@ -50,7 +78,7 @@ func New(spec *ir.Spec, inputs [][]float64) *Buffers {
 			}
 			b.F32 = append(b.F32, d)
 			p = unsafe.Pointer(&d[0])
-		} else {
+		default:
 			d := make([]float64, n)
 			for i := range d {
 				d[i] = math.NaN()
@@ -68,11 +96,19 @@ func New(spec *ir.Spec, inputs [][]float64) *Buffers {
 // Free unpins the buffers.
 func (b *Buffers) Free() { b.Pin.Unpin() }
 
-// Get returns tensor i as float64 (a copy for float32, the buffer itself
-// for float64).
+// Get returns tensor i as float64 (a copy for float32 and the 16-bit
+// types, the buffer itself for float64).
 func (b *Buffers) Get(i int) []float64 {
 	if b.DType == ir.Float64 {
 		return b.F64[i]
+	}
+	if b.DType.Half() {
+		from := from16(b.DType)
+		out := make([]float64, len(b.Bits16[i]))
+		for j, v := range b.Bits16[i] {
+			out[j] = float64(from(v))
+		}
+		return out
 	}
 	out := make([]float64, len(b.F32[i]))
 	for j, v := range b.F32[i] {
@@ -86,6 +122,9 @@ func (b *Buffers) Bytes(i int) int64 {
 	if b.DType == ir.Float64 {
 		return int64(len(b.F64[i])) * 8
 	}
+	if b.DType.Half() {
+		return int64(len(b.Bits16[i])) * 2
+	}
 	return int64(len(b.F32[i])) * 4
 }
 
@@ -95,7 +134,12 @@ func (b *Buffers) Poison(spec *ir.Spec) {
 		if t.Role == ir.RoleInput {
 			continue
 		}
-		if b.DType == ir.Float32 {
+		if b.DType.Half() {
+			nan := to16(b.DType)(float32(math.NaN()))
+			for j := range b.Bits16[i] {
+				b.Bits16[i][j] = nan
+			}
+		} else if b.DType == ir.Float32 {
 			for j := range b.F32[i] {
 				b.F32[i][j] = float32(math.NaN())
 			}

@@ -56,10 +56,14 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 		if err != nil {
 			return nil, errors.Wrap(err, "cgen")
 		}
+		elem := r.ctype
+		if r.stype != "" {
+			elem = r.stype
+		}
 		if t.Role == ir.RoleInput {
-			params[i] = fmt.Sprintf("const %s *__restrict__ %s", r.ctype, name)
+			params[i] = fmt.Sprintf("const %s *__restrict__ %s", elem, name)
 		} else {
-			params[i] = fmt.Sprintf("%s *__restrict__ %s", r.ctype, name)
+			params[i] = fmt.Sprintf("%s *__restrict__ %s", elem, name)
 		}
 		wide = wide || t.Elems() > maxInt32Index
 	}
@@ -112,6 +116,7 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 	}
 	fmt.Fprintf(&b, "typedef %s nf_i;\n", itype)
 	b.WriteString("#define NAN __int_as_float(0x7fffffff)\n#define INFINITY __int_as_float(0x7f800000)\n\n")
+	b.WriteString(r.halfText())
 	b.WriteString(r.helperText())
 	b.WriteString(body.String())
 	mod.Source = b.String()
@@ -326,9 +331,14 @@ func (r *renderer) blockCombine(c *loops.BlockCombine, depth int) error {
 	if err != nil {
 		return err
 	}
-	dst, err := r.access(c.Dst)
+	dst, err := r.ref(c.Dst)
 	if err != nil {
 		return err
+	}
+	result := "nf_v"
+	if r.stype != "" && !loops.IsLocal(c.Dst.Tensor) {
+		r.used["nf_st"] = true
+		result = "nf_st(nf_v)"
 	}
 	scratch, err := localName(c.Scratch)
 	if err != nil {
@@ -364,7 +374,7 @@ func (r *renderer) blockCombine(c *loops.BlockCombine, depth int) error {
 	r.line(depth+2, "nf_v = nf_tid < %d ? %s[nf_tid] : %s;", r.block/32, scratch, r.floatLit(loops.Identity(c.Op)).s)
 	shuffle(depth + 2)
 	r.line(depth+2, "if (nf_tid == 0)")
-	r.line(depth+3, "%s = nf_v;", dst.s)
+	r.line(depth+3, "%s = %s;", dst.s, result)
 	r.line(depth+1, "}")
 	r.line(depth+1, "__syncthreads();")
 	r.line(depth, "}")

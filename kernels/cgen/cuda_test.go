@@ -20,6 +20,7 @@ var cudaGoldenOps = []struct {
 	{"matmul", ir.Float32, false}, {"matmul", ir.Float64, true}, {"conv_pad", ir.Float32, true},
 	{"softmax", ir.Float32, false}, {"sum_all", ir.Float64, false}, {"maxpool", ir.Float32, true},
 	{"depth2space", ir.Float32, true}, {"unary_math", ir.Float32, false}, {"index_values", ir.Float64, false},
+	{"matmul", ir.Float16, false}, {"conv_pad", ir.BFloat16, true}, {"softmax", ir.Float16, false},
 }
 
 func cudaModule(t *testing.T, spec *ir.Spec) *CUDAModule {

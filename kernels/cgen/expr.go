@@ -157,7 +157,7 @@ func (r *renderer) convert(e ir.Expr, c cexpr, k ir.Kind) (cexpr, error) {
 
 func (r *renderer) floatLit(v float64) cexpr {
 	bits, suffix := 64, ""
-	if r.spec.DType == ir.Float32 {
+	if r.spec.DType.Compute() == ir.Float32 {
 		// The value as the kernel sees it; beyond float32's range it is
 		// an infinity.
 		bits, suffix = 32, "f"
@@ -404,8 +404,24 @@ func (r *renderer) callExpr(e *ir.Call) (cexpr, error) {
 	return cexpr{}, errors.Errorf("unknown function %d", int(e.Fn))
 }
 
-// access renders a tensor element (row-major, constant strides) or a local.
+// access renders a read of a tensor element (row-major, constant
+// strides) or of a local, as a value of the compute type.
 func (r *renderer) access(a *ir.Access) (cexpr, error) {
+	if r.stype == "" || loops.IsLocal(a.Tensor) {
+		return r.ref(a)
+	}
+	c, err := r.ref(a)
+	if err != nil || len(r.masks) > 0 && !r.inBounds(a) {
+		return c, err // ref loaded it, under its mask
+	}
+	r.used["nf_ld"] = true
+	return cexpr{cat("nf_ld(", c.s, ")"), precAtom, ir.KindValue}, nil
+}
+
+// ref renders a tensor element or a local as an lvalue: of the storage
+// type for a tensor. Under a blend (see blend) a tensor read that may be
+// out of bounds is a masked load instead, a value.
+func (r *renderer) ref(a *ir.Access) (cexpr, error) {
 	if loops.IsLocal(a.Tensor) {
 		name, err := localName(a.Tensor)
 		if err != nil || len(a.Indices) == 0 {
@@ -448,6 +464,10 @@ func (r *renderer) access(a *ir.Access) (cexpr, error) {
 	if len(r.masks) > 0 && !r.inBounds(a) {
 		// Under a blend the read is evaluated whatever its guards say:
 		// read only where they all hold (a masked load), 0 elsewhere.
+		if r.stype != "" {
+			r.used["nf_ld"] = true
+			read.s = cat("nf_ld(", read.s, ")")
+		}
 		read = cexpr{cat(r.maskText(), " ? ", read.s, " : ", r.floatLit(0).s), precCond, ir.KindValue}
 	}
 	return read, err

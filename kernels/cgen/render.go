@@ -103,6 +103,12 @@ func newRenderer(fn *loops.Func, symbol string, cuda bool) (*renderer, error) {
 		r.ctype, r.suffix = "float", "f"
 	case ir.Float64:
 		r.ctype, r.suffix = "double", ""
+	case ir.Float16, ir.BFloat16:
+		if !cuda {
+			return nil, errors.Errorf("cgen: %s kernels run on CUDA only: use float32 or float64 on the CPU", fn.Spec.DType)
+		}
+		// Computed in float32; tensors hold the 16-bit type (half.go).
+		r.ctype, r.suffix, r.stype = "float", "f", halfTypes[fn.Spec.DType]
 	default:
 		return nil, errors.Errorf("cgen: unsupported dtype %v", fn.Spec.DType)
 	}
@@ -120,11 +126,14 @@ type renderer struct {
 	itype         string
 	spec          *ir.Spec
 	ctype, suffix string
-	b             *strings.Builder
-	used          map[string]bool  // helpers referenced
-	vars          map[string]int64 // extents of the loop variables in scope
-	tensors       map[string]*ir.TensorDecl
-	parallel      bool
+	// stype is the C type of a tensor's elements when it is not ctype:
+	// a 16-bit type, loaded with nf_ld and stored with nf_st (CUDA).
+	stype    string
+	b        *strings.Builder
+	used     map[string]bool  // helpers referenced
+	vars     map[string]int64 // extents of the loop variables in scope
+	tensors  map[string]*ir.TensorDecl
+	parallel bool
 	// block is the block size of the enclosing thread loop (CUDA), 0
 	// outside one.
 	block int64
@@ -310,13 +319,16 @@ func (r *renderer) local(l *loops.Local, depth int) error {
 }
 
 func (r *renderer) store(s *loops.Store, depth int) error {
-	dst, err := r.access(s.Dst)
+	dst, err := r.ref(s.Dst)
 	if err != nil {
 		return err
 	}
 	val, err := r.value(s.Value)
 	if err != nil {
 		return err
+	}
+	if r.stype != "" && !loops.IsLocal(s.Dst.Tensor) {
+		return r.store16(s, dst.s.String(), val.s.String(), depth)
 	}
 	if s.Atomic {
 		if !r.cuda || s.Op != ir.Sum {

@@ -19,7 +19,8 @@ from .version import __version__
 # changes. 2: the outputs are followed by the temporaries autograd keeps.
 _CUSTOM_OP_CONVENTION = 2
 
-_DTYPES = {torch.float32: "float32", torch.float64: "float64"}
+_DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+_HALF = (torch.float16, torch.bfloat16)  # computed in float32 on CUDA; no CPU kernels
 _TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
 _RESERVED = {"name", "inputs", "sizes", "consts"}
 
@@ -191,10 +192,22 @@ class Op:
         check_devices([t.device for t in tensors], self.inputs)
         for t, n in zip(tensors, self.inputs):
             if t.dtype not in _DTYPES:
-                raise TypeError(f"input {n} has dtype {t.dtype}; neoflow supports torch.float32 and torch.float64")
+                raise TypeError(
+                    f"input {n} has dtype {t.dtype}; neoflow supports torch.float32 and torch.float64, "
+                    "and torch.float16 and torch.bfloat16 on CUDA"
+                )
         for t, n, r in zip(tensors, self.inputs, self.input_ranks):
             if t.dim() != r:
                 raise ValueError(f"input {n} must have {r} dimensions, got shape {tuple(t.shape)}")
+
+    def _check_cpu_kernel(self, tensors) -> None:
+        """Raises for 16-bit tensors about to get a CPU kernel: those dtypes run on CUDA only."""
+        for t, n in zip(tensors, self.inputs):
+            if t.dtype in _HALF:
+                raise TypeError(
+                    f"input {n} is a {t.dtype} CPU tensor: neoflow runs float16 and bfloat16 on CUDA tensors "
+                    "only (computing in float32); on the CPU use float32 or float64"
+                )
 
     def _merged_sizes(self, sizes) -> dict[str, int]:
         merged = dict(self._sizes)
@@ -294,6 +307,8 @@ class Op:
             self._check(tensors)
             config.ensure()
             request = self._request(tensors, sizes, cuda_device=_cuda_device(tensors))
+            if not request.cuda_device:
+                self._check_cpu_kernel(tensors)
             tuning.before_build(request)
             resp = _lib.call("nf_specialize", request, pb.SpecializeResponse)
             for w in resp.warnings:
@@ -315,6 +330,7 @@ class Op:
         of the kernel that runs, under the tuned schedules when the tuning
         database has a record for it."""
         self._check(tensors)
+        self._check_cpu_kernel(tensors)
         config.ensure()
         resp = _lib.call("nf_specialize", self._request(tensors, sizes, source_only=True), pb.SpecializeResponse)
         return resp.c_source

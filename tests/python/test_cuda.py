@@ -47,6 +47,29 @@ def test_backward_matches_pytorch(case, dtype):
         torch.testing.assert_close(a, b, **tol(dtype))
 
 
+HALF_TOL = {torch.float16: {"rtol": 1e-2, "atol": 1e-2}, torch.bfloat16: {"rtol": 6e-2, "atol": 6e-2}}
+
+
+@pytest.mark.parametrize("half", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_half_forward_and_backward(case, half):
+    """16-bit tensors: neoflow computes in float32 and rounds once per stored element, so it matches
+    PyTorch's float32 computation on the same (16-bit) inputs within the 16-bit type's precision."""
+    tensors = [t.to(DEV, half).requires_grad_(True) for t in case.inputs("test", torch.float32)]
+    op = neoflow.op(case.source, name=case.name, consts=consts_for(case, tensors))
+    sizes = case.sizes(*tensors) if case.sizes else None
+    out = op(*tensors, sizes=sizes)
+    assert out.dtype == half
+    g = torch.randn_like(out)
+    got = torch.autograd.grad(out, tensors, g)
+    ref = [t.detach().float().requires_grad_(True) for t in tensors]
+    want = case.reference(*ref)
+    torch.testing.assert_close(out.float(), want, **HALF_TOL[half])
+    for a, b in zip(got, torch.autograd.grad(want, ref, g.float())):
+        assert a.dtype == half
+        torch.testing.assert_close(a.float(), b, **HALF_TOL[half])
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_gradcheck_on_the_gpu(case):
     tensors = [t.requires_grad_(True) for t in _cuda(case.inputs("test", torch.float64))]
