@@ -52,6 +52,15 @@
 // (a*b + c as one fused multiply-add, rounded once), which changes results
 // by rounding only.
 //
+// Float16 and bfloat16 kernels (CUDA only, half.go) take tensors of the
+// 16-bit type, as its bits in an unsigned short so that no CUDA header is
+// needed: every read converts to float (nf_ld), locals, shared arrays and
+// arithmetic are float, and every store to a tensor rounds once to nearest
+// even (nf_st); a combining store reads, combines in float and rounds, and
+// an atomic add is a compare-and-swap loop on the element's 32-bit word.
+// Rounding each stored element, as the interpreter does, they agree with
+// it bit for bit on nearly every element.
+//
 // Parallel loops get "#pragma omp parallel for num_threads(nf_nt)" (with
 // collapse(k) when collapsed), lane loops "#pragma omp simd"; extents and
 // strides are constants.
