@@ -25,6 +25,7 @@ type CUDAKernel struct {
 	target   nvrtc.Target
 	image    []byte
 	launches []cgen.Launch
+	aligned  bool
 }
 
 // Spec is the spec the kernel computes.
@@ -44,6 +45,10 @@ func (k *CUDAKernel) Target() nvrtc.Target { return k.target }
 
 // Image is the module image (CUBIN, or NUL-terminated PTX text).
 func (k *CUDAKernel) Image() []byte { return k.image }
+
+// Aligned says that every pointer passed must be 16-byte aligned: the
+// kernel loads 16-byte vectors (cgen.CUDAModule.Aligned).
+func (k *CUDAKernel) Aligned() bool { return k.aligned }
 
 // Launches are the module's functions with their grid and block sizes,
 // to be launched in order on one stream, each with one device pointer
@@ -112,7 +117,7 @@ func (b *Builder) BuildCUDA(ctx context.Context, spec *ir.Spec, scheds []loops.S
 	if err != nil {
 		return nil, errors.Wrapf(err, "building CUDA kernel %s", opName(spec))
 	}
-	return &CUDAKernel{spec: spec, src: mod.Source, key: key, outcome: outcome, target: target, image: img, launches: mod.Launches}, nil
+	return &CUDAKernel{spec: spec, src: mod.Source, key: key, outcome: outcome, target: target, image: img, launches: mod.Launches, aligned: mod.Aligned}, nil
 }
 
 // CUDASource lowers spec with one schedule per statement (nil: the GPU

@@ -66,7 +66,7 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp
 		if err != nil {
 			return nil, errors.Wrapf(err, "kernel %s", opName(spec.Op))
 		}
-		return &launchable{cuda: m, nbufs: len(spec.Tensors), device: ord}, nil
+		return &launchable{cuda: m, nbufs: len(spec.Tensors), device: ord, aligned: k.Aligned()}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -87,5 +87,13 @@ func (r *Runtime) LaunchCUDA(id uint64, bufs unsafe.Pointer, nbufs int, stream u
 	if l.cuda == nil {
 		return errors.Errorf("kernel %d is a CPU kernel: launch it with nf_launch", id)
 	}
-	return l.cuda.Launch(stream, unsafe.Slice((*uintptr)(bufs), nbufs))
+	ptrs := unsafe.Slice((*uintptr)(bufs), nbufs)
+	if l.aligned {
+		for i, p := range ptrs {
+			if p%16 != 0 {
+				return errors.Errorf("kernel %d loads 16-byte vectors, but buffer %d (%#x) is not 16-byte aligned", id, i, p)
+			}
+		}
+	}
+	return l.cuda.Launch(stream, ptrs)
 }

@@ -43,6 +43,9 @@ type launchable struct {
 	nbufs  int
 	cuda   *cudadrv.Module
 	device int // the CUDA device ordinal of a CUDA kernel
+	// aligned: the CUDA kernel loads 16-byte vectors, so every pointer
+	// must be 16-byte aligned.
+	aligned bool
 }
 
 // Default is the process's runtime, used by the C API.

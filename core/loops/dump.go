@@ -92,6 +92,9 @@ func dumpNodes(b *strings.Builder, nodes []Node, depth int) {
 			if n.Atomic {
 				op = "atomic " + op
 			}
+			if n.Vec > 1 {
+				op = fmt.Sprintf("%s vec%d", op, n.Vec)
+			}
 			fmt.Fprintf(b, "%s%s %s %s\n", ind, ir.ExprString(n.Dst), op, ir.ExprString(n.Value))
 		case *If:
 			fmt.Fprintf(b, "%sif %s\n", ind, ir.ExprString(n.Cond))

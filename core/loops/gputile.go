@@ -42,7 +42,11 @@ import (
 // must be affine in those loop variables with non-negative coefficients
 // (any function of the block and step variables). Box elements outside
 // the tensor (padding, the edge tiles) are copied as 0, never read from
-// memory; the statement reads them only where its own where's guard
+// memory. When the box's rows are whole 16-byte vectors of the tensor's
+// innermost dimension, at offsets that are vector multiples for every
+// block and step (vecWidth), each thread copies a vector at a time
+// (Store.Vec): 4 float32 or 2 float64 elements, all inside the tensor or
+// all outside. The statement reads the zeros only where its own where's guard
 // fails. Where T*R does not divide E, the points past E compute nothing
 // and store nothing (an If guard).
 type GPUTiling struct {
@@ -172,6 +176,9 @@ type stagePlan struct {
 	off   []ir.Expr // src's indices minus lo, in inner variables
 	n     int64     // elements of the box
 	len   int64     // n rounded up to the block size
+	// vec is the elements each thread copies at once (vecWidth, which
+	// divides n), rounds how many times each thread copies.
+	vec, rounds int64
 }
 
 // resolve checks g against statement st of spec.
@@ -251,7 +258,7 @@ func (g *GPUTiling) resolve(spec *ir.Spec, st *ir.BoundStmt) (*gpuPlan, error) {
 		if err != nil {
 			return nil, err
 		}
-		shared += sp.len * int64(spec.DType.Size())
+		shared += sp.len * int64(spec.DType.Compute().Size()) // shared arrays hold the compute type
 		p.stages = append(p.stages, sp)
 	}
 	if shared > MaxSharedBytes {
@@ -339,9 +346,12 @@ func (p *gpuPlan) stage(spec *ir.Spec, local string, read *ir.Access) (stagePlan
 		sp.n *= box
 	}
 	sp.len = (sp.n + p.threads - 1) / p.threads * p.threads
-	if t := spec.Tensor(read.Tensor); t == nil || len(t.Shape) != len(sp.box) {
+	t := spec.Tensor(read.Tensor)
+	if t == nil || len(t.Shape) != len(sp.box) {
 		return stagePlan{}, errors.Errorf("stage of %s: no such tensor", ir.ExprString(read))
 	}
+	sp.vec = vecWidth(spec, sp, t, p.ext)
+	sp.rounds = (sp.n/sp.vec + p.threads - 1) / p.threads
 	return sp, nil
 }
 
@@ -520,8 +530,10 @@ func (p *gpuPlan) copyStage(spec *ir.Spec, body *[]Node, sp stagePlan, threads [
 			around[v] = n
 		}
 	}
-	e := tid
-	if rounds := sp.len / p.threads; rounds > 1 {
+	t := spec.Tensor(sp.src.Tensor)
+	vec, rounds := sp.vec, sp.rounds
+	e := tid // the vector this thread copies
+	if rounds > 1 {
 		c := strings.TrimPrefix(sp.local, LocalPrefix) + ".c"
 		lp := &Loop{Var: c, Extent: rounds}
 		*body = append(*body, lp)
@@ -529,10 +541,17 @@ func (p *gpuPlan) copyStage(spec *ir.Spec, body *[]Node, sp stagePlan, threads [
 		e = Add(Mul(Var(c), Lit(p.threads)), tid)
 		around[c] = rounds
 	}
-	t := spec.Tensor(sp.src.Tensor)
+	nv := sp.n / vec
+	guarded := rounds*p.threads > nv
+	if guarded && vec > 1 {
+		// Only vectors e < nv are copied (the guard below); e % nv keeps
+		// the index within the array where the guard does not count.
+		e = &ir.Binary{Op: ir.Mod, X: e, Y: Lit(nv)}
+	}
+	e = Mul(e, Lit(vec))
 	src := &ir.Access{Tensor: sp.src.Tensor}
 	var inside []ir.Expr
-	for d, coord := range unflatten(e, sp.box, sp.len == sp.n) {
+	for d, coord := range unflatten(e, sp.box, !guarded || vec > 1) {
 		x := Add(sp.lo[d], coord)
 		src.Indices = append(src.Indices, x)
 		lo, hi, ok := IndexRange(x, around)
@@ -547,11 +566,46 @@ func (p *gpuPlan) copyStage(spec *ir.Spec, body *[]Node, sp stagePlan, threads [
 	if c := ir.AndAll(inside); c != nil {
 		val = &ir.Where{Cond: c, Then: src, Else: &ir.FloatLit{Value: 0}}
 	}
-	var n Node = &Store{Dst: &ir.Access{Tensor: sp.local, Indices: []ir.Expr{e}}, Op: ir.Assign, Value: val}
-	if sp.n < sp.len {
-		n = &If{Cond: &ir.Binary{Op: ir.Lt, X: e, Y: Lit(sp.n)}, Body: []Node{n}}
+	var n Node = &Store{Dst: &ir.Access{Tensor: sp.local, Indices: []ir.Expr{e}}, Op: ir.Assign, Value: val, Vec: int(vec)}
+	if guarded {
+		v := tid
+		if rounds > 1 {
+			v = Add(Mul(Var(strings.TrimPrefix(sp.local, LocalPrefix)+".c"), Lit(p.threads)), tid)
+		}
+		n = &If{Cond: &ir.Binary{Op: ir.Lt, X: v, Y: Lit(nv)}, Body: []Node{n}}
 	}
 	*body = append(*body, n)
+}
+
+// vecWidth is the elements each thread of a cooperative copy moves at
+// once: a 16-byte vector (4 float32, 2 float64) when the box's rows are
+// whole vectors of the tensor's innermost dimension at vector-aligned
+// offsets, for every value of the variables in around (the block and
+// step loops that the box's origin depends on); 1 otherwise.
+// Every vector then lies wholly inside or wholly outside the tensor,
+// since its bounds on the innermost dimension are vector multiples too.
+func vecWidth(spec *ir.Spec, sp stagePlan, t *ir.TensorDecl, around map[string]int64) int64 {
+	v := map[ir.DType]int64{ir.Float32: 4, ir.Float64: 2}[spec.DType]
+	last := len(sp.box) - 1
+	if v == 0 || last < 0 || sp.box[last]%v != 0 || t.Shape[last]%v != 0 {
+		return 1
+	}
+	lo := sp.lo[last]
+	if _, _, ok := IndexRange(lo, around); !ok {
+		return 1
+	}
+	zero := map[string]ir.Expr{}
+	for x := range around {
+		c, ok := coefficient(lo, x)
+		if !ok || c%v != 0 {
+			return 1
+		}
+		zero[x] = Lit(0)
+	}
+	if k, _, ok := IndexRange(Subst(lo, zero), nil); !ok || k%v != 0 {
+		return 1
+	}
+	return v
 }
 
 // replaceReads returns e with every read whose text is a key of repl

@@ -90,11 +90,18 @@ type Local struct {
 // Atomic says that other iterations of an enclosing parallel loop may
 // combine into the same element at the same time (a scatter under an
 // atomic schedule): the backend must combine atomically.
+//
+// Vec > 1 makes an assignment copy Vec consecutive elements at once, as
+// one 16-byte vector (a GPU tiling's cooperative copy): Dst is an element
+// of a shared Local and Value a tensor element, or where(c, element, 0)
+// whose condition holds for all Vec elements or none. Both start at a
+// multiple of Vec elements from a 16-byte aligned base.
 type Store struct {
 	Dst    *ir.Access
 	Op     ir.ReduceOp
 	Value  ir.Expr
 	Atomic bool
+	Vec    int
 }
 
 // If runs Body when Cond, a KindBool expression, holds. && and || in Cond

@@ -28,6 +28,9 @@ type Launch struct {
 type CUDAModule struct {
 	Source   string
 	Launches []Launch
+	// Aligned says that the kernels load 16-byte vectors from the
+	// tensors: every pointer passed must be 16-byte aligned.
+	Aligned bool
 }
 
 // MaxBlocks caps the grid of a launch: a grid-stride loop covers any
@@ -120,6 +123,7 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 	b.WriteString(r.helperText())
 	b.WriteString(body.String())
 	mod.Source = b.String()
+	mod.Aligned = r.vectors
 	return mod, nil
 }
 
@@ -378,6 +382,52 @@ func (r *renderer) blockCombine(c *loops.BlockCombine, depth int) error {
 	r.line(depth+1, "}")
 	r.line(depth+1, "__syncthreads();")
 	r.line(depth, "}")
+	return nil
+}
+
+// vecTypes are the 16-byte vector types of the value types, with their
+// zero.
+var vecTypes = map[string][2]string{
+	"float":  {"float4", "make_float4(0.0f, 0.0f, 0.0f, 0.0f)"},
+	"double": {"double2", "make_double2(0.0, 0.0)"},
+}
+
+// vecStore renders a vector copy (loops.Store.Vec): one 16-byte load and
+// store, or a vector of zeros where the copy's condition fails.
+func (r *renderer) vecStore(s *loops.Store, depth int) error {
+	vt, ok := vecTypes[r.ctype]
+	if !r.cuda || !ok || r.stype != "" || s.Op != ir.Assign || int64(s.Vec)*int64(r.spec.DType.Size()) != 16 {
+		return errors.Errorf("a %d-wide vector %s store of %s: only CUDA renders 16-byte copies", s.Vec, s.Op, r.spec.DType)
+	}
+	dst, err := r.ref(s.Dst)
+	if err != nil {
+		return err
+	}
+	src, cond := s.Value, ir.Expr(nil)
+	if w, ok := src.(*ir.Where); ok {
+		if lit, isLit := w.Else.(*ir.FloatLit); !isLit || lit.Value != 0 {
+			return errors.Errorf("a vector store of %s: the else branch must be 0", ir.ExprString(src))
+		}
+		src, cond = w.Then, w.Cond
+	}
+	a, ok := src.(*ir.Access)
+	if !ok || loops.IsLocal(a.Tensor) {
+		return errors.Errorf("a vector store of %s: not a tensor element", ir.ExprString(src))
+	}
+	from, err := r.ref(a)
+	if err != nil {
+		return err
+	}
+	load := fmt.Sprintf("*(const %s *)&%s", vt[0], from.s)
+	if cond != nil {
+		c, err := r.expr(cond)
+		if err != nil {
+			return err
+		}
+		load = fmt.Sprintf("%s ? %s : %s", c.s, load, vt[1])
+	}
+	r.line(depth, "*(%s *)&%s = %s;", vt[0], dst.s, load)
+	r.vectors = true
 	return nil
 }
 

@@ -126,6 +126,8 @@ type renderer struct {
 	itype         string
 	spec          *ir.Spec
 	ctype, suffix string
+	// vectors is set once a vector copy is rendered.
+	vectors bool
 	// stype is the C type of a tensor's elements when it is not ctype:
 	// a 16-bit type, loaded with nf_ld and stored with nf_st (CUDA).
 	stype    string
@@ -307,7 +309,7 @@ func (r *renderer) local(l *loops.Local, depth int) error {
 		if !r.cuda {
 			return errors.Errorf("shared local %s: only CUDA renders GPU tiled nests", l.Name)
 		}
-		r.line(depth, "__shared__ %s %s[%d];", r.ctype, name, l.Len)
+		r.line(depth, "__shared__ __align__(16) %s %s[%d];", r.ctype, name, l.Len)
 		return nil
 	}
 	if l.Len == 1 {
@@ -319,6 +321,9 @@ func (r *renderer) local(l *loops.Local, depth int) error {
 }
 
 func (r *renderer) store(s *loops.Store, depth int) error {
+	if s.Vec > 1 {
+		return r.vecStore(s, depth)
+	}
 	dst, err := r.ref(s.Dst)
 	if err != nil {
 		return err

@@ -30,10 +30,17 @@ func TestLongExpressionTime(t *testing.T) {
 		{"sum of guarded reads", "where(i < 4 && i > 0, X[i], 1.0)"}, // 6 nodes a term
 	}
 	for _, tc := range tests {
-		tSmall := lowerRenderTime(t, tc.term, small)
-		tLarge := lowerRenderTime(t, tc.term, large)
-		ratio := float64(tLarge) / float64(tSmall)
-		t.Logf("%s: %d terms %v, %d terms %v, ratio %.1f", tc.desc, small, tSmall, large, tLarge, ratio)
+		var tSmall, tLarge time.Duration
+		ratio := math.Inf(1)
+		// Measured again when over the limit: a GC pause or another test
+		// package's burst can land on one measurement, but quadratic work
+		// is over it every time.
+		for attempt := 0; attempt < 3 && ratio > 32; attempt++ {
+			tSmall = lowerRenderTime(t, tc.term, small)
+			tLarge = lowerRenderTime(t, tc.term, large)
+			ratio = float64(tLarge) / float64(tSmall)
+			t.Logf("%s: %d terms %v, %d terms %v, ratio %.1f", tc.desc, small, tSmall, large, tLarge, ratio)
+		}
 		if ratio > 32 {
 			t.Errorf("%s: %d terms took %.1f times as long as %d terms (%v against %v), want about 8 (linear)",
 				tc.desc, large, ratio, small, tLarge, tSmall)

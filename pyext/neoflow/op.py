@@ -346,6 +346,8 @@ class Op:
         bufs = [t.resolve_neg().contiguous() for t in tensors]  # a lazily negated view's memory is not negated
         device = bufs[0].device  # an op has at least one input
         if device.type == "cuda":
+            # Kernels may load 16-byte vectors: a view starting mid-allocation is copied to aligned memory.
+            bufs = [b if b.data_ptr() % 16 == 0 else b.clone() for b in bufs]
             bufs += [torch.empty(shape, dtype=kernel.dtype, device=device) for shape in kernel.allocated]
         else:
             bufs += [memory.empty(shape, kernel.dtype) for shape in kernel.allocated]

@@ -45,3 +45,18 @@ def test_cuda_source_without_a_gpu():
     add = neoflow.op("Z[i] = X[i] + Y[i]", name="add").cuda_source(torch.randn(15), torch.randn(15))
     assert "blockIdx.x * blockDim.x + threadIdx.x" in add
     assert "nf_g < 15" in add
+
+
+def test_cuda_source_vectorizes_aligned_copies():
+    """Rows of whole 16-byte vectors at aligned offsets are copied into shared memory as float4 (double2);
+    odd shapes keep scalar copies."""
+    import neoflow
+    import torch
+
+    mm = neoflow.op("C[i,j] += A[i,k] * B[k,j]", name="vec_mm")
+    src = mm.cuda_source(torch.ones(64, 32), torch.ones(32, 48))
+    assert "*(float4 *)&r_sh" in src and "__shared__ __align__(16) float" in src
+    assert "*(double2 *)&r_sh" in mm.cuda_source(
+        torch.ones(64, 32, dtype=torch.float64), torch.ones(32, 48, dtype=torch.float64)
+    )
+    assert "float4" not in mm.cuda_source(torch.ones(33, 21), torch.ones(21, 37))

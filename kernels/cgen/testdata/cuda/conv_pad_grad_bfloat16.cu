@@ -31,7 +31,7 @@ extern "C" __global__ void __launch_bounds__(256) nf_kernel_k0(const nf_bf16 *__
 		const nf_i vb_x3 = nf_blk % 2;
 		const nf_i vb_x2 = (nf_blk / 2) % 2;
 		const nf_i vb_c = nf_blk / 4;
-		__shared__ float r_sh0[256];
+		__shared__ __align__(16) float r_sh0[256];
 		{ // 256 threads
 			const nf_i nf_tid = threadIdx.x;
 			const nf_i vt_x3 = nf_tid % 8;
@@ -71,8 +71,8 @@ extern "C" __global__ void __launch_bounds__(32) nf_kernel_k1(const nf_bf16 *__r
 		const nf_i vb_r = (nf_blk / 2) % 2;
 		const nf_i vb_c = (nf_blk / 4) % 2;
 		const nf_i vb_k = nf_blk / 8;
-		__shared__ float r_sh0[32];
-		__shared__ float r_sh1[32];
+		__shared__ __align__(16) float r_sh0[32];
+		__shared__ __align__(16) float r_sh1[32];
 		{ // 32 threads
 			const nf_i nf_tid = threadIdx.x;
 			const nf_i vt_s = nf_tid % 2;

@@ -14,8 +14,8 @@ extern "C" __global__ void __launch_bounds__(256) nf_kernel_k0(const float *__re
 	for (nf_i nf_blk = blockIdx.x; nf_blk < 4; nf_blk += gridDim.x) {
 		const nf_i vb_j = nf_blk % 2;
 		const nf_i vb_i = nf_blk / 2;
-		__shared__ float r_sh0[512];
-		__shared__ float r_sh1[512];
+		__shared__ __align__(16) float r_sh0[512];
+		__shared__ __align__(16) float r_sh1[512];
 		{ // 256 threads
 			const nf_i nf_tid = threadIdx.x;
 			const nf_i vt_j = nf_tid % 32;

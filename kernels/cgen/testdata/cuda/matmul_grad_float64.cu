@@ -15,8 +15,8 @@ extern "C" __global__ void __launch_bounds__(256) nf_kernel_k0(const double *__r
 	for (nf_i nf_blk = blockIdx.x; nf_blk < 4; nf_blk += gridDim.x) {
 		const nf_i vb_k = nf_blk % 2;
 		const nf_i vb_i = nf_blk / 2;
-		__shared__ double r_sh0[256];
-		__shared__ double r_sh1[256];
+		__shared__ __align__(16) double r_sh0[256];
+		__shared__ __align__(16) double r_sh1[256];
 		{ // 256 threads
 			const nf_i nf_tid = threadIdx.x;
 			const nf_i vt_k = nf_tid % 16;
@@ -58,8 +58,8 @@ extern "C" __global__ void __launch_bounds__(256) nf_kernel_k1(const double *__r
 	for (nf_i nf_blk = blockIdx.x; nf_blk < 4; nf_blk += gridDim.x) {
 		const nf_i vb_j = nf_blk % 2;
 		const nf_i vb_k = nf_blk / 2;
-		__shared__ double r_sh0[512];
-		__shared__ double r_sh1[256];
+		__shared__ __align__(16) double r_sh0[512];
+		__shared__ __align__(16) double r_sh1[256];
 		{ // 256 threads
 			const nf_i nf_tid = threadIdx.x;
 			const nf_i vt_j = nf_tid % 32;
@@ -75,8 +75,8 @@ extern "C" __global__ void __launch_bounds__(256) nf_kernel_k1(const double *__r
 						r_sh0[vc_sh0 * 256 + vt_k * 32 + vt_j] = vb_j * 32 + (vc_sh0 * 256 + vt_k * 32 + vt_j) % 32 < 37 ? t_d_C[(vo_i * 11 + (vc_sh0 * 256 + vt_k * 32 + vt_j) / 32 % 11) * 37 + vb_j * 32 + (vc_sh0 * 256 + vt_k * 32 + vt_j) % 32] : 0.0;
 					}
 				}
-				if (vt_k * 32 + vt_j < 176) {
-					r_sh1[vt_k * 32 + vt_j] = vb_k * 16 + (vt_k * 32 + vt_j) % 16 < 20 ? t_A[(vo_i * 11 + (vt_k * 32 + vt_j) / 16 % 11) * 20 + vb_k * 16 + (vt_k * 32 + vt_j) % 16] : 0.0;
+				if (vt_k * 32 + vt_j < 88) {
+					*(double2 *)&r_sh1[(vt_k * 32 + vt_j) % 88 * 2] = vb_k * 16 + (vt_k * 32 + vt_j) % 88 * 2 % 16 < 20 ? *(const double2 *)&t_A[(vo_i * 11 + (vt_k * 32 + vt_j) % 88 * 2 / 16) * 20 + vb_k * 16 + (vt_k * 32 + vt_j) % 88 * 2 % 16] : make_double2(0.0, 0.0);
 				}
 				__syncthreads();
 				#pragma unroll

@@ -14,7 +14,7 @@ extern "C" __global__ void __launch_bounds__(256) nf_kernel_k0(const double *__r
 	for (nf_i nf_blk = blockIdx.x; nf_blk < 1; nf_blk += gridDim.x) {
 		const nf_i vblk_ = 0;
 		(void)vblk_; // a single iteration, which the body may not use
-		__shared__ double r_part[8];
+		__shared__ __align__(16) double r_part[8];
 		{ // 256 threads
 			const nf_i nf_tid = threadIdx.x;
 			const nf_i vt_red = nf_tid;
