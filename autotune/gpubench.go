@@ -114,24 +114,16 @@ func (m *gpuBench) measure(ctx context.Context, scheds []loops.Schedule, cutoff 
 		}
 		return secs, st, err
 	}
-	first, firstStmts, err := run()
-	if err != nil {
-		return Sample{}, err
-	}
-	for i, t := range m.spec.Tensors {
-		if t.Role != ir.RoleInput {
-			if err := m.gpu.Read(i, m.bufs.Ptr[i]); err != nil {
-				return Sample{}, err
+	return checkedSample(ctx, m.timing, stmts, cutoff, run, func() error {
+		for i, t := range m.spec.Tensors {
+			if t.Role != ir.RoleInput {
+				if err := m.gpu.Read(i, m.bufs.Ptr[i]); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	if err := m.ref.check(m.bufs); err != nil {
-		return Sample{}, err
-	}
-	if cutoff > 0 && first > cutoff {
-		return Sample{Seconds: first, Min: first, Max: first, Runs: 1, Stmts: firstStmts}, nil
-	}
-	return sampleRuns(ctx, m.timing, stmts, run)
+		return m.ref.check(m.bufs)
+	})
 }
 
 // cudaGPU is a CUDA device: kernels built by a kernels.Builder (NVRTC,

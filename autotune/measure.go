@@ -103,30 +103,36 @@ func (m *bench) measure(ctx context.Context, scheds []loops.Schedule, cutoff flo
 		return Sample{}, err
 	}
 	stmts := len(m.spec.Stmts)
-	// launch runs the kernel once, returning its wall time; m.prof then
-	// holds the run's statement times.
-	launch := func() (float64, error) {
+	// run runs the kernel once, returning its wall time and the run's
+	// statement times.
+	run := func() (float64, []float64, error) {
 		clear(m.prof)
 		t0 := time.Now()
 		err := k.Launch(m.ptr, m.timing.Threads)
-		return time.Since(t0).Seconds(), err
+		return time.Since(t0).Seconds(), m.prof[:stmts], err
 	}
 	m.bufs.Poison(m.spec)
-	first, err := launch()
+	return checkedSample(ctx, m.timing, stmts, cutoff, run, func() error { return m.ref.check(m.bufs) })
+}
+
+// checkedSample runs a kernel once (run returns its seconds and each
+// statement's), has check compare its outputs with the reference, and
+// then times it (sampleRuns), unless that first run took longer than
+// cutoff seconds (0: no cutoff): then that run is its sample, enough to
+// rank it last without spending seconds on a hopeless configuration.
+func checkedSample(ctx context.Context, timing Timing, stmts int, cutoff float64, run func() (float64, []float64, error), check func() error) (Sample, error) {
+	first, firstStmts, err := run()
 	if err != nil {
 		return Sample{}, err
 	}
-	firstStmts := slices.Clone(m.prof[:stmts])
-	if err := m.ref.check(m.bufs); err != nil {
+	firstStmts = slices.Clone(firstStmts)
+	if err := check(); err != nil {
 		return Sample{}, err
 	}
 	if cutoff > 0 && first > cutoff {
 		return Sample{Seconds: first, Min: first, Max: first, Runs: 1, Stmts: firstStmts}, nil
 	}
-	return sampleRuns(ctx, m.timing, stmts, func() (float64, []float64, error) {
-		secs, err := launch()
-		return secs, m.prof[:stmts], err
-	})
+	return sampleRuns(ctx, timing, stmts, run)
 }
 
 // sampleRuns times a kernel whose first run is done: run runs it once
