@@ -48,6 +48,20 @@ func GPUTarget(name string, arch int) string {
 	return fmt.Sprintf("%s | sm_%d | cuda", name, arch)
 }
 
+// CUDATarget is the GPUTarget of CUDA device ordinal, and its compute
+// capability times ten.
+func CUDATarget(ordinal int) (string, int, error) {
+	arch, err := cudadrv.Arch(ordinal)
+	if err != nil {
+		return "", 0, err
+	}
+	name, err := cudadrv.Name(ordinal)
+	if err != nil {
+		return "", 0, err
+	}
+	return GPUTarget(name, arch), arch, nil
+}
+
 // gpuBench times kernels of one spec on a GPU, on fixed random inputs,
 // checking each candidate's outputs against the first one's.
 type gpuBench struct {
@@ -100,14 +114,15 @@ func (m *gpuBench) measure(ctx context.Context, scheds []loops.Schedule, cutoff 
 		}
 	}
 	stmts := len(m.spec.Stmts)
+	untimed := make([]float64, stmts) // for a GPU that does not time statements apart
+	for i := range untimed {
+		untimed[i] = -1
+	}
 	run := func() (float64, []float64, error) {
 		t0 := time.Now()
 		secs, st, err := k.Run()
-		if st == nil { // the GPU does not time statements apart
-			st = make([]float64, stmts)
-			for i := range st {
-				st[i] = -1
-			}
+		if st == nil {
+			st = untimed
 		}
 		if secs == 0 {
 			secs = time.Since(t0).Seconds()
@@ -139,15 +154,11 @@ type cudaGPU struct {
 // NewCUDAGPU is CUDA device ordinal as a GPU, its kernels built by b. It
 // fails in a library built without CUDA (cudadrv.Available).
 func NewCUDAGPU(b *kernels.Builder, ordinal int) (GPU, error) {
-	arch, err := cudadrv.Arch(ordinal)
+	target, arch, err := CUDATarget(ordinal)
 	if err != nil {
 		return nil, err
 	}
-	name, err := cudadrv.Name(ordinal)
-	if err != nil {
-		return nil, err
-	}
-	return &cudaGPU{b: b, ordinal: ordinal, arch: arch, target: GPUTarget(name, arch)}, nil
+	return &cudaGPU{b: b, ordinal: ordinal, arch: arch, target: target}, nil
 }
 
 func (g *cudaGPU) Target() string { return g.target }

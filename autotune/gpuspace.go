@@ -113,10 +113,7 @@ func (sp *GPUSpace) segment(i int) (lo, hi int) {
 // [0, 1], and per tiled statement the log2 of its block's threads, of
 // its registers and of its step's iterations.
 func (sp *GPUSpace) Features(g []int) []float64 {
-	var f []float64
-	for i, v := range g {
-		f = append(f, float64(v)/float64(max(sp.card[i]-1, 1)))
-	}
+	f := scaledGenes(g, sp.card)
 	for _, ss := range sp.stmts {
 		if ss.fixed {
 			continue

@@ -454,13 +454,19 @@ func (t *Tuner) Record() *api.TuneRecord {
 	}
 }
 
+// scaledGenes is every gene of g scaled to [0, 1] by its cardinality.
+func scaledGenes(g, card []int) []float64 {
+	f := make([]float64, len(g))
+	for i, v := range g {
+		f[i] = float64(v) / float64(max(card[i]-1, 1))
+	}
+	return f
+}
+
 // Features describes a genome to the cost model: every gene scaled to
 // [0, 1], and for split genes the log2 of each tile factor.
 func (sp *Space) Features(g []int) []float64 {
-	var f []float64
-	for i, v := range g {
-		f = append(f, float64(v)/float64(max(sp.card[i]-1, 1)))
-	}
+	f := scaledGenes(g, sp.card)
 	for _, ss := range sp.stmts {
 		for a, choices := range ss.splits {
 			for _, x := range choices[g[ss.off+numFixedGenes+a]] {

@@ -89,18 +89,29 @@ func (b *Builder) Build(spec *ir.Spec) (*Kernel, error) {
 // the given ones fail to build, the failure goes to Options.Logf and the
 // default schedules are used.
 func (b *Builder) BuildContext(ctx context.Context, spec *ir.Spec) (*Kernel, error) {
+	var tuned []loops.Schedule
 	if b.schedules != nil && spec != nil && spec.Op != nil {
-		if scheds := b.schedules(spec); scheds != nil {
-			k, err := b.BuildScheduled(ctx, spec, scheds)
-			if err == nil || ctx.Err() != nil {
-				return k, err
-			}
-			if b.logf != nil {
-				b.logf("tuned schedules of kernel %s failed, using the default ones: %v", opName(spec), err)
-			}
+		tuned = b.schedules(spec)
+	}
+	return tunedOrDefault(b, ctx, spec, tuned, func(scheds []loops.Schedule) (*Kernel, error) {
+		return b.BuildScheduled(ctx, spec, scheds)
+	})
+}
+
+// tunedOrDefault builds with the tuned schedules (nil: none) and, when
+// they fail to build, reports that to Options.Logf and builds with the
+// default schedules.
+func tunedOrDefault[K any](b *Builder, ctx context.Context, spec *ir.Spec, tuned []loops.Schedule, build func([]loops.Schedule) (K, error)) (K, error) {
+	if tuned != nil {
+		k, err := build(tuned)
+		if err == nil || ctx.Err() != nil {
+			return k, err
+		}
+		if b.logf != nil {
+			b.logf("tuned schedules of kernel %s failed, using the default ones: %v", opName(spec), err)
 		}
 	}
-	return b.BuildScheduled(ctx, spec, nil)
+	return build(nil)
 }
 
 // BuildScheduled builds spec with one schedule per statement; nil means

@@ -120,6 +120,15 @@ func (b *Builder) BuildCUDA(ctx context.Context, spec *ir.Spec, scheds []loops.S
 	return &CUDAKernel{spec: spec, src: mod.Source, key: key, outcome: outcome, target: target, image: img, launches: mod.Launches, aligned: mod.Aligned}, nil
 }
 
+// BuildCUDATuned is BuildCUDA with tuned schedules (nil: none) that,
+// when they fail to build, are reported to Options.Logf and replaced by
+// the GPU defaults, as Build does with Options.Schedules.
+func (b *Builder) BuildCUDATuned(ctx context.Context, spec *ir.Spec, tuned []loops.Schedule, arch int) (*CUDAKernel, error) {
+	return tunedOrDefault(b, ctx, spec, tuned, func(scheds []loops.Schedule) (*CUDAKernel, error) {
+		return b.BuildCUDA(ctx, spec, scheds, arch)
+	})
+}
+
 // CUDASource lowers spec with one schedule per statement (nil: the GPU
 // defaults, loops.GPUSchedule) and renders it as a CUDA module whose
 // functions are named after symbol.

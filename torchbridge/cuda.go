@@ -50,16 +50,13 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp
 		}
 		scheds = r.recordSchedules(spec, key)
 	}
-	k, err := builder.BuildCUDA(context.Background(), spec, scheds, arch)
-	if err != nil && scheds != nil {
-		r.warnf("tuned schedules of kernel %s failed, using the default ones: %v", opName(spec.Op), err)
-		k, err = builder.BuildCUDA(context.Background(), spec, nil, arch)
-	}
+	k, err := builder.BuildCUDATuned(context.Background(), spec, scheds, arch)
 	resp.Warnings = r.takeWarnings()
 	if err != nil {
 		return nil, err
 	}
 	resp.CudaSource = k.Source()
+	resp.Aligned = k.Aligned()
 	resp.CacheHit = k.Outcome() == cache.Hit
 	resp.KernelId, err = r.registerKernel(fmt.Sprintf("%s@cuda:%d", k.Key(), ord), func() (*launchable, error) {
 		m, err := cudadrv.Load(ord, k.Image(), k.Launches())

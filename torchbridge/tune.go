@@ -91,15 +91,10 @@ func (r *Runtime) gpuTarget(ordinal int) (string, error) {
 	if ok {
 		return t, nil
 	}
-	arch, err := cudadrv.Arch(ordinal)
+	t, _, err := autotune.CUDATarget(ordinal)
 	if err != nil {
 		return "", err
 	}
-	name, err := cudadrv.Name(ordinal)
-	if err != nil {
-		return "", err
-	}
-	t = autotune.GPUTarget(name, arch)
 	r.mu.Lock()
 	r.gpuTargets[ordinal] = t
 	r.mu.Unlock()

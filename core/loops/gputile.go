@@ -543,8 +543,9 @@ func (p *gpuPlan) copyStage(spec *ir.Spec, body *[]Node, sp stagePlan, threads [
 	}
 	nv := sp.n / vec
 	guarded := rounds*p.threads > nv
+	ve := e
 	if guarded && vec > 1 {
-		// Only vectors e < nv are copied (the guard below); e % nv keeps
+		// Only vectors ve < nv are copied (the guard below); ve % nv keeps
 		// the index within the array where the guard does not count.
 		e = &ir.Binary{Op: ir.Mod, X: e, Y: Lit(nv)}
 	}
@@ -568,11 +569,7 @@ func (p *gpuPlan) copyStage(spec *ir.Spec, body *[]Node, sp stagePlan, threads [
 	}
 	var n Node = &Store{Dst: &ir.Access{Tensor: sp.local, Indices: []ir.Expr{e}}, Op: ir.Assign, Value: val, Vec: int(vec)}
 	if guarded {
-		v := tid
-		if rounds > 1 {
-			v = Add(Mul(Var(strings.TrimPrefix(sp.local, LocalPrefix)+".c"), Lit(p.threads)), tid)
-		}
-		n = &If{Cond: &ir.Binary{Op: ir.Lt, X: v, Y: Lit(nv)}, Body: []Node{n}}
+		n = &If{Cond: &ir.Binary{Op: ir.Lt, X: ve, Y: Lit(nv)}, Body: []Node{n}}
 	}
 	*body = append(*body, n)
 }

@@ -59,10 +59,7 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 		if err != nil {
 			return nil, errors.Wrap(err, "cgen")
 		}
-		elem := r.ctype
-		if r.stype != "" {
-			elem = r.stype
-		}
+		elem := ElemType(fn.Spec.DType)
 		if t.Role == ir.RoleInput {
 			params[i] = fmt.Sprintf("const %s *__restrict__ %s", elem, name)
 		} else {

@@ -34,6 +34,7 @@ class Kernel:
         "dtype",
         "c_source",
         "cuda_source",
+        "aligned",
         "cache_hit",
         "outputs",
         "allocated",
@@ -45,6 +46,7 @@ class Kernel:
         self.dtype = _TORCH_DTYPES[resp.dtype]
         self.c_source = resp.c_source
         self.cuda_source = resp.cuda_source
+        self.aligned = resp.aligned  # CUDA: pass 16-byte aligned pointers only
         self.cache_hit = resp.cache_hit
         self.buffers = [(b.name, b.role, tuple(b.shape)) for b in resp.buffers]
         # shapes of the buffers the caller allocates: outputs and temporaries
@@ -346,8 +348,8 @@ class Op:
         bufs = [t.resolve_neg().contiguous() for t in tensors]  # a lazily negated view's memory is not negated
         device = bufs[0].device  # an op has at least one input
         if device.type == "cuda":
-            # Kernels may load 16-byte vectors: a view starting mid-allocation is copied to aligned memory.
-            bufs = [b if b.data_ptr() % 16 == 0 else b.clone() for b in bufs]
+            if kernel.aligned:  # it loads 16-byte vectors: a view starting mid-allocation is copied to aligned memory
+                bufs = [b if b.data_ptr() % 16 == 0 else b.clone() for b in bufs]
             bufs += [torch.empty(shape, dtype=kernel.dtype, device=device) for shape in kernel.allocated]
         else:
             bufs += [memory.empty(shape, kernel.dtype) for shape in kernel.allocated]

@@ -106,7 +106,8 @@ def test_misaligned_views():
     assert a.data_ptr() % 16 != 0
     b = torch.randn(32, 48, device=DEV)
     torch.testing.assert_close(matmul(a, b), a @ b, rtol=1e-4, atol=1e-4)
-    assert "float4" in matmul.specialize(a, b).cuda_source
+    kernel = matmul.specialize(a, b)
+    assert kernel.aligned and "float4" in kernel.cuda_source
 
 
 def test_tensors_on_a_second_device():
