@@ -45,8 +45,8 @@ import (
 // memory. When the box's rows are whole 16-byte vectors of the tensor's
 // innermost dimension, at offsets that are vector multiples for every
 // block and step (vecWidth), each thread copies a vector at a time
-// (Store.Vec): 4 float32 or 2 float64 elements, all inside the tensor or
-// all outside. The statement reads the zeros only where its own where's guard
+// (Store.Vec): 4 float32, 2 float64 or 4 float16/bfloat16 elements, all
+// inside the tensor or all outside. The statement reads the zeros only where its own where's guard
 // fails. Where T*R does not divide E, the points past E compute nothing
 // and store nothing (an If guard).
 type GPUTiling struct {
@@ -575,14 +575,15 @@ func (p *gpuPlan) copyStage(spec *ir.Spec, body *[]Node, sp stagePlan, threads [
 }
 
 // vecWidth is the elements each thread of a cooperative copy moves at
-// once: a 16-byte vector (4 float32, 2 float64) when the box's rows are
+// once: a vector (4 float32, 2 float64, or 4 float16/bfloat16, which
+// widen to the 16 bytes of 4 float32 in shared memory) when the box's rows are
 // whole vectors of the tensor's innermost dimension at vector-aligned
 // offsets, for every value of the variables in around (the block and
 // step loops that the box's origin depends on); 1 otherwise.
 // Every vector then lies wholly inside or wholly outside the tensor,
 // since its bounds on the innermost dimension are vector multiples too.
 func vecWidth(spec *ir.Spec, sp stagePlan, t *ir.TensorDecl, around map[string]int64) int64 {
-	v := map[ir.DType]int64{ir.Float32: 4, ir.Float64: 2}[spec.DType]
+	v := map[ir.DType]int64{ir.Float32: 4, ir.Float64: 2, ir.Float16: 4, ir.BFloat16: 4}[spec.DType]
 	last := len(sp.box) - 1
 	if v == 0 || last < 0 || sp.box[last]%v != 0 || t.Shape[last]%v != 0 {
 		return 1

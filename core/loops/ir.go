@@ -92,10 +92,11 @@ type Local struct {
 // atomic schedule): the backend must combine atomically.
 //
 // Vec > 1 makes an assignment copy Vec consecutive elements at once, as
-// one 16-byte vector (a GPU tiling's cooperative copy): Dst is an element
-// of a shared Local and Value a tensor element, or where(c, element, 0)
-// whose condition holds for all Vec elements or none. Both start at a
-// multiple of Vec elements from a 16-byte aligned base.
+// one vector (a GPU tiling's cooperative copy): 16 bytes of float32 or
+// float64, or 8 bytes of float16/bfloat16 widened to 4 float32: Dst is an
+// element of a shared Local and Value a tensor element, or
+// where(c, element, 0) whose condition holds for all Vec elements or none.
+// Both start at a multiple of Vec elements from a 16-byte aligned base.
 type Store struct {
 	Dst    *ir.Access
 	Op     ir.ReduceOp

@@ -113,8 +113,10 @@ static const char *nf_run(void (*fn)(void), unsigned blocks, unsigned threads) {
 #define __align__(n) __attribute__((aligned(n)))
 struct float4 { float x, y, z, w; };
 struct double2 { double x, y; };
+struct uint2 { unsigned int x, y; };
 static inline float4 make_float4(float x, float y, float z, float w) { float4 v = {x, y, z, w}; return v; }
 static inline double2 make_double2(double x, double y) { double2 v = {x, y}; return v; }
+static inline uint2 make_uint2(unsigned int x, unsigned int y) { uint2 v = {x, y}; return v; }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
 static inline float atomicAdd(float *p, float v) { float o = *p; *p = o + v; return o; }
 static inline double atomicAdd(double *p, double v) { double o = *p; *p = o + v; return o; }

@@ -28,8 +28,9 @@ type Launch struct {
 type CUDAModule struct {
 	Source   string
 	Launches []Launch
-	// Aligned says that the kernels load 16-byte vectors from the
-	// tensors: every pointer passed must be 16-byte aligned.
+	// Aligned says that the kernels load vectors (16 bytes, or 8 of a
+	// 16-bit dtype) from the tensors: every pointer passed must be
+	// 16-byte aligned.
 	Aligned bool
 }
 
@@ -390,11 +391,18 @@ var vecTypes = map[string][2]string{
 }
 
 // vecStore renders a vector copy (loops.Store.Vec): one 16-byte load and
-// store, or a vector of zeros where the copy's condition fails.
+// store, or a vector of zeros where the copy's condition fails. A 16-bit
+// kernel loads 8 bytes (4 elements, as a uint2) and stores them widened
+// to a float4, its shared arrays holding the compute type.
 func (r *renderer) vecStore(s *loops.Store, depth int) error {
 	vt, ok := vecTypes[r.ctype]
-	if !r.cuda || !ok || r.stype != "" || s.Op != ir.Assign || int64(s.Vec)*int64(r.spec.DType.Size()) != 16 {
-		return errors.Errorf("a %d-wide vector %s store of %s: only CUDA renders 16-byte copies", s.Vec, s.Op, r.spec.DType)
+	if r.stype != "" {
+		vt, ok = [2]string{"uint2", "make_uint2(0u, 0u)"}, s.Vec == 4
+	} else if ok {
+		ok = int64(s.Vec)*int64(r.spec.DType.Size()) == 16
+	}
+	if !r.cuda || !ok || s.Op != ir.Assign {
+		return errors.Errorf("a %d-wide vector %s store of %s: only CUDA renders vector copies (16 bytes, or 4 16-bit elements)", s.Vec, s.Op, r.spec.DType)
 	}
 	dst, err := r.ref(s.Dst)
 	if err != nil {
@@ -423,8 +431,18 @@ func (r *renderer) vecStore(s *loops.Store, depth int) error {
 		}
 		load = fmt.Sprintf("%s ? %s : %s", c.s, load, vt[1])
 	}
-	r.line(depth, "*(%s *)&%s = %s;", vt[0], dst.s, load)
 	r.vectors = true
+	if r.stype == "" {
+		r.line(depth, "*(%s *)&%s = %s;", vt[0], dst.s, load)
+		return nil
+	}
+	// The zero bits are +0 in both 16-bit formats; the lower half of each
+	// word is the element at the lower address (the GPU is little-endian).
+	r.used["nf_ld"] = true
+	r.line(depth, "{")
+	r.line(depth+1, "const uint2 nf_w = %s;", load)
+	r.line(depth+1, "*(float4 *)&%s = make_float4(nf_ld((%[2]s)(nf_w.x >> 16)), nf_ld((%[2]s)(nf_w.x & 0xffffu)), nf_ld((%[2]s)(nf_w.y & 0xffffu)), nf_ld((%[2]s)(nf_w.y >> 16)));", dst.s, r.stype)
+	r.line(depth, "}")
 	return nil
 }
 

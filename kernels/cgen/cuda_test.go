@@ -21,7 +21,7 @@ var cudaGoldenOps = []struct {
 	{"softmax", ir.Float32, false}, {"sum_all", ir.Float64, false}, {"maxpool", ir.Float32, true},
 	{"depth2space", ir.Float32, true}, {"unary_math", ir.Float32, false}, {"index_values", ir.Float64, false},
 	{"matmul", ir.Float16, false}, {"conv_pad", ir.BFloat16, true}, {"softmax", ir.Float16, false},
-	{"matmul_aligned", ir.Float32, false}, {"matmul_aligned", ir.Float64, true},
+	{"matmul_aligned", ir.Float32, false}, {"matmul_aligned", ir.Float64, true}, {"matmul_aligned", ir.BFloat16, true},
 }
 
 func cudaModule(t *testing.T, spec *ir.Spec) *CUDAModule {

@@ -48,8 +48,8 @@ def test_cuda_source_without_a_gpu():
 
 
 def test_cuda_source_vectorizes_aligned_copies():
-    """Rows of whole 16-byte vectors at aligned offsets are copied into shared memory as float4 (double2);
-    odd shapes keep scalar copies."""
+    """Rows of whole vectors at aligned offsets are copied into shared memory as float4 (double2; four
+    16-bit elements loaded as a uint2 and widened to a float4); odd shapes keep scalar copies."""
     import neoflow
     import torch
 
@@ -59,4 +59,6 @@ def test_cuda_source_vectorizes_aligned_copies():
     assert "*(double2 *)&r_sh" in mm.cuda_source(
         torch.ones(64, 32, dtype=torch.float64), torch.ones(32, 48, dtype=torch.float64)
     )
+    half = mm.cuda_source(torch.ones(64, 32, dtype=torch.float16), torch.ones(32, 48, dtype=torch.float16))
+    assert "*(const uint2 *)&t_A" in half and "*(float4 *)&r_sh" in half
     assert "float4" not in mm.cuda_source(torch.ones(33, 21), torch.ones(21, 37))
