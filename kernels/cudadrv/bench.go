@@ -3,7 +3,6 @@
 package cudadrv
 
 import (
-	"runtime"
 	"unsafe"
 
 	"github.com/pkg/errors"
@@ -28,8 +27,7 @@ type Bench struct {
 // NewBench allocates one device buffer of each size in bytes on device
 // ordinal, and a stream.
 func NewBench(ordinal int, sizes []int64) (*Bench, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	defer lockThread()()
 	ctx, err := makeCurrent(ordinal)
 	if err != nil {
 		return nil, err
@@ -53,12 +51,12 @@ func NewBench(ordinal int, sizes []int64) (*Bench, error) {
 // enter locks the goroutine to its thread and makes the bench's context
 // current there; the returned function unlocks.
 func (b *Bench) enter() (func(), error) {
-	runtime.LockOSThread()
+	leave := lockThread()
 	if err := cu.SetCurrentContext(b.ctx); err != nil {
-		runtime.UnlockOSThread()
+		leave()
 		return nil, errors.Wrapf(err, "making CUDA device %d current", b.ordinal)
 	}
-	return runtime.UnlockOSThread, nil
+	return leave, nil
 }
 
 // Write copies buffer i's size in bytes from host memory src to the

@@ -3,6 +3,7 @@
 package cudadrv
 
 import (
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -23,13 +24,24 @@ var contexts struct {
 }
 
 // makeCurrent makes device ordinal's primary context current on the
-// calling thread and returns it.
+// calling thread and returns it. A context is current per OS thread, so
+// the caller keeps its goroutine on the thread (lockThread) until its
+// last driver call.
 func makeCurrent(ordinal int) (cu.CUContext, error) {
 	ctx, err := primary(ordinal)
 	if err != nil {
 		return ctx, err
 	}
 	return ctx, errors.Wrapf(cu.SetCurrentContext(ctx), "making CUDA device %d current", ordinal)
+}
+
+// lockThread keeps the calling goroutine on its OS thread, where the
+// context it makes current stays current, until the returned function is
+// called. Calls from Python already run locked to the caller's thread;
+// the lock nests, so this guards the Go callers too.
+func lockThread() func() {
+	runtime.LockOSThread()
+	return runtime.UnlockOSThread
 }
 
 // primary is device ordinal's primary context, retained on first use.
@@ -60,6 +72,7 @@ func primary(ordinal int) (cu.CUContext, error) {
 // Arch is the compute capability of device ordinal, times ten (90 for
 // an H100).
 func Arch(ordinal int) (int, error) {
+	defer lockThread()()
 	if _, err := makeCurrent(ordinal); err != nil {
 		return 0, err
 	}
@@ -77,6 +90,7 @@ func Arch(ordinal int) (int, error) {
 
 // Name is the name of device ordinal ("NVIDIA H100 80GB HBM3").
 func Name(ordinal int) (string, error) {
+	defer lockThread()()
 	if _, err := makeCurrent(ordinal); err != nil {
 		return "", err
 	}
@@ -97,6 +111,7 @@ type Module struct {
 // Load loads a module image (CUBIN, or NUL-terminated PTX) on device
 // ordinal and resolves the entry of every launch.
 func Load(ordinal int, image []byte, launches []cgen.Launch) (*Module, error) {
+	defer lockThread()()
 	ctx, err := makeCurrent(ordinal)
 	if err != nil {
 		return nil, err
@@ -121,6 +136,7 @@ func Load(ordinal int, image []byte, launches []cgen.Launch) (*Module, error) {
 // again. Kernels that ops launch stay loaded for the process's life; the
 // tuner unloads each candidate it has timed.
 func (m *Module) Unload() error {
+	defer lockThread()()
 	if _, err := makeCurrent(m.ordinal); err != nil {
 		return err
 	}
@@ -137,6 +153,7 @@ func (m *Module) Launch(stream uintptr, ptrs []uintptr) error {
 	if len(ptrs) > maxArgs {
 		return errors.Errorf("CUDA launch with %d buffers: at most %d", len(ptrs), maxArgs)
 	}
+	defer lockThread()()
 	if err := cu.SetCurrentContext(m.ctx); err != nil {
 		return errors.Wrapf(err, "making CUDA device %d current", m.ordinal)
 	}
