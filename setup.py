@@ -23,6 +23,11 @@ from pathlib import Path
 from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
+try:
+    from setuptools.command.bdist_wheel import bdist_wheel
+except ImportError:  # setuptools < 70.1
+    from wheel.bdist_wheel import bdist_wheel
+
 ROOT = Path(__file__).resolve().parent
 
 
@@ -100,6 +105,14 @@ class BuildGo(build_py):
             header.unlink()
 
 
+class PlatformWheel(bdist_wheel):
+    """The library is loaded with ctypes, not imported as an extension module,
+    so one wheel serves every CPython 3 on its platform: py3-none-<platform>."""
+
+    def get_tag(self):
+        return ("py3", "none", super().get_tag()[2])
+
+
 class BinaryDistribution(Distribution):
     """The wheel carries a native library, so it is platform-specific."""
 
@@ -115,7 +128,7 @@ setup(
     package_dir={"": "pyext"},
     packages=["neoflow", "neoflow._proto"],
     install_requires=["torch>=2.4", "protobuf>=4.21"],
-    cmdclass={"build_py": BuildGo},
+    cmdclass={"build_py": BuildGo, "bdist_wheel": PlatformWheel},
     distclass=BinaryDistribution,
     zip_safe=False,
 )

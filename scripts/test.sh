@@ -23,6 +23,13 @@ go test ./...
 echo "== build and install the wheel (CPU-only and CUDA libraries)"
 bash scripts/build-wheel.sh
 
+echo "== the GPU check script on the wheel, without a GPU (its GPU tests skip here)"
+PYTHON="$PY" OUT=$(mktemp -d) bash scripts/gpu-check.sh tests --cpu-ok >/dev/null || {
+  echo "scripts/gpu-check.sh tests --cpu-ok failed"
+  exit 1
+}
+
 echo "== pytest"
 # Run from tests/ so that `import neoflow` finds the installed package, not pyext/.
 cd tests/python && "$PY" -m pytest -q -p no:cacheprovider .
+
