@@ -441,7 +441,7 @@ func (r *renderer) vecStore(s *loops.Store, depth int) error {
 	r.used["nf_ld"] = true
 	r.line(depth, "{")
 	r.line(depth+1, "const uint2 nf_w = %s;", load)
-	r.line(depth+1, "*(float4 *)&%s = make_float4(nf_ld((%[2]s)(nf_w.x >> 16)), nf_ld((%[2]s)(nf_w.x & 0xffffu)), nf_ld((%[2]s)(nf_w.y & 0xffffu)), nf_ld((%[2]s)(nf_w.y >> 16)));", dst.s, r.stype)
+	r.line(depth+1, "*(float4 *)&%s = make_float4(nf_ld((%[2]s)(nf_w.x & 0xffffu)), nf_ld((%[2]s)(nf_w.x >> 16)), nf_ld((%[2]s)(nf_w.y & 0xffffu)), nf_ld((%[2]s)(nf_w.y >> 16)));", dst.s, r.stype)
 	r.line(depth, "}")
 	return nil
 }
