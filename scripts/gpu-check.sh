@@ -19,7 +19,6 @@
 # GPU (the GPU tests then skip), to check the plumbing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 OUT=${OUT:-/tmp/neoflow-gpu-check}
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
@@ -57,7 +56,9 @@ print("cuda build loaded:", config.cuda_enabled())
 PYEOF
 } 2>&1 | tee "$OUT/env.txt"
 
+gpu=1
 if ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)'; then
+  gpu=0
   if [ $cpu_ok = 0 ]; then
     echo "gpu-check: torch.cuda.is_available() is False on this machine (--cpu-ok runs anyway)" >&2
     exit 2
@@ -80,7 +81,7 @@ run_tests() {
 
 run_bench() {
   local dev=cuda
-  [ $cpu_ok = 1 ] && ! "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' && dev=cpu
+  [ $gpu = 1 ] || dev=cpu
   local args=(--device "$dev" --out "$OUT")
   [ "$dev" = cpu ] && args+=(--size small --batches 1 --repeat 2 --warmup 0 --no-compile --no-ops)
   "$PY" bench/workloads.py "${args[@]}" 2>&1 | tee "$OUT/bench.log"

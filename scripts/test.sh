@@ -32,4 +32,3 @@ PYTHON="$PY" OUT=$(mktemp -d) bash scripts/gpu-check.sh tests --cpu-ok >/dev/nul
 echo "== pytest"
 # Run from tests/ so that `import neoflow` finds the installed package, not pyext/.
 cd tests/python && "$PY" -m pytest -q -p no:cacheprovider .
-
