@@ -31,10 +31,10 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp
 		resp.CudaSource = mod.Source
 		return resp, nil
 	}
-	if !cudadrv.Available() {
-		return nil, errors.New("a CUDA tensor, but this neoflow library was built without CUDA support: reinstall neoflow where CUDA headers are found (see the README's CUDA section)")
+	if err := requireCUDA("a CUDA tensor"); err != nil {
+		return nil, err
 	}
-	arch, err := cudadrv.Arch(ord)
+	gpu, err := r.gpu(ord)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp
 		}
 		scheds = r.recordSchedules(spec, key)
 	}
-	k, err := builder.BuildCUDATuned(context.Background(), spec, scheds, arch)
+	k, err := builder.BuildCUDATuned(context.Background(), spec, scheds, gpu.arch)
 	resp.Warnings = r.takeWarnings()
 	if err != nil {
 		return nil, err
@@ -70,6 +70,15 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp
 	}
 	r.remember(req, key, resp)
 	return resp, nil
+}
+
+// requireCUDA is the error for what (a CUDA tensor, tuning a CUDA kernel)
+// in the CPU-only build of the library, nil in the CUDA build.
+func requireCUDA(what string) error {
+	if cudadrv.Available() {
+		return nil
+	}
+	return errors.New(what + ", but this neoflow library was built without CUDA support: reinstall neoflow where CUDA headers are found (see the README's CUDA section)")
 }
 
 // LaunchCUDA runs CUDA kernel id on nbufs device pointers (bufs points to

@@ -26,7 +26,7 @@ type Runtime struct {
 	db          *tunedb.DB                                    // for cfg; nil until first needed
 	sessions    map[uint64]*session                           // tuning sessions by id
 	nextSession uint64
-	gpuTargets  map[int]string // tuning target by CUDA device ordinal
+	gpus        map[int]gpuInfo // by CUDA device ordinal
 
 	warnMu sync.Mutex // guards warns; the builder reports while mu may be held
 	warns  []string   // cache reports not yet sent to Python
@@ -59,7 +59,7 @@ func New() *Runtime {
 		byCache:  map[string]uint64{},
 		sessions: map[uint64]*session{},
 
-		gpuTargets: map[int]string{},
+		gpus: map[int]gpuInfo{},
 	}
 	r.cfg, r.cfgErr = defaultConfig()
 	empty := []*launchable{nil} // id 0 is "none"

@@ -14,7 +14,6 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/sema"
-	"github.com/neoflow/neoflow/kernels/cudadrv"
 )
 
 // Tune modes (NEOFLOW_TUNE): what happens on first use of a new shape.
@@ -83,22 +82,30 @@ func (r *Runtime) recordSchedules(spec *ir.Spec, key *api.TuneKey) []loops.Sched
 	return scheds
 }
 
-// gpuTarget is the tuning target of CUDA device ordinal (autotune.GPUTarget).
-func (r *Runtime) gpuTarget(ordinal int) (string, error) {
+// gpuInfo is what the runtime keeps of a CUDA device: its tuning target
+// (autotune.GPUTarget) and its architecture (compute capability × 10).
+type gpuInfo struct {
+	target string
+	arch   int
+}
+
+// gpu is CUDA device ordinal's gpuInfo, asked of the driver once.
+func (r *Runtime) gpu(ordinal int) (gpuInfo, error) {
 	r.mu.Lock()
-	t, ok := r.gpuTargets[ordinal]
+	g, ok := r.gpus[ordinal]
 	r.mu.Unlock()
 	if ok {
-		return t, nil
+		return g, nil
 	}
-	t, _, err := autotune.CUDATarget(ordinal)
+	t, arch, err := autotune.CUDATarget(ordinal)
 	if err != nil {
-		return "", err
+		return g, err
 	}
+	g = gpuInfo{target: t, arch: arch}
 	r.mu.Lock()
-	r.gpuTargets[ordinal] = t
+	r.gpus[ordinal] = g
 	r.mu.Unlock()
-	return t, nil
+	return g, nil
 }
 
 // tuneKey is the database key of spec's kernel on CUDA device ordinal,
@@ -107,11 +114,11 @@ func (r *Runtime) tuneKey(spec *ir.Spec, ordinal int) (*api.TuneKey, error) {
 	if ordinal < 0 {
 		return autotune.Key(spec, Version), nil
 	}
-	t, err := r.gpuTarget(ordinal)
+	g, err := r.gpu(ordinal)
 	if err != nil {
 		return nil, err
 	}
-	return autotune.KeyFor(spec, Version, t), nil
+	return autotune.KeyFor(spec, Version, g.target), nil
 }
 
 // TuneBegin starts a tuning session for the kernel of a specialization.
@@ -126,8 +133,10 @@ func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
 	}
 	resp := &api.TuneResponse{Kernel: opName(op)}
 	ord := int(req.GetCudaDevice()) - 1
-	if ord >= 0 && !cudadrv.Available() {
-		return nil, errors.New("tuning a CUDA kernel, but this neoflow library was built without CUDA support: reinstall neoflow where CUDA headers are found (see the README's CUDA section)")
+	if ord >= 0 {
+		if err := requireCUDA("tuning a CUDA kernel"); err != nil {
+			return nil, err
+		}
 	}
 	key, err := r.tuneKey(spec, ord)
 	if err != nil {

@@ -150,9 +150,6 @@ const maxArgs = 64
 // handle from PyTorch) with ptrs, one device pointer per argument. It
 // neither synchronizes nor allocates device memory, and takes no lock.
 func (m *Module) Launch(stream uintptr, ptrs []uintptr) error {
-	if len(ptrs) > maxArgs {
-		return errors.Errorf("CUDA launch with %d buffers: at most %d", len(ptrs), maxArgs)
-	}
 	defer lockThread()()
 	if err := cu.SetCurrentContext(m.ctx); err != nil {
 		return errors.Wrapf(err, "making CUDA device %d current", m.ordinal)
@@ -165,6 +162,9 @@ func (m *Module) Launch(stream uintptr, ptrs []uintptr) error {
 // (when not nil) once each function is launched, with its position. The
 // module's context is current.
 func (m *Module) launch(s cu.Stream, ptrs []uintptr, after func(i int) error) error {
+	if len(ptrs) > maxArgs {
+		return errors.Errorf("CUDA launch with %d buffers: at most %d", len(ptrs), maxArgs)
+	}
 	var buf [maxArgs]unsafe.Pointer
 	args := buf[:len(ptrs)]
 	for i := range ptrs {

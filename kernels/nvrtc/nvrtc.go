@@ -46,6 +46,7 @@ static void *nf_nvrtc_open(const char *path, nf_nvrtc *f, char **err)
 	f->field = dlsym(h, name); \
 	if (!f->field && required) { \
 		*err = strdup("symbol " name " not found: not an NVRTC library"); \
+		dlclose(h); \
 		return NULL; \
 	}
 	NF_SYM(version, "nvrtcVersion", 1)
