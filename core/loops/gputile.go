@@ -496,7 +496,12 @@ func lowerGPU(spec *ir.Spec, nest *Nest, g *GPUTiling) error {
 		for i := range p.stages {
 			repl[p.stages[i].sub] = p.stages[i].access()
 		}
-		rhs = replaceReads(rhs, repl)
+		rhs = ir.Rewrite(rhs, func(e ir.Expr) ir.Expr {
+			if a, ok := e.(*ir.Access); ok {
+				return repl[ir.ExprString(a)] // nil keeps a read not staged
+			}
+			return nil
+		})
 	}
 	*comp = append(*comp, guard(&Store{Dst: acc, Op: st.Reduce, Value: rhs}))
 	if len(p.stages) > 0 {
@@ -604,33 +609,4 @@ func vecWidth(spec *ir.Spec, sp stagePlan, t *ir.TensorDecl, around map[string]i
 		return 1
 	}
 	return v
-}
-
-// replaceReads returns e with every read whose text is a key of repl
-// replaced by its value, under a where too.
-func replaceReads(e ir.Expr, repl map[string]ir.Expr) ir.Expr {
-	switch e := e.(type) {
-	case *ir.Access:
-		if r, ok := repl[ir.ExprString(e)]; ok {
-			return r
-		}
-		out := &ir.Access{Pos: e.Pos, Tensor: e.Tensor, Indices: make([]ir.Expr, len(e.Indices))}
-		for i, x := range e.Indices {
-			out.Indices[i] = replaceReads(x, repl)
-		}
-		return out
-	case *ir.Unary:
-		return &ir.Unary{Pos: e.Pos, Op: e.Op, X: replaceReads(e.X, repl)}
-	case *ir.Binary:
-		return &ir.Binary{Pos: e.Pos, Op: e.Op, X: replaceReads(e.X, repl), Y: replaceReads(e.Y, repl)}
-	case *ir.Call:
-		out := &ir.Call{Pos: e.Pos, Fn: e.Fn, Args: make([]ir.Expr, len(e.Args))}
-		for i, a := range e.Args {
-			out.Args[i] = replaceReads(a, repl)
-		}
-		return out
-	case *ir.Where:
-		return &ir.Where{Pos: e.Pos, Cond: replaceReads(e.Cond, repl), Then: replaceReads(e.Then, repl), Else: replaceReads(e.Else, repl)}
-	}
-	return e
 }

@@ -483,8 +483,8 @@ func parallelCandidates(st *ir.BoundStmt, s Schedule) []int64 {
 
 // check validates a schedule for statement st.
 func (s Schedule) check(st *ir.BoundStmt) error {
-	if s.Threads < 0 || s.Threads > 1024 || s.Threads%32 != 0 {
-		return errors.Errorf("threads per block %d: want a multiple of 32 up to 1024, or 0", s.Threads)
+	if s.Threads < 0 || s.Threads > MaxGPUThreads || s.Threads%32 != 0 {
+		return errors.Errorf("threads per block %d: want a multiple of 32 up to %d, or 0", s.Threads, MaxGPUThreads)
 	}
 	if s.GPUReduce != nil {
 		if s.Scatter || s.Tiling != nil || s.GPU != nil {

@@ -410,9 +410,9 @@ func (r *renderer) access(a *ir.Access) (cexpr, error) {
 	if r.stype == "" || loops.IsLocal(a.Tensor) {
 		return r.ref(a)
 	}
-	c, err := r.ref(a)
-	if err != nil || len(r.masks) > 0 && !r.inBounds(a) {
-		return c, err // ref loaded it, under its mask
+	c, err := r.ref(a) // a 16-bit kernel is CUDA's, which renders no masked loads
+	if err != nil {
+		return c, err
 	}
 	r.used["nf_ld"] = true
 	return cexpr{cat("nf_ld(", c.s, ")"), precAtom, ir.KindValue}, nil
@@ -464,10 +464,6 @@ func (r *renderer) ref(a *ir.Access) (cexpr, error) {
 	if len(r.masks) > 0 && !r.inBounds(a) {
 		// Under a blend the read is evaluated whatever its guards say:
 		// read only where they all hold (a masked load), 0 elsewhere.
-		if r.stype != "" {
-			r.used["nf_ld"] = true
-			read.s = cat("nf_ld(", read.s, ")")
-		}
 		read = cexpr{cat(r.maskText(), " ? ", read.s, " : ", r.floatLit(0).s), precCond, ir.KindValue}
 	}
 	return read, err

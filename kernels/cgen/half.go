@@ -128,7 +128,8 @@ const atomicAdd16 = `static __device__ __forceinline__ void nf_atomic_add($S *p,
 
 // store16 renders a store of val into dst, an element of a 16-bit
 // tensor: the combination is computed in float and rounded once.
-func (r *renderer) store16(s *loops.Store, dst, val string, depth int) error {
+func (r *renderer) store16(s *loops.Store, dst string, value cexpr, depth int) error {
+	val := value.s.String()
 	if s.Atomic {
 		if s.Op != ir.Sum {
 			return errors.Errorf("atomic %s store: only CUDA renders atomic adds", s.Op)
@@ -143,7 +144,7 @@ func (r *renderer) store16(s *loops.Store, dst, val string, depth int) error {
 	case ir.Assign:
 		v = val
 	case ir.Sum:
-		v = old + " + " + val
+		v = old + " + " + value.at(precAdd+1).String() // Y + (a - b), not (Y + a) - b
 	case ir.Prod:
 		v = old + " * (" + val + ")"
 	case ir.Max, ir.Min:

@@ -333,7 +333,7 @@ func (r *renderer) store(s *loops.Store, depth int) error {
 		return err
 	}
 	if r.stype != "" && !loops.IsLocal(s.Dst.Tensor) {
-		return r.store16(s, dst.s.String(), val.s.String(), depth)
+		return r.store16(s, dst.s.String(), val, depth)
 	}
 	if s.Atomic {
 		if !r.cuda || s.Op != ir.Sum {
