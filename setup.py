@@ -9,7 +9,8 @@ variant, libneoflow_cuda.so (`go build -tags cuda`), which the package loads
 instead when torch.cuda.is_available(). It looks, in order, at
 NEOFLOW_CUDA_INCLUDE and NEOFLOW_CUDA_LIB (the directories of cuda.h and
 libcuda.so), NEOFLOW_CUDA_DEV (a directory with include/ and lib/, as
-scripts/cuda-dev.sh makes), CUDA_HOME, /usr/local/cuda and /usr. No GPU is
+scripts/cuda-dev.sh makes), ~/.cache/neoflow/cuda-dev (cuda-dev.sh's
+default), CUDA_HOME, CUDA_PATH, /usr/local/cuda and /usr. No GPU is
 needed to build it. NEOFLOW_BUILD_CUDA=0 skips the CUDA variant; =1 makes
 a missing header an error.
 """

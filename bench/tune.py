@@ -77,6 +77,12 @@ def alternate(fns, repeat: int, warmup: int = 3):
     return [(statistics.median(t), min(t), max(t), f / repeat) for t, f in zip(times, faults)]
 
 
+def ms(t) -> list[float]:
+    """(median, min, max) in milliseconds, of a timeit or alternate result
+    (alternate's fourth entry, faults per call, is not a time)."""
+    return [v * 1e3 for v in t[:3]]
+
+
 def spread(t) -> str:
     return f"{t[0] * 1e3:.3f} ({t[1] * 1e3:.3f}–{t[2] * 1e3:.3f})"
 
@@ -106,10 +112,10 @@ def gemm(args, out):
     # again, in turns with the tuned kernel: the machine drifts
     t_torch2, t_tuned = alternate([lambda: torch.matmul(a, b), run], args.repeat)
     r = {
-        "torch_ms": [x * 1e3 for x in t_torch],
-        "torch_after_ms": [x * 1e3 for x in t_torch2],
-        "default_ms": [x * 1e3 for x in t_default],
-        "tuned_ms": [x * 1e3 for x in t_tuned],
+        "torch_ms": ms(t_torch),
+        "torch_after_ms": ms(t_torch2),
+        "default_ms": ms(t_default),
+        "tuned_ms": ms(t_tuned),
         "torch_gflops": flops / t_torch[0] / 1e9,
         "torch_after_gflops": flops / t_torch2[0] / 1e9,
         "default_gflops": flops / t_default[0] / 1e9,
@@ -168,13 +174,13 @@ def bandwidth(args, out):
         copy_bw = 2 * nbytes / t_copy[0] / 1e9
         row = {
             "op": name,
-            "kernel_ms": [v * 1e3 for v in t_k],
-            "copy_ms": [v * 1e3 for v in t_copy],
+            "kernel_ms": ms(t_k),
+            "copy_ms": ms(t_copy),
             "gbps": gbps,
             "copy_gbps": copy_bw,
             "of_copy": gbps / copy_bw,
-            "call_ms": [v * 1e3 for v in t_call],
-            "torch_ms": [v * 1e3 for v in t_ref],
+            "call_ms": ms(t_call),
+            "torch_ms": ms(t_ref),
             "matches": bool(ok),
         }
         res["ops"].append(row)
@@ -245,10 +251,10 @@ def training_ops(args, out):
         )
         row = {
             "op": case.name,
-            "eager_ms": [v * 1e3 for v in t_eager[:3]],
-            "eager_after_ms": [v * 1e3 for v in t_eager2[:3]],
-            "default_ms": [v * 1e3 for v in t_default[:3]],
-            "tuned_ms": [v * 1e3 for v in t_tuned[:3]],
+            "eager_ms": ms(t_eager),
+            "eager_after_ms": ms(t_eager2),
+            "default_ms": ms(t_default),
+            "tuned_ms": ms(t_tuned),
             "faults_per_call": {"eager": t_eager2[3], "default": t_default[3], "tuned": t_tuned[3]},
             "speedup_vs_eager": t_eager[0] / t_tuned[0],
             "speedup_vs_eager_after": t_eager2[0] / t_tuned[0],
