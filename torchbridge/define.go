@@ -22,7 +22,7 @@ func (r *Runtime) Define(req *api.DefineRequest) (*api.DefineResponse, error) {
 			return nil, errors.Errorf("constant %s has no value", name)
 		}
 	}
-	op, err := parse.Parse(req.GetSource(), parse.Options{Name: req.GetName(), Inputs: req.GetInputs(), Consts: consts})
+	op, err := parse.Parse(req.GetSource(), parse.Options{Name: req.GetName(), Inputs: req.GetInputs(), Outputs: req.GetOutputs(), Consts: consts})
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func (r *Runtime) register(op *ir.Op) (*api.DefineResponse, error) {
 		OpId:    id,
 		Printed: ir.Print(op),
 		Inputs:  op.Inputs,
-		Outputs: outputs(op),
+		Outputs: op.OutputNames(),
 		Hash:    ir.Hash(op),
 	}
 	ranks := ranksOf(op)
@@ -72,27 +72,6 @@ func (r *Runtime) op(id uint64) (*ir.Op, error) {
 		return nil, errors.Errorf("unknown op id %d (released, or defined in another process)", id)
 	}
 	return op, nil
-}
-
-// outputs lists, in statement order, the written tensors that no later
-// statement reads.
-func outputs(op *ir.Op) []string {
-	var out []string
-	for i, s := range op.Stmts {
-		readLater := false
-		for _, later := range op.Stmts[i+1:] {
-			ir.Walk(later.RHS, func(e ir.Expr) bool {
-				if a, ok := e.(*ir.Access); ok && a.Tensor == s.Tensor {
-					readLater = true
-				}
-				return !readLater
-			})
-		}
-		if !readLater {
-			out = append(out, s.Tensor)
-		}
-	}
-	return out
 }
 
 // ranksOf gives the number of indices each tensor is used with.

@@ -7,14 +7,13 @@ import (
 	"strings"
 
 	"github.com/neoflow/neoflow/core/ir"
-	"github.com/neoflow/neoflow/core/parse"
 	"github.com/neoflow/neoflow/core/sema"
 )
 
 // GradOp is a derived gradient op.
 type GradOp struct {
-	// Op is an ordinary op: its Source is ir.Print(Op) and it is the parse
-	// of that text (with the forward op's constants), so it parses back.
+	// Op is an ordinary op, built as IR (never printed and parsed back);
+	// its Source is ir.Print(Op), for messages.
 	//
 	// Inputs of Op, in order: the forward inputs (same names), then one
 	// gradient per forward output, "d_<Out>" (the output's shape), in the
@@ -129,22 +128,17 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 	}
 	sizes := resolveSizes(all, taken, b.shapes)
 
-	gop := &ir.Op{Name: gradName(op), Inputs: inputs, Consts: b.consts}
+	gop := &ir.Op{Name: gradName(op), Inputs: inputs, Outputs: outputs, Consts: b.consts}
 	var notes []string
 	for _, g := range all {
 		gop.Stmts = append(gop.Stmts, g.s)
 		notes = append(notes, g.note)
 	}
+	// The op goes on as built, not printed and parsed back: a folded
+	// constant may have no literal (1e308 * 1e308 is +Inf).
 	src := ir.Print(gop)
-	consts := map[string]parse.ConstValue{}
-	for n, c := range b.consts {
-		consts[n] = parse.ConstValue{IsFloat: c.IsFloat, Int: c.Int, Float: c.Float}
-	}
-	parsed, err := parse.Parse(src, parse.Options{Name: gop.Name, Inputs: inputs, Consts: consts})
-	if err != nil {
-		return nil, fmt.Errorf("autodiff: internal error: the gradient op does not parse back: %v\n%s", err, src)
-	}
-	gs, err := sema.Specialize(parsed, spec.DType, shapes, sizes)
+	gop.Source = src
+	gs, err := sema.Specialize(gop, spec.DType, shapes, sizes)
 	if err != nil {
 		return nil, fmt.Errorf("autodiff: internal error: the gradient op does not specialize: %v\n%s", err, src)
 	}
@@ -158,7 +152,7 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 	if len(outs) != len(outputs) {
 		return nil, fmt.Errorf("autodiff: internal error: the gradient op has extra outputs\n%s", src)
 	}
-	return &GradOp{Op: parsed, Sizes: sizes, Saved: saved, notes: notes}, nil
+	return &GradOp{Op: gop, Sizes: sizes, Saved: saved, notes: notes}, nil
 }
 
 func nameSpace(op *ir.Op) string {

@@ -20,7 +20,9 @@ type gcase struct {
 	shapes [][]int64
 	sizes  map[string]int64
 	consts map[string]parse.ConstValue
-	wrt    []bool // nil: every input
+	// outputs fixes the output order (parse.Options.Outputs); nil: statement order.
+	outputs []string
+	wrt     []bool // nil: every input
 	// lo, hi bound the random inputs ([-1, 1] when both are zero).
 	lo, hi float64
 	// inputs overrides the random inputs.
@@ -35,7 +37,7 @@ type gcase struct {
 
 func specialize(t testing.TB, c gcase) *ir.Spec {
 	t.Helper()
-	op, err := parse.Parse(c.src, parse.Options{Name: c.name, Consts: c.consts})
+	op, err := parse.Parse(c.src, parse.Options{Name: c.name, Consts: c.consts, Outputs: c.outputs})
 	if err != nil {
 		t.Fatalf("%s: parse: %v", c.name, err)
 	}

@@ -82,7 +82,7 @@ func EqualOp(a, b *Op) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	if !slices.Equal(a.Inputs, b.Inputs) || len(a.Stmts) != len(b.Stmts) || len(a.Consts) != len(b.Consts) {
+	if !slices.Equal(a.Inputs, b.Inputs) || !slices.Equal(a.OutputNames(), b.OutputNames()) || len(a.Stmts) != len(b.Stmts) || len(a.Consts) != len(b.Consts) {
 		return false
 	}
 	for i := range a.Stmts {
@@ -122,7 +122,8 @@ func stmtEqual(x, y *Stmt) bool {
 }
 
 // Hash returns a hex SHA-256 of a canonical encoding of op's structure: the
-// same fields EqualOp compares (Inputs, Stmts, Consts), ignoring Name,
+// same fields EqualOp compares (Inputs, Stmts, Consts, the output order),
+// ignoring Name,
 // Source and positions. Ops that are EqualOp have the same Hash, stable
 // across processes and platforms; use it as a cache key.
 func Hash(op *Op) string {
@@ -165,6 +166,15 @@ func Hash(op *Op) string {
 	for _, k := range names {
 		h.str(k)
 		h.expr(op.Consts[k])
+	}
+	// An output order other than statement order changes the kernel's
+	// buffers; the usual order adds nothing, so those hashes stay as they were.
+	if outs := op.OutputNames(); !slices.Equal(outs, DefaultOutputs(op.Stmts)) {
+		h.tag('O')
+		h.n(len(outs))
+		for _, o := range outs {
+			h.str(o)
+		}
 	}
 	return h.sum()
 }

@@ -39,8 +39,59 @@ type Op struct {
 	Inputs []string
 	// Stmts in program order.
 	Stmts []*Stmt
+	// Outputs fixes the order in which the op returns its outputs (the
+	// written tensors no later statement reads). Empty means statement
+	// order. Read it through OutputNames, the one place that decides the
+	// order: the kernel's buffers, the gradient op's d_<Out> inputs, the
+	// Python outputs and the custom op's schema all follow it.
+	Outputs []string
 	// Consts are the named constants the op was defined with.
 	Consts map[string]*Const
+}
+
+// OutputNames lists the op's outputs in the order it returns them:
+// Outputs when given, else the written tensors that no later statement
+// reads, in statement order (DefaultOutputs).
+func (op *Op) OutputNames() []string {
+	if len(op.Outputs) > 0 {
+		return op.Outputs
+	}
+	return DefaultOutputs(op.Stmts)
+}
+
+// DefaultOutputs lists, in statement order, the tensors stmts write that
+// no later statement reads.
+func DefaultOutputs(stmts []*Stmt) []string {
+	var out []string
+	for i, s := range stmts {
+		if s == nil {
+			continue
+		}
+		if !ReadAfter(stmts, i, s.Tensor) {
+			out = append(out, s.Tensor)
+		}
+	}
+	return out
+}
+
+// ReadAfter reports whether a statement after stmts[i] reads tensor t.
+func ReadAfter(stmts []*Stmt, i int, t string) bool {
+	read := false
+	for _, later := range stmts[i+1:] {
+		if later == nil {
+			continue
+		}
+		Walk(later.RHS, func(e Expr) bool {
+			if a, ok := e.(*Access); ok && a.Tensor == t {
+				read = true
+			}
+			return !read
+		})
+		if read {
+			return true
+		}
+	}
+	return false
 }
 
 // Role says how a specialized op uses a tensor.

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -200,6 +201,37 @@ func TestEqualOpAndHash(t *testing.T) {
 	empty2 := &Op{Inputs: []string{}, Consts: map[string]*Const{}}
 	if !EqualOp(empty, empty2) || Hash(empty) != Hash(empty2) {
 		t.Errorf("nil and empty slices/maps: got unequal, want equal")
+	}
+}
+
+// TestOutputOrder: an explicit output order equal to statement order is
+// the default (same EqualOp and Hash); another order is a different op.
+func TestOutputOrder(t *testing.T) {
+	two := func(outputs ...string) *Op {
+		o := testOp()
+		z := *o.Stmts[0]
+		z.Tensor = "Z"
+		o.Stmts = append(o.Stmts, &z)
+		o.Outputs = outputs
+		return o
+	}
+	if got := two().OutputNames(); !slices.Equal(got, []string{"Y", "Z"}) {
+		t.Fatalf("OutputNames got %v, want [Y Z]", got)
+	}
+	if got := two("Z", "Y").OutputNames(); !slices.Equal(got, []string{"Z", "Y"}) {
+		t.Fatalf("OutputNames got %v, want [Z Y]", got)
+	}
+	if !EqualOp(two(), two("Y", "Z")) || Hash(two()) != Hash(two("Y", "Z")) {
+		t.Errorf("explicit statement order differs from the default")
+	}
+	if EqualOp(two(), two("Z", "Y")) || Hash(two()) == Hash(two("Z", "Y")) {
+		t.Errorf("a permuted output order compares equal to the default")
+	}
+	// A temporary is no output.
+	o := two()
+	o.Stmts[1].RHS = acc("Y", idx("i"), idx("j"))
+	if got := DefaultOutputs(o.Stmts); !slices.Equal(got, []string{"Z"}) {
+		t.Errorf("DefaultOutputs got %v, want [Z]", got)
 	}
 }
 

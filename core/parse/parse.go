@@ -21,6 +21,9 @@ type Options struct {
 	// the tensors read but never written, in order of first appearance. When
 	// given it is kept as is; the semantic checker validates it.
 	Inputs []string
+	// Outputs fixes the order of the op's outputs (Op.Outputs). When empty,
+	// the outputs are in statement order. The semantic checker validates it.
+	Outputs []string
 	// Consts are named scalar constants. An identifier naming one (and not
 	// followed by '[' or '(') parses as an *ir.Const carrying its value.
 	Consts map[string]ConstValue
@@ -65,6 +68,7 @@ func Parse(src string, opts Options) (op *ir.Op, err error) {
 	} else {
 		op.Inputs = inferInputs(stmts)
 	}
+	op.Outputs = append([]string(nil), opts.Outputs...)
 	return op, nil
 }
 

@@ -2,6 +2,8 @@ package sema
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/neoflow/neoflow/core/ir"
 )
@@ -56,6 +58,32 @@ func Check(op *ir.Op) error {
 	}
 	// The last statement's tensor cannot be read by a later statement, so
 	// an op with statements always has an output.
+	return checkOutputs(op)
+}
+
+// checkOutputs verifies a fixed output order: each output (a written
+// tensor no later statement reads) named once, and nothing else.
+func checkOutputs(op *ir.Op) error {
+	if len(op.Outputs) == 0 {
+		return nil
+	}
+	want := ir.DefaultOutputs(op.Stmts)
+	seen := map[string]bool{}
+	for _, name := range op.Outputs {
+		switch {
+		case seen[name]:
+			return op.Errorf(ir.Pos{}, "output %s is listed twice", name)
+		case !slices.Contains(want, name):
+			return op.Errorf(ir.Pos{}, "%s is not an output of op %s(the outputs are the tensors no later statement reads: %s)",
+				name, nameSpace(op), strings.Join(want, ", "))
+		}
+		seen[name] = true
+	}
+	for _, name := range want {
+		if !seen[name] {
+			return op.Errorf(ir.Pos{}, "the output list %s leaves out output %s", strings.Join(op.Outputs, ", "), name)
+		}
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ func TestCheck(t *testing.T) {
 		desc   string
 		src    string
 		inputs []string // fixes Op.Inputs when set
+		outs   []string // fixes Op.Outputs when set
 		consts map[string]parse.ConstValue
 		want   []string // error fragments; none means valid
 	}{
@@ -69,6 +70,13 @@ func TestCheck(t *testing.T) {
 			want: []string{"input B is never read"}},
 		{desc: "input listed twice", src: "Y[i] = A[i]", inputs: []string{"A", "A"},
 			want: []string{"input A is listed twice"}},
+		{desc: "outputs reordered", src: "Y[i] = A[i]\nZ[i] = A[i]", outs: []string{"Z", "Y"}},
+		{desc: "output listed twice", src: "Y[i] = A[i]\nZ[i] = A[i]", outs: []string{"Z", "Z"},
+			want: []string{"output Z is listed twice"}},
+		{desc: "temporary listed as output", src: "T[i] = A[i]\nZ[i] = T[i]", outs: []string{"Z", "T"},
+			want: []string{"T is not an output of op", "tensors no later statement reads: Z"}},
+		{desc: "output left out", src: "Y[i] = A[i]\nZ[i] = A[i]", outs: []string{"Z"},
+			want: []string{"the output list Z leaves out output Y"}},
 
 		{desc: "rank mismatch", src: "Y[i] = X[i, 0, 1] + X[i, 0, 1, 2]",
 			want: []string{"1:21:", "rank mismatch: X is used with 4 indices here but 3 at 1:8"}},
@@ -84,7 +92,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			op := mustParse(t, tc.src, parse.Options{Inputs: tc.inputs, Consts: tc.consts})
+			op := mustParse(t, tc.src, parse.Options{Inputs: tc.inputs, Outputs: tc.outs, Consts: tc.consts})
 			checkErr(t, Check(op), tc.want...)
 		})
 	}

@@ -83,17 +83,17 @@ func Specialize(op *ir.Op, dtype ir.DType, inputShapes [][]int64, sizes map[stri
 	for _, name := range op.Inputs {
 		spec.Tensors = append(spec.Tensors, &ir.TensorDecl{Name: name, Role: ir.RoleInput, Shape: shapes[name]})
 	}
-	var temps []*ir.TensorDecl
-	for i, s := range op.Stmts {
-		t := &ir.TensorDecl{Name: s.Tensor, Role: ir.RoleOutput, Shape: shapes[s.Tensor]}
-		if readAfter(op, i, s.Tensor) {
-			t.Role = ir.RoleTemp
-			temps = append(temps, t)
-			continue
-		}
-		spec.Tensors = append(spec.Tensors, t)
+	// Outputs in the op's return order (Check proved them a permutation of
+	// the statement-order outputs), then temporaries in statement order.
+	outputs := op.OutputNames()
+	for _, name := range outputs {
+		spec.Tensors = append(spec.Tensors, &ir.TensorDecl{Name: name, Role: ir.RoleOutput, Shape: shapes[name]})
 	}
-	spec.Tensors = append(spec.Tensors, temps...)
+	for _, s := range op.Stmts {
+		if !slices.Contains(outputs, s.Tensor) {
+			spec.Tensors = append(spec.Tensors, &ir.TensorDecl{Name: s.Tensor, Role: ir.RoleTemp, Shape: shapes[s.Tensor]})
+		}
+	}
 	return spec, nil
 }
 
@@ -140,16 +140,6 @@ func firstAccess(op *ir.Op, t string) (*ir.Access, bool) {
 		}
 	}
 	return nil, false
-}
-
-// readAfter reports whether a statement after i reads t.
-func readAfter(op *ir.Op, i int, t string) bool {
-	for _, s := range op.Stmts[i+1:] {
-		if _, ok := firstAccess(&ir.Op{Stmts: []*ir.Stmt{s}}, t); ok {
-			return true
-		}
-	}
-	return false
 }
 
 func shapeString(shape []int64) string {

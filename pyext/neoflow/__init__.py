@@ -83,36 +83,36 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def op(source=None, /, *, name=None, inputs=None, sizes=None, consts=None, **kw):
+def op(source=None, /, *, name=None, inputs=None, outputs=None, sizes=None, consts=None, **kw):
     """Defines an op from text, or from a decorated function.
 
     Text: ``neoflow.op("Y[n,k,p,q] += X[n,c,p*S+r,q*S+s] * W[k,c,r,s]", S=2)``.
     Statements are separated by newlines or ';'; the assignment operators are
     ``=``, ``+=``, ``*=``, ``max=`` and ``min=``; an index that appears only on
-    the right is reduced over.
+    the right is reduced over. ``inputs=[...]`` fixes the order of the call's
+    arguments (default: first appearance), ``outputs=[...]`` the order of the
+    returned outputs (default: statement order).
 
     Decorated: ``@neoflow.op`` or ``@neoflow.op(S=2)`` on a function whose
     positional parameters are the inputs and whose keyword-only parameters
-    are constants; see ``neoflow.dsl``.
+    are constants; see ``neoflow.dsl``. It returns its outputs in the order
+    the function returns them.
     """
     if isinstance(source, str):
-        return Op(source, name=name, inputs=inputs, sizes=sizes, consts=consts, **kw)
+        return Op(source, name=name, inputs=inputs, outputs=outputs, sizes=sizes, consts=consts, **kw)
     if source is None:
-        return lambda fn: op(fn, name=name, inputs=inputs, sizes=sizes, consts=consts, **kw)
+        return lambda fn: op(fn, name=name, inputs=inputs, outputs=outputs, sizes=sizes, consts=consts, **kw)
     if callable(source):
         if inputs is not None:
             raise TypeError("a decorated op's inputs are its positional parameters; do not pass inputs=")
+        if outputs is not None:
+            raise TypeError("a decorated op's outputs are the tensors it returns, in that order; do not pass outputs=")
         bound = dict(consts or {})
         bound.update(kw)
         text, params, returned = dsl.trace(source, bound)
-        result = Op(text, name=name or source.__name__, inputs=params, sizes=sizes, consts=bound)
-        if returned is not None and sorted(returned) != sorted(result.outputs):
-            raise ValueError(
-                f"{source.__name__} returns {', '.join(returned)} but its outputs (tensors no later "
-                f"statement reads) are {', '.join(result.outputs)}"
-            )
-        if returned is not None:
-            result.outputs = tuple(returned)
+        # The returned order is the op's output order: the Go core checks it
+        # and everything downstream (gradients included) follows it.
+        result = Op(text, name=name or source.__name__, inputs=params, outputs=returned, sizes=sizes, consts=bound)
         result.__doc__ = source.__doc__
         return result
     raise TypeError(f"neoflow.op takes an expression string or a function, got {type(source).__name__}")

@@ -22,7 +22,6 @@ _CUSTOM_OP_CONVENTION = 2
 _DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 _HALF = (torch.float16, torch.bfloat16)  # computed in float32 on CUDA; no CPU kernels
 _TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
-_RESERVED = {"name", "inputs", "sizes", "consts"}
 
 
 class Kernel:
@@ -117,12 +116,17 @@ class Op:
 
     Named scalar constants are keyword arguments (``Op(src, S=2)``) or the
     ``consts`` dict. ``inputs`` fixes the order of the call's arguments
-    (default: order of first appearance). ``sizes`` gives extents of index
+    (default: order of first appearance), ``outputs`` the order of the
+    returned outputs (default: statement order); the Go core checks both and
+    every other order (kernel buffers, the gradient op's incoming gradients,
+    the custom op's results) follows them. ``sizes`` gives extents of index
     variables that cannot be inferred from the input shapes; they can also
     be passed, or overridden, at call time.
     """
 
-    def __init__(self, source: str, *, name: str | None = None, inputs=None, sizes=None, consts=None, **kw):
+    def __init__(
+        self, source: str, *, name: str | None = None, inputs=None, outputs=None, sizes=None, consts=None, **kw
+    ):
         if not isinstance(source, str):
             raise TypeError(f"an op's source must be a string, got {type(source).__name__}")
         consts = dict(consts or {})
@@ -131,6 +135,7 @@ class Op:
             source=source,
             name=name or "",
             inputs=list(inputs or []),
+            outputs=list(outputs or []),
             consts={k: _scalar(k, v) for k, v in consts.items()},
         )
         config.ensure()
