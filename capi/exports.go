@@ -54,6 +54,14 @@ func nf_release(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.in
 	})
 }
 
+// nf_interrupt stops the kernel builds in flight (Ctrl-C in Python): their
+// compilers are killed and their calls return an error.
+//
+//export nf_interrupt
+func nf_interrupt() {
+	rt.Interrupt()
+}
+
 // nf_launch runs a kernel: bufs points to nbufs data pointers.
 //
 //export nf_launch

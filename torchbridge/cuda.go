@@ -1,7 +1,6 @@
 package torchbridge
 
 import (
-	"context"
 	"fmt"
 	"unsafe"
 
@@ -50,7 +49,7 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp
 		}
 		scheds = r.recordSchedules(spec, key)
 	}
-	k, err := builder.BuildCUDATuned(context.Background(), spec, scheds, gpu.arch)
+	k, err := builder.BuildCUDATuned(r.buildContext(), spec, scheds, gpu.arch)
 	resp.Warnings = r.takeWarnings()
 	if err != nil {
 		return nil, err

@@ -22,11 +22,31 @@ func (r *Runtime) Define(req *api.DefineRequest) (*api.DefineResponse, error) {
 			return nil, errors.Errorf("constant %s has no value", name)
 		}
 	}
+	if err := checkName(req.GetName()); err != nil {
+		return nil, err
+	}
 	op, err := parse.Parse(req.GetSource(), parse.Options{Name: req.GetName(), Inputs: req.GetInputs(), Outputs: req.GetOutputs(), Consts: consts})
 	if err != nil {
 		return nil, err
 	}
 	return r.register(op)
+}
+
+// MaxNameLen is the longest op name.
+const MaxNameLen = 128
+
+// checkName accepts an empty name or one of 1 to MaxNameLen characters from
+// A-Z a-z 0-9 _ . - : a name labels kernels, C symbols and messages.
+func checkName(name string) error {
+	ok := len(name) <= MaxNameLen
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = c == '_' || c == '.' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	if !ok {
+		return errors.Errorf("op name %.80q is not allowed: a name is 1 to %d characters from A-Z a-z 0-9 _ . -", name, MaxNameLen)
+	}
+	return nil
 }
 
 // register checks an op and adds it to the registry.

@@ -28,6 +28,8 @@ type Runtime struct {
 	nextSession uint64
 	gpus        map[int]gpuInfo // by CUDA device ordinal
 
+	interrupt interrupter // cancels builds in flight on Ctrl-C
+
 	warnMu sync.Mutex // guards warns; the builder reports while mu may be held
 	warns  []string   // cache reports not yet sent to Python
 

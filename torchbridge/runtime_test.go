@@ -37,6 +37,34 @@ func TestDefineReportsInputsOutputsAndRanks(t *testing.T) {
 	}
 }
 
+func TestDefineChecksNamesAndOutputOrder(t *testing.T) {
+	r := newRuntime(t)
+	for _, name := range []string{"a\x00b", "tab\tname", "é", strings.Repeat("n", MaxNameLen+1)} {
+		_, err := r.Define(&api.DefineRequest{Source: "Y[i] = X[i]", Name: name})
+		if err == nil || !strings.Contains(err.Error(), "is not allowed: a name is 1 to 128 characters") {
+			t.Errorf("name %q: got error %v", name, err)
+		}
+	}
+	resp, err := r.Define(&api.DefineRequest{Source: "A[i] = X[i]\nB[i] = X[i]", Name: "ok_name-1.0", Outputs: []string{"B", "A"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(resp.Outputs, ","); got != "B,A" {
+		t.Errorf("outputs: got %s want B,A", got)
+	}
+	spec, err := r.Specialize(&api.SpecializeRequest{OpId: resp.OpId, Inputs: []*api.TensorType{f64(3)}, ShapesOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bufs []string
+	for _, b := range spec.Buffers {
+		bufs = append(bufs, b.Name)
+	}
+	if got := strings.Join(bufs, ","); got != "X,B,A" {
+		t.Errorf("buffers: got %s want X,B,A", got)
+	}
+}
+
 func TestDefineErrorsCarryPositions(t *testing.T) {
 	r := newRuntime(t)
 	for _, tc := range []struct{ desc, src, want string }{

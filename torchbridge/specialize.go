@@ -54,7 +54,7 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	if err != nil {
 		return nil, err
 	}
-	k, err := builder.Build(spec)
+	k, err := builder.BuildContext(r.buildContext(), spec)
 	resp.Warnings = r.takeWarnings()
 	if err != nil {
 		return nil, err

@@ -148,3 +148,31 @@ func TestOpenErrors(t *testing.T) {
 		t.Errorf("garbage library: %v", err)
 	}
 }
+
+// TestCompileCancelKillsChildren: a cancelled compile returns at once, also
+// when the compiler's children (here a sleep the fake driver starts, as gcc
+// starts cc1) still hold its output pipe.
+func TestCompileCancelKillsChildren(t *testing.T) {
+	dir := t.TempDir()
+	slow := filepath.Join(dir, "slowcc")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 30 &\nsleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- Compiler{Path: slow}.Compile(ctx, "int x;", filepath.Join(dir, "k.so")) }()
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "interrupted") {
+			t.Fatalf("got %v, want an interrupted error", err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("cancelled compile returned after %v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelled compile did not return")
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/pkg/errors"
 )
@@ -121,10 +123,19 @@ func (c Compiler) Compile(ctx context.Context, source, out string) error {
 	}
 	args := c.CommandLine(compiler, src, out)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	// Cancelling kills the compiler's whole process group: the driver's
+	// children (cc1, as, ld) hold its output pipe, and would otherwise run
+	// to their end before Run returns.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
 	var stderr bytes.Buffer
 	cmd.Stdout = &stderr
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return errors.Wrap(ctx.Err(), "compiling the kernel: interrupted")
+		}
 		return errors.Errorf("C compiler failed (%v): %s\n%s", err, strings.Join(args, " "), strings.TrimRight(stderr.String(), "\n"))
 	}
 	return nil

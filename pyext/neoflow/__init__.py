@@ -9,6 +9,8 @@ See ``neoflow.op`` for the two ways to define an op.
 
 from __future__ import annotations
 
+import re
+
 from . import dsl
 from .config import configure
 from .dsl import (
@@ -112,7 +114,8 @@ def op(source=None, /, *, name=None, inputs=None, outputs=None, sizes=None, cons
         text, params, returned = dsl.trace(source, bound)
         # The returned order is the op's output order: the Go core checks it
         # and everything downstream (gradients included) follows it.
-        result = Op(text, name=name or source.__name__, inputs=params, outputs=returned, sizes=sizes, consts=bound)
+        label = name if name is not None else re.sub(r"[^A-Za-z0-9_.\-]", "_", source.__name__)[:128] or "op"
+        result = Op(text, name=label, inputs=params, outputs=returned, sizes=sizes, consts=bound)
         result.__doc__ = source.__doc__
         return result
     raise TypeError(f"neoflow.op takes an expression string or a function, got {type(source).__name__}")

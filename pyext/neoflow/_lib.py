@@ -75,6 +75,8 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.nf_launch_cuda.restype = ctypes.c_void_p
     lib.nf_free.argtypes = (ctypes.c_void_p,)
     lib.nf_free.restype = None
+    lib.nf_interrupt.argtypes = ()
+    lib.nf_interrupt.restype = None
 
 
 def _after_fork_in_child() -> None:
@@ -145,6 +147,36 @@ def call(name: str, request, response_type):
         if out.value:
             lib().nf_free(out.value)
     return response_type.FromString(payload)
+
+
+def call_interruptible(name: str, request, response_type):
+    """``call`` for requests that may compile (seconds): on the main thread
+    it runs in a helper thread while the main thread waits, so that Ctrl-C
+    is seen at once; it then stops the builds in flight (their compilers
+    are killed) and raises KeyboardInterrupt once the call has returned."""
+    if threading.current_thread() is not threading.main_thread():
+        return call(name, request, response_type)
+    result: list = []
+
+    def run():
+        try:
+            result.append((True, call(name, request, response_type)))
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+            result.append((False, e))
+
+    worker = threading.Thread(target=run, name=f"neoflow-{name}", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.05)
+    except KeyboardInterrupt:
+        lib().nf_interrupt()
+        worker.join()
+        raise
+    ok, value = result[0]
+    if not ok:
+        raise value
+    return value
 
 
 def launch(kernel_id: int, pointers, nthreads: int) -> None:

@@ -15,20 +15,50 @@ tensors' dependence on the inputs.
 
 from __future__ import annotations
 
+import threading
+import weakref
+
 import torch
 
-from .op import Op, parse_sizes_text
+from .sizes import parse_sizes_text
 
+# Registration happens when an op is defined (Op._setup), outside any traced
+# code, under one lock: torch.compile cannot trace torch.library's
+# registration, and two threads registering one name would each make a
+# Library, the first of which is then destroyed under its users.
+_lock = threading.RLock()
 _registered: dict[str, object] = {}
-# The Op each registered name runs: the one registered last. Two Op objects
-# of the same expression share one custom op (the name is the expression's
-# hash), and its kernels are those of the Op it dispatches to, so a later
-# Op takes it over; neoflow.tune, which forgets an Op's kernels to rebuild
-# them, would otherwise see an earlier Op's kernels and tune nothing.
-_latest: dict[str, Op] = {}
+# The Op each registered name runs: the one registered last, held weakly so
+# that dropping every Op of an expression releases it. Two Op objects of the
+# same expression share one custom op (the name is the expression's hash),
+# and its kernels are those of the Op it dispatches to, so a later Op takes
+# it over; neoflow.tune, which forgets an Op's kernels to rebuild them,
+# would otherwise see an earlier Op's kernels and tune nothing.
+_latest: dict[str, weakref.ref] = {}
+# How to define the op again once every Op of a name is gone (a compiled
+# graph may still call it), and the Op so rebuilt.
+_definitions: dict[str, tuple] = {}
+_rebuilt: dict[str, object] = {}
 
 
-def _zeros_for_missing(op: Op, inputs, sizes: dict, grads) -> list[torch.Tensor]:
+def _op_for(name: str):
+    """The Op a registered custom op runs."""
+    ref = _latest.get(name)
+    op = ref() if ref is not None else None
+    if op is not None:
+        return op
+    with _lock:
+        ref = _latest.get(name)
+        op = ref() if ref is not None else None
+        if op is None:
+            op = _rebuilt.get(name)
+        if op is None:
+            rebuild, args = _definitions[name]
+            op = _rebuilt[name] = rebuild(*args)
+        return op
+
+
+def _zeros_for_missing(op, inputs, sizes: dict, grads) -> list[torch.Tensor]:
     if all(g is not None for g in grads):
         return [g.contiguous() for g in grads]
     shapes = op.output_shapes(*inputs, sizes=sizes)
@@ -39,7 +69,7 @@ def _zeros_for_missing(op: Op, inputs, sizes: dict, grads) -> list[torch.Tensor]
     ]
 
 
-def _backward(op: Op, inputs, sizes: dict, grads, needs, kept: dict) -> list[torch.Tensor | None]:
+def _backward(op, inputs, sizes: dict, grads, needs, kept: dict) -> list[torch.Tensor | None]:
     """Gradients of op's inputs: runs the derived gradient op. ``kept`` maps
     the forward tensors the saving gradient op reads to the forward run's
     values; the recomputing gradient op runs when a graph is being built."""
@@ -58,7 +88,7 @@ def _backward(op: Op, inputs, sizes: dict, grads, needs, kept: dict) -> list[tor
     return [next(it) if w else None for w in wrt]
 
 
-def _keep(ctx, op: Op, tensors, sizes: dict, wrt, values) -> None:
+def _keep(ctx, op, tensors, sizes: dict, wrt, values) -> None:
     """Saves the inputs and the forward tensors the saving gradient op reads;
     ``values`` are the forward run's outputs followed by its temporaries."""
     needed = ()
@@ -86,26 +116,36 @@ def _saved(ctx) -> tuple[list, dict]:
     return saved[: ctx.n_inputs], dict(zip(ctx.kept_names, saved[ctx.n_inputs :]))
 
 
-def register(op: Op):
-    """The torch.library custom op for op (one per distinct op)."""
+def register(op):
+    """The torch.library custom op for op (one per distinct op), made on
+    first use of its name; op becomes the Op that name runs."""
     name = f"neoflow::{op._custom_name}"
-    _latest[name] = op
-    # A registration made inside a scoped library (torch.library.opcheck does
-    # that) is gone when the scope ends: check the dispatcher still has it.
-    if name in _registered and hasattr(torch.ops.neoflow, op._custom_name):
-        return _registered[name]
-    params = ", ".join(f"Tensor x{i}" for i in range(len(op.inputs)))
+    with _lock:
+        _latest[name] = weakref.ref(op)
+        _definitions[name] = op.__reduce__()  # (rebuild, (definition,)): plain data
+        _rebuilt.pop(name, None)
+        # A registration made inside a scoped library (torch.library.opcheck
+        # does that) is gone when the scope ends: check the dispatcher still has it.
+        if name in _registered and hasattr(torch.ops.neoflow, op._custom_name):
+            return _registered[name]
+        custom = _make_custom_op(name, len(op.inputs))
+        _registered[name] = custom
+        return custom
+
+
+def _make_custom_op(name: str, n_inputs: int):
+    params = ", ".join(f"Tensor x{i}" for i in range(n_inputs))
     schema = f"({params}, str sizes) -> Tensor[]"
 
     def impl(*args):
-        return _latest[name]._launch(args[:-1], parse_sizes_text(args[-1]), keep=True)
+        return _op_for(name)._launch(args[:-1], parse_sizes_text(args[-1]), keep=True)
 
     custom = torch.library.custom_op(name, impl, mutates_args=(), schema=schema)
 
     @custom.register_fake
     def _(*args):
         tensors, sizes = args[:-1], parse_sizes_text(args[-1])
-        ref, current = tensors[0], _latest[name]
+        ref, current = tensors[0], _op_for(name)
         outs = current.output_shapes(*tensors, sizes=sizes)
         temps = [shape for _, shape in current.temporaries(*tensors, sizes=sizes)]
         return [ref.new_empty(shape) for shape in outs + temps]
@@ -113,19 +153,19 @@ def register(op: Op):
     def setup_context(ctx, inputs, output):
         tensors, sizes = inputs[:-1], parse_sizes_text(inputs[-1])
         wrt = [bool(n) for n in ctx.needs_input_grad[: len(tensors)]]
-        _keep(ctx, _latest[name], tensors, sizes, wrt, output)
+        ctx.op = _op_for(name)  # the backward runs the same Op, even if another takes the name over
+        _keep(ctx, ctx.op, tensors, sizes, wrt, output)
 
     def backward(ctx, grads):
         grads = grads if isinstance(grads, (list, tuple)) else [grads]
         tensors, kept = _saved(ctx)
-        return (*_backward(_latest[name], tensors, ctx.sizes, grads, ctx.needs_input_grad, kept), None)
+        return (*_backward(ctx.op, tensors, ctx.sizes, grads, ctx.needs_input_grad, kept), None)
 
     custom.register_autograd(backward, setup_context=setup_context)
-    _registered[name] = custom
     return custom
 
 
-def make_function(op: Op):
+def make_function(op):
     """A torch.autograd.Function running op; apply(sizes_dict_or_None, *tensors)."""
 
     class Function(torch.autograd.Function):

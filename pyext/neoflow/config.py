@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import torch
@@ -9,7 +10,7 @@ import torch
 from . import _lib, memory
 from ._proto import neoflow_pb2 as pb
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _current: dict | None = None
 _info: pb.InitResponse | None = None
 
@@ -46,7 +47,9 @@ def configure(
     with _lock:
         settings = dict(_current if _current is not None else _lib.settings_from_env())
         if cache_dir is not None:
-            settings["cache_dir"] = str(cache_dir)
+            settings["cache_dir"] = _check_cache_dir(cache_dir, "cache_dir")
+        elif settings["cache_dir"]:
+            _check_cache_dir(settings["cache_dir"], "NEOFLOW_CACHE_DIR")
         if cc is not None:
             settings["cc"] = str(cc)
         if cflags is not None:
@@ -70,6 +73,19 @@ def configure(
         return dict(settings, cache_dir=_info.cache_dir, version=_info.version)
 
 
+def _check_cache_dir(path, what: str) -> str:
+    """A cache directory: a path that is a directory or does not exist yet."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{what} must be a path, got {type(path).__name__}")
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"{what} must name a directory, got {path!r}")
+    full = os.path.expanduser(text)
+    if os.path.exists(full) and not os.path.isdir(full):
+        raise ValueError(f"{what} {full} exists and is not a directory: give a directory for the kernel cache")
+    return text
+
+
 def tune_mode() -> str:
     """The NEOFLOW_TUNE mode in force: off, default or full."""
     ensure()
@@ -83,9 +99,12 @@ def cuda_enabled() -> bool:
 
 
 def ensure() -> None:
-    """Sends the environment's settings once, before the first real call."""
+    """Sends the environment's settings once, before the first real call
+    (once, also when threads make their first calls together)."""
     if _current is None:
-        configure()
+        with _lock:
+            if _current is None:
+                configure()
 
 
 def reset() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import math
+import os
 import re
 import warnings
 import weakref
@@ -13,6 +15,8 @@ import torch
 
 from . import _lib, config, memory, tuning
 from ._proto import neoflow_pb2 as pb
+from .sizes import check_sizes as _sizes
+from .sizes import parse_sizes_text, sizes_text  # noqa: F401 - part of this module's interface
 from .version import __version__
 
 # The custom ops' calling convention; bump it when what they take or return
@@ -59,25 +63,48 @@ class Kernel:
         self.temps = [i for i, b in enumerate(resp.buffers) if b.role != "input" and i not in self.outputs]
 
 
+_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+def check_name(name) -> str:
+    """An op's name: up to 128 of A-Z a-z 0-9 _ . - (it labels kernels, C
+    symbols and messages)."""
+    if not isinstance(name, str):
+        raise TypeError(f"an op's name must be a str, got {type(name).__name__}")
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"op name {name!r:.80} is not allowed: a name is 1 to 128 characters from A-Z a-z 0-9 _ . -")
+    return name
+
+
+def _check_text(what: str, text) -> str:
+    """Raises for text the Go core cannot take: not a str, or not encodable
+    as UTF-8 (a lone surrogate)."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be a string, got {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(
+            f"{what} is not valid text: character {text[e.start]!r} at position {e.start} "
+            "(a lone surrogate) cannot be encoded as UTF-8"
+        ) from None
+    return text
+
+
+def _names(what: str, names) -> list[str]:
+    if names is None:
+        return []
+    if isinstance(names, str):
+        raise TypeError(f"{what} must be a list of tensor names, got the string {names!r}")
+    return [_check_text(f"a name in {what}", n) for n in names]
+
+
 def _scalar(name: str, value) -> pb.Scalar:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"constant {name} must be an int or a float, got {type(value).__name__}")
     if isinstance(value, int):
         return pb.Scalar(int=value)
     return pb.Scalar(float=value)
-
-
-def _sizes(sizes) -> dict[str, int]:
-    if sizes is None:
-        return {}
-    if not isinstance(sizes, Mapping):
-        raise TypeError(f"sizes must be a dict of index name to extent, got {type(sizes).__name__}")
-    out = {}
-    for k, v in sizes.items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"size of index {k!r} must be a positive int, got {v!r}")
-        out[str(k)] = v
-    return out
 
 
 def check_devices(devices, names) -> None:
@@ -127,16 +154,20 @@ class Op:
     def __init__(
         self, source: str, *, name: str | None = None, inputs=None, outputs=None, sizes=None, consts=None, **kw
     ):
-        if not isinstance(source, str):
-            raise TypeError(f"an op's source must be a string, got {type(source).__name__}")
+        _check_text("an op's source", source)
+        if name is not None:
+            check_name(name)
+        inputs, outputs = _names("inputs", inputs), _names("outputs", outputs)
+        if consts is not None and not isinstance(consts, Mapping):
+            raise TypeError(f"consts must be a dict of name to number, got {type(consts).__name__}")
         consts = dict(consts or {})
         consts.update(kw)
         request = pb.DefineRequest(
             source=source,
             name=name or "",
-            inputs=list(inputs or []),
-            outputs=list(outputs or []),
-            consts={k: _scalar(k, v) for k, v in consts.items()},
+            inputs=inputs,
+            outputs=outputs,
+            consts={_check_text("a constant's name", k): _scalar(k, v) for k, v in consts.items()},
         )
         config.ensure()
         resp = _lib.call("nf_define", request, pb.DefineResponse)
@@ -145,9 +176,11 @@ class Op:
             raise ValueError(
                 "an op needs at least one input tensor: neoflow takes the dtype, device and shapes from its inputs"
             )
-        self._setup(resp, source, name or "", _sizes(sizes))
+        sizes = _sizes(sizes)
+        definition = ("text", source, name or "", tuple(inputs or ()), tuple(outputs or ()), sizes, consts)
+        self._setup(resp, source, name or "", sizes, definition)
 
-    def _setup(self, resp: pb.DefineResponse, source: str, name: str, sizes: dict) -> None:
+    def _setup(self, resp: pb.DefineResponse, source: str, name: str, sizes: dict, definition: tuple) -> None:
         self.source = source
         self.name = name
         self.op_id = resp.op_id
@@ -163,20 +196,31 @@ class Op:
         self._function = None
         self._custom = None
         self.saved = ()  # for a gradient op derived with saved=True: the forward tensors it takes last
-        label = re.sub(r"\W", "_", name or "op")[:40] or "op"
+        label = re.sub(r"[^A-Za-z0-9_]", "_", name or "op")[:40] or "op"
         # The name also changes with the outputs' order (the decorated form may
         # reorder them) and with the calling convention, so that a compiled
         # graph cached on disk by an older neoflow never calls this op.
         order = zlib.crc32(f"{','.join(self.outputs)}|{__version__}|{_CUSTOM_OP_CONVENTION}".encode())
         self._custom_name = f"{label}_{resp.hash[:16]}_{order:08x}"
+        # What rebuild() needs to define the op again: plain data, so that an
+        # op pickles (into a spawn worker, say) and a custom op outlives its Ops.
+        self._definition = definition
         weakref.finalize(self, _release, resp.op_id)
+        # Registered now, outside any traced code, so that the first call may
+        # come from inside torch.compile (which cannot trace registration).
+        from .autograd import register
+
+        self._custom = register(self)
 
     @classmethod
-    def _from_response(cls, resp: pb.DefineResponse, name: str, sizes: dict) -> Op:
+    def _from_response(cls, resp: pb.DefineResponse, name: str, sizes: dict, definition: tuple) -> Op:
         """An op the Go core defined itself, such as a gradient op."""
         op = cls.__new__(cls)
-        op._setup(resp, resp.printed, name, dict(sizes))
+        op._setup(resp, resp.printed, name, dict(sizes), definition)
         return op
+
+    def __reduce__(self):
+        return rebuild, (self._definition,)
 
     def __str__(self) -> str:
         return self._printed
@@ -283,16 +327,20 @@ class Op:
             self._check(tensors)
             config.ensure()
             spec = self._request(tensors, sizes)
-            request = pb.GradRequest(
-                op_id=self.op_id, inputs=spec.inputs, sizes=spec.sizes, wrt=list(wrt), save=bool(saved)
-            )
-            resp = _lib.call("nf_grad", request, pb.GradResponse)
-            gop = Op._from_response(resp.op, f"grad_{self.name or 'op'}", dict(resp.sizes))
-            gop.explanation = resp.explain
-            gop.saved = tuple(resp.saved)
-            entry = (gop, dict(resp.sizes))
-            self._grads[key] = entry
+            request = pb.GradRequest(inputs=spec.inputs, sizes=spec.sizes, wrt=list(wrt), save=bool(saved))
+            entry = self._grads.setdefault(key, self._derive_grad(request))
         return entry
+
+    def _derive_grad(self, request: pb.GradRequest) -> tuple[Op, dict]:
+        """Derives the gradient op the request (op_id aside) asks for."""
+        request.op_id = self.op_id
+        resp = _lib.call("nf_grad", request, pb.GradResponse)
+        request.op_id = 0  # the definition holds no process-local id
+        definition = ("grad", self._definition, request.SerializeToString())
+        gop = Op._from_response(resp.op, f"grad_{self.name or 'op'}", dict(resp.sizes), definition)
+        gop.explanation = resp.explain
+        gop.saved = tuple(resp.saved)
+        return gop, dict(resp.sizes)
 
     def explain_grad(self, *tensors, sizes=None) -> str:
         """The derived gradient expressions for these inputs, guards and sizes included."""
@@ -317,10 +365,11 @@ class Op:
             if not request.cuda_device:
                 self._check_cpu_kernel(tensors)
             tuning.before_build(request)
-            resp = _lib.call("nf_specialize", request, pb.SpecializeResponse)
+            resp = _lib.call_interruptible("nf_specialize", request, pb.SpecializeResponse)
             for w in resp.warnings:
                 warnings.warn(w, RuntimeWarning, stacklevel=2)
             kernel = Kernel(resp, self.outputs)
+            _check_memory(self, kernel, tensors[0].device)
             if key is not None:
                 self._kernels[key] = kernel
         return kernel
@@ -370,12 +419,11 @@ class Op:
             outs = self._launch(tensors, sizes)
         elif _eager(tensors):  # autograd on plain tensors: an autograd.Function costs less than the dispatcher
             self._check(tensors)
-            if self._custom is None:  # registered now: registering while torch.compile traces breaks the graph
-                _ = self.custom_op
-            return self.function.apply(sizes, *tensors)
-        else:  # torch.compile or tensor subclasses: through the registered custom op
+            return self.function.apply(_sizes(sizes), *tensors)
+        else:  # torch.compile or tensor subclasses: through the custom op, registered when the op was defined
             self._check(tensors)
-            outs = self.custom_op(*tensors, sizes_text(self._merged_sizes(sizes)))[: len(self.outputs)]
+            custom = self._custom if torch.compiler.is_compiling() else self.custom_op
+            outs = custom(*tensors, sizes_text(self._merged_sizes(sizes)))[: len(self.outputs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     @property
@@ -407,6 +455,52 @@ class Op:
         return self._function
 
 
+def _memory_total(device: torch.device) -> int:
+    """The device's memory in bytes (0 when unknown)."""
+    try:
+        if device.type == "cuda":
+            return torch.cuda.mem_get_info(device)[1]
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, RuntimeError):
+        return 0
+
+
+def _check_memory(op: Op, kernel: Kernel, device: torch.device) -> None:
+    """Raises MemoryError naming the tensor, before allocating, when the
+    outputs and temporaries a call allocates exceed the device's memory."""
+    item = torch.empty((), dtype=kernel.dtype).element_size()
+    sizes = [(n, shape, math.prod(shape) * item) for n, role, shape in kernel.buffers if role != "input"]
+    total, limit = sum(b for _, _, b in sizes), _memory_total(device)
+    if not limit or total <= limit:
+        return
+    name, shape, nbytes = max(sizes, key=lambda b: b[2])
+    raise MemoryError(
+        f"op {op.name or '<anonymous>'}: its outputs and temporaries need {_bytes(total)} but the {device.type} "
+        f"device has {_bytes(limit)}; the largest is {name} of shape {list(shape)}, {_bytes(nbytes)} "
+        f"({kernel.dtype}); check the inputs' shapes and sizes="
+    )
+
+
+def _bytes(n: int) -> str:
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit} ({n} bytes)"
+    return f"{n} bytes"
+
+
+def rebuild(definition: tuple) -> Op:
+    """Defines an op again from ``Op._definition``: how ops unpickle, in this
+    process or another."""
+    kind = definition[0] if isinstance(definition, tuple) and definition else None
+    if kind == "text":
+        _, source, name, inputs, outputs, sizes, consts = definition
+        return Op(source, name=name or None, inputs=inputs, outputs=outputs, sizes=sizes, consts=consts)
+    if kind == "grad":
+        _, parent, request = definition
+        return rebuild(parent)._derive_grad(pb.GradRequest.FromString(request))[0]
+    raise ValueError(f"not a neoflow op definition: {definition!r:.200}")
+
+
 def _release(op_id: int) -> None:
     """Lets the Go core forget an op that Python no longer references."""
     try:
@@ -418,17 +512,6 @@ def _release(op_id: int) -> None:
 def _shape_key(tensors, sizes) -> tuple:
     """A specialization's key from shapes that may be symbolic (under torch.compile)."""
     return tuple((t.dtype, tuple(int(d) for d in t.shape)) for t in tensors), tuple(sorted(_sizes(sizes).items()))
-
-
-def sizes_text(sizes: dict) -> str:
-    """Sizes as the custom op's string argument: "p=8,q=8"."""
-    return ",".join(f"{k}={v}" for k, v in sorted(sizes.items()))
-
-
-def parse_sizes_text(text: str) -> dict[str, int]:
-    if not text:
-        return {}
-    return {k: int(v) for k, v in (item.split("=") for item in text.split(","))}
 
 
 def _eager(tensors) -> bool:

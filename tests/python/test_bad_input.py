@@ -1,0 +1,137 @@
+"""Bad input found by fuzzing gets an error that names the problem: op names,
+text that is not UTF-8, malformed sizes, sizes too large to allocate, a
+cache directory that is a file, and Ctrl-C during a kernel build."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import neoflow
+import pytest
+import torch
+from neoflow.op import parse_sizes_text
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "tab\there", "new\nline", "é", "sp ace", "", "n" * 129])
+def test_bad_op_names(name):
+    with pytest.raises(ValueError, match="a name is 1 to 128 characters from A-Z a-z 0-9 _ . -"):
+        neoflow.op("Y[i] = X[i]", name=name)
+
+
+def test_good_op_names_reach_c():
+    op = neoflow.op("Y[i] = X[i] * 2.0", name="my.op-2_b")
+    x = torch.randn(3)
+    torch.testing.assert_close(op(x), 2 * x)
+    assert "my.op-2_b" in op.c_source(x)
+
+
+@pytest.mark.parametrize("name", [123, b"bytes", ["x"]])
+def test_op_name_of_wrong_type(name):
+    with pytest.raises(TypeError, match="an op's name must be a str, got"):
+        neoflow.op("Y[i] = X[i]", name=name)
+
+
+def test_decorated_function_name_is_made_valid():
+    def fn(X):
+        i = neoflow.indices("i")
+        Y = neoflow.tensor("Y")
+        Y[i] = X[i] * 2.0
+        return Y
+
+    fn.__name__ = "<locals> scaled"  # as a lambda's or a nested function's name can be
+    op = neoflow.op(fn)
+    assert op.name == "_locals__scaled"
+    with pytest.raises(ValueError, match="is not allowed"):
+        neoflow.op(fn, name="<locals>")
+
+
+def test_lone_surrogate_in_source():
+    with pytest.raises(ValueError, match=r"source is not valid text: character '\\ud800' at position 12"):
+        neoflow.op("Y[i] = X[i] \ud800")
+
+
+def test_lone_surrogate_in_input_names():
+    with pytest.raises(ValueError, match="a name in inputs is not valid text"):
+        neoflow.op("Y[i] = X[i]", inputs=["X\udc80"])
+
+
+def test_names_given_as_a_string():
+    with pytest.raises(TypeError, match="inputs must be a list of tensor names, got the string 'XW'"):
+        neoflow.op("Y[i] = X[i] * W[i]", inputs="XW")
+
+
+@pytest.mark.parametrize("text", ["r=2,s", "r", "r=x", "r=2,,s=3", "=2", "r=-1", "2=3"])
+def test_malformed_sizes_text(text):
+    op = neoflow.op("Y[i, r] = X[i] * 2.0")
+    with pytest.raises(ValueError, match="malformed sizes text|must be a positive int"):
+        op.custom_op(torch.randn(3), text)
+    with pytest.raises(ValueError, match="malformed sizes text|must be a positive int"):
+        parse_sizes_text(text)
+
+
+def test_sizes_text_round_trip():
+    assert parse_sizes_text("p=8, q=3") == {"p": 8, "q": 3}
+    assert parse_sizes_text("") == {}
+
+
+def test_sizes_too_large_name_the_tensor():
+    op = neoflow.op("Y[i, j] = X[0] * 2.0", name="big")
+    with pytest.raises(MemoryError, match=r"op big: .* the largest is Y of shape \[1048576, 1048576\], 4.0 TiB"):
+        op(torch.randn(3), sizes={"i": 2**20, "j": 2**20})
+
+
+def test_cache_dir_that_is_a_file(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    before = neoflow.configure()
+    try:
+        with pytest.raises(ValueError, match="exists and is not a directory"):
+            neoflow.configure(cache_dir=f)
+        with pytest.raises(TypeError, match="cache_dir must be a path"):
+            neoflow.configure(cache_dir=3)
+    finally:
+        neoflow.configure(cache_dir=before["cache_dir"])
+
+
+def test_ctrl_c_during_a_build_stops_it_within_a_second(tmp_path):
+    """A compiler that takes 60 s (with a child process holding its output,
+    as gcc's cc1 does): SIGINT ends the build and raises KeyboardInterrupt."""
+    slow = tmp_path / "slowcc"
+    slow.write_text("#!/bin/sh\nsleep 60 &\nsleep 60\n")
+    slow.chmod(0o755)
+    code = textwrap.dedent(
+        """
+        import sys, time, torch, neoflow
+        op = neoflow.op("Y[i] = X[i] * 3.0")
+        print("building", flush=True)
+        try:
+            op(torch.randn(4))
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(3)
+        """
+    )
+    env = dict(os.environ, NEOFLOW_CC=str(slow), NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout.readline().strip() == b"building"
+        time.sleep(1.0)  # the compiler is running now
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert proc.returncode == 3, (out + err).decode()
+    assert b"interrupted" in out
+    assert took < 1.5, f"Ctrl-C took {took:.2f} s"
+
+
+def test_sizes_not_a_dict_under_autograd():
+    op = neoflow.op("Y[i] = X[i] * 2.0")
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(TypeError, match="sizes must be a dict of index name to extent, got int"):
+        op(x, sizes=5)
