@@ -129,6 +129,7 @@ setup(
     package_dir={"": "pyext"},
     packages=["neoflow", "neoflow._proto"],
     install_requires=["torch>=2.4", "protobuf>=4.21"],
+    extras_require={"bench": ["matplotlib"], "test": ["pytest", "hypothesis"]},
     cmdclass={"build_py": BuildGo, "bdist_wheel": PlatformWheel},
     distclass=BinaryDistribution,
     zip_safe=False,

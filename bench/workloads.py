@@ -436,6 +436,15 @@ def targets(ops: list[dict]) -> list[dict]:
     return out
 
 
+def chart_libraries() -> bool:
+    """Whether matplotlib, which draws the chart, is installed (pip install .[bench])."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def render_chart(result: dict, path: Path) -> None:
     import matplotlib
 
@@ -470,6 +479,13 @@ def render_chart(result: dict, path: Path) -> None:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    chart = chart_libraries()
+    if not chart:
+        print(
+            "workloads.py: matplotlib is not installed, so the chart (.png) is skipped; the JSON and markdown "
+            "results are written. Install the bench extra for it: pip install '.[bench]' (or neoflow[bench])",
+            file=sys.stderr,
+        )
     if not args.warm_cache:
         cold_caches()
     if (os.cpu_count() or 1) <= 4:
@@ -532,9 +548,11 @@ def main(argv=None) -> dict:
     md = render_markdown(result)
     stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     stem.with_suffix(".md").write_text(md)
-    render_chart(result, stem.with_suffix(".png"))
+    if chart:
+        render_chart(result, stem.with_suffix(".png"))
     print(md)
-    print(f"wrote {stem}.json, .md, .png in {result['summary']['total_s']:.0f} s", file=sys.stderr)
+    written = ".json, .md, .png" if chart else ".json, .md"
+    print(f"wrote {stem}{written} in {result['summary']['total_s']:.0f} s", file=sys.stderr)
     return result
 
 

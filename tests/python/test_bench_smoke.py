@@ -1,6 +1,7 @@
 """bench/workloads.py runs end to end on one small workload and writes its three files."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,23 @@ def test_workload_bench_smoke(tmp_path):
     assert result["ops"] and result["ops"][0]["matches"]
     assert {"forward_neoflow", "forward_torch", "fwd_bwd_neoflow", "fwd_bwd_torch"} <= set(result["ops"][0])
     assert "Geometric mean" in files[".md"].read_text()
+
+
+def test_workload_bench_without_matplotlib(tmp_path):
+    """A plain `pip install .` has no matplotlib: the run says so before it
+    starts timing, then writes the JSON and markdown, and no chart."""
+    fake = tmp_path / "site" / "matplotlib"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named matplotlib')\n")
+    out = tmp_path / "out"
+    cmd = [sys.executable, str(ROOT / "bench" / "workloads.py"), "--size", "small", "--batches", "2"]
+    cmd += ["--workloads", "lltm", "--repeat", "1", "--warmup", "0", "--no-compile", "--no-ops", "--out", str(out)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake.parent), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first = proc.stderr.splitlines()[0]
+    assert "matplotlib is not installed" in first and "pip install '.[bench]'" in first
+    assert {p.suffix for p in out.glob("workloads-*")} == {".json", ".md"}
 
 
 def _load(name):
