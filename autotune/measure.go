@@ -102,6 +102,7 @@ func (m *bench) measure(ctx context.Context, scheds []loops.Schedule, cutoff flo
 	if err != nil {
 		return Sample{}, err
 	}
+	defer k.Close() // a search measures hundreds of candidates: unload each one
 	stmts := len(m.spec.Stmts)
 	// run runs the kernel once, returning its wall time and the run's
 	// statement times.

@@ -54,6 +54,18 @@ func nf_release(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.in
 	})
 }
 
+// nf_release_kernel drops one holder of a kernel id that nf_specialize
+// handed out (Python's Kernel object, when it is collected).
+//
+//export nf_release_kernel
+func nf_release_kernel(kernel C.uint64_t) (errText *C.char) {
+	defer recoverInto(&errText)
+	if err := rt.ReleaseKernel(uint64(kernel)); err != nil {
+		return C.CString(err.Error())
+	}
+	return nil
+}
+
 // nf_interrupt stops the kernel builds in flight (Ctrl-C in Python): their
 // compilers are killed and their calls return an error.
 //

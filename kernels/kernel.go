@@ -17,6 +17,10 @@ type Kernel struct {
 	k       *cc.Kernel
 }
 
+// Close releases the kernel's library (one Close per Build that returned
+// it); the last Close unloads it. The kernel must not be launched after.
+func (k *Kernel) Close() error { return k.k.Lib.Close() }
+
 // Source is the C source the kernel was compiled from.
 func (k *Kernel) Source() string { return k.src }
 

@@ -20,6 +20,8 @@ type Config struct {
 	Tune string
 	// NVRTCDirs are searched for NVRTC, to compile CUDA kernels.
 	NVRTCDirs []string
+	// IdleKernels is how many kernels no op holds stay loaded.
+	IdleKernels int
 }
 
 // defaultConfig is used until the first Init.
@@ -28,7 +30,7 @@ func defaultConfig() (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{CacheDir: dir, NumThreads: runtime.NumCPU(), Tune: TuneDefault}, nil
+	return Config{CacheDir: dir, NumThreads: runtime.NumCPU(), Tune: TuneDefault, IdleKernels: DefaultIdleKernels}, nil
 }
 
 func defaultCacheDir() (string, error) {
@@ -69,5 +71,11 @@ func configFrom(req *api.InitRequest) (Config, error) {
 		cfg.NumThreads = int(n)
 	}
 	cfg.NVRTCDirs = append([]string(nil), req.GetNvrtcDirs()...)
+	switch n := req.GetIdleKernels(); {
+	case n < 0:
+		cfg.IdleKernels = 0
+	case n > 0:
+		cfg.IdleKernels = int(n)
+	}
 	return cfg, nil
 }

@@ -57,15 +57,14 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp
 	resp.CudaSource = k.Source()
 	resp.Aligned = k.Aligned()
 	resp.CacheHit = k.Outcome() == cache.Hit
-	resp.KernelId, err = r.registerKernel(fmt.Sprintf("%s@cuda:%d", k.Key(), ord), func() (*launchable, error) {
+	loadKey := fmt.Sprintf("%s@cuda:%d", k.Key(), ord)
+	if resp.KernelId = r.acquireKey(loadKey); resp.KernelId == 0 {
 		m, err := cudadrv.Load(ord, k.Image(), k.Launches())
 		if err != nil {
 			return nil, errors.Wrapf(err, "kernel %s", opName(spec.Op))
 		}
-		return &launchable{cuda: m, nbufs: len(spec.Tensors), device: ord, aligned: k.Aligned()}, nil
-	})
-	if err != nil {
-		return nil, err
+		l := &launchable{cuda: m, nbufs: len(spec.Tensors), device: ord, aligned: k.Aligned(), close: func() { _ = m.Unload() }}
+		resp.KernelId = r.registerKernel(loadKey, l)
 	}
 	r.remember(req, key, resp)
 	return resp, nil

@@ -33,6 +33,9 @@ func (r *Runtime) launchable(id uint64, nbufs int) (*launchable, error) {
 		return nil, errors.Errorf("unknown kernel id %d", id)
 	}
 	l := table[id]
+	if l == nil {
+		return nil, errors.Errorf("kernel %d was unloaded: no op held it (call the op again to load it)", id)
+	}
 	if nbufs != l.nbufs {
 		return nil, errors.Errorf("kernel %d takes %d buffers, got %d", id, l.nbufs, nbufs)
 	}

@@ -27,6 +27,7 @@ type Runtime struct {
 	sessions    map[uint64]*session                           // tuning sessions by id
 	nextSession uint64
 	gpus        map[int]gpuInfo // by CUDA device ordinal
+	idle        []uint64        // loaded kernels nobody holds, least recently released first (loaded.go)
 
 	interrupt interrupter // cancels builds in flight on Ctrl-C
 
@@ -48,6 +49,10 @@ type launchable struct {
 	// aligned: the CUDA kernel loads 16-byte vectors, so every pointer
 	// must be 16-byte aligned.
 	aligned bool
+
+	key   string // the kernel cache key it is loaded under
+	refs  int    // holders (SpecializeResponses handed out); guarded by Runtime.mu
+	close func() // unloads it
 }
 
 // Default is the process's runtime, used by the C API.

@@ -27,10 +27,11 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	if !req.GetSourceOnly() && !req.GetShapesOnly() {
 		r.mu.Lock()
 		cached := r.specs[req.GetOpId()][key]
-		r.mu.Unlock()
-		if cached != nil {
-			return cached, nil
+		if cached != nil && r.acquire(cached.GetKernelId()) {
+			r.mu.Unlock()
+			return cached, nil // one more holder of the kernel, as for a fresh build
 		}
+		r.mu.Unlock()
 	}
 	spec, err := sema.Specialize(op, dtype, shapes, req.GetSizes())
 	if err != nil {
@@ -61,9 +62,7 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	}
 	resp.CSource = k.Source()
 	resp.CacheHit = k.Outcome() == cache.Hit
-	resp.KernelId, _ = r.registerKernel(k.Key(), func() (*launchable, error) {
-		return &launchable{fn: k.Addr(), nbufs: k.NumBufs()}, nil
-	})
+	resp.KernelId = r.registerKernel(k.Key(), &launchable{fn: k.Addr(), nbufs: k.NumBufs(), close: func() { _ = k.Close() }})
 	r.remember(req, key, resp)
 	return resp, nil
 }
@@ -76,28 +75,6 @@ func (r *Runtime) remember(req *api.SpecializeRequest, key string, resp *api.Spe
 		r.specs[req.GetOpId()] = map[string]*api.SpecializeResponse{}
 	}
 	r.specs[req.GetOpId()][key] = resp
-}
-
-// registerKernel adds a kernel to the launch table, once per key: load
-// makes its entry when the key is new.
-func (r *Runtime) registerKernel(key string, load func() (*launchable, error)) (uint64, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if id, ok := r.byCache[key]; ok {
-		return id, nil
-	}
-	l, err := load()
-	if err != nil {
-		return 0, err
-	}
-	old := *r.table.Load()
-	next := make([]*launchable, len(old), len(old)+1)
-	copy(next, old)
-	next = append(next, l)
-	r.table.Store(&next)
-	id := uint64(len(next) - 1)
-	r.byCache[key] = id
-	return id, nil
 }
 
 // opInputs finds a registered op and checks its inputs' types.

@@ -28,6 +28,13 @@ static void *nf_dlopen(const char *path, char **err)
 	return h;
 }
 
+static int nf_dlclose(void *h, char **err)
+{
+	int rc = dlclose(h);
+	*err = rc == 0 ? NULL : nf_dl_error();
+	return rc;
+}
+
 static void *nf_dlsym(void *h, const char *name, char **err)
 {
 	dlerror();
@@ -45,14 +52,16 @@ import (
 	"github.com/pkg/errors"
 )
 
-// Library is a loaded shared object. It is never unloaded.
+// Library is a loaded shared object. Each Open of it must be matched by
+// one Close; the last Close unloads it.
 type Library struct {
 	Path   string
 	handle unsafe.Pointer
+	refs   int // Opens not yet Closed; guarded by loaded
 }
 
-// loaded keeps every library reachable for the life of the process, by
-// handle (dlopen of a loaded path returns its handle again).
+// loaded keeps every loaded library by handle (dlopen of a loaded path
+// returns its handle again), with the count of its Opens.
 var loaded struct {
 	sync.Mutex
 	libs map[unsafe.Pointer]*Library
@@ -71,15 +80,45 @@ func Open(path string) (*Library, error) {
 	}
 	loaded.Lock()
 	defer loaded.Unlock()
-	if lib, ok := loaded.libs[h]; ok {
-		return lib, nil
+	lib, ok := loaded.libs[h]
+	if !ok {
+		if loaded.libs == nil {
+			loaded.libs = map[unsafe.Pointer]*Library{}
+		}
+		lib = &Library{Path: path, handle: h}
+		loaded.libs[h] = lib
 	}
-	if loaded.libs == nil {
-		loaded.libs = map[unsafe.Pointer]*Library{}
-	}
-	lib := &Library{Path: path, handle: h}
-	loaded.libs[h] = lib
+	lib.refs++
 	return lib, nil
+}
+
+// Close undoes one Open: the last one unloads the library, after which
+// none of its symbols may be called. The caller must be sure that no call
+// into the library is running.
+func (l *Library) Close() error {
+	loaded.Lock()
+	defer loaded.Unlock()
+	if l.refs <= 0 {
+		return errors.Errorf("closing %s, which is not open", l.Path)
+	}
+	l.refs--
+	if l.refs == 0 {
+		delete(loaded.libs, l.handle)
+	}
+	var cerr *C.char
+	if C.nf_dlclose(l.handle, &cerr) != 0 {
+		msg := C.GoString(cerr)
+		C.free(unsafe.Pointer(cerr))
+		return errors.Errorf("dlclose %s: %s", l.Path, msg)
+	}
+	return nil
+}
+
+// NumLoaded is the number of distinct libraries loaded through Open.
+func NumLoaded() int {
+	loaded.Lock()
+	defer loaded.Unlock()
+	return len(loaded.libs)
 }
 
 // Symbol returns the address of a symbol of the library.

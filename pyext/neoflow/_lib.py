@@ -77,6 +77,8 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.nf_free.restype = None
     lib.nf_interrupt.argtypes = ()
     lib.nf_interrupt.restype = None
+    lib.nf_release_kernel.argtypes = (ctypes.c_uint64,)
+    lib.nf_release_kernel.restype = ctypes.c_void_p
 
 
 def _after_fork_in_child() -> None:
@@ -120,7 +122,21 @@ def settings_from_env() -> dict:
         "cc": os.environ.get("NEOFLOW_CC", ""),
         "cflags": cflags.split() if cflags.strip() else [],
         "tune": os.environ.get("NEOFLOW_TUNE", "").strip().lower(),
+        "idle_kernels": _int_env("NEOFLOW_IDLE_KERNELS"),
     }
+
+
+def _int_env(name: str) -> int | None:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r}: expected a whole number") from None
+    if value < 0:
+        raise ValueError(f"{name}={text!r}: expected 0 or more")
+    return value
 
 
 def _take_error(ptr: int | None) -> str | None:
@@ -177,6 +193,13 @@ def call_interruptible(name: str, request, response_type):
     if not ok:
         raise value
     return value
+
+
+def release_kernel(kernel_id: int) -> None:
+    """Drops this process's hold on a kernel a specialization handed out."""
+    err = _take_error(lib().nf_release_kernel(kernel_id))
+    if err is not None:
+        raise Error(err)
 
 
 def launch(kernel_id: int, pointers, nthreads: int) -> None:

@@ -24,6 +24,7 @@ def configure(
     cflags=None,
     tune: str | None = None,
     cpu_cache_mb: float | None = None,
+    idle_kernels: int | None = None,
 ) -> dict:
     """Sets neoflow's settings; unset arguments keep their current value.
 
@@ -38,8 +39,11 @@ def configure(
     record is tuned there and then, with a progress bar, and stored).
     Kernels already built stay in use. ``cpu_cache_mb`` bounds the freed
     output memory kept for reuse (NEOFLOW_CPU_CACHE_MB, default 1024; 0
-    turns the cache off; see ``neoflow.memory``). Returns the settings in
-    force, with the resolved cache directory.
+    turns the cache off; see ``neoflow.memory``). ``idle_kernels``
+    (NEOFLOW_IDLE_KERNELS, default 64) is how many compiled kernels that no
+    op uses any more stay loaded, least recently used first out; the others
+    are unloaded. Returns the settings in force, with the resolved cache
+    directory.
     """
     global _current, _info
     if cpu_cache_mb is not None:
@@ -58,6 +62,10 @@ def configure(
             settings["cflags"] = [str(f) for f in cflags]
         if tune is not None:
             settings["tune"] = str(tune).strip().lower()
+        if idle_kernels is not None:
+            if isinstance(idle_kernels, bool) or not isinstance(idle_kernels, int) or idle_kernels < 0:
+                raise ValueError(f"idle_kernels must be an int of 0 or more, got {idle_kernels!r}")
+            settings["idle_kernels"] = idle_kernels
         if settings.get("tune", "") not in ("", *TUNE_MODES):
             raise ValueError(f"NEOFLOW_TUNE / tune={settings['tune']!r}: expected one of {', '.join(TUNE_MODES)}")
         request = pb.InitRequest(
@@ -67,6 +75,7 @@ def configure(
             num_threads=torch.get_num_threads(),
             tune=settings.get("tune", ""),
             nvrtc_dirs=_lib.nvrtc_dirs(),
+            idle_kernels=_idle(settings.get("idle_kernels")),
         )
         _info = _lib.call("nf_init", request, pb.InitResponse)
         _current = settings
@@ -84,6 +93,13 @@ def _check_cache_dir(path, what: str) -> str:
     if os.path.exists(full) and not os.path.isdir(full):
         raise ValueError(f"{what} {full} exists and is not a directory: give a directory for the kernel cache")
     return text
+
+
+def _idle(n: int | None) -> int:
+    """InitRequest.idle_kernels: 0 asks for the default, a negative for none."""
+    if n is None:
+        return 0
+    return -1 if n == 0 else n
 
 
 def tune_mode() -> str:

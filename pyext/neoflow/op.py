@@ -32,6 +32,7 @@ class Kernel:
     """One specialization of an op: its kernel and the buffers it takes."""
 
     __slots__ = (
+        "__weakref__",
         "kernel_id",
         "buffers",
         "dtype",
@@ -61,6 +62,8 @@ class Kernel:
         ]
         # positions of the temporaries, the other buffers the caller allocates
         self.temps = [i for i, b in enumerate(resp.buffers) if b.role != "input" and i not in self.outputs]
+        if self.kernel_id:  # this object holds the loaded kernel; the Go core may unload it once none does
+            weakref.finalize(self, _release_kernel, self.kernel_id)
 
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
@@ -499,6 +502,13 @@ def rebuild(definition: tuple) -> Op:
         _, parent, request = definition
         return rebuild(parent)._derive_grad(pb.GradRequest.FromString(request))[0]
     raise ValueError(f"not a neoflow op definition: {definition!r:.200}")
+
+
+def _release_kernel(kernel_id: int) -> None:
+    try:
+        _lib.release_kernel(kernel_id)
+    except Exception:  # noqa: BLE001 - at interpreter exit or after fork, releasing is moot
+        pass
 
 
 def _release(op_id: int) -> None:
