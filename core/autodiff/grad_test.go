@@ -152,6 +152,12 @@ var gradCases = []gcase{
 		shapes: [][]int64{{1, 2, 7, 6}, {2, 2, 3, 2}}, explain: []string{"exact inversion (Smith normal form); reduces over k, t"}},
 	{name: "wrt_subset", src: "Y[i,j] += A[i,k] * B[k,j]", shapes: [][]int64{{2, 3}, {3, 2}}, wrt: []bool{false, true}},
 	{name: "two_outputs", src: "Y[i] = X[i] * 2.0\nZ[i] = exp(W[i])", shapes: [][]int64{{3}, {3}}, wrt: []bool{true, false}},
+	// A scalar read where an index appears only in the guard: the gradient
+	// anchors that index in another read (the body's, else the forward's).
+	{name: "guard_only_index_scalar", src: "T0[] += V[i] * 2.0\nT1[j] += where(i > 0, T0[], 0.5) + W[j] + V[i]",
+		shapes: [][]int64{{3}, {4}}},
+	{name: "guard_only_index_scalar_no_body_read", src: "T0[] += V[i] * 2.0\nT1[] += where(i > 0, T0[], 0.5) + V[i]",
+		shapes: [][]int64{{3}}},
 }
 
 func TestGradTable(t *testing.T) {

@@ -474,7 +474,7 @@ func (b *builder) finishGather(t target, zn, red []string, ext map[string]int64,
 		order := append(append([]string{}, zn...), red...)
 		body = simplifyGuards(canonIndex(body, order), ext)
 	}
-	body, red, err := fixVars(body, red, ext, t.tensor, len(zn))
+	body, red, err := fixVars(body, red, ext, t.tensor, len(zn), b.rhs[t.si])
 	if err != nil {
 		return nil, err
 	}
@@ -570,7 +570,7 @@ func (b *builder) indicator(t target, why string, simp bool) (*gstmt, error) {
 	if simp {
 		body = simplifyGuards(body, ext)
 	}
-	body, red, err := fixVars(body, red, ext, t.tensor, len(t.acc.Indices))
+	body, red, err := fixVars(body, red, ext, t.tensor, len(t.acc.Indices), b.rhs[t.si])
 	if err != nil {
 		return nil, err
 	}
@@ -588,9 +588,12 @@ func (b *builder) indicator(t target, why string, simp bool) (*gstmt, error) {
 // guards (it selects how many points contribute, not what they add) gets
 // a read in a branch that never runs, body + where(v < 0, A[v, 0, ...],
 // 0.0), where A is the differentiated tensor; the condition names v, so
-// sema infers no extent from that read and proves nothing under it. A
-// variable used nowhere is summed out by scaling the body by its extent.
-func fixVars(body ir.Expr, red []string, ext map[string]int64, tensor string, rank int) (ir.Expr, []string, error) {
+// sema infers no extent from that read and proves nothing under it (when
+// A is a scalar, the read is of another tensor the body reads, else of one
+// the forward right-hand side fwd reads; the extent then comes from the
+// gradient op's Sizes). A variable used nowhere
+// is summed out by scaling the body by its extent.
+func fixVars(body ir.Expr, red []string, ext map[string]int64, tensor string, rank int, fwd ir.Expr) (ir.Expr, []string, error) {
 	inAcc := accessVars(body)
 	used := map[string]bool{}
 	for _, v := range varsOf(body) {
@@ -602,11 +605,18 @@ func fixVars(body ir.Expr, red []string, ext map[string]int64, tensor string, ra
 		if inAcc[v] || !used[v] {
 			continue
 		}
-		if rank == 0 {
-			return nil, nil, fmt.Errorf("index %s is used only in guards", v)
+		at, n := tensor, rank
+		if n == 0 { // a scalar has no index to hold v: anchor it in another tensor the body reads
+			at, n = anchorTensor(body)
+			if n == 0 {
+				at, n = anchorTensor(fwd)
+			}
+			if n == 0 {
+				return nil, nil, fmt.Errorf("index %s is used only in guards", v)
+			}
 		}
-		a := &ir.Access{Tensor: tensor, Indices: []ir.Expr{idx(v)}}
-		for range rank - 1 {
+		a := &ir.Access{Tensor: at, Indices: []ir.Expr{idx(v)}}
+		for range n - 1 {
 			a.Indices = append(a.Indices, ilit(0))
 		}
 		anchors = addAnchor(anchors, a)
@@ -637,6 +647,17 @@ func fixVars(body ir.Expr, red []string, ext map[string]int64, tensor string, ra
 		body = mul(body, flit(float64(scale)))
 	}
 	return body, keep, nil
+}
+
+// anchorTensor is a tensor of rank 1 or more that body reads, and its rank
+// (0 when there is none).
+func anchorTensor(body ir.Expr) (string, int) {
+	for _, a := range accessesOf(body) {
+		if len(a.Indices) > 0 {
+			return a.Tensor, len(a.Indices)
+		}
+	}
+	return "", 0
 }
 
 func addAnchor(acc, a ir.Expr) ir.Expr {
