@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/pkg/errors"
 	"google.golang.org/protobuf/proto"
@@ -51,6 +53,7 @@ func Open(dir string, logf func(format string, args ...any)) (*DB, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	fsutil.RemoveStaleTemps(abs, tempLock, staleTempAge)
 	return &DB{dir: abs, logf: logf}, nil
 }
 
@@ -92,7 +95,28 @@ func validID(s string) bool {
 
 func (db *DB) path(id string) string { return filepath.Join(db.dir, id) }
 
+// lock takes the lock of id, creating the directory again (mode 0700)
+// if it was deleted while the process ran.
 func (db *DB) lock(id string) (unlock func(), err error) {
+	if err := os.MkdirAll(db.dir, 0o700); err != nil {
+		return nil, errors.Wrap(err, "tuning database: creating directory")
+	}
+	if err := fsutil.CheckPrivateDir(db.dir, true); err != nil {
+		return nil, errors.Wrap(err, "tuning database")
+	}
 	unlock, err = fsutil.Lock(db.path(id) + ".lock")
 	return unlock, errors.Wrap(err, "tuning database")
+}
+
+// staleTempAge is how old a temporary file must be before Open takes it
+// as left by a killed writer on a file system without flock.
+const staleTempAge = time.Hour
+
+// tempLock is the lock file guarding the temporary file name
+// (<id>.*.tmp), or "" when name is not a writer's temporary file.
+func tempLock(name string) string {
+	if len(name) > idLen+1 && name[idLen] == '.' && validID(name[:idLen]) && strings.HasSuffix(name, ".tmp") {
+		return name[:idLen] + ".lock"
+	}
+	return ""
 }

@@ -15,7 +15,12 @@
 //	<id>.*.tmp    a record being written
 //
 // The id of a key (ID) is the first 32 hex digits of the SHA-256 of the
-// key's deterministic protobuf encoding. Every other file is ignored.
+// key's deterministic protobuf encoding. Every other file is ignored, and
+// so is a directory named like an id. A directory deleted while the
+// process runs holds no records and is created again by the next write.
+// Open removes the temporary files of writers that were killed: those
+// whose id's lock it can take at once (where the file system has no
+// flock, those older than an hour).
 //
 // # File format
 //
@@ -46,12 +51,20 @@
 //
 // # Corruption
 //
+// Entries are read with fsutil.ReadFile: opened without blocking and
+// without following a symbolic link, refused unless a regular file owned
+// by the current user of at most 16 MiB (Put refuses a larger record). A
+// refused entry (a FIFO, a link to /dev/zero, another user's file, a
+// larger one) is corrupt.
+//
 // A corrupt entry (truncated, bad checksum, unknown format, unparsable,
-// or holding another key) is never an error: Get, Put, List, Find and
-// Export report it through the Open's logf with its path and the reason,
-// treat it as missing, and move it aside to <id>.corrupt (deleting it if
-// that fails) under the id's lock, so it is reported once. A corrupt
-// export file, in contrast, makes Import fail before importing anything.
+// holding another key, or refused) is never an error: Get, Put, List,
+// Find and Export report it through the Open's logf with its path and the
+// reason, treat it as missing, and move it aside to <id>.corrupt
+// (deleting it if that fails) under the id's lock, so it is reported
+// once. A corrupt export file, in contrast, makes Import fail before
+// importing anything. An export file is the user's to name: Import reads
+// whatever it is given (a pipe included), at most 1 GiB.
 //
 // Run implements the command line (list, show, clear, export, import).
 package tunedb

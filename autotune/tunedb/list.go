@@ -1,6 +1,7 @@
 package tunedb
 
 import (
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -12,14 +13,20 @@ import (
 const minPrefix = 4
 
 // ids lists the ids of the entry files, sorted; other files are ignored.
+// An entry that is not a regular file (a FIFO, a symbolic link) is
+// listed, to be reported as corrupt when read; a directory is not. A
+// directory deleted while the process ran holds no entries.
 func (db *DB) ids() ([]string, error) {
 	entries, err := os.ReadDir(db.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, errors.Wrap(err, "tuning database")
 	}
 	var ids []string
 	for _, e := range entries {
-		if validID(e.Name()) && e.Type().IsRegular() {
+		if validID(e.Name()) && !e.IsDir() {
 			ids = append(ids, e.Name())
 		}
 	}

@@ -46,6 +46,9 @@ func (db *DB) Put(r *api.TuneRecord) (stored bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if len(data) > maxRecordSize {
+		return false, errors.Errorf("tuning database: cannot store the record: %d bytes, more than the limit of %d", len(data), maxRecordSize)
+	}
 	id := ID(r.Key)
 	unlock, err := db.lock(id)
 	if err != nil {
@@ -65,13 +68,19 @@ func (db *DB) Put(r *api.TuneRecord) (stored bool, err error) {
 	return true, nil
 }
 
+// maxRecordSize bounds an entry file; a larger one is refused as corrupt.
+const maxRecordSize = 16 << 20
+
 // read reads and verifies the entry of id; want, when set, is the key it
 // must hold. An absent entry is (nil, "", nil); a corrupt one returns the
 // problem.
 func (db *DB) read(id string, want *api.TuneKey) (*api.TuneRecord, string, error) {
-	b, err := os.ReadFile(db.path(id))
+	b, err := fsutil.ReadFile(db.path(id), maxRecordSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", nil
+	}
+	if errors.Is(err, fsutil.ErrRefused) {
+		return nil, err.Error(), nil
 	}
 	if err != nil {
 		return nil, "", errors.Wrap(err, "tuning database")

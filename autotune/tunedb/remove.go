@@ -26,6 +26,9 @@ func (db *DB) Remove(id string) error {
 // files and the temporary files of writers in progress are left alone.
 func (db *DB) Clear() (removed int, err error) {
 	entries, err := os.ReadDir(db.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
 	if err != nil {
 		return 0, errors.Wrap(err, "tuning database")
 	}

@@ -5,6 +5,16 @@
 //   - Lock takes an exclusive flock(2) on a lock file, serializing writers
 //     of one entry across goroutines (each call opens its own file) and
 //     processes. On file systems without flock it degrades to no locking.
+//     TryLock is Lock without waiting.
+//   - OpenRegular and ReadFile read a store's files: they open without
+//     blocking (O_NONBLOCK) and without following a symbolic link
+//     (O_NOFOLLOW), refuse anything but a regular file owned by the
+//     current user (a FIFO, device, directory, or a link to /dev/zero is
+//     never read), and refuse a file larger than the caller's limit;
+//     refusals satisfy errors.Is(err, ErrRefused), so that a store can
+//     treat the file as a damaged entry.
+//   - RemoveStaleTemps removes the temporary files that killed writers
+//     left: those whose writer's lock is free.
 //   - CheckPrivateDir and CheckPrivateFile refuse a path that is not owned
 //     by the current user, is group- or world-writable, is a symbolic link
 //     (a directory may be allowed to be one) or is of the wrong kind.

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"time"
 
@@ -28,12 +29,17 @@ func (c *Cache) load(key, shard string, a artifact) (v any, problem string, err 
 	if err := fsutil.CheckPrivateDir(shard, false); err != nil {
 		return nil, "", errors.Wrap(err, "kernel cache")
 	}
+	if problem := notAFile(so); problem != "" {
+		return nil, problem, nil
+	}
 	if err := fsutil.CheckPrivateFile(so); err != nil {
 		return nil, "", errors.Wrap(err, "kernel cache")
 	}
-	data, err := os.ReadFile(meta)
-	if os.IsNotExist(err) {
+	data, err := fsutil.ReadFile(meta, maxMetaSize)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "missing metadata", nil
+	} else if errors.Is(err, fsutil.ErrRefused) {
+		return nil, "metadata: " + err.Error(), nil
 	} else if err != nil {
 		return nil, "", errors.Wrap(err, "kernel cache")
 	}
@@ -45,7 +51,9 @@ func (c *Cache) load(key, shard string, a artifact) (v any, problem string, err 
 		return nil, "metadata of another entry", nil
 	}
 	sum, err := sha256File(so)
-	if err != nil {
+	if errors.Is(err, fsutil.ErrRefused) {
+		return nil, err.Error(), nil
+	} else if err != nil {
 		return nil, "", errors.Wrap(err, "kernel cache")
 	}
 	if sum != m.SOSHA256 {

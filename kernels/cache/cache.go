@@ -91,7 +91,9 @@ func New(cfg Config) (*Cache, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	return &Cache{cfg: cfg, ident: ident, flags: cfg.Compiler.EffectiveFlags(), host: HostID()}, nil
+	c := &Cache{cfg: cfg, ident: ident, flags: cfg.Compiler.EffectiveFlags(), host: HostID()}
+	c.removeStaleTemps()
+	return c, nil
 }
 
 // Dir is the cache directory (absolute).
@@ -182,7 +184,7 @@ func (c *Cache) GetImage(ctx context.Context, key, ext, source, op, compiler str
 			}
 			return errors.Wrap(os.WriteFile(tmp, img, 0o600), "kernel cache")
 		},
-		open: func(path string) (any, error) { return os.ReadFile(path) },
+		open: func(path string) (any, error) { return fsutil.ReadFile(path, maxArtifactSize) },
 		meta: Meta{SourceSHA256: sha256Hex([]byte(source)), Op: op, Compiler: compiler},
 	}
 	v, outcome, err := c.get(ctx, key, a)
@@ -217,11 +219,8 @@ func (c *Cache) get(ctx context.Context, key string, a artifact) (any, Outcome, 
 		c.hits.Add(1)
 		return v, Hit, nil
 	}
-	if err := os.Mkdir(shard, 0o700); err != nil && !os.IsExist(err) {
-		return nil, 0, errors.Wrap(err, "kernel cache: creating directory")
-	}
-	if err := fsutil.CheckPrivateDir(shard, false); err != nil {
-		return nil, 0, errors.Wrap(err, "kernel cache")
+	if err := c.makeShard(shard); err != nil {
+		return nil, 0, err
 	}
 	unlock, err := fsutil.Lock(filepath.Join(shard, key+".lock"))
 	if err != nil {
@@ -244,7 +243,8 @@ func (c *Cache) get(ctx context.Context, key string, a artifact) (any, Outcome, 
 		c.rebuilt.Add(1)
 		c.cfg.Logf("neoflow: kernel cache entry %s is corrupt (%s); deleting and rebuilding", file, problem)
 		for _, p := range []string{file, meta} {
-			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			// RemoveAll: a damaged entry may be a directory.
+			if err := os.RemoveAll(p); err != nil {
 				return nil, 0, errors.Wrap(err, "kernel cache: deleting corrupt entry")
 			}
 		}
