@@ -125,6 +125,9 @@ func NewSpace(spec *ir.Spec) *Space {
 		n := len(st.Spatial)
 		fixed := make([]int, numFixedGenes)
 		fixed[geneMode] = 2
+		if n+len(st.Reduction) == 0 {
+			fixed[geneMode] = 1 // no loop to tile: the default schedule only
+		}
 		fixed[geneTemplate] = 1
 		if ss.red {
 			fixed[geneTemplate] = len(templates)

@@ -218,6 +218,9 @@ func (t *Tiling) resolve(st *ir.BoundStmt) ([]tileLoop, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(all) == 0 {
+		return nil, errors.New("a statement without loops has nothing to tile")
+	}
 	byName := map[string]tileLoop{}
 	for _, l := range all {
 		byName[l.name] = l

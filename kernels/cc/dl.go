@@ -21,10 +21,28 @@ static char *nf_dl_error(void)
 	return strdup(e ? e : "unknown dynamic loader error");
 }
 
+// nf_pin_openmp keeps the OpenMP runtime that kernels link loaded for
+// good: unloading it while its thread pool lives (as the last dlclose of a
+// kernel would) leaves those threads running unmapped code. RTLD_NOLOAD
+// only touches a runtime that is loaded already; RTLD_NODELETE pins it.
+static void nf_pin_openmp(void)
+{
+	static const char *const names[] = {"libgomp.so.1", "libomp.so", "libomp.so.5", "libiomp5.so"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		if (dlopen(names[i], RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) != NULL) {
+			// The extra reference is never dropped: the runtime stays.
+		}
+	}
+	dlerror();
+}
+
 static void *nf_dlopen(const char *path, char **err)
 {
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	*err = h ? NULL : nf_dl_error();
+	if (h) {
+		nf_pin_openmp();
+	}
 	return h;
 }
 
