@@ -236,9 +236,82 @@ func (env *spanEnv) compare(c *ir.Binary, holds bool) (*spanEnv, bool) {
 	for k, f := range env.facts {
 		facts[k] = f
 	}
-	facts[ir.ExprString(c.X)] = x
+	if !derive(facts, c.X, x) {
+		return env, false
+	}
 	return &spanEnv{ext: env.ext, facts: facts}, true
 }
+
+// derive records that e lies in x, and what follows for the operand of e
+// when e is that operand shifted, negated or scaled by a constant: from
+// -l + 1 > 0 follows l <= 0, so the branch's -l is bounded below by 0.
+// It reports false when the facts contradict (the branch is never taken).
+func derive(facts map[string]span, e ir.Expr, x span) bool {
+	key := ir.ExprString(e)
+	if f, ok := facts[key]; ok {
+		x = span{max(x.lo, f.lo), min(x.hi, f.hi)}
+	}
+	if x.lo > x.hi {
+		return false
+	}
+	facts[key] = x
+	inner, y, ok := operandSpan(e, x)
+	if !ok {
+		return true
+	}
+	return derive(facts, inner, y)
+}
+
+// operandSpan inverts e = f(inner) for f a shift, negation or scaling by
+// an integer constant: inner lies in the returned span when e lies in x.
+func operandSpan(e ir.Expr, x span) (ir.Expr, span, bool) {
+	constant := func(e ir.Expr) (int64, bool) {
+		k, ok := spanOf(e, &spanEnv{})
+		return k.lo, ok && k.lo == k.hi && small(k.lo)
+	}
+	switch e := e.(type) {
+	case *ir.Unary:
+		if e.Op == ir.Neg {
+			return e.X, span{-x.hi, -x.lo}, true
+		}
+	case *ir.Binary:
+		if c, ok := constant(e.Y); ok {
+			switch e.Op {
+			case ir.Add:
+				return e.X, span{x.lo - c, x.hi - c}, true
+			case ir.Sub:
+				return e.X, span{x.lo + c, x.hi + c}, true
+			case ir.Mul:
+				if c > 0 {
+					return e.X, span{ceilDiv(x.lo, c), floorDiv(x.hi, c)}, true
+				}
+			}
+		}
+		if c, ok := constant(e.X); ok {
+			switch e.Op {
+			case ir.Add:
+				return e.Y, span{x.lo - c, x.hi - c}, true
+			case ir.Sub:
+				return e.Y, span{c - x.hi, c - x.lo}, true
+			case ir.Mul:
+				if c > 0 {
+					return e.Y, span{ceilDiv(x.lo, c), floorDiv(x.hi, c)}, true
+				}
+			}
+		}
+	}
+	return nil, span{}, false
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
 
 // IndexRange bounds an index expression whose variables range over
 // [0, ext[name]): every value lies in [lo, hi]. ok is false when no bound

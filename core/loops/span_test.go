@@ -26,6 +26,11 @@ func TestIndexSpanKeepsSemaFacts(t *testing.T) {
 		{"where(!(i >= 2), 0, i - 2)", where(&ir.Unary{Op: ir.Not, X: bin(ir.Ge, split, lit(2))}, lit(0), bin(ir.Sub, split, lit(2))), 0, 45},
 		{"where(i >= 1 && i < 40, i - 1, 0)", where(bin(ir.And, bin(ir.Ge, split, lit(1)), bin(ir.Lt, split, lit(40))), bin(ir.Sub, split, lit(1)), lit(0)), 0, 38},
 		{"where(i == 0, 5, i - 1)", where(bin(ir.Eq, split, lit(0)), lit(5), bin(ir.Sub, split, lit(1))), 0, 46},
+		// The gradient's form of where(i > 0, i - 1, 0) after lane splitting:
+		// from -l + 1 > 0 follows l <= 0, so -l is at least 0 (issue 30 fuzzing).
+		{"where(-l + 1 > 0, -l, 0)", where(bin(ir.Gt, bin(ir.Add, neg(ix("i.l")), lit(1)), lit(0)), neg(ix("i.l")), lit(0)), 0, 0},
+		{"where(2 - l > 0, 1 - l, 0)", where(bin(ir.Gt, bin(ir.Sub, lit(2), ix("i.l")), lit(0)), bin(ir.Sub, lit(1), ix("i.l")), lit(0)), 0, 1},
+		{"where(l * 2 < 7, l, 0)", where(bin(ir.Lt, bin(ir.Mul, ix("i.l"), lit(2)), lit(7)), ix("i.l"), lit(0)), 0, 3},
 		{"abs(i - 3)", &ir.Call{Fn: ir.FuncAbs, Args: []ir.Expr{bin(ir.Sub, split, lit(3))}}, 0, 44},
 	} {
 		s, ok := indexSpan(c.e, ext)
@@ -54,3 +59,5 @@ func TestIndexSpanKeepsSemaFacts(t *testing.T) {
 		t.Errorf("a product of 2^80 is bounded; want unknown")
 	}
 }
+
+func neg(x ir.Expr) ir.Expr { return &ir.Unary{Op: ir.Neg, X: x} }

@@ -71,6 +71,9 @@ REGRESSIONS: list[tuple[str, list, list, dict]] = [
     # Lost its bounds facts under the vectorizing default schedule (issue 30, item 3).
     ("T0[i] = V[where(i > 0, i - 1, 0)] + V[i]", ["V"], ["T0"], {"M": 20, "N": 4}),
     ("T0[i] += V[i - i + 0] + V[i]", ["V"], ["T0"], {"M": 20, "N": 4}),
+    # The gradient's where(-i.l + 1 > 0, -i.l, 0) after lane splitting: a condition on a
+    # shifted, negated or scaled index now bounds the index itself.
+    ("T0[i] = exp(tanh(V[M - 1 - i] + V[where(i > 0, i - 1, 0)])) + V[i]", ["V"], ["T0"], {"M": 2, "N": 3}),
     ("T0[i, j] = sigmoid(W[abs(j - 3)]) * j * pow(W[i - i + 3], 2.0) + V[i]", ["V", "W"], ["T0"], {"M": 3, "N": 20}),
 ]
 
