@@ -199,7 +199,11 @@ class Op:
         self._function = None
         self._custom = None
         self.saved = ()  # for a gradient op derived with saved=True: the forward tensors it takes last
+        # The custom op's name is a Python identifier: a name such as "0" or
+        # "1.5-x" (valid op names) gets a prefix.
         label = re.sub(r"[^A-Za-z0-9_]", "_", name or "op")[:40] or "op"
+        if not label[0].isalpha():
+            label = f"op_{label}"
         # The name also changes with the outputs' order (the decorated form may
         # reorder them) and with the calling convention, so that a compiled
         # graph cached on disk by an older neoflow never calls this op.

@@ -28,6 +28,16 @@ def test_good_op_names_reach_c():
     assert "my.op-2_b" in op.c_source(x)
 
 
+@pytest.mark.parametrize("name", ["0", "1.5-x", "_", ".", "-a"])
+def test_names_that_are_not_identifiers_work_with_grad(name):
+    # The custom op's name must be a Python identifier; "0" failed in
+    # torch.library's schema parser ("expected ident but found 'number'").
+    op = neoflow.op("Y[i] = X[i] * 2.0", name=name)
+    x = torch.randn(3, requires_grad=True)
+    op(x).sum().backward()
+    torch.testing.assert_close(x.grad, torch.full((3,), 2.0))
+
+
 @pytest.mark.parametrize("name", [123, b"bytes", ["x"]])
 def test_op_name_of_wrong_type(name):
     with pytest.raises(TypeError, match="an op's name must be a str, got"):
