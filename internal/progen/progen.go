@@ -3,6 +3,7 @@ package progen
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -41,6 +42,11 @@ func New(seed uint64) Program {
 		red := []string{"=", "+=", "+=", "max=", "min="}[g.r.IntN(5)]
 		rhs := g.value(3)
 		g.cover(&rhs, lhs)
+		for _, v := range []string{"i", "j"} {
+			if red == "=" && mentions(rhs, v) && !slices.Contains(lhs, v) {
+				red = "+=" // '=' cannot reduce
+			}
+		}
 		for t := range g.vars {
 			if strings.Contains(rhs, t+"[") {
 				read[t] = true
@@ -68,7 +74,8 @@ func New(seed uint64) Program {
 
 // Op parses the program.
 func (p Program) Op() (*ir.Op, error) {
-	return parse.Parse(p.Src, parse.Options{Name: "progen", Inputs: p.Inputs, Outputs: p.Outputs})
+	consts := map[string]parse.ConstValue{"M": {Int: p.M}, "N": {Int: p.N}}
+	return parse.Parse(p.Src, parse.Options{Name: "progen", Inputs: p.Inputs, Outputs: p.Outputs, Consts: consts})
 }
 
 // Shapes are the input shapes, in the program's input order.
@@ -166,7 +173,7 @@ func (g *gen) value(depth int) string {
 		}
 	}
 	v := g.pick("i", "j")
-	cond := fmt.Sprintf(g.pick("%s > 1", "%s %% 2 == 0", "%s <= 1 || %s == 3", "!(%s < 2) && %s != 4"), v, v)
+	cond := strings.ReplaceAll(g.pick("v > 1", "v % 2 == 0", "v <= 1 || v == 3", "!(v < 2) && v != 4"), "v", v)
 	if g.r.IntN(4) == 0 {
 		cond = g.pick("X[i, j] > 0.0", "V[i] < W[j]", "W[j] >= 0.25")
 	}
@@ -177,10 +184,15 @@ func (g *gen) value(depth int) string {
 // read indexes plainly, so that their extents are inferred.
 func (g *gen) cover(rhs *string, lhs []string) {
 	for _, v := range []string{"i", "j"} {
-		mentioned := strings.Contains(*rhs, v) || slices.Contains(lhs, v)
-		if !mentioned || g.r.IntN(5) == 0 {
+		mentioned := mentions(*rhs, v) || slices.Contains(lhs, v)
+		if !mentioned || g.r.IntN(10) == 0 {
 			continue
 		}
 		*rhs += map[string]string{"i": " + V[i]", "j": " + W[j]"}[v]
 	}
+}
+
+// mentions reports whether text uses index variable v.
+func mentions(text, v string) bool {
+	return regexp.MustCompile(`\b` + v + `\b`).MatchString(text)
 }

@@ -70,7 +70,9 @@ func TestRandomProgramsEverySchedule(t *testing.T) {
 		ok := t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 3))
 			checkSchedules(t, b, spec, rng, p)
-			checkSchedules(t, b, gradOf(t, spec, p), rng, p)
+			if len(spec.InputsDecl()) > 0 { // an op of constants has no gradient
+				checkSchedules(t, b, gradOf(t, spec, p), rng, p)
+			}
 		})
 		if !ok {
 			break
