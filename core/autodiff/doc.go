@@ -196,7 +196,9 @@
 // a selected input get gradients. The gradient of an output is its input
 // d_<Out>; the gradient of a forward temporary T is the sum of the parts
 // contributed by the statements reading T (one '=' statement summing them,
-// or the single part renamed), complete when T's writer is reached;
+// or the single part renamed; an elementwise part, an '=' gather with no
+// reduction axes, is summed in place rather than stored in a temporary of
+// its own), complete when T's writer is reached;
 // gradients of temporaries are temporaries of the gradient op. The
 // statements the gradient reads (T, Y for max=, ...) are recomputed: the
 // needed forward statements are copied in, in forward order, as
@@ -206,6 +208,28 @@
 // that depends on no selected input) is read in a never-taken branch
 // where(0 > 1, X[0, ...], rhs) of the first output statement, because an
 // op must read each of its inputs.
+//
+// # Expression size
+//
+// Derivatives can be much larger than the expression they come from; Grad
+// keeps its work linear where it can and bounded everywhere (size.go,
+// product.go). Partials share subexpressions (the path's factor is passed
+// down by pointer; a product's partials share prefix and suffix products),
+// equal subexpressions are found by interning, not by printing or
+// comparing trees, and every memo is keyed by node pointer. Equal factors
+// of a product chain are collected: for distinct factors g_j taken c_j
+// times, the partial with respect to g_j is
+// c_j · g_j^(c_j - 1) · Π_{i≠j} g_i^(c_i), a power of more than 4 written
+// pow(g, k), so X[i] * ... * X[i] (2,000 factors) differentiates to
+// d_Y[i] * (2000.0 * pow(X[i], 1999.0)). Equal terms of a contribution
+// are collected with a count: X[i] + ... + X[i] gives 2000.0 * d_Y[i].
+// When no factor repeats, the binary rule applies unchanged. The partials
+// of a product of n distinct reads remain n products of n - 1 factors: the
+// size of each statement's contributions, as trees, is counted on the
+// DAG before any gather is built, and a gradient past ir.MaxNodes nodes is
+// refused ("expression too large: the gradient of op f (through statement
+// 1, ...) has at least N nodes, the limit is 50000 (ir.MaxNodes) ..."), as
+// is a finished gradient op past it, before it is printed or checked.
 //
 // # Names and sizes
 //

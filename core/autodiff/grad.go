@@ -18,7 +18,9 @@ type GradOp struct {
 	// Inputs of Op, in order: the forward inputs (same names), then one
 	// gradient per forward output, "d_<Out>" (the output's shape), in the
 	// order of spec.Outputs(). Outputs of Op, in order: "d_<In>" for each
-	// input selected by wrt (the input's shape). A gradient op derived by
+	// input selected by wrt (the input's shape). A name d_X that is taken
+	// (an op with tensors X and d_X) is made fresh, d_X_1, d_X_2, ...: the
+	// positions, not the names, match gradients to tensors. A gradient op derived by
 	// GradSaving takes the forward tensors listed in Saved after the
 	// output gradients.
 	Op *ir.Op
@@ -95,7 +97,7 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 	var outputs []string
 	for i, in := range op.Inputs {
 		if wrt[i] {
-			outputs = append(outputs, "d_"+in)
+			outputs = append(outputs, b.dIn[in])
 		}
 	}
 	body = prune(body, outputs)
@@ -113,7 +115,7 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 		shapes = append(shapes, t.Shape)
 	}
 	for _, t := range spec.Outputs() {
-		inputs = append(inputs, "d_"+t.Name)
+		inputs = append(inputs, b.dOut[t.Name])
 		shapes = append(shapes, t.Shape)
 	}
 	for _, t := range saved {
@@ -134,6 +136,9 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 		gop.Stmts = append(gop.Stmts, g.s)
 		notes = append(notes, g.note)
 	}
+	if err := checkOpSize(op, gop); err != nil {
+		return nil, err
+	}
 	// The op goes on as built, not printed and parsed back: a folded
 	// constant may have no literal (1e308 * 1e308 is +Inf).
 	src := ir.Print(gop)
@@ -143,8 +148,14 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 		return nil, fmt.Errorf("autodiff: internal error: the gradient op does not specialize: %v\n%s", err, src)
 	}
 	outs := gs.Outputs()
+	var wrtInputs []string
+	for i, in := range op.Inputs {
+		if wrt[i] {
+			wrtInputs = append(wrtInputs, in)
+		}
+	}
 	for i, name := range outputs {
-		in := spec.Tensor(strings.TrimPrefix(name, "d_"))
+		in := spec.Tensor(wrtInputs[i])
 		if i >= len(outs) || outs[i].Name != name || !slices.Equal(outs[i].Shape, in.Shape) {
 			return nil, fmt.Errorf("autodiff: internal error: the gradient op's outputs are not %s\n%s", strings.Join(outputs, ", "), src)
 		}

@@ -261,8 +261,9 @@ func canonIndex(e ir.Expr, order []string) ir.Expr {
 	for i, v := range order {
 		rank[v] = i
 	}
+	kinds := ir.KindMemo{} // KindOf at every node of a long chain is quadratic
 	return ir.Rewrite(e, func(n ir.Expr) ir.Expr {
-		if ir.KindOf(n) != ir.KindIndex {
+		if kinds.Of(n) != ir.KindIndex {
 			return nil
 		}
 		switch x := n.(type) {

@@ -185,22 +185,53 @@ func resolveSizes(stmts []*gstmt, taken nameSet, shapes map[string][]int64) map[
 // that dimension somewhere in the forward op, else the lowercased tensor
 // name and the dimension ("x2").
 func (b *builder) dimHint(t string, d int) string {
-	for _, s := range b.fwd.Stmts {
-		if s.Tensor == t && d < len(s.Indices) {
-			return s.Indices[d].Name
-		}
+	if b.hints == nil {
+		b.hints = dimHints(b.fwd)
 	}
-	for _, s := range b.fwd.Stmts {
-		for _, a := range accessesOf(s.RHS) {
-			if a.Tensor != t || d >= len(a.Indices) {
-				continue
-			}
-			if v, ok := a.Indices[d].(*ir.Index); ok {
-				return v.Name
-			}
-		}
+	if h, ok := b.hints[dimKey{t, d}]; ok {
+		return h
 	}
 	return fmt.Sprintf("%s%d", strings.ToLower(t), d)
+}
+
+// dimKey is a dimension of a tensor.
+type dimKey struct {
+	t string
+	d int
+}
+
+// dimHints finds, in one pass over the forward op, the name dimHint gives
+// each dimension: the writer's left-hand side index, else the first plain
+// index in a read.
+func dimHints(fwd *ir.Op) map[dimKey]string {
+	hints := map[dimKey]string{}
+	for _, s := range fwd.Stmts {
+		for d, x := range s.Indices {
+			if _, ok := hints[dimKey{s.Tensor, d}]; !ok {
+				hints[dimKey{s.Tensor, d}] = x.Name
+			}
+		}
+	}
+	reads := map[dimKey]string{}
+	for _, s := range fwd.Stmts {
+		for _, a := range accessesOf(s.RHS) {
+			for d, ix := range a.Indices {
+				k := dimKey{a.Tensor, d}
+				if _, ok := reads[k]; ok {
+					continue
+				}
+				if v, ok := ix.(*ir.Index); ok {
+					reads[k] = v.Name
+				}
+			}
+		}
+	}
+	for k, v := range reads {
+		if _, ok := hints[k]; !ok {
+			hints[k] = v
+		}
+	}
+	return hints
 }
 
 // dimNames returns distinct names for the dimensions of forward tensor t.

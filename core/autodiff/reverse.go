@@ -2,6 +2,7 @@ package autodiff
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/neoflow/neoflow/core/ir"
 )
@@ -24,6 +25,14 @@ type builder struct {
 	// forceSNF skips Gauss-Jordan elimination, so that every quasi-affine
 	// read is inverted through the Smith normal form (tests).
 	forceSNF bool
+	// memo memoizes kinds, tree sizes and structural ids by node, and
+	// bounds the gradient's size (size.go).
+	memo *memo
+	// hints are the names dimHint gives the forward tensors' dimensions.
+	hints map[dimKey]string
+	// dOut and dIn name the gradient of each forward output and of each
+	// selected input: d_X, or a fresh variant when d_X is taken.
+	dOut, dIn map[string]string
 }
 
 func (b *builder) gname(t string) string {
@@ -36,34 +45,27 @@ func (b *builder) gname(t string) string {
 func newBuilder(spec *ir.Spec, wrt []bool) (*builder, error) {
 	op := spec.Op
 	b := &builder{spec: spec, fwd: op, dtype: spec.DType, consts: op.Consts,
-		shapes: map[string][]int64{}, tnames: nameSet{}, fwdName: map[string]string{}}
+		shapes: map[string][]int64{}, tnames: nameSet{}, fwdName: map[string]string{}, memo: newMemo()}
 	for c := range op.Consts {
 		b.tnames[c] = true
 	}
-	// The names the contract fixes: forward inputs, d_<output>, d_<input>.
-	reserve := func(n, what string) error {
-		if b.tnames[n] {
-			return fmt.Errorf("autodiff: the gradient op needs the name %s for %s, but it is already taken "+
-				"(by a forward input, another gradient or a constant); rename the forward tensor", n, what)
-		}
-		b.tnames[n] = true
-		return nil
-	}
+	// The names of the contract: the forward inputs keep theirs; the
+	// gradient of an output or input X is d_X, or d_X_1, d_X_2, ... when
+	// that is taken (an op that names a tensor d_A, as a gradient op does,
+	// is differentiated again).
 	for _, in := range op.Inputs {
-		if err := reserve(in, "a forward input"); err != nil {
-			return nil, err
+		if b.tnames[in] {
+			return nil, fmt.Errorf("autodiff: the forward input %s has the name of a constant", in)
 		}
+		b.tnames[in] = true
 	}
+	b.dOut, b.dIn = map[string]string{}, map[string]string{}
 	for _, t := range spec.Outputs() {
-		if err := reserve("d_"+t.Name, "the gradient of output "+t.Name); err != nil {
-			return nil, err
-		}
+		b.dOut[t.Name] = b.tnames.fresh("d_" + t.Name)
 	}
 	for i, in := range op.Inputs {
 		if wrt[i] {
-			if err := reserve("d_"+in, "the gradient of input "+in); err != nil {
-				return nil, err
-			}
+			b.dIn[in] = b.tnames.fresh("d_" + in)
 		}
 	}
 	for _, s := range op.Stmts {
@@ -76,7 +78,7 @@ func newBuilder(spec *ir.Spec, wrt []bool) (*builder, error) {
 	for _, t := range spec.Tensors {
 		b.shapes[b.gname(t.Name)] = t.Shape
 		if t.Role == ir.RoleOutput {
-			b.shapes["d_"+t.Name] = t.Shape
+			b.shapes[b.dOut[t.Name]] = t.Shape
 		}
 	}
 	for _, s := range op.Stmts {
@@ -111,7 +113,7 @@ func (b *builder) run(wrt []bool) ([]*gstmt, error) {
 	for _, s := range op.Stmts {
 		switch {
 		case isOutput[s.Tensor]:
-			gradName[s.Tensor] = "d_" + s.Tensor
+			gradName[s.Tensor] = b.dOut[s.Tensor]
 		case active[s.Tensor]:
 			gradName[s.Tensor] = b.tnames.fresh("d_" + s.Tensor)
 			b.shapes[gradName[s.Tensor]] = b.shapes[b.gname(s.Tensor)]
@@ -119,7 +121,7 @@ func (b *builder) run(wrt []bool) ([]*gstmt, error) {
 	}
 	for i, in := range op.Inputs {
 		if wrt[i] {
-			gradName[in] = "d_" + in
+			gradName[in] = b.dIn[in]
 		}
 	}
 
@@ -149,31 +151,9 @@ func (b *builder) run(wrt []bool) ([]*gstmt, error) {
 		if len(reads) == 0 {
 			continue
 		}
-		R, aux, err := b.reduction(si, dY)
+		aux, made, err := b.statementParts(si, dY, reads, gradName, parts)
 		if err != nil {
 			return nil, err
-		}
-		made := 0
-		for _, A := range reads {
-			occs, err := occurrences(b.rhs[si], b.gname(A))
-			if err != nil {
-				return nil, err
-			}
-			for _, grp := range groupOccs(occs) {
-				c := grp.contribution(R)
-				if isZero(c) {
-					continue
-				}
-				dst := b.tnames.fresh(fmt.Sprintf("%s_%d", gradName[A], len(parts[A])+1))
-				b.shapes[dst] = b.shapes[b.gname(A)]
-				g, err := b.gather(target{si: si, tensor: b.gname(A), fwdT: A, acc: grp.acc, contrib: c, dst: dst})
-				if err != nil {
-					return nil, err
-				}
-				g.note = fmt.Sprintf("from statement %d, %s", si+1, g.note)
-				parts[A] = append(parts[A], g)
-				made++
-			}
 		}
 		// The parts themselves are placed by finish: a temporary's when its
 		// writer is reached, an input's at the end.
@@ -198,6 +178,53 @@ func (b *builder) run(wrt []bool) ([]*gstmt, error) {
 	return append(body, final...), nil
 }
 
+// statementParts builds the gradient parts that statement si (its tensor's
+// gradient is dY) contributes to the tensors it reads, appending them to
+// parts; it returns the statements the reduction rule needs and how many
+// parts it made. The contributions are all built, and their size charged
+// against ir.MaxNodes, before any gather is built and checked.
+func (b *builder) statementParts(si int, dY string, reads []string, gradName map[string]string, parts map[string][]*gstmt) ([]*gstmt, int, error) {
+	R, aux, err := b.reduction(si, dY)
+	if err != nil {
+		return nil, 0, err
+	}
+	var targets []target
+	var contribs []ir.Expr
+	var names []string
+	for _, A := range reads {
+		names = append(names, b.gname(A))
+	}
+	occs, err := occurrences(b.rhs[si], names, b.memo)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, A := range reads {
+		for _, grp := range groupOccs(occs[b.gname(A)]) {
+			c := grp.contribution(R, b.memo)
+			if isZero(c) {
+				continue
+			}
+			targets = append(targets, target{si: si, tensor: b.gname(A), fwdT: A, acc: grp.acc, contrib: c})
+			contribs = append(contribs, c)
+		}
+	}
+	if err := b.memo.charge(b.fwd, si, contribs); err != nil {
+		return nil, 0, err
+	}
+	for _, t := range targets {
+		A := t.fwdT
+		t.dst = b.tnames.fresh(fmt.Sprintf("%s_%d", gradName[A], len(parts[A])+1))
+		b.shapes[t.dst] = b.shapes[t.tensor]
+		g, err := b.gather(t)
+		if err != nil {
+			return nil, 0, err
+		}
+		g.note = fmt.Sprintf("from statement %d, %s", si+1, g.note)
+		parts[A] = append(parts[A], g)
+	}
+	return aux, len(targets), nil
+}
+
 // finish completes the gradient name of forward tensor t from its parts: a
 // single part is renamed to name; several are summed by one '=' statement.
 func (b *builder) finish(t, name string, ps []*gstmt) []*gstmt {
@@ -206,10 +233,6 @@ func (b *builder) finish(t, name string, ps []*gstmt) []*gstmt {
 		ps[0].note = name + " " + ps[0].note
 		return ps
 	}
-	for _, p := range ps {
-		p.note = fmt.Sprintf("part of %s: %s %s", name, p.s.Tensor, p.note)
-	}
-	out := append([]*gstmt{}, ps...)
 	vars := b.dimNames(t, len(b.shapes[b.gname(t)]))
 	var ix []ir.Expr
 	lhs := []*ir.Index{}
@@ -219,17 +242,50 @@ func (b *builder) finish(t, name string, ps []*gstmt) []*gstmt {
 		lhs = append(lhs, idx(v))
 		ext[v] = b.shapes[b.gname(t)][d]
 	}
+	var out []*gstmt
 	var sum ir.Expr
+	var inlined []string
 	for _, p := range ps {
-		a := &ir.Access{Tensor: p.s.Tensor, Indices: ix}
-		if sum == nil {
-			sum = a
+		term, ok := inlinePart(p, ix)
+		if ok {
+			inlined = append(inlined, p.note)
 		} else {
-			sum = bin(ir.Add, sum, a)
+			p.note = fmt.Sprintf("part of %s: %s %s", name, p.s.Tensor, p.note)
+			out = append(out, p)
+			term = &ir.Access{Tensor: p.s.Tensor, Indices: ix}
+		}
+		if sum == nil {
+			sum = term
+		} else {
+			sum = bin(ir.Add, sum, term)
 		}
 	}
-	return append(out, &gstmt{s: &ir.Stmt{Tensor: name, Indices: lhs, Reduce: ir.Assign, RHS: sum}, ext: ext,
-		note: fmt.Sprintf("%s: sum of %d parts", name, len(ps))})
+	note := fmt.Sprintf("%s: sum of %d parts", name, len(ps))
+	if len(inlined) > 0 {
+		note += fmt.Sprintf(", %d inlined: %s", len(inlined), strings.Join(inlined, "; "))
+	}
+	return append(out, &gstmt{s: &ir.Stmt{Tensor: name, Indices: lhs, Reduce: ir.Assign, RHS: sum}, ext: ext, note: note})
+}
+
+// inlinePart is the right-hand side of an elementwise part (an '='
+// statement, whose variables are all on its left-hand side) over the
+// indices ix, to be summed in place rather than stored in a temporary:
+// a gradient with many parts (a sum of many shifted reads of one
+// tensor) is then one statement, not one loop and one temporary per part.
+func inlinePart(p *gstmt, ix []ir.Expr) (ir.Expr, bool) {
+	if p.s.Reduce != ir.Assign || len(p.s.Indices) != len(ix) {
+		return nil, false
+	}
+	sub := map[string]ir.Expr{}
+	for d, v := range p.s.Indices {
+		sub[v.Name] = ix[d]
+	}
+	for _, v := range varsOf(p.s.RHS) {
+		if _, ok := sub[v]; !ok {
+			return nil, false
+		}
+	}
+	return substitute(p.s.RHS, sub), true
 }
 
 // zeroGrad is d_X = 0 for an input no derivative reaches.
@@ -241,8 +297,8 @@ func (b *builder) zeroGrad(in string) *gstmt {
 		lhs = append(lhs, idx(v))
 		ext[v] = b.shapes[in][d]
 	}
-	return &gstmt{s: &ir.Stmt{Tensor: "d_" + in, Indices: lhs, Reduce: ir.Assign, RHS: zero()}, ext: ext,
-		note: "d_" + in + ": no derivative reaches " + in}
+	return &gstmt{s: &ir.Stmt{Tensor: b.dIn[in], Indices: lhs, Reduce: ir.Assign, RHS: zero()}, ext: ext,
+		note: b.dIn[in] + ": no derivative reaches " + in}
 }
 
 // recompute lists the forward statements the gradient statements read,

@@ -56,62 +56,84 @@ type occ struct {
 	factor ir.Expr
 }
 
-// occurrences differentiates e with respect to every read of tensor t.
-func occurrences(e ir.Expr, t string) ([]occ, error) {
-	var out []occ
-	var walk func(e ir.Expr, gs []guard, f ir.Expr) error
-	walk = func(e ir.Expr, gs []guard, f ir.Expr) error {
-		if ir.KindOf(e) != ir.KindValue {
-			return nil // index and bool subexpressions have no derivative
-		}
-		switch e := e.(type) {
-		case *ir.Access:
-			if e.Tensor == t {
-				out = append(out, occ{acc: e, guards: gs, factor: f})
-			}
-			return nil
-		case *ir.FloatLit, *ir.Const:
-			return nil
-		case *ir.Unary:
-			if e.Op == ir.Neg {
-				return walk(e.X, gs, mul(f, flit(-1)))
-			}
-			return nil
-		case *ir.Binary:
-			a, b := e.X, e.Y
-			var da, db ir.Expr // local partials; nil is 1
-			switch e.Op {
-			case ir.Add:
-			case ir.Sub:
-				db = flit(-1)
-			case ir.Mul:
-				da, db = b, a
-			case ir.Div:
-				da = div(nil, b)
-				db = neg(div(a, mul(b, b)))
-			case ir.Mod:
-				db = neg(div(sub(a, bin(ir.Mod, a, b)), b))
-			default:
-				return nil // comparisons and logic: no derivative
-			}
-			if err := walk(a, gs, mul(f, da)); err != nil {
-				return err
-			}
-			return walk(b, gs, mul(f, db))
-		case *ir.Call:
-			return walkCall(e, gs, f, walk)
-		case *ir.Where:
-			if err := walk(e.Then, appendGuard(gs, e.Cond, false), f); err != nil {
-				return err
-			}
-			return walk(e.Else, appendGuard(gs, e.Cond, true), f)
-		}
-		return fmt.Errorf("autodiff: no derivative rule for expression %s (%T)", ir.ExprString(e), e)
+// differ differentiates one right-hand side with respect to the reads of
+// some tensors, in one walk (a statement may read thousands of tensors).
+type differ struct {
+	m *memo
+	// out collects the occurrences of each tensor to differentiate.
+	out map[string][]occ
+	// chained marks the product nodes of chains whose factors were found
+	// distinct (product.go): their operands are not flattened again.
+	chained map[*ir.Binary]bool
+}
+
+// occurrences differentiates e with respect to every read of each tensor
+// in ts: the occurrences by tensor. The partials share subexpressions
+// (see size.go); m memoizes over the whole Grad call.
+func occurrences(e ir.Expr, ts []string, m *memo) (map[string][]occ, error) {
+	d := &differ{m: m, out: map[string][]occ{}, chained: map[*ir.Binary]bool{}}
+	for _, t := range ts {
+		d.out[t] = nil
 	}
-	if err := walk(e, nil, nil); err != nil {
+	if err := d.walk(e, nil, nil); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return d.out, nil
+}
+
+// walk records the reads of the tensors of d.out in e, where the partial
+// of the whole right-hand side with respect to e is f (nil for 1) under
+// the guards gs.
+func (d *differ) walk(e ir.Expr, gs []guard, f ir.Expr) error {
+	if d.m.kinds.Of(e) != ir.KindValue {
+		return nil // index and bool subexpressions have no derivative
+	}
+	switch e := e.(type) {
+	case *ir.Access:
+		if list, ok := d.out[e.Tensor]; ok {
+			d.out[e.Tensor] = append(list, occ{acc: e, guards: gs, factor: f})
+		}
+		return nil
+	case *ir.FloatLit, *ir.Const:
+		return nil
+	case *ir.Unary:
+		if e.Op == ir.Neg {
+			return d.walk(e.X, gs, mul(f, flit(-1)))
+		}
+		return nil
+	case *ir.Binary:
+		a, b := e.X, e.Y
+		var da, db ir.Expr // local partials; nil is 1
+		switch e.Op {
+		case ir.Add:
+		case ir.Sub:
+			db = flit(-1)
+		case ir.Mul:
+			if done, err := d.product(e, gs, f); done || err != nil {
+				return err
+			}
+			da, db = b, a
+		case ir.Div:
+			da = div(nil, b)
+			db = neg(div(a, mul(b, b)))
+		case ir.Mod:
+			db = neg(div(sub(a, bin(ir.Mod, a, b)), b))
+		default:
+			return nil // comparisons and logic: no derivative
+		}
+		if err := d.walk(a, gs, mul(f, da)); err != nil {
+			return err
+		}
+		return d.walk(b, gs, mul(f, db))
+	case *ir.Call:
+		return walkCall(e, gs, f, d.walk)
+	case *ir.Where:
+		if err := d.walk(e.Then, appendGuard(gs, e.Cond, false), f); err != nil {
+			return err
+		}
+		return d.walk(e.Else, appendGuard(gs, e.Cond, true), f)
+	}
+	return fmt.Errorf("autodiff: no derivative rule for expression %s (%T)", ir.ExprString(e), e)
 }
 
 func appendGuard(gs []guard, c ir.Expr, neg bool) []guard {
@@ -213,11 +235,42 @@ func groupOccs(occs []occ) []*group {
 }
 
 // contribution is Σ over the group's occurrences of the reduction factor
-// r times the occurrence's partial, each under its guards.
-func (g *group) contribution(r ir.Expr) ir.Expr {
-	var sum ir.Expr = zero()
+// r times the occurrence's partial, each under its guards. Equal terms
+// (found by interning, not by comparing trees) are collected into one
+// with a count, in order of first appearance: the gradient of
+// X[i] + X[i] + ... + X[i] (n terms) is n * d_Y[i].
+func (g *group) contribution(r ir.Expr, m *memo) ir.Expr {
+	var terms []ir.Expr
+	count := map[int]int{}
 	for _, o := range g.occs {
-		sum = add(sum, nest(o.guards, mul(r, o.factor)))
+		t := nest(o.guards, mul(r, o.factor))
+		if isZero(t) {
+			continue
+		}
+		id := m.ids.id(t)
+		if count[id] == 0 {
+			terms = append(terms, t)
+		}
+		count[id]++
+	}
+	var sum ir.Expr = zero()
+	for _, t := range terms {
+		if n := count[m.ids.id(t)]; n > 1 {
+			t = mul(flit(float64(n)), t)
+		}
+		sum = sumTerm(sum, t)
 	}
 	return sum
+}
+
+// sumTerm is add without its equality test (contribution has collected
+// equal terms already): a + b, a - c for b = -c.
+func sumTerm(a, b ir.Expr) ir.Expr {
+	if isZero(a) {
+		return b
+	}
+	if u, ok := b.(*ir.Unary); ok && u.Op == ir.Neg {
+		return bin(ir.Sub, a, u.X)
+	}
+	return bin(ir.Add, a, b)
 }

@@ -24,6 +24,17 @@ type runtimeError struct{ err error }
 type compiler struct {
 	slots   map[string]int // index variable -> env slot
 	tensors map[string]*buffer
+	// kinds memoizes ir.KindOf: asked at every node, the unmemoized form
+	// is quadratic in a long chain (X[i] * X[i] * ... * X[i]).
+	kinds ir.KindMemo
+}
+
+// kind is ir.KindOf(e), memoized.
+func (c *compiler) kind(e ir.Expr) ir.Kind {
+	if c.kinds == nil {
+		c.kinds = ir.KindMemo{}
+	}
+	return c.kinds.Of(e)
 }
 
 // buffer is a tensor's storage and layout.
@@ -139,7 +150,7 @@ func (c *compiler) indexList(es []ir.Expr) ([]indexFn, error) {
 
 // value compiles a numeric expression; index expressions are promoted.
 func (c *compiler) value(e ir.Expr) (valueFn, error) {
-	switch k := ir.KindOf(e); k {
+	switch k := c.kind(e); k {
 	case ir.KindIndex:
 		f, err := c.index(e)
 		if err != nil {
@@ -291,7 +302,7 @@ func (c *compiler) bool(e ir.Expr) (boolFn, error) {
 		if !e.Op.IsCompare() {
 			break
 		}
-		if ir.KindOf(e.X) == ir.KindIndex && ir.KindOf(e.Y) == ir.KindIndex {
+		if c.kind(e.X) == ir.KindIndex && c.kind(e.Y) == ir.KindIndex {
 			x, err := c.index(e.X)
 			if err != nil {
 				return nil, err

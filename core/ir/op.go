@@ -62,12 +62,27 @@ func (op *Op) OutputNames() []string {
 // DefaultOutputs lists, in statement order, the tensors stmts write that
 // no later statement reads.
 func DefaultOutputs(stmts []*Stmt) []string {
-	var out []string
-	for i, s := range stmts {
+	// One backward pass: readLater holds the tensors read by the
+	// statements after the current one (linear, where ReadAfter for each
+	// statement would be quadratic in a gradient op of many statements).
+	readLater := map[string]bool{}
+	isOut := make([]bool, len(stmts))
+	for i := len(stmts) - 1; i >= 0; i-- {
+		s := stmts[i]
 		if s == nil {
 			continue
 		}
-		if !ReadAfter(stmts, i, s.Tensor) {
+		isOut[i] = !readLater[s.Tensor]
+		Walk(s.RHS, func(e Expr) bool {
+			if a, ok := e.(*Access); ok {
+				readLater[a.Tensor] = true
+			}
+			return true
+		})
+	}
+	var out []string
+	for i, s := range stmts {
+		if s != nil && isOut[i] {
 			out = append(out, s.Tensor)
 		}
 	}

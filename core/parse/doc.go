@@ -98,5 +98,8 @@
 // "constant N cannot be used as a tensor", "constant N cannot be used as a
 // left-hand side index", "expected assignment operator (=, +=, *=, max=,
 // min=) but found ...", "no statements", "expression nested too deeply
-// (more than 200 levels)", "unexpected character '@'".
+// (more than 200 levels)", "unexpected character '@'". An op of more than
+// ir.MaxNodes expression nodes stops the parse at once with "expression too
+// large: the op has at least N nodes, the limit is ..." (no position: the
+// line of such an op can be megabytes long).
 package parse

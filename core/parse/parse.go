@@ -113,12 +113,23 @@ type parser struct {
 	i      int // index of the current token
 	nest   int // open '(' and '[': newlines inside them are insignificant
 	depth  int // expression nesting, limited by MaxDepth
+	nodes  int // expression nodes so far, limited by ir.MaxNodes
 	prev   int // end offset of the last consumed token
 	consts map[string]*ir.Const
 }
 
 func (p *parser) fail(pos ir.Pos, format string, args ...any) {
 	panic(bailout{ir.Errorf(p.src, pos, format, args...)})
+}
+
+// node counts one more expression node and stops the parse at once when
+// the op passes ir.MaxNodes. The error quotes no source line: the line
+// of an op that large can be megabytes long.
+func (p *parser) node() {
+	p.nodes++
+	if p.nodes > ir.MaxNodes {
+		panic(bailout{ir.TooLarge("the op", p.nodes, ir.MaxNodes, true)})
+	}
 }
 
 // peek returns the current token, skipping newlines inside brackets and
@@ -272,6 +283,7 @@ func (p *parser) parseBinary(minPrec int) ir.Expr {
 		}
 		p.next()
 		y := p.parseBinary(t.bin.Prec() + 1)
+		p.node()
 		x = &ir.Binary{Pos: x.At(), Op: t.bin, X: x, Y: y}
 	}
 }
@@ -288,6 +300,7 @@ func (p *parser) parseUnary() ir.Expr {
 	switch {
 	case t.kind == tBinOp && t.bin == ir.Sub:
 		p.next()
+		p.node()
 		if n := p.peek(); n.kind == tInt || n.kind == tFloat {
 			p.next()
 			e = p.number(n, t.pos, "-"+n.text)
@@ -296,6 +309,7 @@ func (p *parser) parseUnary() ir.Expr {
 		}
 	case t.kind == tNot:
 		p.next()
+		p.node()
 		e = &ir.Unary{Pos: t.pos, Op: ir.Not, X: p.parseUnary()}
 	default:
 		e = p.parsePrimary()
@@ -326,6 +340,7 @@ func (p *parser) parsePrimary() ir.Expr {
 	switch t.kind {
 	case tInt, tFloat:
 		p.next()
+		p.node()
 		return p.number(t, t.pos, t.text)
 	case tLParen:
 		p.next()
@@ -337,6 +352,7 @@ func (p *parser) parsePrimary() ir.Expr {
 		return e
 	case tIdent:
 		p.next()
+		p.node()
 		switch p.peekGlued() {
 		case tLBrack:
 			return p.parseAccess(t)

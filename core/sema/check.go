@@ -22,9 +22,10 @@ type use struct {
 	pos  ir.Pos
 }
 
-// Check verifies an op at define time: expression kinds, the data flow
-// between statements, tensor ranks and index variables. It returns a
-// user-facing *ir.Error for the first problem found, or nil.
+// Check verifies an op at define time: its size (at most ir.MaxNodes
+// expression nodes), expression kinds, the data flow between statements,
+// tensor ranks and index variables. It returns a user-facing *ir.Error for
+// the first problem found, or nil.
 func Check(op *ir.Op) error {
 	if op == nil {
 		return &ir.Error{Msg: "no op"}
@@ -32,6 +33,9 @@ func Check(op *ir.Op) error {
 	c := &checker{op: op, writer: map[string]int{}, rank: map[string]use{}}
 	if len(op.Stmts) == 0 {
 		return op.Errorf(ir.Pos{}, "op %shas no statements", nameSpace(op))
+	}
+	if err := ir.CheckSize(op); err != nil {
+		return err // bounds the work of every later stage
 	}
 	inputs := map[string]bool{}
 	for _, in := range op.Inputs {

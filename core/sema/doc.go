@@ -5,6 +5,10 @@
 // Check verifies an op at define time and returns a user-facing *ir.Error
 // (line:col and a caret) for the first problem:
 //
+//   - Size: at most ir.MaxNodes expression nodes over all statements
+//     ("expression too large: op f has 123456 nodes, the limit is
+//     100000 ..."). The parser refuses such text already; this holds ops
+//     built as IR (gradient ops, lowered graphs) to the same bound.
 //   - Kinds (ir.KindOf): access indices must be integer (KindIndex)
 //     expressions; where's condition and the operands of &&, || and ! must
 //     be bools; a bool cannot be used as a value or an index anywhere else;

@@ -27,9 +27,10 @@ func Specialize(op *ir.Op, dtype ir.DType, inputShapes [][]int64, sizes map[stri
 			nameSpace(op), plural(len(op.Inputs), "input", "inputs"), strings.Join(op.Inputs, ", "), len(inputShapes))
 	}
 	shapes := map[string][]int64{}
+	first := firstAccesses(op)
 	for i, name := range op.Inputs {
 		shape := inputShapes[i]
-		if u, ok := firstAccess(op, name); ok && len(u.Indices) != len(shape) {
+		if u, ok := first[name]; ok && len(u.Indices) != len(shape) {
 			return nil, op.Errorf(u.Pos, "input %s has rank %d but is used with %s", name, len(shape), plural(len(u.Indices), "index", "indices"))
 		}
 		for d, n := range shape {
@@ -130,16 +131,18 @@ func checkElems(op *ir.Op, pos ir.Pos, name string, shape []int64) error {
 	return nil
 }
 
-// firstAccess finds the first access of tensor t in the op.
-func firstAccess(op *ir.Op, t string) (*ir.Access, bool) {
+// firstAccesses maps each tensor the op reads to its first access, in one
+// pass (an op may have thousands of inputs).
+func firstAccesses(op *ir.Op) map[string]*ir.Access {
+	out := map[string]*ir.Access{}
 	for _, s := range op.Stmts {
 		for _, a := range accesses(s.RHS) {
-			if a.acc.Tensor == t {
-				return a.acc, true
+			if _, ok := out[a.acc.Tensor]; !ok {
+				out[a.acc.Tensor] = a.acc
 			}
 		}
 	}
-	return nil, false
+	return out
 }
 
 func shapeString(shape []int64) string {
