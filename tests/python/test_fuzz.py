@@ -87,6 +87,16 @@ def test_regressions(source, inputs, outputs, shapes):
     assert torch.autograd.gradcheck(lambda *t: op(*t), xs)
 
 
+def test_reversed_sum_is_not_miscompiled():
+    # GCC 12.2 at -O3 vectorized this sum's outer loop wrongly (X[0, 0] added
+    # twice) until the default flags limited its own vectorization.
+    op = neoflow.op("T0[i] max= X[i, j] * 1.5\nT1[] += X[i, N - 1 - j] + W[j]", outputs=["T0", "T1"], M=3, N=5)
+    x, w = torch.rand(3, 5, dtype=torch.float64), torch.rand(5, dtype=torch.float64)
+    t0, t1 = op(x, w)
+    torch.testing.assert_close(t0, (x * 1.5).amax(1))
+    torch.testing.assert_close(t1, x.sum() + 3 * w.sum())
+
+
 # -- malformed input -----------------------------------------------------------
 
 
