@@ -10,7 +10,7 @@ import (
 )
 
 // Fourier–Motzkin elimination over the integers, for the ranges of the
-// new reduction axes of a Smith-normal-form inversion (invert.go).
+// new reduction axes of a Smith-normal-form inversion (snf_invert.go).
 //
 // A system of inequalities Σ a_v·x_v + c >= 0 is projected onto one
 // variable by eliminating the others: every pair of an inequality with a

@@ -39,6 +39,26 @@ type solution struct {
 // big rationals; results must fit int64.
 func solve(eqs []spEq, nU, nZ int, order []int) (*solution, error) {
 	width := nU + nZ + 1 // unknowns | z | constant, row·(u, -z, -1) = 0
+	rows := ratRows(eqs, nU, width)
+	used, pivot := gaussJordan(rows, nU, order)
+
+	sol := &solution{free: make([]bool, nU), num: make([]lform, nU), den: make([]int64, nU)}
+	for k := range nU {
+		sol.free[k] = pivot[k] < 0
+	}
+	if err := solveDependents(sol, rows, pivot, nU, nZ); err != nil {
+		return nil, err
+	}
+	if err := consistencyRows(sol, rows, used, nU, nZ, width); err != nil {
+		return nil, err
+	}
+	return sol, nil
+}
+
+// ratRows writes the equations eqs as rows of big rationals of the given
+// width: the unknowns' coefficients, the negated z coefficients, then the
+// negated constant.
+func ratRows(eqs []spEq, nU, width int) [][]*big.Rat {
 	rows := make([][]*big.Rat, len(eqs))
 	for i, e := range eqs {
 		r := make([]*big.Rat, width)
@@ -54,6 +74,14 @@ func solve(eqs []spEq, nU, nZ int, order []int) (*solution, error) {
 		r[width-1].SetInt64(-e.c)
 		rows[i] = r
 	}
+	return rows
+}
+
+// gaussJordan eliminates in rows, in place, pivoting on the unknowns in
+// order (each on the unused row with the smallest nonzero coefficient),
+// and returns which rows were used as pivots and each unknown's pivot row
+// (-1 when it has none: it is free).
+func gaussJordan(rows [][]*big.Rat, nU int, order []int) ([]bool, []int) {
 	used := make([]bool, len(rows))
 	pivot := make([]int, nU)
 	for k := range pivot {
@@ -91,11 +119,12 @@ func solve(eqs []spEq, nU, nZ int, order []int) (*solution, error) {
 			}
 		}
 	}
+	return used, pivot
+}
 
-	sol := &solution{free: make([]bool, nU), num: make([]lform, nU), den: make([]int64, nU)}
-	for k := range nU {
-		sol.free[k] = pivot[k] < 0
-	}
+// solveDependents writes each dependent unknown of sol from its pivot row
+// as an integer numerator over a positive denominator.
+func solveDependents(sol *solution, rows [][]*big.Rat, pivot []int, nU, nZ int) error {
 	for k := range nU {
 		if sol.free[k] {
 			continue
@@ -112,13 +141,19 @@ func solve(eqs []spEq, nU, nZ int, order []int) (*solution, error) {
 		den := lcd(ents)
 		lf, err := toLform(r, nU, nZ, sol.free, den, true)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !den.IsInt64() {
-			return nil, errOverflow
+			return errOverflow
 		}
 		sol.num[k], sol.den[k] = lf, den.Int64()
 	}
+	return nil
+}
+
+// consistencyRows adds to sol.eqs the conditions on z of the rows that
+// were not pivots, and fails when one of them can never hold.
+func consistencyRows(sol *solution, rows [][]*big.Rat, used []bool, nU, nZ, width int) error {
 	for i, r := range rows {
 		if used[i] {
 			continue
@@ -131,17 +166,17 @@ func solve(eqs []spEq, nU, nZ int, order []int) (*solution, error) {
 		}
 		if zeroZ {
 			if r[width-1].Sign() != 0 {
-				return nil, fmt.Errorf("the index system has no solution")
+				return fmt.Errorf("the index system has no solution")
 			}
 			continue
 		}
 		lf, err := toLform(r, nU, nZ, nil, lcd(r[nU:]), false)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sol.eqs = append(sol.eqs, lf)
 	}
-	return sol, nil
+	return nil
 }
 
 // lcd is the least common multiple of the denominators.

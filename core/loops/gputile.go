@@ -2,7 +2,6 @@ package loops
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -166,21 +165,6 @@ type gpuStep struct {
 	k, o int64
 }
 
-// stagePlan is one staged read: its box, origin and shared buffer.
-type stagePlan struct {
-	local string
-	src   *ir.Access // the read in loop variables
-	sub   string     // its text
-	lo    []ir.Expr  // the box's origin: src's indices at inner variables 0
-	box   []int64
-	off   []ir.Expr // src's indices minus lo, in inner variables
-	n     int64     // elements of the box
-	len   int64     // n rounded up to the block size
-	// vec is the elements each thread copies at once (vecWidth, which
-	// divides n), rounds how many times each thread copies.
-	vec, rounds int64
-}
-
 // resolve checks g against statement st of spec.
 func (g *GPUTiling) resolve(spec *ir.Spec, st *ir.BoundStmt) (*gpuPlan, error) {
 	if st.Stmt.Reduce == ir.Assign {
@@ -320,75 +304,6 @@ func (p *gpuPlan) anyBlocks() bool {
 	return false
 }
 
-// stage plans the shared copy of read (in statement variables).
-func (p *gpuPlan) stage(spec *ir.Spec, local string, read *ir.Access) (stagePlan, error) {
-	src := Subst(read, p.env).(*ir.Access)
-	sp := stagePlan{local: local, src: src, sub: ir.ExprString(src), n: 1}
-	zero := map[string]ir.Expr{}
-	for v := range p.inner {
-		zero[v] = Lit(0)
-	}
-	vars := slices.Sorted(maps.Keys(p.inner))
-	for _, x := range src.Indices {
-		box := int64(1)
-		var off ir.Expr = Lit(0)
-		for _, v := range vars {
-			c, ok := coefficient(x, v)
-			if !ok || c < 0 {
-				return stagePlan{}, errors.Errorf("stage of %s: index %s is not affine with non-negative coefficients in the tile's loop variable %s", ir.ExprString(read), ir.ExprString(x), v)
-			}
-			box += c * (p.inner[v] - 1)
-			off = Add(off, Mul(Var(v), Lit(c)))
-		}
-		sp.lo = append(sp.lo, Subst(x, zero))
-		sp.box = append(sp.box, box)
-		sp.off = append(sp.off, off)
-		sp.n *= box
-	}
-	sp.len = (sp.n + p.threads - 1) / p.threads * p.threads
-	t := spec.Tensor(read.Tensor)
-	if t == nil || len(t.Shape) != len(sp.box) {
-		return stagePlan{}, errors.Errorf("stage of %s: no such tensor", ir.ExprString(read))
-	}
-	sp.vec = vecWidth(spec, sp, t, p.ext)
-	sp.rounds = (sp.n/sp.vec + p.threads - 1) / p.threads
-	return sp, nil
-}
-
-// access is the staged copy's element that src reads.
-func (sp *stagePlan) access() *ir.Access {
-	return &ir.Access{Tensor: sp.local, Indices: []ir.Expr{flatten(sp.off, sp.box)}}
-}
-
-// flatten is the row-major offset of coordinates xs in a box of extents
-// ext: sum of xs[d] * prod(ext[d+1:]).
-func flatten(xs []ir.Expr, ext []int64) ir.Expr {
-	var x ir.Expr = Lit(0)
-	stride := int64(1)
-	for d := len(xs) - 1; d >= 0; d-- {
-		x = Add(Mul(xs[d], Lit(stride)), x)
-		stride *= ext[d]
-	}
-	return x
-}
-
-// unflatten is flatten's inverse: the coordinates of row-major offset q
-// in a box of extents ext, (q / prod(ext[d+1:])) % ext[d]. bounded says
-// that q lies in the box, so the outermost coordinate needs no modulo.
-func unflatten(q ir.Expr, ext []int64, bounded bool) []ir.Expr {
-	out := make([]ir.Expr, len(ext))
-	stride := int64(1)
-	for d := len(ext) - 1; d >= 0; d-- {
-		x := simplify(&ir.Binary{Op: ir.Div, X: q, Y: Lit(stride)}, ir.KindMemo{})
-		if d > 0 || !bounded {
-			x = simplify(&ir.Binary{Op: ir.Mod, X: x, Y: Lit(ext[d])}, ir.KindMemo{})
-		}
-		out[d] = x
-		stride *= ext[d]
-	}
-	return out
-}
-
 // loopChain appends perfectly nested loops over vars (outermost first)
 // to *body, the first bound by bind and collapsing all of them, and
 // returns the innermost body.
@@ -412,22 +327,52 @@ func lowerGPU(spec *ir.Spec, nest *Nest, g *GPUTiling) error {
 	}
 	st := nest.Stmt.Stmt
 	// Block and thread loops, collapsed.
-	loopsOf := func(name func(string) string) []ir.Var {
-		var out []ir.Var
-		for _, a := range p.axes {
-			if ext, ok := p.ext[name(a.v.Name)]; ok {
-				out = append(out, ir.Var{Name: name(a.v.Name), Extent: ext})
-			}
-		}
-		return out
-	}
-	body := loopChain(&nest.Body, loopsOf(blockVar), BindBlock)
+	body := loopChain(&nest.Body, p.loopsOf(blockVar), BindBlock)
 	for _, sp := range p.stages {
 		*body = append(*body, &Local{Name: sp.local, Len: sp.len, Shared: true})
 	}
-	threads := loopsOf(threadVar)
+	threads := p.loopsOf(threadVar)
 	body = loopChain(body, threads, BindThread)
 
+	acc := p.accumulator()
+	edges := p.edgeConds()
+	guard := func(n Node) Node {
+		if c := ir.AndAll(edges); c != nil {
+			return &If{Cond: c, Body: []Node{n}}
+		}
+		return n
+	}
+
+	*body = append(*body, &Local{Name: accName, Len: p.regs})
+	init := p.regLoops(body)
+	*init = append(*init, &Store{Dst: acc, Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Reduce)}})
+
+	p.lowerSteps(spec, body, st, acc, threads, guard)
+
+	out := &ir.Access{Tensor: st.Tensor}
+	for _, a := range p.axes {
+		out.Indices = append(out.Indices, p.env[a.v.Name])
+	}
+	fin := p.regLoops(body)
+	*fin = append(*fin, guard(&Store{Dst: out, Op: ir.Assign, Value: acc}))
+	return nil
+}
+
+// loopsOf lists the loops that bind built for the spatial axes' variables
+// under name (the block or the thread loops), in axis order.
+func (p *gpuPlan) loopsOf(name func(string) string) []ir.Var {
+	var out []ir.Var
+	for _, a := range p.axes {
+		if ext, ok := p.ext[name(a.v.Name)]; ok {
+			out = append(out, ir.Var{Name: name(a.v.Name), Extent: ext})
+		}
+	}
+	return out
+}
+
+// accumulator is the thread's accumulator element for the current
+// register loop variables.
+func (p *gpuPlan) accumulator() *ir.Access {
 	acc := &ir.Access{Tensor: accName}
 	if p.regs > 1 {
 		var rs []ir.Expr
@@ -440,33 +385,38 @@ func lowerGPU(spec *ir.Spec, nest *Nest, g *GPUTiling) error {
 		}
 		acc.Indices = []ir.Expr{flatten(rs, ext)}
 	}
-	regLoops := func(body *[]Node) *[]Node {
-		for _, a := range p.axes {
-			if a.r > 1 {
-				lp := &Loop{Var: regVar(a.v.Name), Extent: a.r, Unroll: int(a.r)}
-				*body = append(*body, lp)
-				body = &lp.Body
-			}
+	return acc
+}
+
+// regLoops appends the (unrolled) register loops to *body and returns the
+// innermost body.
+func (p *gpuPlan) regLoops(body *[]Node) *[]Node {
+	for _, a := range p.axes {
+		if a.r > 1 {
+			lp := &Loop{Var: regVar(a.v.Name), Extent: a.r, Unroll: int(a.r)}
+			*body = append(*body, lp)
+			body = &lp.Body
 		}
-		return body
 	}
+	return body
+}
+
+// edgeConds are the conditions that keep an edge tile's points inside the
+// spatial extents, one for each axis whose tile does not divide it.
+func (p *gpuPlan) edgeConds() []ir.Expr {
 	var edges []ir.Expr
 	for _, a := range p.axes {
 		if a.edge() {
 			edges = append(edges, &ir.Binary{Op: ir.Lt, X: p.env[a.v.Name], Y: Lit(a.v.Extent)})
 		}
 	}
-	guard := func(n Node) Node {
-		if c := ir.AndAll(edges); c != nil {
-			return &If{Cond: c, Body: []Node{n}}
-		}
-		return n
-	}
+	return edges
+}
 
-	*body = append(*body, &Local{Name: accName, Len: p.regs})
-	init := regLoops(body)
-	*init = append(*init, &Store{Dst: acc, Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Reduce)}})
-
+// lowerSteps appends to *body the step loops with their cooperative copies
+// and syncs, and in them the step-inner and register loops that accumulate
+// the statement into acc, each point under guard.
+func (p *gpuPlan) lowerSteps(spec *ir.Spec, body *[]Node, st *ir.Stmt, acc *ir.Access, threads []ir.Var, guard func(Node) Node) {
 	step := body
 	for _, s := range p.steps {
 		if v := stepVar(s.v.Name); p.ext[v] > 1 {
@@ -489,7 +439,18 @@ func lowerGPU(spec *ir.Spec, nest *Nest, g *GPUTiling) error {
 			comp = &lp.Body
 		}
 	}
-	comp = regLoops(comp)
+	comp = p.regLoops(comp)
+	rhs := p.stagedRHS(st)
+	*comp = append(*comp, guard(&Store{Dst: acc, Op: st.Reduce, Value: rhs}))
+	if len(p.stages) > 0 {
+		// The next step's (or block's) copy overwrites the buffers.
+		*step = append(*step, &Sync{})
+	}
+}
+
+// stagedRHS is st's right-hand side in loop variables, with each staged
+// read replaced by its element of the shared copy.
+func (p *gpuPlan) stagedRHS(st *ir.Stmt) ir.Expr {
 	rhs := Subst(st.RHS, p.env)
 	if len(p.stages) > 0 {
 		repl := map[string]ir.Expr{}
@@ -503,110 +464,5 @@ func lowerGPU(spec *ir.Spec, nest *Nest, g *GPUTiling) error {
 			return nil
 		})
 	}
-	*comp = append(*comp, guard(&Store{Dst: acc, Op: st.Reduce, Value: rhs}))
-	if len(p.stages) > 0 {
-		// The next step's (or block's) copy overwrites the buffers.
-		*step = append(*step, &Sync{})
-	}
-
-	out := &ir.Access{Tensor: st.Tensor}
-	for _, a := range p.axes {
-		out.Indices = append(out.Indices, p.env[a.v.Name])
-	}
-	fin := regLoops(body)
-	*fin = append(*fin, guard(&Store{Dst: out, Op: ir.Assign, Value: acc}))
-	return nil
-}
-
-// copyStage appends the cooperative copy of sp to *body: the block's
-// threads copy the box's elements e = tid, tid + T, ... (T threads), each
-// from the tensor element lo + the box coordinates of e, or 0 where that
-// may lie outside the tensor.
-func (p *gpuPlan) copyStage(spec *ir.Spec, body *[]Node, sp stagePlan, threads []ir.Var) {
-	ts := make([]ir.Expr, len(threads))
-	ext := make([]int64, len(threads))
-	for i, v := range threads {
-		ts[i], ext[i] = Var(v.Name), v.Extent
-	}
-	tid := flatten(ts, ext)
-	around := map[string]int64{} // the loops around the copy
-	for v, n := range p.ext {
-		if !p.perThread[v] {
-			around[v] = n
-		}
-	}
-	t := spec.Tensor(sp.src.Tensor)
-	vec, rounds := sp.vec, sp.rounds
-	e := tid // the vector this thread copies
-	if rounds > 1 {
-		c := strings.TrimPrefix(sp.local, LocalPrefix) + ".c"
-		lp := &Loop{Var: c, Extent: rounds}
-		*body = append(*body, lp)
-		body = &lp.Body
-		e = Add(Mul(Var(c), Lit(p.threads)), tid)
-		around[c] = rounds
-	}
-	nv := sp.n / vec
-	guarded := rounds*p.threads > nv
-	ve := e
-	if guarded && vec > 1 {
-		// Only vectors ve < nv are copied (the guard below); ve % nv keeps
-		// the index within the array where the guard does not count.
-		e = &ir.Binary{Op: ir.Mod, X: e, Y: Lit(nv)}
-	}
-	e = Mul(e, Lit(vec))
-	src := &ir.Access{Tensor: sp.src.Tensor}
-	var inside []ir.Expr
-	for d, coord := range unflatten(e, sp.box, !guarded || vec > 1) {
-		x := Add(sp.lo[d], coord)
-		src.Indices = append(src.Indices, x)
-		lo, hi, ok := IndexRange(x, around)
-		if !ok || lo < 0 {
-			inside = append(inside, &ir.Binary{Op: ir.Ge, X: x, Y: Lit(0)})
-		}
-		if !ok || hi >= t.Shape[d] {
-			inside = append(inside, &ir.Binary{Op: ir.Lt, X: x, Y: Lit(t.Shape[d])})
-		}
-	}
-	var val ir.Expr = src
-	if c := ir.AndAll(inside); c != nil {
-		val = &ir.Where{Cond: c, Then: src, Else: &ir.FloatLit{Value: 0}}
-	}
-	var n Node = &Store{Dst: &ir.Access{Tensor: sp.local, Indices: []ir.Expr{e}}, Op: ir.Assign, Value: val, Vec: int(vec)}
-	if guarded {
-		n = &If{Cond: &ir.Binary{Op: ir.Lt, X: ve, Y: Lit(nv)}, Body: []Node{n}}
-	}
-	*body = append(*body, n)
-}
-
-// vecWidth is the elements each thread of a cooperative copy moves at
-// once: a vector (4 float32, 2 float64, or 4 float16/bfloat16, which
-// widen to the 16 bytes of 4 float32 in shared memory) when the box's rows are
-// whole vectors of the tensor's innermost dimension at vector-aligned
-// offsets, for every value of the variables in around (the block and
-// step loops that the box's origin depends on); 1 otherwise.
-// Every vector then lies wholly inside or wholly outside the tensor,
-// since its bounds on the innermost dimension are vector multiples too.
-func vecWidth(spec *ir.Spec, sp stagePlan, t *ir.TensorDecl, around map[string]int64) int64 {
-	v := map[ir.DType]int64{ir.Float32: 4, ir.Float64: 2, ir.Float16: 4, ir.BFloat16: 4}[spec.DType]
-	last := len(sp.box) - 1
-	if v == 0 || last < 0 || sp.box[last]%v != 0 || t.Shape[last]%v != 0 {
-		return 1
-	}
-	lo := sp.lo[last]
-	if _, _, ok := IndexRange(lo, around); !ok {
-		return 1
-	}
-	zero := map[string]ir.Expr{}
-	for x := range around {
-		c, ok := coefficient(lo, x)
-		if !ok || c%v != 0 {
-			return 1
-		}
-		zero[x] = Lit(0)
-	}
-	if k, _, ok := IndexRange(Subst(lo, zero), nil); !ok || k%v != 0 {
-		return 1
-	}
-	return v
+	return rhs
 }

@@ -347,17 +347,7 @@ func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
 // ord) to nest.Body; a lane remainder is left to peelRemainder.
 func buildTiled(spec *ir.Spec, nest *Nest, t *Tiling, ord []tileLoop) error {
 	st := nest.Stmt
-	var err error
-	env := tileEnv(st, ord)
-	unroll := map[string]int{}
-	for _, u := range t.Unroll {
-		unroll[u.Loop] = u.Factor
-	}
-	tl := &tiler{st: st, env: env, unroll: unroll, vector: t.Vector, last: ord[len(ord)-1].name}
-	if tl.packs, err = planPacks(st, t, ord, env); err != nil {
-		return err
-	}
-	relayouts, err := planRelayouts(spec, st, t, sharedPackElems(tl.packs))
+	tl, relayouts, err := newTiler(spec, st, t, ord)
 	if err != nil {
 		return err
 	}
@@ -375,16 +365,56 @@ func buildTiled(spec *ir.Spec, nest *Nest, t *Tiling, ord []tileLoop) error {
 		relayouts[i].emit(body)
 	}
 	if red && (partial || accAt == len(ord)) {
-		fill := &lowerer{st: identityStmt(st), env: map[string]ir.Expr{}}
-		b := &Block{Comment: "identity fill"}
-		fs := defaultSchedule(spec, fill.st)
-		fill.build(&b.Body, fs)
-		if fs.ParallelDepth > 0 {
-			fill.chain[0].Parallel, fill.chain[0].Collapse = true, fs.ParallelDepth
-		}
-		*body = append(*body, b)
+		emitIdentityFill(spec, st, body)
 		partial = true
 	}
+	cur := tiledOuterLoops(tl, body, t, ord, accAt)
+	rhs := useRelayouts(usePacks(Subst(st.Stmt.RHS, tl.env), tl.packs), relayouts)
+	if !red || accAt == len(ord) {
+		*cur = append(*cur, &Store{Dst: tl.out(), Op: st.Stmt.Reduce, Value: rhs})
+		return nil
+	}
+	tiledAccumulate(tl, st, cur, t, ord, accAt, partial, rhs)
+	return nil
+}
+
+// newTiler sets up the tiled lowering of st under t (resolved to ord):
+// the axis expressions, the unroll factors, the packs and the relayouts.
+func newTiler(spec *ir.Spec, st *ir.BoundStmt, t *Tiling, ord []tileLoop) (*tiler, []relayoutPlan, error) {
+	var err error
+	env := tileEnv(st, ord)
+	unroll := map[string]int{}
+	for _, u := range t.Unroll {
+		unroll[u.Loop] = u.Factor
+	}
+	tl := &tiler{st: st, env: env, unroll: unroll, vector: t.Vector, last: ord[len(ord)-1].name}
+	if tl.packs, err = planPacks(st, t, ord, env); err != nil {
+		return nil, nil, err
+	}
+	relayouts, err := planRelayouts(spec, st, t, sharedPackElems(tl.packs))
+	if err != nil {
+		return nil, nil, err
+	}
+	return tl, relayouts, nil
+}
+
+// emitIdentityFill appends to *body the nest that fills st's output with
+// the identity of its reduction, before partial results combine into it.
+func emitIdentityFill(spec *ir.Spec, st *ir.BoundStmt, body *[]Node) {
+	fill := &lowerer{st: identityStmt(st), env: map[string]ir.Expr{}}
+	b := &Block{Comment: "identity fill"}
+	fs := defaultSchedule(spec, fill.st)
+	fill.build(&b.Body, fs)
+	if fs.ParallelDepth > 0 {
+		fill.chain[0].Parallel, fill.chain[0].Collapse = true, fs.ParallelDepth
+	}
+	*body = append(*body, b)
+}
+
+// tiledOuterLoops appends the tile loops before the accumulator, ord[:accAt],
+// with their packs, collapses the parallel ones into one, and returns the
+// innermost body.
+func tiledOuterLoops(tl *tiler, body *[]Node, t *Tiling, ord []tileLoop, accAt int) *[]Node {
 	cur := body
 	var par []*Loop
 	for i, l := range ord[:accAt] {
@@ -408,11 +438,15 @@ func buildTiled(spec *ir.Spec, nest *Nest, t *Tiling, ord []tileLoop) error {
 		par[0].Vector = vec
 		par[0].Parallel, par[0].Collapse = true, len(par)
 	}
-	rhs := useRelayouts(usePacks(Subst(st.Stmt.RHS, env), tl.packs), relayouts)
-	if !red || accAt == len(ord) {
-		*cur = append(*cur, &Store{Dst: tl.out(), Op: st.Stmt.Reduce, Value: rhs})
-		return nil
-	}
+	return cur
+}
+
+// tiledAccumulate appends to *cur the local accumulator of a reduction and
+// the loops at and after accAt: the accumulator's identity fill, the
+// reduction into it, and the store (or combination, when partial) of the
+// result into the output, the lanes combined first for a reduction lane
+// loop.
+func tiledAccumulate(tl *tiler, st *ir.BoundStmt, cur *[]Node, t *Tiling, ord []tileLoop, accAt int, partial bool, rhs ir.Expr) {
 	inner := ord[accAt:]
 	var sp []tileLoop
 	for _, l := range inner {
@@ -461,7 +495,6 @@ func buildTiled(spec *ir.Spec, nest *Nest, t *Tiling, ord []tileLoop) error {
 		result = combineLanes(c, st.Stmt.Reduce, lane.axis+".h", lanes, func(h ir.Expr) ir.Expr { return acc(h) })
 	}
 	*c = append(*c, &Store{Dst: tl.out(), Op: op, Value: result})
-	return nil
 }
 
 // rowMajor is the offset of element idx in a row-major buffer of extents

@@ -50,6 +50,26 @@ func inferExtents(op *ir.Op, s *ir.Stmt, shapes map[string][]int64, sizes map[st
 	refs := accesses(s.RHS)
 
 	// Direct constraints: a plain variable indexing a dimension.
+	if err := directExtents(op, refs, shapes, sizes, ext); err != nil {
+		return nil, err
+	}
+
+	// Derived constraints, to a fixed point: an index expression with one
+	// variable of unknown extent bounds it.
+	if err := derivedExtents(op, refs, shapes, ext); err != nil {
+		return nil, err
+	}
+
+	if err := unknownExtents(op, s, refs, ext); err != nil {
+		return nil, err
+	}
+	return ext, nil
+}
+
+// directExtents records in ext the extent of each variable that indexes a
+// dimension plainly (unguarded), checking it against sizes and against
+// the other dimensions it indexes.
+func directExtents(op *ir.Op, refs []accessRef, shapes map[string][]int64, sizes map[string]int64, ext map[string]int64) error {
 	directs := map[string]direct{}
 	for _, a := range refs {
 		for d, x := range a.acc.Indices {
@@ -61,14 +81,14 @@ func inferExtents(op *ir.Op, s *ir.Stmt, shapes map[string][]int64, sizes map[st
 			if n, ok := sizes[v.Name]; ok {
 				// An explicit size may read a prefix of a dimension, never past it.
 				if n > here.size {
-					return nil, op.Errorf(x.At(), "inconsistent ranges for index %s: sizes gives %d but %s dim %d has only %d",
+					return op.Errorf(x.At(), "inconsistent ranges for index %s: sizes gives %d but %s dim %d has only %d",
 						v.Name, n, here.tensor, here.dim, here.size)
 				}
 				continue
 			}
 			if first, ok := directs[v.Name]; ok {
 				if first.size != here.size {
-					return nil, op.Errorf(x.At(), "inconsistent ranges for index %s: %s dim %d gives %d but %s dim %d gives %d "+
+					return op.Errorf(x.At(), "inconsistent ranges for index %s: %s dim %d gives %d but %s dim %d gives %d "+
 						"(to read only the first %d, pass sizes={'%s': %d})",
 						v.Name, first.tensor, first.dim, first.size, here.tensor, here.dim, here.size,
 						min(first.size, here.size), v.Name, min(first.size, here.size))
@@ -79,9 +99,13 @@ func inferExtents(op *ir.Op, s *ir.Stmt, shapes map[string][]int64, sizes map[st
 			ext[v.Name] = here.size
 		}
 	}
+	return nil
+}
 
-	// Derived constraints, to a fixed point: an index expression with one
-	// variable of unknown extent bounds it.
+// derivedExtents bounds, to a fixed point, each variable of unknown extent
+// that is the only one in an unguarded composite index expression, and
+// records the smallest such bound in ext.
+func derivedExtents(op *ir.Op, refs []accessRef, shapes map[string][]int64, ext map[string]int64) error {
 	for {
 		derived := map[string]int64{}
 		for _, a := range refs {
@@ -101,7 +125,7 @@ func inferExtents(op *ir.Op, s *ir.Stmt, shapes map[string][]int64, sizes map[st
 				u, size := unknown[0], shapes[a.acc.Tensor][d]
 				n, err := largestExtent(x, u, ext, size)
 				if err != nil {
-					return nil, op.Errorf(a.acc.Pos, "access %s can never be in bounds: dimension %d index %s %v, but %s has size %d there",
+					return op.Errorf(a.acc.Pos, "access %s can never be in bounds: dimension %d index %s %v, but %s has size %d there",
 						ir.ExprString(a.acc), d, ir.ExprString(x), err, a.acc.Tensor, size)
 				}
 				if n == 0 {
@@ -119,7 +143,12 @@ func inferExtents(op *ir.Op, s *ir.Stmt, shapes map[string][]int64, sizes map[st
 			ext[u] = n
 		}
 	}
+	return nil
+}
 
+// unknownExtents reports the first variable of s whose extent is still
+// unknown, and why; nil when every extent is known.
+func unknownExtents(op *ir.Op, s *ir.Stmt, refs []accessRef, ext map[string]int64) error {
 	var unknown []string
 	for _, v := range stmtVars(s) {
 		if _, ok := ext[v]; !ok {
@@ -140,10 +169,10 @@ func inferExtents(op *ir.Op, s *ir.Stmt, shapes map[string][]int64, sizes map[st
 		default:
 			also = fmt.Sprintf(" (%s are unknown too)", strings.Join(rest, ", "))
 		}
-		return nil, op.Errorf(firstUse(s, v), "cannot infer the range of index %s (%s); pass its size explicitly, e.g. sizes={'%s': ...}%s",
+		return op.Errorf(firstUse(s, v), "cannot infer the range of index %s (%s); pass its size explicitly, e.g. sizes={'%s': ...}%s",
 			v, why, v, also)
 	}
-	return ext, nil
+	return nil
 }
 
 // largestExtent returns the largest n >= 1 such that x stays within
