@@ -9,6 +9,7 @@
 #
 #   bash scripts/fuzz-long.sh              # 20 x 1000 programs + 1000 in Go
 #   CHUNKS=2 PER_CHUNK=100 GO_PROGRAMS=20 bash scripts/fuzz-long.sh
+#   SEED_OFFSET=10 CHUNKS=10 ...    # chunks with seeds 11-20 (two runs side by side)
 #
 # Runs against the installed wheel (scripts/build-wheel.sh), like pytest in
 # scripts/test.sh.
@@ -20,12 +21,14 @@ CHUNKS=${CHUNKS:-20}
 PER_CHUNK=${PER_CHUNK:-1000}
 GO_PROGRAMS=${GO_PROGRAMS:-1000}
 CHUNK_LIMIT=${CHUNK_LIMIT:-3600}
+SEED_OFFSET=${SEED_OFFSET:-0} # chunk k uses Hypothesis seed k + SEED_OFFSET
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 start=$(date +%s)
 passed=0
 failed=0
-for k in $(seq 1 "$CHUNKS"); do
+for c in $(seq 1 "$CHUNKS"); do
+  k=$((c + SEED_OFFSET))
   log="$OUT/chunk-$k.log"
   t0=$(date +%s)
   (cd tests/python && NEOFLOW_FUZZ_EXAMPLES=$PER_CHUNK timeout "$CHUNK_LIMIT" "$PY" -m pytest -q -p no:cacheprovider \

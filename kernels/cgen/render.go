@@ -314,8 +314,14 @@ func (r *renderer) local(l *loops.Local, depth int) error {
 	}
 	if l.Len == 1 {
 		r.line(depth, "%s %s;", r.ctype, name)
-	} else {
+	} else if r.cuda {
 		r.line(depth, "%s %s[%d];", r.ctype, name, l.Len)
+	} else {
+		// GCC 12.2 vectorizes an omp simd loop over a short local array with
+		// 16-byte aligned stores (vmovdqa) it has not aligned the array for
+		// (a 3-element double accumulator crashed the process): the array is
+		// aligned for any vector width explicitly.
+		r.line(depth, "%s %s[%d] __attribute__((aligned(64)));", r.ctype, name, l.Len)
 	}
 	return nil
 }

@@ -122,7 +122,7 @@ func TestPatterns(t *testing.T) {
 		"const float *restrict t_A = (const float *)bufs[0];",
 		"float *restrict t_C = (float *)bufs[2];",
 		"#pragma omp parallel for num_threads(nf_nt)",
-		"float r_acc[16];",
+		"float r_acc[16] __attribute__((aligned(64)));",
 		"#pragma omp simd\n\t\t\t\t\tfor (int64_t vl_j = 0; vl_j < 16; vl_j++) {\n\t\t\t\t\t\tr_acc[vl_j] += t_A[v_i * 32 + v_k] * t_B[v_k * 48 + vo_j * 16 + vl_j];",
 		"t_C[v_i * 48 + vo_j * 16 + vl_j] = r_acc[vl_j];",
 		"//   C[i, j] += A[i, k] * B[k, j]",
@@ -131,7 +131,7 @@ func TestPatterns(t *testing.T) {
 			t.Errorf("matmul source lacks %q:\n%s", want, mm)
 		}
 	}
-	if d := source(t, "matmul_aligned", ir.Float64); !strings.Contains(d, "double r_acc[8];") {
+	if d := source(t, "matmul_aligned", ir.Float64); !strings.Contains(d, "double r_acc[8] __attribute__((aligned(64)));") {
 		t.Errorf("float64 matmul lacks an 8-lane double accumulator:\n%s", d)
 	}
 	conv := source(t, "conv_stride2", ir.Float32)
@@ -173,7 +173,7 @@ func TestPatterns(t *testing.T) {
 	}
 	sum := source(t, "sum_all", ir.Float64)
 	for _, want := range []string{
-		"double r_acc[8];",
+		"double r_acc[8] __attribute__((aligned(64)));",
 		"r_acc[vl_j] += t_X[v_i * 29 + vo_j * 8 + vl_j];",
 		"// remainder: j in [24, 29)",
 		"double r_red;\n\t\tr_red = 0.0;\n\t\tfor (int64_t vh_j = 0; vh_j < 8; vh_j++) {\n\t\t\tr_red += r_acc[vh_j];",

@@ -97,6 +97,23 @@ def test_reversed_sum_is_not_miscompiled():
     torch.testing.assert_close(t1, x.sum() + 3 * w.sum())
 
 
+def test_short_local_array_does_not_crash():
+    # GCC 12.2 stored to a 3-element local accumulator with aligned vector
+    # stores without aligning it: the process crashed (SIGSEGV) at this call.
+    src = (
+        "T0[i, j] += X[0, (j + 1) % N] + V[i] + W[j]\nT1[j, i] += T0[(i + 1) % M, where(j > 0, j - 1, 0)] + V[i] + W[j]"
+    )
+    op = neoflow.op(src, inputs=["X", "W", "V"], M=3, N=5)
+    x, w, v = (
+        torch.rand(3, 5, dtype=torch.float64),
+        torch.rand(5, dtype=torch.float64),
+        torch.rand(3, dtype=torch.float64),
+    )
+    t0 = x[0, (torch.arange(5) + 1) % 5].view(1, 5) + v.view(3, 1) + w.view(1, 5)
+    want = t0[(torch.arange(3) + 1) % 3][:, (torch.arange(5) - 1).clamp(min=0)] + v.view(3, 1) + w.view(1, 5)
+    torch.testing.assert_close(op(x, w, v), want.t())
+
+
 # -- malformed input -----------------------------------------------------------
 
 

@@ -31,7 +31,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		for (int64_t v_n = 0; v_n < 2; v_n++) {
 			for (int64_t v_k = 0; v_k < 4; v_k++) {
 				for (int64_t v_p = 0; v_p < 8; v_p++) {
-					float r_acc[10];
+					float r_acc[10] __attribute__((aligned(64)));
 					#pragma omp simd
 					for (int64_t vl_q = 0; vl_q < 10; vl_q++) {
 						r_acc[vl_q] = 0.0f;

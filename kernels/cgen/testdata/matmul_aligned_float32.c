@@ -30,7 +30,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		#pragma omp parallel for num_threads(nf_nt) schedule(static)
 		for (int64_t v_i = 0; v_i < 64; v_i++) {
 			for (int64_t vo_j = 0; vo_j < 3; vo_j++) {
-				float r_acc[16];
+				float r_acc[16] __attribute__((aligned(64)));
 				#pragma omp simd
 				for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
 					r_acc[vl_j] = 0.0f;

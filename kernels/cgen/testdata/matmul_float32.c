@@ -30,7 +30,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		#pragma omp parallel for num_threads(nf_nt) schedule(static)
 		for (int64_t v_i = 0; v_i < 33; v_i++) {
 			for (int64_t vo_j = 0; vo_j < 2; vo_j++) {
-				float r_acc[16];
+				float r_acc[16] __attribute__((aligned(64)));
 				#pragma omp simd
 				for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
 					r_acc[vl_j] = 0.0f;
@@ -47,7 +47,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 				}
 			}
 			{ // remainder: j in [32, 37)
-				float r_acc[5];
+				float r_acc[5] __attribute__((aligned(64)));
 				#pragma omp simd
 				for (int64_t vl_j = 0; vl_j < 5; vl_j++) {
 					r_acc[vl_j] = 0.0f;

@@ -32,7 +32,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		for (int64_t v_n = 0; v_n < 2; v_n++) {
 			for (int64_t v_c = 0; v_c < 3; v_c++) {
 				for (int64_t v_p = 0; v_p < 5; v_p++) {
-					double r_acc[6];
+					double r_acc[6] __attribute__((aligned(64)));
 					#pragma omp simd
 					for (int64_t vl_q = 0; vl_q < 6; vl_q++) {
 						r_acc[vl_q] = -INFINITY;

@@ -38,7 +38,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		#pragma omp parallel for num_threads(nf_nt) collapse(2) schedule(static)
 		for (int64_t v_n = 0; v_n < 2; v_n++) {
 			for (int64_t v_c = 0; v_c < 3; v_c++) {
-				float r_acc[16];
+				float r_acc[16] __attribute__((aligned(64)));
 				#pragma omp simd
 				for (int64_t vl_x = 0; vl_x < 16; vl_x++) {
 					r_acc[vl_x] = 0.0f;

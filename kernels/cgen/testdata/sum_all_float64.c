@@ -26,7 +26,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 	(void)nthreads;
 	// S[] += X[i, j]
 	{
-		double r_acc[8];
+		double r_acc[8] __attribute__((aligned(64)));
 		#pragma omp simd
 		for (int64_t vl_j = 0; vl_j < 8; vl_j++) {
 			r_acc[vl_j] = 0.0;
