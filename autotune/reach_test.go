@@ -7,6 +7,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
@@ -56,7 +57,7 @@ func TestRandomSchedulesStayInBuffers(t *testing.T) {
 				}
 			}
 			scheds := sp.Decode(g)
-			fn, err := loops.LowerWith(spec, func(_ *ir.Spec, i int) loops.Schedule { return scheds[i] })
+			fn, err := pipeline.Lower(spec, func(_ *ir.Spec, i int) loops.Schedule { return scheds[i] })
 			if err != nil {
 				t.Fatalf("%s: %v", spec.Op.Name, err)
 			}

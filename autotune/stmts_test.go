@@ -10,6 +10,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
@@ -104,7 +105,7 @@ func TestComposeSegments(t *testing.T) {
 					t.Errorf("%s statement %d: composed %v, from its genome %v", name, i, got[i], want)
 				}
 			}
-			if _, err := loops.LowerWith(spec, func(_ *ir.Spec, i int) loops.Schedule { return got[i] }); err != nil {
+			if _, err := pipeline.Lower(spec, func(_ *ir.Spec, i int) loops.Schedule { return got[i] }); err != nil {
 				t.Errorf("%s: composed genome %v: %v", name, g, err)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/kernels/cache"
 	"github.com/neoflow/neoflow/kernels/cc"
 	"github.com/neoflow/neoflow/kernels/cgen"
@@ -39,6 +40,9 @@ type Options struct {
 	// is given without any (the tuning database's best); it returns nil
 	// for the default schedule.
 	Schedules func(spec *ir.Spec) []loops.Schedule
+	// Dump, when set, receives the IR after the pipeline's passes of every
+	// kernel built (NEOFLOW_DUMP).
+	Dump *pipeline.Dumper
 }
 
 // Builder builds kernels with one cache. It is safe for concurrent use;
@@ -48,6 +52,7 @@ type Builder struct {
 	schedules func(spec *ir.Spec) []loops.Schedule
 	logf      func(format string, args ...any)
 	nvrtc     *nvrtcOnce
+	dump      *pipeline.Dumper
 }
 
 // NewBuilder opens the cache directory and resolves the compiler.
@@ -64,7 +69,7 @@ func NewBuilder(opts Options) (*Builder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Builder{cache: c, schedules: opts.Schedules, logf: opts.Logf, nvrtc: &nvrtcOnce{dirs: opts.NVRTCDirs}}, nil
+	return &Builder{cache: c, schedules: opts.Schedules, logf: opts.Logf, nvrtc: &nvrtcOnce{dirs: opts.NVRTCDirs}, dump: opts.Dump}, nil
 }
 
 // Stats are the cache outcomes of this Builder's builds.
@@ -129,7 +134,7 @@ func (b *Builder) BuildProfiled(ctx context.Context, spec *ir.Spec, scheds []loo
 }
 
 func (b *Builder) build(ctx context.Context, spec *ir.Spec, scheds []loops.Schedule, profile bool) (*Kernel, error) {
-	fn, canonical, err := lower(spec, scheds, profile)
+	fn, canonical, err := lower(spec, scheds, profile, b.dump)
 	if err != nil {
 		return nil, err
 	}
@@ -157,22 +162,22 @@ func (b *Builder) build(ctx context.Context, spec *ir.Spec, scheds []loops.Sched
 // Source is the C source of spec's kernel, with the function named
 // PlaceholderSymbol, without compiling anything.
 func Source(spec *ir.Spec) (string, error) {
-	_, src, err := lower(spec, nil, false)
+	_, src, err := lower(spec, nil, false, nil)
 	return src, err
 }
 
 // ScheduledSource is Source with one schedule per statement (nil: the
 // default ones).
 func ScheduledSource(spec *ir.Spec, scheds []loops.Schedule) (string, error) {
-	_, src, err := lower(spec, scheds, false)
+	_, src, err := lower(spec, scheds, false, nil)
 	return src, err
 }
 
 // lower lowers spec with scheds and renders the canonical source, the
 // function named PlaceholderSymbol, profiled or not: the text the cache
 // key is computed over.
-func lower(spec *ir.Spec, scheds []loops.Schedule, profile bool) (*loops.Func, string, error) {
-	fn, err := lowerFunc(spec, scheds, loops.DefaultSchedule)
+func lower(spec *ir.Spec, scheds []loops.Schedule, profile bool, dump *pipeline.Dumper) (*loops.Func, string, error) {
+	fn, err := lowerFunc(spec, scheds, pipeline.CPU, dump)
 	if err != nil {
 		return nil, "", err
 	}
@@ -183,24 +188,22 @@ func lower(spec *ir.Spec, scheds []loops.Schedule, profile bool) (*loops.Func, s
 	return fn, src, nil
 }
 
-// lowerFunc lowers spec with one schedule per statement, or with dflt's
-// when scheds is nil.
-func lowerFunc(spec *ir.Spec, scheds []loops.Schedule, dflt func(*ir.Spec, int) loops.Schedule) (*loops.Func, error) {
+// lowerFunc runs the pipeline's build passes on spec (core/pipeline) for
+// target, with one schedule per statement, or the target's defaults when
+// scheds is nil; dump, when set, receives the IR between the passes.
+func lowerFunc(spec *ir.Spec, scheds []loops.Schedule, target pipeline.Target, dump *pipeline.Dumper) (*loops.Func, error) {
 	if spec == nil || spec.Op == nil {
 		return nil, errors.New("kernels: nil spec")
 	}
 	if scheds != nil && len(scheds) != len(spec.Stmts) {
 		return nil, errors.Errorf("kernel %s: %d schedules for %d statements", opName(spec), len(scheds), len(spec.Stmts))
 	}
-	sched := dflt
-	if scheds != nil {
-		sched = func(_ *ir.Spec, i int) loops.Schedule { return scheds[i] }
-	}
-	fn, err := loops.LowerWith(spec, sched)
-	if err != nil {
+	u := pipeline.FromSpec(spec)
+	u.Target, u.Sched, u.Dump = target, pipeline.Given(scheds), dump
+	if err := pipeline.Run(u, pipeline.Build); err != nil {
 		return nil, errors.Wrapf(err, "kernel %s", opName(spec))
 	}
-	return fn, nil
+	return u.Func, nil
 }
 
 func render(fn *loops.Func, symbol string, profile bool) (string, error) {

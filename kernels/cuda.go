@@ -10,6 +10,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/kernels/cache"
 	"github.com/neoflow/neoflow/kernels/cgen"
 	"github.com/neoflow/neoflow/kernels/nvrtc"
@@ -89,7 +90,7 @@ func (b *Builder) BuildCUDA(ctx context.Context, spec *ir.Spec, scheds []loops.S
 	if err != nil {
 		return nil, err
 	}
-	fn, err := lowerFunc(spec, scheds, loops.GPUSchedule)
+	fn, err := lowerFunc(spec, scheds, pipeline.GPU, b.dump)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func (b *Builder) BuildCUDATuned(ctx context.Context, spec *ir.Spec, tuned []loo
 // defaults, loops.GPUSchedule) and renders it as a CUDA module whose
 // functions are named after symbol.
 func CUDASource(spec *ir.Spec, scheds []loops.Schedule, symbol string) (*cgen.CUDAModule, error) {
-	fn, err := lowerFunc(spec, scheds, loops.GPUSchedule)
+	fn, err := lowerFunc(spec, scheds, pipeline.GPU, nil)
 	if err != nil {
 		return nil, err
 	}

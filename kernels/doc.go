@@ -1,5 +1,6 @@
 // Package kernels turns a specialized op (ir.Spec) into a callable native
-// kernel: loops.Lower (default schedule) -> cgen.Render -> the on-disk
+// kernel: the build passes of core/pipeline (schedule, lower, hoist-guards,
+// version-lanes, check-bounds) -> cgen.Render -> the on-disk
 // cache (compiling with the system C compiler on a miss) -> dlopen.
 //
 // A kernel has the ABI

@@ -14,6 +14,7 @@ import (
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/testops"
 	"github.com/neoflow/neoflow/kernels/cc"
@@ -81,7 +82,7 @@ func TestScatterLookalikes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fn, err := loops.Lower(spec)
+		fn, err := pipeline.Lower(spec, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +144,7 @@ func noteOf(explain string, st *ir.Stmt) string {
 
 func requireScatter(t *testing.T, spec *ir.Spec, i int) {
 	t.Helper()
-	fn, err := loops.Lower(spec)
+	fn, err := pipeline.Lower(spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func runPadded(t *testing.T, spec *ir.Spec, inputs [][]float64) {
 // buildWith compiles spec lowered with sched, outside the cache.
 func buildWith(t *testing.T, spec *ir.Spec, sched func(*ir.Spec, int) loops.Schedule, symbol string) *cc.Kernel {
 	t.Helper()
-	fn, err := loops.LowerWith(spec, sched)
+	fn, err := pipeline.Lower(spec, sched)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/kernels/cc"
 )
 
@@ -22,6 +23,9 @@ type Config struct {
 	NVRTCDirs []string
 	// IdleKernels is how many kernels no op holds stay loaded.
 	IdleKernels int
+	// Dump prints the IR after the pipeline's passes it selects
+	// (NEOFLOW_DUMP, NEOFLOW_DUMP_DIR); nil dumps nothing.
+	Dump *pipeline.Dumper
 }
 
 // defaultConfig is used until the first Init.
@@ -76,6 +80,9 @@ func configFrom(req *api.InitRequest) (Config, error) {
 		cfg.IdleKernels = 0
 	case n > 0:
 		cfg.IdleKernels = int(n)
+	}
+	if cfg.Dump, err = pipeline.NewDumper(req.GetDump(), req.GetDumpDir(), os.Stderr); err != nil {
+		return Config{}, err
 	}
 	return cfg, nil
 }

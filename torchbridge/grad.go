@@ -5,14 +5,15 @@ import (
 
 	"github.com/neoflow/neoflow/api"
 	"github.com/neoflow/neoflow/core/autodiff"
-	"github.com/neoflow/neoflow/core/sema"
+	"github.com/neoflow/neoflow/core/pipeline"
 )
 
 // Grad derives the gradient op of an op specialized for the request's
-// inputs and registers it as a new op, so that it is specialized, built and
-// differentiated again (double backward) like any other. With req.Save the
-// gradient op reads the forward temporaries and outputs it needs as
-// inputs (autodiff.GradSaving) instead of recomputing them.
+// inputs (the pipeline's specialize and autodiff passes) and registers it
+// as a new op, so that it is specialized, built and differentiated again
+// (double backward) like any other. With req.Save the gradient op reads
+// the forward temporaries and outputs it needs as inputs
+// (autodiff.GradSaving) instead of recomputing them.
 func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 	op, dtype, shapes, err := r.opInputs(req.GetOpId(), req.GetInputs())
 	if err != nil {
@@ -21,21 +22,11 @@ func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 	if len(req.GetWrt()) != len(op.Inputs) {
 		return nil, errors.Errorf("gradient request names %d inputs, op %s has %d", len(req.GetWrt()), opName(op), len(op.Inputs))
 	}
-	spec, err := sema.Specialize(op, dtype, shapes, req.GetSizes())
-	if err != nil {
+	u := &pipeline.Unit{Op: op, DType: dtype, Shapes: shapes, Sizes: req.GetSizes(), Wrt: req.GetWrt(), Save: req.GetSave(), Dump: r.config().Dump}
+	if err := pipeline.Run(u, pipeline.Derive); err != nil {
 		return nil, err
 	}
-	derive := autodiff.Grad
-	if req.GetSave() {
-		derive = autodiff.GradSaving
-	}
-	g, err := derive(spec, req.GetWrt())
-	if err != nil {
-		return nil, errors.Wrapf(err, "differentiating op %s", opName(op))
-	}
-	if g.Op.Name == "" {
-		g.Op.Name = "grad_" + opName(op)
-	}
+	g := u.Grad
 	def, err := r.register(g.Op)
 	if err != nil {
 		return nil, errors.Wrapf(err, "the gradient of op %s does not check (a neoflow bug)", opName(op))

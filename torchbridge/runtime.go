@@ -106,6 +106,7 @@ func (r *Runtime) kernelBuilder() (*kernels.Builder, error) {
 			Version:   Version,
 			Logf:      r.warnf,
 			NVRTCDirs: r.cfg.NVRTCDirs,
+			Dump:      r.cfg.Dump,
 		}
 		if r.cfg.Tune != TuneOff {
 			opts.Schedules = r.tunedSchedules

@@ -9,7 +9,7 @@ import (
 
 	"github.com/neoflow/neoflow/api"
 	"github.com/neoflow/neoflow/core/ir"
-	"github.com/neoflow/neoflow/core/sema"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/kernels"
 	"github.com/neoflow/neoflow/kernels/cache"
 )
@@ -33,7 +33,7 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 		}
 		r.mu.Unlock()
 	}
-	spec, err := sema.Specialize(op, dtype, shapes, req.GetSizes())
+	spec, err := r.specialize(op, dtype, shapes, req.GetSizes())
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +65,16 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	resp.KernelId = r.registerKernel(k.Key(), &launchable{fn: k.Addr(), nbufs: k.NumBufs(), close: func() { _ = k.Close() }})
 	r.remember(req, key, resp)
 	return resp, nil
+}
+
+// specialize runs the pipeline's specialize pass (core/pipeline) on op
+// for the inputs' dtype and shapes.
+func (r *Runtime) specialize(op *ir.Op, dtype ir.DType, shapes [][]int64, sizes map[string]int64) (*ir.Spec, error) {
+	u := &pipeline.Unit{Op: op, DType: dtype, Shapes: shapes, Sizes: sizes, Dump: r.config().Dump}
+	if err := pipeline.Run(u, "specialize"); err != nil {
+		return nil, err
+	}
+	return u.Spec, nil
 }
 
 // remember keeps a specialization's response for the next request.

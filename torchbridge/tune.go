@@ -13,7 +13,6 @@ import (
 	"github.com/neoflow/neoflow/autotune/tunedb"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
-	"github.com/neoflow/neoflow/core/sema"
 )
 
 // Tune modes (NEOFLOW_TUNE): what happens on first use of a new shape.
@@ -127,7 +126,7 @@ func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, err := sema.Specialize(op, dtype, shapes, req.GetSizes())
+	spec, err := r.specialize(op, dtype, shapes, req.GetSizes())
 	if err != nil {
 		return nil, err
 	}

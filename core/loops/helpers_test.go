@@ -44,3 +44,29 @@ func matmulSpec(dt ir.DType, m, n, k int64) *ir.Spec {
 		stmt("C", ir.Sum, bin(ir.Mul, at("A", ix("i"), ix("k")), at("B", ix("k"), ix("j"))),
 			[]ir.Var{v("i", m), v("j", n)}, v("k", k)))
 }
+
+// Lower, LowerWith and LowerStmt give this package's tests the nests as the
+// renderers take them: the loop-level passes of core/pipeline's table
+// (lower, hoist-guards, version-lanes, check-bounds) in its order, which
+// these tests cannot import (the pipeline imports loops).
+func Lower(spec *ir.Spec) (*Func, error) { return LowerWith(spec, DefaultSchedule) }
+
+func LowerWith(spec *ir.Spec, sched func(*ir.Spec, int) Schedule) (*Func, error) {
+	fn, err := LowerNests(spec, sched)
+	if err != nil {
+		return nil, err
+	}
+	return CheckFunc(VersionFunc(HoistFunc(fn)))
+}
+
+func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
+	n, err := LowerNest(spec, i, s)
+	if err != nil {
+		return nil, err
+	}
+	fn, err := CheckFunc(VersionFunc(HoistFunc(&Func{Spec: spec, Nests: []*Nest{n}})))
+	if err != nil {
+		return nil, err
+	}
+	return fn.Nests[0], nil
+}

@@ -9,7 +9,8 @@ import (
 // HoistGuards moves the conditions of guarded combining stores out of the
 // loops they do not depend on, so that a guard which fails skips a whole
 // inner loop nest instead of adding the identity at every point. It
-// rewrites body in place and is run by the lowering on every nest.
+// rewrites body in place; the pipeline's hoist-guards pass (HoistFunc) runs
+// it on every CPU nest.
 //
 // A store qualifies when it combines (+=, *=, max=, min=) a value of the
 // form where(C, B, e) with e the identity of its operator (0 for +=, 1

@@ -16,19 +16,18 @@ const (
 	redName = LocalPrefix + "red"
 )
 
-// Lower lowers every statement of spec with the default schedule.
-func Lower(spec *ir.Spec) (*Func, error) {
-	return LowerWith(spec, DefaultSchedule)
-}
-
-// LowerWith lowers spec, asking sched for the schedule of each statement.
-func LowerWith(spec *ir.Spec, sched func(spec *ir.Spec, i int) Schedule) (*Func, error) {
+// LowerNests lowers every statement of spec, asking sched for the
+// schedule of each: the loop nests as the schedule's family builds them.
+// It is the pipeline's "lower" pass (core/pipeline); guard hoisting, lane
+// versioning and the bounds check of the nests are the passes after it
+// (HoistFunc, VersionFunc, CheckFunc).
+func LowerNests(spec *ir.Spec, sched func(spec *ir.Spec, i int) Schedule) (*Func, error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, errors.Wrap(err, "lowering")
 	}
 	fn := &Func{Spec: spec}
 	for i := range spec.Stmts {
-		n, err := LowerStmt(spec, i, sched(spec, i))
+		n, err := LowerNest(spec, i, sched(spec, i))
 		if err != nil {
 			return nil, err
 		}
@@ -37,8 +36,9 @@ func LowerWith(spec *ir.Spec, sched func(spec *ir.Spec, i int) Schedule) (*Func,
 	return fn, nil
 }
 
-// LowerStmt lowers statement i of spec with schedule s.
-func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
+// LowerNest lowers statement i of spec with schedule s, before the passes
+// that follow lowering.
+func LowerNest(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 	if i < 0 || i >= len(spec.Stmts) {
 		return nil, errors.Errorf("lowering: no statement %d", i)
 	}
@@ -47,47 +47,71 @@ func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 		return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %+v", i, st.Stmt.Tensor, s)
 	}
 	nest := &Nest{Index: i, Stmt: st, Schedule: s}
-	if s.GPUReduce != nil {
-		if err := lowerGPUReduce(nest, s.GPUReduce); err != nil {
-			return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %s", i, st.Stmt.Tensor, s)
-		}
-		return checked(spec, nest)
-	}
-	if s.GPU != nil {
-		if err := lowerGPU(spec, nest, s.GPU); err != nil {
-			return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %s", i, st.Stmt.Tensor, s)
-		}
-		return checked(spec, nest)
-	}
-	if s.Tiling != nil {
-		if err := lowerTiled(spec, nest, s.Tiling); err != nil {
-			return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %s", i, st.Stmt.Tensor, s)
-		}
-		nest.Body = VersionLanes(HoistGuards(nest.Body))
-		return checked(spec, nest)
-	}
-	if s.Scatter {
+	var err error
+	switch {
+	case s.GPUReduce != nil:
+		err = lowerGPUReduce(nest, s.GPUReduce)
+	case s.GPU != nil:
+		err = lowerGPU(spec, nest, s.GPU)
+	case s.Tiling != nil:
+		err = lowerTiled(spec, nest, s.Tiling)
+	case s.Scatter:
 		f, _ := matchScatter(st) // s.check has matched it
 		lowerScatter(nest, f, s)
-		return checked(spec, nest)
+	default:
+		l := &lowerer{st: st, env: map[string]ir.Expr{}}
+		l.build(&nest.Body, s)
+		if s.ParallelDepth > 0 {
+			l.chain[0].Parallel = true
+			l.chain[0].Collapse = s.ParallelDepth
+		}
 	}
-	l := &lowerer{st: st, env: map[string]ir.Expr{}}
-	l.build(&nest.Body, s)
-	if s.ParallelDepth > 0 {
-		l.chain[0].Parallel = true
-		l.chain[0].Collapse = s.ParallelDepth
-	}
-	nest.Body = VersionLanes(HoistGuards(nest.Body))
-	return checked(spec, nest)
-}
-
-// checked is nest, or an error when checkReach finds an access that may
-// leave its buffer.
-func checked(spec *ir.Spec, nest *Nest) (*Nest, error) {
-	if err := checkReach(spec, nest); err != nil {
-		return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %s: internal error", nest.Index, nest.Stmt.Stmt.Tensor, nest.Schedule)
+	if err != nil {
+		return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %s", i, st.Stmt.Tensor, s)
 	}
 	return nest, nil
+}
+
+// cpuLoops reports whether the nest is CPU loops of the untiled or tiled
+// family, the nests that guard hoisting and lane versioning rewrite (GPU
+// and scatter nests place their guards themselves).
+func (n *Nest) cpuLoops() bool {
+	s := n.Schedule
+	return s.GPU == nil && s.GPUReduce == nil && !s.Scatter
+}
+
+// HoistFunc is the "hoist-guards" pass: HoistGuards on the body of every
+// CPU nest (untiled and tiled), in place.
+func HoistFunc(fn *Func) *Func {
+	for _, n := range fn.Nests {
+		if n.cpuLoops() {
+			n.Body = HoistGuards(n.Body)
+		}
+	}
+	return fn
+}
+
+// VersionFunc is the "version-lanes" pass: VersionLanes on the body of
+// every CPU nest, in place, after HoistFunc.
+func VersionFunc(fn *Func) *Func {
+	for _, n := range fn.Nests {
+		if n.cpuLoops() {
+			n.Body = VersionLanes(n.Body)
+		}
+	}
+	return fn
+}
+
+// CheckFunc is the "check-bounds" pass: an error when checkReach finds an
+// access of some nest that may leave its buffer. It runs last, on the
+// nests as the renderers take them.
+func CheckFunc(fn *Func) (*Func, error) {
+	for _, n := range fn.Nests {
+		if err := checkReach(fn.Spec, n); err != nil {
+			return nil, errors.Wrapf(err, "lowering statement %d (%s) with schedule %s: internal error", n.Index, n.Stmt.Stmt.Tensor, n.Schedule)
+		}
+	}
+	return fn, nil
 }
 
 // lowerer builds the nest of one statement.

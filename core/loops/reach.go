@@ -9,8 +9,8 @@ import (
 )
 
 // checkReach verifies that no access of nest can leave its buffer, with
-// guards ignored, and is run by the lowering on every nest as its last
-// step:
+// guards ignored. The pipeline's check-bounds pass (CheckFunc) runs it on
+// every nest, last:
 //
 //   - every access of a Local, read or written, wherever it stands:
 //     lane code may load a local array unmasked (GCC does, under a where

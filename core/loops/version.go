@@ -4,8 +4,9 @@ import "github.com/neoflow/neoflow/core/ir"
 
 // VersionLanes gives a lane loop whose stores hold guards on the lane
 // variable a second, unguarded copy for the iterations where every guard
-// holds on all lanes. It rewrites body in place and is run by the lowering
-// on every nest, after HoistGuards.
+// holds on all lanes. It rewrites body in place; the pipeline's
+// version-lanes pass (VersionFunc) runs it on every CPU nest, after
+// hoist-guards.
 //
 // A where(C, T, E) qualifies when C reads no tensor, mentions the lane
 // variable and is a conjunction of comparisons (<, <=, >, >=, ==) of

@@ -7,6 +7,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
@@ -26,7 +27,7 @@ var cudaGoldenOps = []struct {
 
 func cudaModule(t *testing.T, spec *ir.Spec) *CUDAModule {
 	t.Helper()
-	fn, err := loops.LowerWith(spec, loops.GPUSchedule)
+	fn, err := pipeline.Lower(spec, loops.GPUSchedule)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestCUDAPatterns(t *testing.T) {
 		t.Errorf("2^31 elements: want 64-bit indices and %d blocks, got %+v\n%s", MaxBlocks, mod.Launches, mod.Source)
 	}
 	// A schedule's Threads sets the block size.
-	fn, err := loops.LowerWith(spec, func(s *ir.Spec, i int) loops.Schedule {
+	fn, err := pipeline.Lower(spec, func(s *ir.Spec, i int) loops.Schedule {
 		sc := loops.GPUSchedule(s, i)
 		sc.Threads = 128
 		return sc
@@ -107,7 +108,7 @@ func TestCUDAPatterns(t *testing.T) {
 // unrolled, no OpenMP pragma and no blend.
 func TestCUDASerialPhase(t *testing.T) {
 	spec := mustSpec(t, testops.Op{Name: "pad", Src: "Y[i] = where(i >= 3, X[i - 3], 0.0)", Shapes: [][]int64{{29}}, Sizes: map[string]int64{"i": 32}})
-	fn, err := loops.LowerWith(spec, func(s *ir.Spec, i int) loops.Schedule {
+	fn, err := pipeline.Lower(spec, func(s *ir.Spec, i int) loops.Schedule {
 		sc := loops.GatherSchedule(s, i)
 		sc.ParallelDepth = 0
 		return sc
@@ -134,7 +135,7 @@ func TestCUDASerialPhase(t *testing.T) {
 
 func TestCUDARenderErrors(t *testing.T) {
 	spec := mustSpec(t, testops.Op{Name: "e", Src: "Y[i] = X[i]", Shapes: [][]int64{{4}}})
-	fn, err := loops.LowerWith(spec, loops.GPUSchedule)
+	fn, err := pipeline.Lower(spec, loops.GPUSchedule)
 	if err != nil {
 		t.Fatal(err)
 	}

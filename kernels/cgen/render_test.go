@@ -11,6 +11,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
@@ -46,7 +47,7 @@ func lowered(t *testing.T, o testops.Op, dt ir.DType) (*loops.Func, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn, err := loops.Lower(spec)
+	fn, err := pipeline.Lower(spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestRenderErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn, err := loops.Lower(spec)
+	fn, err := pipeline.Lower(spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ func TestUnrollAnnotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn, err := loops.Lower(spec)
+	fn, err := pipeline.Lower(spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/neoflow/neoflow/core/ir"
-	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/parse"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/core/sema"
 )
 
@@ -67,7 +67,7 @@ func lowerRenderTime(t *testing.T, term string, terms int) time.Duration {
 	var out string
 	for range 5 {
 		start := time.Now()
-		fn, err := loops.Lower(spec)
+		fn, err := pipeline.Lower(spec, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
@@ -97,7 +98,7 @@ func TestIfErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn, err := loops.Lower(spec)
+	fn, err := pipeline.Lower(spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/neoflow/neoflow/core/ir"
-	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
@@ -19,7 +19,7 @@ func TestHalfSumKeepsItsOperand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn, err := loops.Lower(spec)
+	fn, err := pipeline.Lower(spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,6 +123,8 @@ def settings_from_env() -> dict:
         "cflags": cflags.split() if cflags.strip() else [],
         "tune": os.environ.get("NEOFLOW_TUNE", "").strip().lower(),
         "idle_kernels": _int_env("NEOFLOW_IDLE_KERNELS"),
+        "dump": os.environ.get("NEOFLOW_DUMP", "").strip(),
+        "dump_dir": os.environ.get("NEOFLOW_DUMP_DIR", ""),
     }
 
 

@@ -25,6 +25,8 @@ def configure(
     tune: str | None = None,
     cpu_cache_mb: float | None = None,
     idle_kernels: int | None = None,
+    dump: str | None = None,
+    dump_dir: str | None = None,
 ) -> dict:
     """Sets neoflow's settings; unset arguments keep their current value.
 
@@ -42,8 +44,12 @@ def configure(
     turns the cache off; see ``neoflow.memory``). ``idle_kernels``
     (NEOFLOW_IDLE_KERNELS, default 64) is how many compiled kernels that no
     op uses any more stay loaded, least recently used first out; the others
-    are unloaded. Returns the settings in force, with the resolved cache
-    directory.
+    are unloaded. ``dump`` (NEOFLOW_DUMP) prints the compiler's IR after
+    the passes it names, ``"all"`` or names separated by commas (the
+    passes are listed in docs/contracts.md), each under a line
+    ``// after <pass>``, to stderr, or with ``dump_dir`` (NEOFLOW_DUMP_DIR)
+    to one file per op and pass in that directory. Returns the settings in
+    force, with the resolved cache directory.
     """
     global _current, _info
     if cpu_cache_mb is not None:
@@ -66,6 +72,11 @@ def configure(
             if isinstance(idle_kernels, bool) or not isinstance(idle_kernels, int) or idle_kernels < 0:
                 raise ValueError(f"idle_kernels must be an int of 0 or more, got {idle_kernels!r}")
             settings["idle_kernels"] = idle_kernels
+        if dump is not None:
+            settings["dump"] = _text_setting(dump, "dump")
+        if dump_dir is not None:
+            path = os.fspath(dump_dir) if isinstance(dump_dir, os.PathLike) else dump_dir
+            settings["dump_dir"] = _text_setting(path, "dump_dir")
         if settings.get("tune", "") not in ("", *TUNE_MODES):
             raise ValueError(f"NEOFLOW_TUNE / tune={settings['tune']!r}: expected one of {', '.join(TUNE_MODES)}")
         request = pb.InitRequest(
@@ -76,6 +87,8 @@ def configure(
             tune=settings.get("tune", ""),
             nvrtc_dirs=_lib.nvrtc_dirs(),
             idle_kernels=_idle(settings.get("idle_kernels")),
+            dump=settings.get("dump", ""),
+            dump_dir=settings.get("dump_dir", ""),
         )
         _info = _lib.call("nf_init", request, pb.InitResponse)
         _current = settings
@@ -93,6 +106,12 @@ def _check_cache_dir(path, what: str) -> str:
     if os.path.exists(full) and not os.path.isdir(full):
         raise ValueError(f"{what} {full} exists and is not a directory: give a directory for the kernel cache")
     return text
+
+
+def _text_setting(value, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}")
+    return value.strip()
 
 
 def _idle(n: int | None) -> int:

@@ -1,0 +1,62 @@
+package ir
+
+import (
+	"fmt"
+	"strings"
+)
+
+// PrintSpec renders a specialized op for a person to read: its dtype, its
+// buffers in argument order with their shapes and roles, and each
+// statement with the extents of its spatial and reduction axes.
+//
+//	spec mm float32
+//	  A[64, 32] input
+//	  B[32, 48] input
+//	  C[64, 48] output
+//	  C[i, j] += A[i, k] * B[k, j]  // i < 64, j < 48; over k < 32
+func PrintSpec(spec *Spec) string {
+	if spec == nil || spec.Op == nil {
+		return "<nil>"
+	}
+	var b strings.Builder
+	name := spec.Op.Name
+	if name == "" {
+		name = "_"
+	}
+	fmt.Fprintf(&b, "spec %s %s\n", name, spec.DType)
+	for _, t := range spec.Tensors {
+		fmt.Fprintf(&b, "  %s%s %s\n", t.Name, shapeText(t.Shape), t.Role)
+	}
+	for _, st := range spec.Stmts {
+		b.WriteString("  ")
+		writeStmt(&b, st.Stmt)
+		b.WriteString("  // ")
+		writeVars(&b, st.Spatial)
+		if len(st.Reduction) > 0 {
+			b.WriteString("; over ")
+			writeVars(&b, st.Reduction)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func shapeText(shape []int64) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		parts[i] = fmt.Sprint(d)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func writeVars(b *strings.Builder, vs []Var) {
+	if len(vs) == 0 {
+		b.WriteString("scalar")
+	}
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(b, "%s < %d", v.Name, v.Extent)
+	}
+}

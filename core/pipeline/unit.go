@@ -1,0 +1,80 @@
+package pipeline
+
+import (
+	"github.com/neoflow/neoflow/core/autodiff"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+)
+
+// Target is the kind of code a unit is lowered for; it picks the default
+// schedules.
+type Target int
+
+const (
+	// CPU lowers for the C backend (loops.DefaultSchedule).
+	CPU Target = iota
+	// GPU lowers for the CUDA backend (loops.GPUSchedule).
+	GPU
+)
+
+// Unit is one op on its way through the passes. The caller fills the
+// inputs of the passes it runs; each pass fills its result.
+type Unit struct {
+	// Op is the statement level: the checked op, or after autodiff the
+	// gradient op.
+	Op *ir.Op
+	// DType, Shapes (one per input of Op) and Sizes (extents that cannot
+	// be inferred) are what specialize specializes Op for.
+	DType  ir.DType
+	Shapes [][]int64
+	Sizes  map[string]int64
+
+	// Spec is the specialized level.
+	Spec *ir.Spec
+
+	// Wrt selects the inputs autodiff differentiates with respect to; nil
+	// means no gradient is asked for and autodiff does not run. With Save
+	// the gradient op reads the forward temporaries and outputs it needs
+	// (autodiff.GradSaving).
+	Wrt  []bool
+	Save bool
+	// Grad is autodiff's result; its Op is also Unit.Op afterwards.
+	Grad *autodiff.GradOp
+
+	// Target picks the default schedules; Sched, when set, gives each
+	// statement's schedule instead.
+	Target Target
+	Sched  func(spec *ir.Spec, i int) loops.Schedule
+	// Schedules holds one schedule per statement after the schedule pass.
+	Schedules []loops.Schedule
+
+	// Func is the loop level.
+	Func *loops.Func
+
+	// Dump, when set, receives the IR after the passes it selects.
+	Dump *Dumper
+
+	done   map[string]bool
+	dumpID int
+}
+
+// FromSpec is a unit that starts at the specialized level: spec was made
+// by sema.Specialize, so the specialize pass counts as done.
+func FromSpec(spec *ir.Spec) *Unit {
+	u := &Unit{Spec: spec}
+	if spec != nil {
+		u.Op, u.DType = spec.Op, spec.DType
+	}
+	u.markDone("specialize")
+	return u
+}
+
+func (u *Unit) markDone(pass string) {
+	if u.done == nil {
+		u.done = map[string]bool{}
+	}
+	u.done[pass] = true
+}
+
+// Done reports whether the named pass has run on u.
+func (u *Unit) Done(pass string) bool { return u.done[pass] }
