@@ -10,6 +10,7 @@ echo "== gofmt, go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt needed: $unformatted"; exit 1; fi
 go vet ./...
+go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 cuda_dev=$(bash scripts/cuda-dev.sh)
 CGO_CFLAGS="-I$cuda_dev/include" CGO_LDFLAGS="-L$cuda_dev/lib" go vet -tags cuda ./...
 
