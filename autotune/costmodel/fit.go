@@ -1,9 +1,9 @@
 package costmodel
 
 import (
-	"errors"
-	"fmt"
 	"math"
+
+	"github.com/pkg/errors"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -68,7 +68,7 @@ func solve(a *mat.SymDense, b, x *mat.VecDense) error {
 	}
 	var cond mat.Condition
 	if err != nil && !errors.As(err, &cond) {
-		return fmt.Errorf("costmodel: ridge solve: %w", err)
+		return errors.Wrap(err, "costmodel: ridge solve")
 	}
 	return nil
 }

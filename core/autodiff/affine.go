@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pkg/errors"
+
 	"github.com/neoflow/neoflow/core/ir"
 )
 
@@ -47,7 +49,7 @@ func (e *errNotAffine) Error() string {
 	return fmt.Sprintf("index %s is not quasi-affine (%s)", ir.ExprString(e.expr), e.why)
 }
 
-var errOverflow = fmt.Errorf("integer overflow in the index system")
+var errOverflow = errors.Errorf("integer overflow in the index system")
 
 func addChk(a, b int64) (int64, error) {
 	s := a + b

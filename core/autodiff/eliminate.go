@@ -1,11 +1,12 @@
 package autodiff
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/pkg/errors"
 
 	"github.com/neoflow/neoflow/core/ir"
 )

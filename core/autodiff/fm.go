@@ -1,12 +1,12 @@
 package autodiff
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pkg/errors"
 )
 
 // Fourier–Motzkin elimination over the integers, for the ranges of the
@@ -176,7 +176,7 @@ func (s *fmSystem) clone() *fmSystem {
 func (s *fmSystem) substitute(v int, e ineq) error {
 	ev := e.a[v]
 	if ev == 0 {
-		return fmt.Errorf("internal error: substituting a variable the equality lacks")
+		return errors.Errorf("internal error: substituting a variable the equality lacks")
 	}
 	kp := abs64(ev)
 	out := newFM(s.nv)
@@ -337,7 +337,7 @@ func (s *fmSystem) bounds(v int) (lo, hi int64, err error) {
 	for _, q := range s.cons {
 		for w, a := range q.a {
 			if w != v && a != 0 {
-				return 0, 0, fmt.Errorf("internal error: variable %d left in the projection", w)
+				return 0, 0, errors.Errorf("internal error: variable %d left in the projection", w)
 			}
 		}
 		switch a := q.a[v]; {
@@ -351,7 +351,7 @@ func (s *fmSystem) bounds(v int) (lo, hi int64, err error) {
 		}
 	}
 	if lo == math.MinInt64 || hi == math.MaxInt64 {
-		return 0, 0, fmt.Errorf("the range of a free variable is unbounded")
+		return 0, 0, errors.Errorf("the range of a free variable is unbounded")
 	}
 	if lo > hi {
 		return 0, 0, errEmpty

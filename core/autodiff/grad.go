@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pkg/errors"
+
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/sema"
 )
@@ -75,15 +77,15 @@ type gradOptions struct {
 
 func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 	if spec == nil || spec.Op == nil {
-		return nil, fmt.Errorf("autodiff: nil spec")
+		return nil, errors.Errorf("autodiff: nil spec")
 	}
 	op := spec.Op
 	if len(wrt) != len(op.Inputs) {
-		return nil, fmt.Errorf("autodiff: wrt has %d entries but op %shas %d inputs (%s)",
+		return nil, errors.Errorf("autodiff: wrt has %d entries but op %shas %d inputs (%s)",
 			len(wrt), nameSpace(op), len(op.Inputs), strings.Join(op.Inputs, ", "))
 	}
 	if !slices.Contains(wrt, true) {
-		return nil, fmt.Errorf("autodiff: wrt selects no input: nothing to differentiate")
+		return nil, errors.Errorf("autodiff: wrt selects no input: nothing to differentiate")
 	}
 	b, err := newBuilder(spec, wrt)
 	if err != nil {
@@ -145,7 +147,7 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 	gop.Source = src
 	gs, err := sema.Specialize(gop, spec.DType, shapes, sizes)
 	if err != nil {
-		return nil, fmt.Errorf("autodiff: internal error: the gradient op does not specialize: %v\n%s", err, src)
+		return nil, errors.Errorf("autodiff: internal error: the gradient op does not specialize: %v\n%s", err, src)
 	}
 	outs := gs.Outputs()
 	var wrtInputs []string
@@ -157,11 +159,11 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 	for i, name := range outputs {
 		in := spec.Tensor(wrtInputs[i])
 		if i >= len(outs) || outs[i].Name != name || !slices.Equal(outs[i].Shape, in.Shape) {
-			return nil, fmt.Errorf("autodiff: internal error: the gradient op's outputs are not %s\n%s", strings.Join(outputs, ", "), src)
+			return nil, errors.Errorf("autodiff: internal error: the gradient op's outputs are not %s\n%s", strings.Join(outputs, ", "), src)
 		}
 	}
 	if len(outs) != len(outputs) {
-		return nil, fmt.Errorf("autodiff: internal error: the gradient op has extra outputs\n%s", src)
+		return nil, errors.Errorf("autodiff: internal error: the gradient op has extra outputs\n%s", src)
 	}
 	return &GradOp{Op: gop, Sizes: sizes, Saved: saved, notes: notes}, nil
 }

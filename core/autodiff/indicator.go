@@ -3,6 +3,8 @@ package autodiff
 import (
 	"fmt"
 
+	"github.com/pkg/errors"
+
 	"github.com/neoflow/neoflow/core/ir"
 )
 
@@ -78,7 +80,7 @@ func fixVars(body ir.Expr, red []string, ext map[string]int64, tensor string, ra
 				at, n = anchorTensor(fwd)
 			}
 			if n == 0 {
-				return nil, nil, fmt.Errorf("index %s is used only in guards", v)
+				return nil, nil, errors.Errorf("index %s is used only in guards", v)
 			}
 		}
 		a := &ir.Access{Tensor: at, Indices: []ir.Expr{idx(v)}}
@@ -104,7 +106,7 @@ func fixVars(body ir.Expr, red []string, ext map[string]int64, tensor string, ra
 		}
 		p, err := mulChk(scale, ext[v])
 		if err != nil || p > 1<<53 {
-			return nil, nil, fmt.Errorf("reduction over unused indices too large to scale")
+			return nil, nil, errors.Errorf("reduction over unused indices too large to scale")
 		}
 		scale = p
 		delete(ext, v)

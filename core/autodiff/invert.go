@@ -1,9 +1,10 @@
 package autodiff
 
 import (
-	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/pkg/errors"
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/sema"
@@ -80,7 +81,7 @@ inversion:
 			return g, nil
 		}
 	}
-	return nil, fmt.Errorf("autodiff: cannot differentiate the read %s in statement %d (%s): %v",
+	return nil, errors.Errorf("autodiff: cannot differentiate the read %s in statement %d (%s): %v",
 		ir.ExprString(t.acc), t.si+1, ir.StmtString(b.fwd.Stmts[t.si]), firstLine(err.Error()))
 }
 

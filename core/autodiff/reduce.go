@@ -3,6 +3,8 @@ package autodiff
 import (
 	"fmt"
 
+	"github.com/pkg/errors"
+
 	"github.com/neoflow/neoflow/core/ir"
 )
 
@@ -65,12 +67,12 @@ func (b *builder) reduction(si int, dY string) (ir.Expr, []*gstmt, error) {
 	for _, v := range bs.Reduction {
 		p, err := mulChk(n, v.Extent)
 		if err != nil {
-			return nil, nil, fmt.Errorf("autodiff: statement %d (%s): reduction space overflows", si+1, ir.StmtString(s))
+			return nil, nil, errors.Errorf("autodiff: statement %d (%s): reduction space overflows", si+1, ir.StmtString(s))
 		}
 		n = p
 	}
 	if bits := b.dtype.Significand(); bits > 0 && n > int64(1)<<bits {
-		return nil, nil, fmt.Errorf("autodiff: statement %d (%s): the %s reduction has %d points, more than %s represents exactly (2^%d); "+
+		return nil, nil, errors.Errorf("autodiff: statement %d (%s): the %s reduction has %d points, more than %s represents exactly (2^%d); "+
 			"the arg-extremum index that routes its gradient would be inexact", si+1, ir.StmtString(s), s.Reduce, n, b.dtype, bits)
 	}
 	var terms []term

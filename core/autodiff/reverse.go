@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pkg/errors"
+
 	"github.com/neoflow/neoflow/core/ir"
 )
 
@@ -55,7 +57,7 @@ func newBuilder(spec *ir.Spec, wrt []bool) (*builder, error) {
 	// is differentiated again).
 	for _, in := range op.Inputs {
 		if b.tnames[in] {
-			return nil, fmt.Errorf("autodiff: the forward input %s has the name of a constant", in)
+			return nil, errors.Errorf("autodiff: the forward input %s has the name of a constant", in)
 		}
 		b.tnames[in] = true
 	}

@@ -1,10 +1,11 @@
 package autodiff
 
 import (
-	"fmt"
 	"math"
 	"math/big"
 	"slices"
+
+	"github.com/pkg/errors"
 )
 
 // Smith normal form over int64. For an integer matrix M (m×n) it finds
@@ -137,11 +138,11 @@ func abs64(v int64) int64 {
 // column operations to V, so the invariant S = U·M·V holds throughout.
 func smithNormalForm(M imat, m, n int) (U, S, V imat, rank int, err error) {
 	if len(M) != m {
-		return nil, nil, nil, 0, fmt.Errorf("smithNormalForm: %d rows, want %d", len(M), m)
+		return nil, nil, nil, 0, errors.Errorf("smithNormalForm: %d rows, want %d", len(M), m)
 	}
 	for _, r := range M {
 		if len(r) != n {
-			return nil, nil, nil, 0, fmt.Errorf("smithNormalForm: row of %d entries, want %d", len(r), n)
+			return nil, nil, nil, 0, errors.Errorf("smithNormalForm: row of %d entries, want %d", len(r), n)
 		}
 		for _, v := range r {
 			if v == math.MinInt64 {
@@ -421,7 +422,7 @@ func (a imat) inverse() (imat, error) {
 			}
 		}
 		if p < 0 {
-			return nil, fmt.Errorf("singular matrix")
+			return nil, errors.Errorf("singular matrix")
 		}
 		w[k], w[p] = w[p], w[k]
 		inv := new(big.Rat).Inv(w[k][k])

@@ -1,7 +1,7 @@
 package autodiff
 
 import (
-	"errors"
+	"github.com/pkg/errors"
 
 	"github.com/neoflow/neoflow/core/ir"
 )

@@ -1,8 +1,9 @@
 package autodiff
 
 import (
-	"fmt"
 	"math/big"
+
+	"github.com/pkg/errors"
 )
 
 // lform is Σ z[d]·z_d + Σ u[k]·u_k + c with integer coefficients, where
@@ -166,7 +167,7 @@ func consistencyRows(sol *solution, rows [][]*big.Rat, used []bool, nU, nZ, widt
 		}
 		if zeroZ {
 			if r[width-1].Sign() != 0 {
-				return fmt.Errorf("the index system has no solution")
+				return errors.Errorf("the index system has no solution")
 			}
 			continue
 		}

@@ -1,7 +1,7 @@
 package autodiff
 
 import (
-	"fmt"
+	"github.com/pkg/errors"
 
 	"github.com/neoflow/neoflow/core/ir"
 )
@@ -133,7 +133,7 @@ func (d *differ) walk(e ir.Expr, gs []guard, f ir.Expr) error {
 		}
 		return d.walk(e.Else, appendGuard(gs, e.Cond, true), f)
 	}
-	return fmt.Errorf("autodiff: no derivative rule for expression %s (%T)", ir.ExprString(e), e)
+	return errors.Errorf("autodiff: no derivative rule for expression %s (%T)", ir.ExprString(e), e)
 }
 
 func appendGuard(gs []guard, c ir.Expr, neg bool) []guard {
@@ -145,7 +145,7 @@ func appendGuard(gs []guard, c ir.Expr, neg bool) []guard {
 // walkCall applies the table to a function call.
 func walkCall(e *ir.Call, gs []guard, f ir.Expr, walk func(ir.Expr, []guard, ir.Expr) error) error {
 	if len(e.Args) != e.Fn.Arity() {
-		return fmt.Errorf("autodiff: %s takes %d arguments, got %d", e.Fn, e.Fn.Arity(), len(e.Args))
+		return errors.Errorf("autodiff: %s takes %d arguments, got %d", e.Fn, e.Fn.Arity(), len(e.Args))
 	}
 	a := e.Args[0]
 	var d ir.Expr
@@ -190,7 +190,7 @@ func walkCall(e *ir.Call, gs []guard, f ir.Expr, walk func(ir.Expr, []guard, ir.
 		}
 		return walk(b, gs, mul(f, where(pickA, zero(), flit(1))))
 	default:
-		return fmt.Errorf("autodiff: no derivative rule for function %s", e.Fn)
+		return errors.Errorf("autodiff: no derivative rule for function %s", e.Fn)
 	}
 	return walk(a, gs, mul(f, d))
 }

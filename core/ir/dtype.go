@@ -1,6 +1,10 @@
 package ir
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/pkg/errors"
+)
 
 // DType is the element type of an op's tensors once specialized.
 type DType int
@@ -87,7 +91,7 @@ func ParseDType(s string) (DType, error) {
 	case "bfloat16":
 		return BFloat16, nil
 	}
-	return InvalidDType, fmt.Errorf("unsupported dtype %q: neoflow supports float32 and float64, and float16 and bfloat16 on CUDA", s)
+	return InvalidDType, errors.Errorf("unsupported dtype %q: neoflow supports float32 and float64, and float16 and bfloat16 on CUDA", s)
 }
 
 // Kind classifies an expression's value.

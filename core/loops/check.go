@@ -79,9 +79,9 @@ func checkStmt(spec *ir.Spec, st *ir.BoundStmt) error {
 		return errors.Errorf("%s: missing right-hand side", s.Tensor)
 	}
 	var err error
-	Walk(s.RHS, func(e ir.Expr) {
+	ir.Walk(s.RHS, func(e ir.Expr) bool {
 		if err != nil {
-			return
+			return true
 		}
 		switch e := e.(type) {
 		case *ir.Index:
@@ -100,6 +100,7 @@ func checkStmt(spec *ir.Spec, st *ir.BoundStmt) error {
 				err = errors.Errorf("%s: bad call of function %d with %d arguments", s.Tensor, int(e.Fn), len(e.Args))
 			}
 		}
+		return true
 	})
 	return err
 }

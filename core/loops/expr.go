@@ -115,30 +115,3 @@ func simplify(e ir.Expr, k ir.KindMemo) ir.Expr {
 	}
 	return e
 }
-
-// Walk calls fn on e and its sub-expressions in pre-order.
-func Walk(e ir.Expr, fn func(ir.Expr)) {
-	if e == nil {
-		return
-	}
-	fn(e)
-	switch e := e.(type) {
-	case *ir.Access:
-		for _, x := range e.Indices {
-			Walk(x, fn)
-		}
-	case *ir.Unary:
-		Walk(e.X, fn)
-	case *ir.Binary:
-		Walk(e.X, fn)
-		Walk(e.Y, fn)
-	case *ir.Call:
-		for _, a := range e.Args {
-			Walk(a, fn)
-		}
-	case *ir.Where:
-		Walk(e.Cond, fn)
-		Walk(e.Then, fn)
-		Walk(e.Else, fn)
-	}
-}

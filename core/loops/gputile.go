@@ -104,14 +104,15 @@ func (g *GPUTiling) String() string {
 // occurrence.
 func StageableReads(st *ir.BoundStmt) []string {
 	var out []string
-	Walk(st.Stmt.RHS, func(e ir.Expr) {
+	ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
 		a, ok := e.(*ir.Access)
 		if !ok || a.Tensor == st.Stmt.Tensor || slices.ContainsFunc(a.Indices, func(x ir.Expr) bool { return readsTensor(x, "") }) {
-			return
+			return true
 		}
 		if s := ir.ExprString(a); !slices.Contains(out, s) {
 			out = append(out, s)
 		}
+		return true
 	})
 	return out
 }

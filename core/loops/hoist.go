@@ -194,7 +194,7 @@ func isIdentity(e ir.Expr, op ir.ReduceOp) bool {
 // conjunct, and a read may fault).
 func position(cond ir.Expr, depth map[string]int) (int, bool) {
 	p, ok := 0, true
-	Walk(cond, func(e ir.Expr) {
+	ir.Walk(cond, func(e ir.Expr) bool {
 		switch e := e.(type) {
 		case *ir.Access:
 			ok = false
@@ -203,6 +203,7 @@ func position(cond ir.Expr, depth map[string]int) (int, bool) {
 				p = max(p, d+1)
 			}
 		}
+		return true
 	})
 	return p, ok
 }

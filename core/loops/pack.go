@@ -114,10 +114,11 @@ func planPacks(st *ir.BoundStmt, t *Tiling, ord []tileLoop, env map[string]ir.Ex
 		pl.sub = ir.ExprString(pl.src)
 		used := map[string]bool{}
 		for _, x := range pl.src.Indices {
-			Walk(x, func(e ir.Expr) {
+			ir.Walk(x, func(e ir.Expr) bool {
 				if ix, ok := e.(*ir.Index); ok {
 					used[ix.Name] = true
 				}
+				return true
 			})
 		}
 		for _, l := range ord[p.At:] {
@@ -145,10 +146,11 @@ func planPacks(st *ir.BoundStmt, t *Tiling, ord []tileLoop, env map[string]ir.Ex
 // findRead is the first read of e printed as text.
 func findRead(e ir.Expr, text string) *ir.Access {
 	var found *ir.Access
-	Walk(e, func(x ir.Expr) {
+	ir.Walk(e, func(x ir.Expr) bool {
 		if a, ok := x.(*ir.Access); ok && found == nil && ir.ExprString(a) == text {
 			found = a
 		}
+		return true
 	})
 	return found
 }

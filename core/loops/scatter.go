@@ -193,12 +193,13 @@ func isZero(e ir.Expr) bool {
 // mentions reports whether e uses one of the variables in vars.
 func mentions(e ir.Expr, vars map[string]int) bool {
 	found := false
-	Walk(e, func(x ir.Expr) {
+	ir.Walk(e, func(x ir.Expr) bool {
 		if ix, ok := x.(*ir.Index); ok {
 			if _, in := vars[ix.Name]; in {
 				found = true
 			}
 		}
+		return true
 	})
 	return found
 }
@@ -207,10 +208,11 @@ func mentions(e ir.Expr, vars map[string]int) bool {
 // is empty.
 func readsTensor(e ir.Expr, name string) bool {
 	found := false
-	Walk(e, func(x ir.Expr) {
+	ir.Walk(e, func(x ir.Expr) bool {
 		if a, ok := x.(*ir.Access); ok && (name == "" || a.Tensor == name) {
 			found = true
 		}
+		return true
 	})
 	return found
 }

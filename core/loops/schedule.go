@@ -330,10 +330,11 @@ func intConst(e ir.Expr) (int64, bool) {
 // Uses reports whether index variable name occurs in e.
 func Uses(e ir.Expr, name string) bool {
 	found := false
-	Walk(e, func(x ir.Expr) {
+	ir.Walk(e, func(x ir.Expr) bool {
 		if ix, ok := x.(*ir.Index); ok && ix.Name == name {
 			found = true
 		}
+		return true
 	})
 	return found
 }
@@ -346,13 +347,14 @@ func stmtAccesses(st *ir.BoundStmt) []*ir.Access {
 		out[0].Indices = append(out[0].Indices, ix)
 	}
 	seen := map[string]bool{}
-	Walk(st.Stmt.RHS, func(e ir.Expr) {
+	ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
 		if a, ok := e.(*ir.Access); ok {
 			if k := ir.ExprString(a); !seen[k] {
 				seen[k] = true
 				out = append(out, a)
 			}
 		}
+		return true
 	})
 	return out
 }

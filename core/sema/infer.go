@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pkg/errors"
+
 	"github.com/neoflow/neoflow/core/ir"
 )
 
@@ -195,7 +197,7 @@ func largestExtent(x ir.Expr, u string, ext map[string]int64, size int64) (int64
 		return r.lo >= 0 && r.hi <= size-1
 	}
 	if !fits(1) {
-		return 0, fmt.Errorf("ranges over %v even when %s = 0", at(1), u)
+		return 0, errors.Errorf("ranges over %v even when %s = 0", at(1), u)
 	}
 	if fits(maxExtent) {
 		return 0, nil

@@ -82,10 +82,11 @@ func (r *renderer) inBounds(a *ir.Access) bool {
 // safeReads reports whether every tensor read in e is in bounds.
 func (r *renderer) safeReads(e ir.Expr) bool {
 	safe := true
-	loops.Walk(e, func(x ir.Expr) {
+	ir.Walk(e, func(x ir.Expr) bool {
 		if a, ok := x.(*ir.Access); ok && !loops.IsLocal(a.Tensor) && !r.inBounds(a) {
 			safe = false
 		}
+		return true
 	})
 	return safe
 }
