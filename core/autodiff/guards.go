@@ -1,10 +1,10 @@
 package autodiff
 
 import (
-	"math"
 	"slices"
 	"strings"
 
+	"github.com/neoflow/neoflow/core/bounds"
 	"github.com/neoflow/neoflow/core/ir"
 )
 
@@ -14,171 +14,25 @@ import (
 // for every x2 in [0, H). simplifyGuards drops index comparisons that hold
 // everywhere and resolves a where whose condition fails everywhere.
 //
-// This never weakens sema's bounds proof: a dropped comparison holds on the
-// variables' full ranges by interval arithmetic that is never tighter than
-// sema's, so every fact it contributed already follows from the intervals
-// (interval evaluation of a linear form is superadditive in its lower
-// bound: lo(l) >= lo(l - F) + lo(F)).
-
-type span struct{ lo, hi int64 }
-
-var unbounded = span{math.MinInt64, math.MaxInt64}
-
-func (s span) known() bool { return s.lo != math.MinInt64 && s.hi != math.MaxInt64 }
-
-// spanOf bounds an index expression over the variables' ranges; unbounded
-// where it cannot tell (or on overflow).
-func spanOf(e ir.Expr, ranges map[string]int64) span {
-	switch x := e.(type) {
-	case *ir.IntLit:
-		return span{x.Value, x.Value}
-	case *ir.Const:
-		if !x.IsFloat {
-			return span{x.Int, x.Int}
-		}
-	case *ir.Index:
-		if n, ok := ranges[x.Name]; ok {
-			return span{0, n - 1}
-		}
-	case *ir.Unary:
-		if x.Op == ir.Neg {
-			if a := spanOf(x.X, ranges); a.known() {
-				return span{-a.hi, -a.lo}
-			}
-		}
-	case *ir.Binary:
-		a, b := spanOf(x.X, ranges), spanOf(x.Y, ranges)
-		if !a.known() || !b.known() {
-			return unbounded
-		}
-		switch x.Op {
-		case ir.Add:
-			lo, e1 := addChk(a.lo, b.lo)
-			hi, e2 := addChk(a.hi, b.hi)
-			if e1 == nil && e2 == nil {
-				return span{lo, hi}
-			}
-		case ir.Sub:
-			lo, e1 := addChk(a.lo, -b.hi)
-			hi, e2 := addChk(a.hi, -b.lo)
-			if e1 == nil && e2 == nil {
-				return span{lo, hi}
-			}
-		case ir.Mul:
-			r := span{math.MaxInt64, math.MinInt64}
-			for _, p := range [][2]int64{{a.lo, b.lo}, {a.lo, b.hi}, {a.hi, b.lo}, {a.hi, b.hi}} {
-				v, err := mulChk(p[0], p[1])
-				if err != nil {
-					return unbounded
-				}
-				r.lo, r.hi = min(r.lo, v), max(r.hi, v)
-			}
-			return r
-		case ir.Div:
-			if b.lo == b.hi && b.lo > 0 {
-				return span{ir.FloorDiv(a.lo, b.lo), ir.FloorDiv(a.hi, b.lo)}
-			}
-		case ir.Mod:
-			if b.lo == b.hi && b.lo > 0 {
-				k := b.lo
-				if ir.FloorDiv(a.lo, k) == ir.FloorDiv(a.hi, k) {
-					return span{ir.FloorMod(a.lo, k), ir.FloorMod(a.hi, k)}
-				}
-				return span{0, k - 1}
-			}
-		}
-	}
-	return unbounded
-}
-
-// linAtoms writes an index expression as Σ coef·atom + c, where atoms are
-// variables and opaque non-linear terms keyed by their printed form (as
-// sema's linear forms are), so that identical terms cancel.
-func linAtoms(e ir.Expr, coef map[string]int64, atoms map[string]ir.Expr, k int64) (int64, bool) {
-	switch x := e.(type) {
-	case *ir.IntLit:
-		v, err := mulChk(k, x.Value)
-		return v, err == nil
-	case *ir.Const:
-		if !x.IsFloat {
-			v, err := mulChk(k, x.Int)
-			return v, err == nil
-		}
-		return 0, false
-	case *ir.Unary:
-		if x.Op == ir.Neg {
-			return linAtoms(x.X, coef, atoms, -k)
-		}
-	case *ir.Binary:
-		switch x.Op {
-		case ir.Add, ir.Sub:
-			c1, ok1 := linAtoms(x.X, coef, atoms, k)
-			k2 := k
-			if x.Op == ir.Sub {
-				k2 = -k
-			}
-			c2, ok2 := linAtoms(x.Y, coef, atoms, k2)
-			c, err := addChk(c1, c2)
-			return c, ok1 && ok2 && err == nil
-		case ir.Mul:
-			for _, p := range [][2]ir.Expr{{x.X, x.Y}, {x.Y, x.X}} {
-				if l, ok := p[0].(*ir.IntLit); ok {
-					kk, err := mulChk(k, l.Value)
-					if err != nil {
-						return 0, false
-					}
-					return linAtoms(p[1], coef, atoms, kk)
-				}
-			}
-		}
-	}
-	key := ir.ExprString(e)
-	v, err := addChk(coef[key], k)
-	if err != nil {
-		return 0, false
-	}
-	coef[key] = v
-	atoms[key] = e
-	return 0, true
-}
+// This never weakens sema's bounds proof: a comparison is decided with
+// the prover sema proves accesses with (core/bounds), on the variables'
+// full ranges, so a dropped comparison F holds there by the same interval
+// evaluation, and every fact it contributed already follows from the
+// intervals (interval evaluation of a linear form is superadditive in its
+// lower bound: lo(l) >= lo(l - F) + lo(F)).
 
 // decide returns +1 when the index comparison c holds for every value of
 // its variables, -1 when it never does, 0 otherwise or when c is not an
-// index comparison. The difference of the sides is evaluated as a linear
-// form over atoms, like sema's eval.
+// index comparison. The difference of the sides is bounded as a linear
+// form over atoms, in which identical terms cancel.
 func decide(c ir.Expr, ranges map[string]int64) int {
 	b, ok := c.(*ir.Binary)
 	if !ok || !b.Op.IsCompare() || ir.KindOf(b.X) != ir.KindIndex || ir.KindOf(b.Y) != ir.KindIndex {
 		return 0
 	}
-	coef, atoms := map[string]int64{}, map[string]ir.Expr{}
-	c0, ok := linAtoms(bin(ir.Sub, b.X, b.Y), coef, atoms, 1)
-	if !ok {
-		return 0
-	}
-	d := span{c0, c0}
-	for key, k := range coef {
-		if k == 0 {
-			continue
-		}
-		a := spanOf(atoms[key], ranges)
-		if !a.known() {
-			return 0
-		}
-		l, e1 := mulChk(k, a.lo)
-		h, e2 := mulChk(k, a.hi)
-		if e1 != nil || e2 != nil {
-			return 0
-		}
-		if k < 0 {
-			l, h = h, l
-		}
-		lo, e3 := addChk(d.lo, l)
-		hi, e4 := addChk(d.hi, h)
-		if e3 != nil || e4 != nil {
-			return 0
-		}
-		d = span{lo, hi}
+	d := bounds.ForExtents(ranges).Range(bin(ir.Sub, b.X, b.Y))
+	if d.Lo > d.Hi {
+		return 0 // no value: decide nothing
 	}
 	always := func(ok bool) int {
 		if ok {
@@ -188,35 +42,35 @@ func decide(c ir.Expr, ranges map[string]int64) int {
 	}
 	switch b.Op {
 	case ir.Lt:
-		if d.lo >= 0 {
+		if d.Lo >= 0 {
 			return -1
 		}
-		return always(d.hi < 0)
+		return always(d.Hi < 0)
 	case ir.Le:
-		if d.lo > 0 {
+		if d.Lo > 0 {
 			return -1
 		}
-		return always(d.hi <= 0)
+		return always(d.Hi <= 0)
 	case ir.Gt:
-		if d.hi <= 0 {
+		if d.Hi <= 0 {
 			return -1
 		}
-		return always(d.lo > 0)
+		return always(d.Lo > 0)
 	case ir.Ge:
-		if d.hi < 0 {
+		if d.Hi < 0 {
 			return -1
 		}
-		return always(d.lo >= 0)
+		return always(d.Lo >= 0)
 	case ir.Eq:
-		if d.lo > 0 || d.hi < 0 {
+		if d.Lo > 0 || d.Hi < 0 {
 			return -1
 		}
-		return always(d.lo == 0 && d.hi == 0)
+		return always(d.Lo == 0 && d.Hi == 0)
 	case ir.Ne:
-		if d.lo == 0 && d.hi == 0 {
+		if d.Lo == 0 && d.Hi == 0 {
 			return -1
 		}
-		return always(d.lo > 0 || d.hi < 0)
+		return always(d.Lo > 0 || d.Hi < 0)
 	}
 	return 0
 }

@@ -112,10 +112,10 @@ func matchScatter(st *ir.BoundStmt) (*scatterForm, bool) {
 		}
 		t := f.targets[k]
 		sp, ok := indexSpan(t, ext)
-		if !ok || sp.lo < 0 {
+		if !ok || sp.Lo < 0 {
 			f.guard = append(f.guard, &ir.Binary{Op: ir.Ge, X: t, Y: Lit(0)})
 		}
-		if n := st.Spatial[k].Extent; !ok || sp.hi >= n {
+		if n := st.Spatial[k].Extent; !ok || sp.Hi >= n {
 			f.guard = append(f.guard, &ir.Binary{Op: ir.Lt, X: t, Y: Lit(n)})
 		}
 	}
@@ -339,16 +339,16 @@ func constBool(e ir.Expr, ext map[string]int64) (val, ok bool) {
 func compareSpans(op ir.BinOp, a, b span) (val, ok bool) {
 	switch op {
 	case ir.Lt:
-		return a.hi < b.lo, a.hi < b.lo || a.lo >= b.hi
+		return a.Hi < b.Lo, a.Hi < b.Lo || a.Lo >= b.Hi
 	case ir.Le:
-		return a.hi <= b.lo, a.hi <= b.lo || a.lo > b.hi
+		return a.Hi <= b.Lo, a.Hi <= b.Lo || a.Lo > b.Hi
 	case ir.Gt:
 		return compareSpans(ir.Lt, b, a)
 	case ir.Ge:
 		return compareSpans(ir.Le, b, a)
 	case ir.Eq, ir.Ne:
-		disjoint := a.hi < b.lo || b.hi < a.lo
-		same := a.lo == a.hi && b.lo == b.hi && a.lo == b.lo
+		disjoint := a.Hi < b.Lo || b.Hi < a.Lo
+		same := a.Lo == a.Hi && b.Lo == b.Hi && a.Lo == b.Lo
 		return same == (op == ir.Eq), same || disjoint
 	}
 	return false, false

@@ -34,24 +34,24 @@ func TestIndexSpanKeepsSemaFacts(t *testing.T) {
 		{"abs(i - 3)", &ir.Call{Fn: ir.FuncAbs, Args: []ir.Expr{bin(ir.Sub, split, lit(3))}}, 0, 44},
 	} {
 		s, ok := indexSpan(c.e, ext)
-		if !ok || s.lo != c.lo || s.hi != c.hi {
-			t.Errorf("%s: got [%d, %d] (ok %v), want [%d, %d]", c.name, s.lo, s.hi, ok, c.lo, c.hi)
+		if !ok || s.Lo != c.lo || s.Hi != c.hi {
+			t.Errorf("%s: got [%d, %d] (ok %v), want [%d, %d]", c.name, s.Lo, s.Hi, ok, c.lo, c.hi)
 		}
 	}
 	// A condition that never holds leaves only the other branch.
 	never := where(bin(ir.Lt, ix("i.l"), lit(0)), lit(-5), ix("i.l"))
-	if s, ok := indexSpan(never, ext); !ok || s.lo != 0 || s.hi != 15 {
-		t.Errorf("never-taken branch: got [%d, %d] (ok %v), want [0, 15]", s.lo, s.hi, ok)
+	if s, ok := indexSpan(never, ext); !ok || s.Lo != 0 || s.Hi != 15 {
+		t.Errorf("never-taken branch: got [%d, %d] (ok %v), want [0, 15]", s.Lo, s.Hi, ok)
 	}
 	// A where it cannot reason about stays as wide as both branches.
 	opaque := where(bin(ir.Gt, bin(ir.Mod, split, lit(2)), ix("i.l")), bin(ir.Sub, split, lit(1)), lit(0))
-	if s, ok := indexSpan(opaque, ext); !ok || s.lo != -1 {
-		t.Errorf("opaque condition: got [%d, %d] (ok %v), want lo -1", s.lo, s.hi, ok)
+	if s, ok := indexSpan(opaque, ext); !ok || s.Lo != -1 {
+		t.Errorf("opaque condition: got [%d, %d] (ok %v), want lo -1", s.Lo, s.Hi, ok)
 	}
 	// Extents past 2^40 (sizes={"i": 2**45}) are bounded exactly.
 	big := map[string]int64{"i.o": 1 << 41, "i.l": 16}
-	if s, ok := indexSpan(split, big); !ok || s.lo != 0 || s.hi != 1<<45-1 {
-		t.Errorf("2^45 elements: got [%d, %d] (ok %v)", s.lo, s.hi, ok)
+	if s, ok := indexSpan(split, big); !ok || s.Lo != 0 || s.Hi != 1<<45-1 {
+		t.Errorf("2^45 elements: got [%d, %d] (ok %v)", s.Lo, s.Hi, ok)
 	}
 	// A product past the limit is unknown, never wrapped.
 	huge := bin(ir.Mul, ix("a"), ix("b"))

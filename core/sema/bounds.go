@@ -1,6 +1,7 @@
 package sema
 
 import (
+	"github.com/neoflow/neoflow/core/bounds"
 	"github.com/neoflow/neoflow/core/ir"
 )
 
@@ -16,7 +17,7 @@ const indexLimit = int64(1) << 62
 type prover struct {
 	op     *ir.Op
 	shapes map[string][]int64
-	info   *exprInfo
+	info   *bounds.Info
 }
 
 // proveBounds proves every access of statement s in bounds for the extents
@@ -24,18 +25,18 @@ type prover struct {
 // a user error naming the first access and dimension (or expression) it
 // cannot prove. See the package documentation for the method.
 func proveBounds(op *ir.Op, s *ir.Stmt, ext map[string]int64, shapes map[string][]int64) error {
-	vars := map[string]interval{}
+	vars := map[string]bounds.Interval{}
 	for v, n := range ext {
-		vars[v] = interval{0, n - 1}
+		vars[v] = bounds.Interval{Lo: 0, Hi: n - 1}
 	}
-	p := &prover{op: op, shapes: shapes, info: newExprInfo()}
-	return p.expr(s.RHS, newScopeInfo(vars, p.info))
+	p := &prover{op: op, shapes: shapes, info: bounds.NewInfo()}
+	return p.expr(s.RHS, bounds.NewScopeInfo(vars, p.info))
 }
 
 // expr proves e where it is evaluated, in scope sc: its sub-expressions
 // first, then e itself.
-func (p *prover) expr(e ir.Expr, sc *scope) error {
-	if sc.dead {
+func (p *prover) expr(e ir.Expr, sc *bounds.Scope) error {
+	if sc.Dead() {
 		return nil // the guards contradict each other: never evaluated
 	}
 	switch e := e.(type) {
@@ -43,10 +44,10 @@ func (p *prover) expr(e ir.Expr, sc *scope) error {
 		if err := p.expr(e.Cond, sc); err != nil {
 			return err
 		}
-		if err := p.expr(e.Then, sc.guard(e.Cond, false)); err != nil {
+		if err := p.expr(e.Then, sc.Guard(e.Cond, false)); err != nil {
 			return err
 		}
-		if err := p.expr(e.Else, sc.guard(e.Cond, true)); err != nil {
+		if err := p.expr(e.Else, sc.Guard(e.Cond, true)); err != nil {
 			return err
 		}
 	case *ir.Access:
@@ -71,16 +72,16 @@ func (p *prover) expr(e ir.Expr, sc *scope) error {
 // overflow rejects an integer operation whose value may leave
 // (-indexLimit, indexLimit). The operands of e are already known to lie
 // within it, so e is computed exactly when its own range does.
-func (p *prover) overflow(e ir.Expr, sc *scope) error {
+func (p *prover) overflow(e ir.Expr, sc *bounds.Scope) error {
 	switch e.(type) {
 	case *ir.Unary, *ir.Binary, *ir.Call, *ir.Where:
 	default:
 		return nil // leaves: literals are checked by Check, variables are below their extents
 	}
-	if p.info.kind(e) != ir.KindIndex {
+	if p.info.Kind(e) != ir.KindIndex {
 		return nil
 	}
-	if r := sc.intervalOf(e); r.lo <= -indexLimit || r.hi >= indexLimit {
+	if r := sc.Bound(e); r.Lo <= -indexLimit || r.Hi >= indexLimit {
 		return p.op.Errorf(e.At(), "index arithmetic may overflow int64: %s ranges over %v, beyond the limit of ±2^62 for index values",
 			ir.ExprString(e), r)
 	}
@@ -88,41 +89,13 @@ func (p *prover) overflow(e ir.Expr, sc *scope) error {
 }
 
 // access proves each index of e within its dimension.
-func (p *prover) access(e *ir.Access, sc *scope) error {
+func (p *prover) access(e *ir.Access, sc *bounds.Scope) error {
 	shape := p.shapes[e.Tensor]
 	for d, x := range e.Indices {
 		size := shape[d]
-		l := linearizeIn(x, p.info)
-		iv := sc.intervalOf(x)
-		r := iv.intersect(sc.eval(l))
-		if r.empty() {
-			// Two sound bounds of the same value are disjoint only where
-			// the access never runs; prove nothing from them.
-			r = iv
-			if r.empty() {
-				r = full
-			}
-		}
-		lowOK := r.lo >= 0
-		if !lowOK {
-			lowOK = sc.proveNonneg(l)
-		}
-		highOK := r.hi <= size-1
-		if !highOK {
-			if hl, ok := constLinear(0).axpy(-1, l); ok {
-				if hl, ok = hl.axpy(1, constLinear(size-1)); ok {
-					highOK = sc.proveNonneg(hl)
-				}
-			}
-		}
+		r, lowOK, highOK := sc.Within(x, size)
 		if !lowOK || !highOK {
-			// Show the range as far as it is known.
-			if lowOK {
-				r.lo = max(r.lo, 0)
-			}
-			if highOK {
-				r.hi = min(r.hi, size-1)
-			}
+			// The range as far as it is known.
 			return p.op.Errorf(e.Pos, "access %s may be out of bounds: dimension %d index %s ranges over %v but %s has size %d there",
 				ir.ExprString(e), d, ir.ExprString(x), r, e.Tensor, size)
 		}

@@ -88,6 +88,10 @@
 // inferred extents, and every integer sub-expression provably free of
 // int64 overflow, or the op is rejected with an error naming the access,
 // the dimension and the index's range (or the expression and its range).
+// The prover described here lives in core/bounds, which the lowering's
+// bounds check, the renderers and autodiff's guard simplification use as
+// well.
+//
 // Expressions are proven where they are evaluated, in the scope of the
 // guards around them, sub-expressions first: the indices of an access,
 // with any reads and wheres inside them (X[where(A[i] > 0.0, i, 0)] reads

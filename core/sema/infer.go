@@ -7,6 +7,7 @@ import (
 
 	"github.com/pkg/errors"
 
+	"github.com/neoflow/neoflow/core/bounds"
 	"github.com/neoflow/neoflow/core/ir"
 )
 
@@ -183,18 +184,18 @@ func unknownExtents(op *ir.Op, s *ir.Stmt, refs []accessRef, ext map[string]int6
 // 0 when no n up to maxExtent violates the bounds (x does not bound u), and
 // an error describing the range of x when even n = 1 does.
 func largestExtent(x ir.Expr, u string, ext map[string]int64, size int64) (int64, error) {
-	vars := map[string]interval{}
+	vars := map[string]bounds.Interval{}
 	for v, n := range ext {
-		vars[v] = interval{0, n - 1}
+		vars[v] = bounds.Interval{Lo: 0, Hi: n - 1}
 	}
-	info := newExprInfo()
-	at := func(n int64) interval {
-		vars[u] = interval{0, n - 1}
-		return newScopeInfo(vars, info).intervalOf(x) // scopes memoize: a fresh one per n
+	info := bounds.NewInfo()
+	at := func(n int64) bounds.Interval {
+		vars[u] = bounds.Interval{Lo: 0, Hi: n - 1}
+		return bounds.NewScopeInfo(vars, info).Bound(x) // scopes memoize: a fresh one per n
 	}
 	fits := func(n int64) bool {
 		r := at(n)
-		return r.lo >= 0 && r.hi <= size-1
+		return r.Lo >= 0 && r.Hi <= size-1
 	}
 	if !fits(1) {
 		return 0, errors.Errorf("ranges over %v even when %s = 0", at(1), u)

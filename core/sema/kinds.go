@@ -1,6 +1,9 @@
 package sema
 
-import "github.com/neoflow/neoflow/core/ir"
+import (
+	"github.com/neoflow/neoflow/core/bounds"
+	"github.com/neoflow/neoflow/core/ir"
+)
 
 // kindNoun describes a kind for messages: "an index", "a value", "a bool".
 func kindNoun(k ir.Kind) string {
@@ -121,7 +124,7 @@ func (c *checker) binaryKinds(e *ir.Binary) (ir.Kind, error) {
 		}
 	}
 	if k == ir.KindIndex && (e.Op == ir.Div || e.Op == ir.Mod) {
-		if _, ok := constDivisor(e.Y); !ok {
+		if _, ok := bounds.ConstDivisor(e.Y); !ok {
 			return 0, c.op.Errorf(e.Y.At(), "divisor of %s in an index expression must be a positive integer constant, got %s",
 				e.Op, ir.ExprString(e.Y))
 		}
@@ -219,15 +222,4 @@ func (c *checker) numeric(e ir.Expr, k ir.Kind, what string) error {
 		return c.op.Errorf(e.At(), "%s must be a number, got a bool: %s (a bool can only be the condition of where)", what, ir.ExprString(e))
 	}
 	return nil
-}
-
-// constDivisor returns the value of a positive integer constant divisor.
-func constDivisor(e ir.Expr) (int64, bool) {
-	switch e := e.(type) {
-	case *ir.IntLit:
-		return e.Value, e.Value > 0
-	case *ir.Const:
-		return e.Int, !e.IsFloat && e.Int > 0
-	}
-	return 0, false
 }

@@ -1,4 +1,4 @@
-package sema
+package bounds
 
 import (
 	"math"
@@ -31,11 +31,11 @@ func TestFloorDivMod(t *testing.T) {
 }
 
 func TestIntervalOps(t *testing.T) {
-	iv := func(lo, hi int64) interval { return interval{lo, hi} }
+	iv := func(lo, hi int64) Interval { return Interval{lo, hi} }
 	tests := []struct {
 		desc string
-		got  interval
-		want interval
+		got  Interval
+		want Interval
 	}{
 		{"add", iv(0, 3).add(iv(-1, 2)), iv(-1, 5)},
 		{"sub", iv(0, 3).sub(iv(-1, 2)), iv(-2, 4)},
@@ -67,68 +67,38 @@ func TestIntervalOps(t *testing.T) {
 // index parses an index expression as the right-hand side of "Y[...] = ".
 func index(t *testing.T, src string) ir.Expr {
 	t.Helper()
-	return mustParse(t, "Y[i] = "+src, parse.Options{Consts: ints("G", 4)}).Stmts[0].RHS
+	op, err := parse.Parse("Y[i] = "+src, parse.Options{Consts: map[string]parse.ConstValue{"G": {Int: 4}}})
+	if err != nil {
+		t.Fatalf("parse %q: %v", src, err)
+	}
+	return op.Stmts[0].RHS
 }
 
 func TestIntervalOf(t *testing.T) {
-	vars := map[string]interval{"p": {0, 3}, "r": {0, 2}, "h": {0, 9}, "c": {0, 7}, "n": {-2, 5}}
+	vars := map[string]Interval{"p": {0, 3}, "r": {0, 2}, "h": {0, 9}, "c": {0, 7}, "n": {-2, 5}}
 	tests := []struct {
 		desc string
 		expr string
-		want interval
+		want Interval
 	}{
-		{"strided window", "p*2 + r", interval{0, 8}},
-		{"floor division", "h / 2", interval{0, 4}},
-		{"modulo", "h % 2", interval{0, 1}},
-		{"depth to space channel", "c*4 + (h%2)*2 + h%2", interval{0, 31}},
-		{"negative floor division", "n / 4", interval{-1, 1}},
-		{"constant divisor", "c / G", interval{0, 1}},
-		{"min", "min(h, 3)", interval{0, 3}},
-		{"max", "max(n, 0)", interval{0, 5}},
-		{"abs", "abs(n - 1)", interval{0, 4}},
-		{"negation", "-p", interval{-3, 0}},
-		{"product of intervals", "n * r", interval{-4, 10}},
-		{"where tightened per branch", "where(h < 4, h, 3 - h)", interval{-6, 3}},
+		{"strided window", "p*2 + r", Interval{0, 8}},
+		{"floor division", "h / 2", Interval{0, 4}},
+		{"modulo", "h % 2", Interval{0, 1}},
+		{"depth to space channel", "c*4 + (h%2)*2 + h%2", Interval{0, 31}},
+		{"negative floor division", "n / 4", Interval{-1, 1}},
+		{"constant divisor", "c / G", Interval{0, 1}},
+		{"min", "min(h, 3)", Interval{0, 3}},
+		{"max", "max(n, 0)", Interval{0, 5}},
+		{"abs", "abs(n - 1)", Interval{0, 4}},
+		{"negation", "-p", Interval{-3, 0}},
+		{"product of intervals", "n * r", Interval{-4, 10}},
+		{"where tightened per branch", "where(h < 4, h, 3 - h)", Interval{-6, 3}},
 		{"unknown variable", "z + 1", full},
 	}
 	for _, tc := range tests {
-		s := newScope(vars)
-		if got := s.intervalOf(index(t, tc.expr)); got != tc.want {
-			t.Errorf("%s: interval of %s: got %v, want %v", tc.desc, tc.expr, got, tc.want)
-		}
-	}
-}
-
-func TestLargestExtent(t *testing.T) {
-	ext := map[string]int64{"r": 3, "c": 2}
-	tests := []struct {
-		desc string
-		expr string
-		u    string
-		size int64
-		want int64 // 0: no bound
-		err  string
-	}{
-		{"strided window", "p*2 + r", "p", 8, 3, ""},
-		{"exact stride", "p*2 + r", "p", 9, 4, ""},
-		{"upsampling", "h / 2", "h", 5, 10, ""},
-		{"downsampling channels", "u*4 + c", "u", 8, 2, ""},
-		{"space to depth", "u / 4", "u", 2, 8, ""},
-		{"periodic does not bound", "u % 2", "u", 2, 0, ""},
-		{"never in bounds", "u + 5", "u", 3, 0, "ranges over [5, 5] even when u = 0"},
-		{"window larger than input", "u + r", "u", 2, 0, "ranges over [0, 2] even when u = 0"},
-	}
-	for _, tc := range tests {
-		got, err := largestExtent(index(t, tc.expr), tc.u, ext, tc.size)
-		switch {
-		case tc.err != "":
-			if err == nil || err.Error() != tc.err {
-				t.Errorf("%s: got error %v, want %q", tc.desc, err, tc.err)
-			}
-		case err != nil:
-			t.Errorf("%s: got error %v, want none", tc.desc, err)
-		case got != tc.want:
-			t.Errorf("%s: largest extent of %s in size %d: got %d, want %d", tc.desc, tc.u, tc.size, got, tc.want)
+		s := NewScope(vars)
+		if got := s.Bound(index(t, tc.expr)); got != tc.want {
+			t.Errorf("%s: Interval of %s: got %v, want %v", tc.desc, tc.expr, got, tc.want)
 		}
 	}
 }

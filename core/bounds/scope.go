@@ -1,4 +1,4 @@
-package sema
+package bounds
 
 import (
 	"maps"
@@ -7,24 +7,24 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 )
 
-// exprInfo caches per-node facts about one statement's expressions, keyed
-// by node pointer and shared by every scope of a proof: kinds and printed
+// Info caches per-node facts about one statement's expressions, keyed
+// by node pointer and shared by every Scope of a proof: kinds and printed
 // forms. Without it, asking for the kind of every node of a deep
 // expression is quadratic (ir.KindOf recurses).
-type exprInfo struct {
+type Info struct {
 	kinds ir.KindMemo
 	keys  map[ir.Expr]string
 }
 
-func newExprInfo() *exprInfo {
-	return &exprInfo{kinds: ir.KindMemo{}, keys: map[ir.Expr]string{}}
+func NewInfo() *Info {
+	return &Info{kinds: ir.KindMemo{}, keys: map[ir.Expr]string{}}
 }
 
 // kind is ir.KindOf(e), memoized per node.
-func (c *exprInfo) kind(e ir.Expr) ir.Kind { return c.kinds.Of(e) }
+func (c *Info) Kind(e ir.Expr) ir.Kind { return c.kinds.Of(e) }
 
 // key is the printed form of e, which keys atoms (see linear.go).
-func (c *exprInfo) key(e ir.Expr) string {
+func (c *Info) key(e ir.Expr) string {
 	if s, ok := c.keys[e]; ok {
 		return s
 	}
@@ -33,14 +33,14 @@ func (c *exprInfo) key(e ir.Expr) string {
 	return s
 }
 
-// scope is what is known at a point of a statement: the interval of each
+// Scope is what is known at a point of a statement: the Interval of each
 // index variable, tightened bounds of opaque atoms (see linear.go) and the
-// guard facts that hold there. A scope does not change once built, so the
+// guard facts that hold there. A Scope does not change once built, so the
 // intervals of expressions and the scopes of guards under it are memoized:
-// bounding an expression costs time linear in its size per scope.
-type scope struct {
-	vars  map[string]interval
-	atoms map[string]interval
+// bounding an expression costs time linear in its size per Scope.
+type Scope struct {
+	vars  map[string]Interval
+	atoms map[string]Interval
 	// facts are the guard facts that tightening did not capture (see
 	// guard): those with two or more atoms, or on a variable without a
 	// range. Of facts L + c >= 0 with the same L only the one with the
@@ -52,9 +52,9 @@ type scope struct {
 	// them never runs.
 	dead bool
 
-	info   *exprInfo
-	memo   map[ir.Expr]interval
-	guards map[guardKey]*scope
+	info   *Info
+	memo   map[ir.Expr]Interval
+	guards map[guardKey]*Scope
 	// byAtom indexes facts by the atoms they mention, for proveNonneg;
 	// built on first use.
 	byAtom map[string][]int
@@ -65,17 +65,17 @@ type guardKey struct {
 	negate bool
 }
 
-func newScope(vars map[string]interval) *scope {
-	return newScopeInfo(vars, newExprInfo())
+func NewScope(vars map[string]Interval) *Scope {
+	return NewScopeInfo(vars, NewInfo())
 }
 
-func newScopeInfo(vars map[string]interval, info *exprInfo) *scope {
-	return &scope{vars: vars, atoms: map[string]interval{}, info: info, memo: map[ir.Expr]interval{}, guards: map[guardKey]*scope{}}
+func NewScopeInfo(vars map[string]Interval, info *Info) *Scope {
+	return &Scope{vars: vars, atoms: map[string]Interval{}, info: info, memo: map[ir.Expr]Interval{}, guards: map[guardKey]*Scope{}}
 }
 
-// intervalOf bounds the integer expression e in scope s. Unknown variables
+// Bound bounds the integer expression e in scope s. Unknown variables
 // and non-index terms are unbounded.
-func (s *scope) intervalOf(e ir.Expr) interval {
+func (s *Scope) Bound(e ir.Expr) Interval {
 	if r, ok := s.memo[e]; ok {
 		return r
 	}
@@ -102,7 +102,7 @@ func mayBeAtom(e ir.Expr) bool {
 	return false
 }
 
-func (s *scope) rawInterval(e ir.Expr) interval {
+func (s *Scope) rawInterval(e ir.Expr) Interval {
 	switch e := e.(type) {
 	case *ir.IntLit:
 		return point(e.Value)
@@ -116,43 +116,43 @@ func (s *scope) rawInterval(e ir.Expr) interval {
 		}
 	case *ir.Unary:
 		if e.Op == ir.Neg {
-			return s.intervalOf(e.X).neg()
+			return s.Bound(e.X).neg()
 		}
 	case *ir.Binary:
 		switch e.Op {
 		case ir.Add:
-			return s.intervalOf(e.X).add(s.intervalOf(e.Y))
+			return s.Bound(e.X).add(s.Bound(e.Y))
 		case ir.Sub:
-			return s.intervalOf(e.X).sub(s.intervalOf(e.Y))
+			return s.Bound(e.X).sub(s.Bound(e.Y))
 		case ir.Mul:
-			return s.intervalOf(e.X).mul(s.intervalOf(e.Y))
+			return s.Bound(e.X).mul(s.Bound(e.Y))
 		case ir.Div:
-			if k, ok := constDivisor(e.Y); ok {
-				return s.intervalOf(e.X).div(k)
+			if k, ok := ConstDivisor(e.Y); ok {
+				return s.Bound(e.X).div(k)
 			}
 		case ir.Mod:
-			if k, ok := constDivisor(e.Y); ok {
-				return s.intervalOf(e.X).mod(k)
+			if k, ok := ConstDivisor(e.Y); ok {
+				return s.Bound(e.X).mod(k)
 			}
 		}
 	case *ir.Call:
 		switch {
 		case e.Fn == ir.FuncAbs && len(e.Args) == 1:
-			return s.intervalOf(e.Args[0]).abs()
+			return s.Bound(e.Args[0]).abs()
 		case e.Fn == ir.FuncMin && len(e.Args) == 2:
-			a, b := s.intervalOf(e.Args[0]), s.intervalOf(e.Args[1])
-			return interval{min(a.lo, b.lo), min(a.hi, b.hi)}
+			a, b := s.Bound(e.Args[0]), s.Bound(e.Args[1])
+			return Interval{min(a.Lo, b.Lo), min(a.Hi, b.Hi)}
 		case e.Fn == ir.FuncMax && len(e.Args) == 2:
-			a, b := s.intervalOf(e.Args[0]), s.intervalOf(e.Args[1])
-			return interval{max(a.lo, b.lo), max(a.hi, b.hi)}
+			a, b := s.Bound(e.Args[0]), s.Bound(e.Args[1])
+			return Interval{max(a.Lo, b.Lo), max(a.Hi, b.Hi)}
 		}
 	case *ir.Where:
-		r := interval{posInf, negInf} // empty
-		if t := s.guard(e.Cond, false); !t.dead {
-			r = r.hull(t.intervalOf(e.Then))
+		r := Interval{posInf, negInf} // empty
+		if t := s.Guard(e.Cond, false); !t.dead {
+			r = r.hull(t.branch(e.Then))
 		}
-		if f := s.guard(e.Cond, true); !f.dead {
-			r = r.hull(f.intervalOf(e.Else))
+		if f := s.Guard(e.Cond, true); !f.dead {
+			r = r.hull(f.branch(e.Else))
 		}
 		if r.empty() {
 			return full // both branches dead: no information worth keeping
@@ -162,24 +162,37 @@ func (s *scope) rawInterval(e ir.Expr) interval {
 	return full
 }
 
-// guard returns the scope inside a where branch: s plus the facts of cond
-// (negated for the else branch), with the interval of every variable or
+// Guard returns the scope inside a where branch: s plus the facts of cond
+// (negated for the else branch), with the Interval of every variable or
 // atom that a fact mentions alone tightened: a·x + c >= 0 gives
 // x >= ceil(-c/a) for a > 0 and x <= floor(c/-a) for a < 0.
 //
-// Whether a tightened atom's interval became empty is judged with the
-// atom's interval in s (then intersected with the new bounds), never in
+// Whether a tightened atom's Interval became empty is judged with the
+// atom's Interval in s (then intersected with the new bounds), never in
 // the scope under construction: bounding the atom there would build the
-// guard scopes of the wheres inside it again, once per enclosing scope,
+// guard scopes of the wheres inside it again, once per enclosing Scope,
 // which is exponential in the nesting depth. The bounds in s are looser,
 // so the check finds fewer dead branches, never a live one dead.
-func (s *scope) guard(cond ir.Expr, negate bool) *scope {
+func (s *Scope) Guard(cond ir.Expr, negate bool) *Scope {
 	k := guardKey{cond, negate}
 	if t, ok := s.guards[k]; ok {
 		return t
 	}
-	fs := factsIn(cond, negate, s.info)
-	t := newScopeInfo(maps.Clone(s.vars), s.info)
+	fs, ne := factsIn(cond, negate, s.info)
+	for _, d := range ne {
+		// d != 0 where d >= 0 (or d <= 0) in s: d - 1 >= 0 (or -d - 1 >= 0).
+		r := s.eval(d)
+		if r.Lo == 0 {
+			if f, ok := d.axpy(1, constLinear(-1)); ok {
+				fs = append(fs, f)
+			}
+		} else if r.Hi == 0 {
+			if f, ok := constLinear(-1).sub(d); ok {
+				fs = append(fs, f)
+			}
+		}
+	}
+	t := NewScopeInfo(maps.Clone(s.vars), s.info)
 	t.atoms, t.dead = maps.Clone(s.atoms), s.dead
 	t.facts, t.factIndex = slices.Clone(s.facts), maps.Clone(s.factIndex)
 	for _, f := range fs {
@@ -199,9 +212,9 @@ func (s *scope) guard(cond ir.Expr, negate bool) *scope {
 			// division nor the negation overflows.
 			b := full
 			if a > 0 {
-				b.lo = -floorDiv(f.c, a) // ceil(-c/a)
+				b.Lo = -floorDiv(f.c, a) // ceil(-c/a)
 			} else {
-				b.hi = floorDiv(f.c, -a)
+				b.Hi = floorDiv(f.c, -a)
 			}
 			if x, ok := f.atoms[key].(*ir.Index); ok {
 				v, known := t.vars[x.Name]
@@ -223,7 +236,7 @@ func (s *scope) guard(cond ir.Expr, negate bool) *scope {
 				b = b.intersect(old)
 			}
 			t.atoms[key] = b
-			if s.intervalOf(f.atoms[key]).intersect(b).empty() {
+			if s.Bound(f.atoms[key]).intersect(b).empty() {
 				t.dead = true
 			}
 		}
@@ -236,7 +249,7 @@ func (s *scope) guard(cond ir.Expr, negate bool) *scope {
 // Of facts L + c >= 0 with the same L the one with the least c implies the
 // others and proves at least as much (l - L - c is largest), so only it is
 // kept: a guard repeating a condition thousands of times adds one fact.
-func (t *scope) addFact(f linear) {
+func (t *Scope) addFact(f linear) {
 	k := f.shape()
 	if i, ok := t.factIndex[k]; ok {
 		if f.c < t.facts[i].c {
@@ -267,9 +280,9 @@ const (
 // fact with no atom in common with l cannot raise the lower bound of
 // l - F (its own lower bound is at most 0 wherever the scope is live).
 // Facts about a single atom are not tried at all, since guard already
-// narrowed that atom's interval to exactly where they hold. The number of
+// narrowed that atom's Interval to exactly where they hold. The number of
 // tries is capped, so a guard with thousands of conjuncts stays cheap.
-func (s *scope) proveNonneg(l linear) bool {
+func (s *Scope) proveNonneg(l linear) bool {
 	if s.nonneg(l) {
 		return true
 	}
@@ -308,14 +321,14 @@ func (s *scope) proveNonneg(l linear) bool {
 // nonneg reports whether the bounds of l prove l >= 0. An empty range
 // proves nothing: sound bounds are empty only where the code never runs,
 // and an empty range is not worth trusting anywhere else.
-func (s *scope) nonneg(l linear) bool {
+func (s *Scope) nonneg(l linear) bool {
 	r := s.eval(l)
-	return !r.empty() && r.lo >= 0
+	return !r.empty() && r.Lo >= 0
 }
 
 // sharing lists, in order, the facts other than skip that mention an atom
 // of l.
-func (s *scope) sharing(l linear, skip int) []int {
+func (s *Scope) sharing(l linear, skip int) []int {
 	if len(s.facts) == 0 || len(l.coef) == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package sema
+package bounds
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 )
 
-// Interval ends. An interval's lower end is an integer or -infinity and its
+// Interval ends. An Interval's lower end is an integer or -infinity and its
 // upper end an integer or +infinity. The encoding is directional:
 // math.MinInt64 as a lower end means -infinity and math.MaxInt64 as an
 // upper end means +infinity; nothing else is infinite. A lower end of
@@ -22,46 +22,46 @@ const (
 	posInf = math.MaxInt64 // as an upper end
 )
 
-// interval is the integer interval [lo, hi]; it is empty when lo > hi.
-type interval struct{ lo, hi int64 }
+// Interval is the integer Interval [lo, hi]; it is empty when lo > hi.
+type Interval struct{ Lo, Hi int64 }
 
-var full = interval{negInf, posInf}
+var full = Interval{negInf, posInf}
 
-// point is the interval of the single value v. Rounded outward, the point
+// point is the Interval of the single value v. Rounded outward, the point
 // MinInt64 is [-inf, MinInt64] and the point MaxInt64 is [MaxInt64, +inf].
-func point(v int64) interval { return interval{v, v} }
+func point(v int64) Interval { return Interval{v, v} }
 
-func (a interval) empty() bool { return a.lo > a.hi }
+func (a Interval) empty() bool { return a.Lo > a.Hi }
 
-func (a interval) String() string {
-	lo, hi := fmt.Sprint(a.lo), fmt.Sprint(a.hi)
-	if a.lo == negInf {
+func (a Interval) String() string {
+	lo, hi := fmt.Sprint(a.Lo), fmt.Sprint(a.Hi)
+	if a.Lo == negInf {
 		lo = "-inf"
 	}
-	if a.hi == posInf {
+	if a.Hi == posInf {
 		hi = "+inf"
 	}
 	return "[" + lo + ", " + hi + "]"
 }
 
-func (a interval) intersect(b interval) interval {
-	return interval{max(a.lo, b.lo), min(a.hi, b.hi)}
+func (a Interval) intersect(b Interval) Interval {
+	return Interval{max(a.Lo, b.Lo), min(a.Hi, b.Hi)}
 }
 
-func (a interval) hull(b interval) interval {
+func (a Interval) hull(b Interval) Interval {
 	if a.empty() {
 		return b
 	}
 	if b.empty() {
 		return a
 	}
-	return interval{min(a.lo, b.lo), max(a.hi, b.hi)}
+	return Interval{min(a.Lo, b.Lo), max(a.Hi, b.Hi)}
 }
 
 // end is an extended integer: a finite int64 (inf == 0) or an infinity of
 // the sign of inf. An exact result too large for an int64 is also recorded
 // as an infinity of its sign: rounding outward maps it to the same
-// interval end as the true value would be.
+// Interval end as the true value would be.
 type end struct {
 	v   int64
 	inf int8
@@ -89,7 +89,7 @@ func (x end) less(y end) bool {
 	return x.inf == 0 && x.v < y.v
 }
 
-// lower rounds x down to a lower interval end.
+// lower rounds x down to a lower Interval end.
 func (x end) lower() int64 {
 	switch {
 	case x.inf < 0:
@@ -100,7 +100,7 @@ func (x end) lower() int64 {
 	return x.v
 }
 
-// upper rounds x up to an upper interval end.
+// upper rounds x up to an upper Interval end.
 func (x end) upper() int64 {
 	switch {
 	case x.inf > 0:
@@ -151,15 +151,15 @@ func absU(v int64) uint64 {
 	return uint64(v)
 }
 
-func (a interval) add(b interval) interval {
+func (a Interval) add(b Interval) Interval {
 	lo, hi := int64(negInf), int64(posInf)
-	if a.lo != negInf && b.lo != negInf {
-		lo = addEnds(a.lo, b.lo).lower()
+	if a.Lo != negInf && b.Lo != negInf {
+		lo = addEnds(a.Lo, b.Lo).lower()
 	}
-	if a.hi != posInf && b.hi != posInf {
-		hi = addEnds(a.hi, b.hi).upper()
+	if a.Hi != posInf && b.Hi != posInf {
+		hi = addEnds(a.Hi, b.Hi).upper()
 	}
-	return interval{lo, hi}
+	return Interval{lo, hi}
 }
 
 // addEnds adds two finite ends exactly.
@@ -174,19 +174,19 @@ func addEnds(x, y int64) end {
 	return end{v: s}
 }
 
-func (a interval) neg() interval {
-	return interval{upperEnd(a.hi).neg().lower(), lowerEnd(a.lo).neg().upper()}
+func (a Interval) neg() Interval {
+	return Interval{upperEnd(a.Hi).neg().lower(), lowerEnd(a.Lo).neg().upper()}
 }
 
-func (a interval) sub(b interval) interval { return a.add(b.neg()) }
+func (a Interval) sub(b Interval) Interval { return a.add(b.neg()) }
 
 // mul bounds a product by the products of the ends.
-func (a interval) mul(b interval) interval {
+func (a Interval) mul(b Interval) Interval {
 	if a.empty() || b.empty() {
-		return interval{posInf, negInf}
+		return Interval{posInf, negInf}
 	}
-	x := [2]end{lowerEnd(a.lo), upperEnd(a.hi)}
-	y := [2]end{lowerEnd(b.lo), upperEnd(b.hi)}
+	x := [2]end{lowerEnd(a.Lo), upperEnd(a.Hi)}
+	y := [2]end{lowerEnd(b.Lo), upperEnd(b.Hi)}
 	lo, hi := x[0].mul(y[0]), x[0].mul(y[0])
 	for _, p := range [...]end{x[0].mul(y[1]), x[1].mul(y[0]), x[1].mul(y[1])} {
 		if p.less(lo) {
@@ -196,42 +196,42 @@ func (a interval) mul(b interval) interval {
 			hi = p
 		}
 	}
-	return interval{lo.lower(), hi.upper()}
+	return Interval{lo.lower(), hi.upper()}
 }
 
 // scale multiplies by a constant.
-func (a interval) scale(k int64) interval { return a.mul(point(k)) }
+func (a Interval) scale(k int64) Interval { return a.mul(point(k)) }
 
 // div is floor division by a positive constant k; it is exact because
 // floor(x/k) is monotone in x.
-func (a interval) div(k int64) interval {
+func (a Interval) div(k int64) Interval {
 	r := a
-	if a.lo != negInf {
-		r.lo = ir.FloorDiv(a.lo, k)
+	if a.Lo != negInf {
+		r.Lo = ir.FloorDiv(a.Lo, k)
 	}
-	if a.hi != posInf {
-		r.hi = ir.FloorDiv(a.hi, k)
+	if a.Hi != posInf {
+		r.Hi = ir.FloorDiv(a.Hi, k)
 	}
 	return r
 }
 
-// mod is floor modulo by a positive constant k: exact when the interval
+// mod is floor modulo by a positive constant k: exact when the Interval
 // lies within one period, [0, k-1] otherwise.
-func (a interval) mod(k int64) interval {
-	if a.lo != negInf && a.hi != posInf && !a.empty() && floorDiv(a.lo, k) == floorDiv(a.hi, k) {
-		return interval{floorMod(a.lo, k), floorMod(a.hi, k)}
+func (a Interval) mod(k int64) Interval {
+	if a.Lo != negInf && a.Hi != posInf && !a.empty() && floorDiv(a.Lo, k) == floorDiv(a.Hi, k) {
+		return Interval{floorMod(a.Lo, k), floorMod(a.Hi, k)}
 	}
-	return interval{0, k - 1}
+	return Interval{0, k - 1}
 }
 
-func (a interval) abs() interval {
+func (a Interval) abs() Interval {
 	switch {
-	case a.lo >= 0:
+	case a.Lo >= 0:
 		return a
-	case a.hi <= 0:
+	case a.Hi <= 0:
 		return a.neg()
 	}
-	return interval{0, max(lowerEnd(a.lo).neg().upper(), a.hi)}
+	return Interval{0, max(lowerEnd(a.Lo).neg().upper(), a.Hi)}
 }
 
 // floorDiv is floor(a/k) for k > 0.
@@ -239,3 +239,14 @@ func floorDiv(a, k int64) int64 { return ir.FloorDiv(a, k) }
 
 // floorMod is a - floorDiv(a, k)*k for k > 0: in [0, k-1].
 func floorMod(a, k int64) int64 { return ir.FloorMod(a, k) }
+
+// ConstDivisor returns the value of a positive integer constant divisor.
+func ConstDivisor(e ir.Expr) (int64, bool) {
+	switch e := e.(type) {
+	case *ir.IntLit:
+		return e.Value, e.Value > 0
+	case *ir.Const:
+		return e.Int, !e.IsFloat && e.Int > 0
+	}
+	return 0, false
+}

@@ -1,4 +1,4 @@
-package sema
+package bounds
 
 import (
 	"fmt"
@@ -74,7 +74,7 @@ func TestFacts(t *testing.T) {
 }
 
 func TestGuardAndProve(t *testing.T) {
-	vars := map[string]interval{"i": {0, 9}, "r": {0, 2}}
+	vars := map[string]Interval{"i": {0, 9}, "r": {0, 2}}
 	tests := []struct {
 		desc   string
 		cond   string
@@ -93,7 +93,7 @@ func TestGuardAndProve(t *testing.T) {
 		{"opaque atom", "i/2 < 3", false, "2 - i/2", true, false},
 	}
 	for _, tc := range tests {
-		s := newScope(vars).guard(index(t, tc.cond), tc.negate)
+		s := NewScope(vars).Guard(index(t, tc.cond), tc.negate)
 		if s.dead != tc.dead {
 			t.Errorf("%s: dead: got %v, want %v", tc.desc, s.dead, tc.dead)
 		}

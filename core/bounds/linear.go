@@ -1,4 +1,4 @@
-package sema
+package bounds
 
 import (
 	"fmt"
@@ -29,7 +29,7 @@ const maxLinear = int64(1) << 62
 
 func constLinear(c int64) linear { return linear{c: c} }
 
-func atomLinear(e ir.Expr, info *exprInfo) linear {
+func atomLinear(e ir.Expr, info *Info) linear {
 	k := info.key(e)
 	return linear{coef: map[string]int64{k: 1}, atoms: map[string]ir.Expr{k: e}}
 }
@@ -95,9 +95,9 @@ func (l linear) sub(m linear) (linear, bool) { return l.axpy(-1, m) }
 func (l linear) scale(k int64) (linear, bool) { return constLinear(0).axpy(k, l) }
 
 // linearize writes the index expression e as a linear form, exactly.
-func linearize(e ir.Expr) linear { return linearizeIn(e, newExprInfo()) }
+func linearize(e ir.Expr) linear { return linearizeIn(e, NewInfo()) }
 
-func linearizeIn(e ir.Expr, info *exprInfo) linear {
+func linearizeIn(e ir.Expr, info *Info) linear {
 	var r linear
 	ok := false
 	switch e := e.(type) {
@@ -144,10 +144,10 @@ func linearizeIn(e ir.Expr, info *exprInfo) linear {
 }
 
 // eval bounds the linear form in scope s.
-func (s *scope) eval(l linear) interval {
+func (s *Scope) eval(l linear) Interval {
 	r := point(l.c)
 	for _, key := range slices.Sorted(maps.Keys(l.coef)) {
-		r = r.add(s.intervalOf(l.atoms[key]).scale(l.coef[key]))
+		r = r.add(s.Bound(l.atoms[key]).scale(l.coef[key]))
 	}
 	return r
 }
@@ -162,15 +162,22 @@ func (s *scope) eval(l linear) interval {
 //	a > b  ->  a - b - 1 >= 0      a >= b  ->  a - b >= 0
 //	a == b ->  a - b >= 0 and b - a >= 0
 //
-// and a != b gives nothing. Comparisons of values give nothing, and so
+// and a != b gives no fact by itself (Guard narrows the ends of a - b's
+// range with it). Comparisons of values give nothing, and so
 // does a comparison whose normalized form would not fit (see linear): a
 // missing fact only makes the proof weaker.
-func facts(cond ir.Expr, negate bool) []linear { return factsIn(cond, negate, newExprInfo()) }
+func facts(cond ir.Expr, negate bool) []linear {
+	fs, _ := factsIn(cond, negate, NewInfo())
+	return fs
+}
 
 var negatedCompare = map[ir.BinOp]ir.BinOp{ir.Lt: ir.Ge, ir.Ge: ir.Lt, ir.Le: ir.Gt, ir.Gt: ir.Le, ir.Eq: ir.Ne, ir.Ne: ir.Eq}
 
-func factsIn(cond ir.Expr, negate bool, info *exprInfo) []linear {
-	var out []linear
+// factsIn is facts with the printed forms memoized in info. Its second
+// result lists the differences a - b of the comparisons a != b,
+// which Guard turns into facts where the difference cannot be negative (or
+// positive): a - b >= 1 (or b - a >= 1).
+func factsIn(cond ir.Expr, negate bool, info *Info) (out, ne []linear) {
 	var rec func(cond ir.Expr, negate bool)
 	rec = func(cond ir.Expr, negate bool) {
 		switch e := cond.(type) {
@@ -184,7 +191,7 @@ func factsIn(cond ir.Expr, negate bool, info *exprInfo) []linear {
 				rec(e.X, negate)
 				rec(e.Y, negate)
 			case e.Op.IsCompare():
-				if info.kind(e.X) != ir.KindIndex || info.kind(e.Y) != ir.KindIndex {
+				if info.Kind(e.X) != ir.KindIndex || info.Kind(e.Y) != ir.KindIndex {
 					return
 				}
 				op := e.Op
@@ -215,11 +222,13 @@ func factsIn(cond ir.Expr, negate bool, info *exprInfo) []linear {
 					if f, ok := d.scale(-1); ok {
 						fs = append(fs, d, f)
 					}
+				case ir.Ne:
+					ne = append(ne, d)
 				}
 				out = append(out, fs...)
 			}
 		}
 	}
 	rec(cond, negate)
-	return out
+	return out, ne
 }

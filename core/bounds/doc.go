@@ -1,0 +1,21 @@
+// Package bounds is neoflow's one bounds prover and its one interval
+// type. sema proves a statement's accesses in bounds with it
+// (sema.Specialize), the lowering checks the loop nests it builds with it
+// (core/loops, the check-bounds pass) after splitting indices for vectors,
+// tiles and threads, the renderers ask it about divisions and masked
+// loads (kernels/cgen), and autodiff decides the guards of gradient ops
+// with it. So a fact that sema proved survives scheduling: the lowering
+// asks the same prover about the split forms.
+//
+// Interval is an integer interval with infinite ends, computed exactly and
+// rounded outward, never wrapping. An index expression is bounded
+// (Scope.Bound) by interval arithmetic over the variables' intervals, and
+// written as a linear form over atoms (variables and opaque terms keyed by
+// their printed form) so that equal terms cancel (Scope.Range: i - i is
+// 0). A where's condition becomes guard facts L >= 0 in the scope of each
+// branch (Scope.Guard): a fact about one atom narrows its interval, the
+// others are kept and tried against what is to be proven (Scope.Within:
+// X[p + r - 1] under p + r - 1 >= 0), and bound the branch's value
+// (where(i.o*16 + i.l > 0, i.o*16 + i.l - 1, 0) is at least 0). The method
+// and its limits are described in core/sema's documentation.
+package bounds
