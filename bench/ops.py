@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "pytho
 
 import neoflow  # noqa: E402
 from machine import cpu_model  # noqa: E402
-from ops_table import CASES, consts_for  # noqa: E402
+from ops_table import BENCH_CASES, consts_for  # noqa: E402
 
 
 def timeit(fn, repeat: int, warmup: int = 3) -> tuple[float, float, float]:
@@ -57,7 +57,7 @@ def main() -> None:
 
     print(f"machine: {cpu_model()}, torch {torch.__version__}, {torch.get_num_threads()} threads, {args.dtype}")
     rows = []
-    for case in CASES:
+    for case in BENCH_CASES:
         if args.only and case.name not in args.only:
             continue
         tensors = case.inputs("bench", dtype)

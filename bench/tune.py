@@ -49,7 +49,7 @@ import neoflow  # noqa: E402
 from machine import cpu_model  # noqa: E402
 from neoflow import _lib  # noqa: E402
 from ops import fwd_bwd, timeit  # noqa: E402
-from ops_table import CASES, consts_for  # noqa: E402
+from ops_table import BENCH_CASES, consts_for  # noqa: E402
 
 
 def alternate(fns, repeat: int, warmup: int = 3):
@@ -205,7 +205,7 @@ def training_ops(args, out):
         "| page faults per call: eager / tuned |"
     )
     print("|---|---|---|---|---|---|")
-    for case in CASES:
+    for case in BENCH_CASES:
         if case.name not in ("capsule_conv", "depthwise_conv", "milstm_gate"):
             continue
         tensors = case.inputs("bench", torch.float32)

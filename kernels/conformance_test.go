@@ -12,6 +12,11 @@ import (
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
+// TestConformance runs every op of the one table (internal/testops) and
+// its gradient op as C kernels against the reference interpreter, in
+// float32 and float64. (The CUDA emulator runs the same table in
+// cuda_emu_test.go; pytest checks every op against PyTorch with
+// gradcheck.)
 func TestConformance(t *testing.T) {
 	for _, o := range testops.All {
 		for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
@@ -21,6 +26,11 @@ func TestConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 				run(t, spec, hostbuf.RandomInputs(spec, o.Positive, 1), 3, tolerance(dt))
+				g, _, err := o.GradSpec(dt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run(t, g, hostbuf.RandomInputs(g, o.Positive, 2), 3, tolerance(dt))
 			})
 		}
 	}
