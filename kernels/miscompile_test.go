@@ -10,14 +10,23 @@ import (
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
-// TestReversedSumIsNotMiscompiled: GCC 12.2 at -O3 vectorized the outer
-// loop of this sum wrongly (X[0, 0] was added twice), until DefaultFlags
-// limited its own vectorization (-fvect-cost-model=very-cheap). Found by
-// the property suite; the kernel must match the interpreter.
+// TestReversedSumIsNotMiscompiled: GCC 12.2's loop vectorizer vectorized
+// the outer loop of these sums wrongly (at N = 5 X[0, 0] was added twice;
+// at N = 2 the sum was wrong with -fvect-cost-model=very-cheap too), until
+// the rendered C kept its loop vectorizer off every loop the schedule did
+// not make a lane loop (NF_SCALAR, kernels/cgen). Found by the property
+// suite; the kernel must match the interpreter.
 func TestReversedSumIsNotMiscompiled(t *testing.T) {
-	for _, src := range []string{"T1[] += X[i, N - 1 - j]", "T1[] += X[i, N - 1 - j] + W[j]"} {
-		o := testops.Op{Name: "reversed", Src: src, Shapes: [][]int64{{3, 5}, {5}},
-			Consts: map[string]parse.ConstValue{"N": {Int: 5}}}
+	for _, c := range []struct {
+		src  string
+		m, n int64
+	}{
+		{"T1[] += X[i, N - 1 - j]", 3, 5}, {"T1[] += X[i, N - 1 - j] + W[j]", 3, 5},
+		{"T1[] += X[i, N - 1 - j] + W[j]", 4, 2}, {"T1[] += X[i, N - 1 - j]", 4, 2},
+	} {
+		src := c.src
+		o := testops.Op{Name: "reversed", Src: src, Shapes: [][]int64{{c.m, c.n}, {c.n}},
+			Consts: map[string]parse.ConstValue{"N": {Int: c.n}}}
 		if len(src) < 30 {
 			o.Shapes = o.Shapes[:1]
 		}
@@ -25,11 +34,11 @@ func TestReversedSumIsNotMiscompiled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		one := make([]float64, 15)
+		one := make([]float64, c.m*c.n)
 		one[0] = 1
 		inputs := [][]float64{one}
 		if len(o.Shapes) == 2 {
-			inputs = append(inputs, make([]float64, 5))
+			inputs = append(inputs, make([]float64, c.n))
 		}
 		run(t, spec, inputs, 1, 0)
 		run(t, spec, hostbuf.RandomInputs(spec, false, 1), 2, 1e-12)
@@ -58,4 +67,20 @@ func TestShortLocalArrayIsAligned(t *testing.T) {
 		t.Fatalf("the local array is not declared aligned:\n%s", src)
 	}
 	run(t, spec, hostbuf.RandomInputs(spec, false, 1), 1, 1e-12)
+}
+
+// TestMaxGradientIsNotMiscompiled: the gradient of a max of an index value
+// and a constant came out wrong (d T0[1] / d V[0] = 0.4 where the max
+// takes the constant) while GCC vectorized loops of its own (NF_SCALAR);
+// the gradient kernel must match the interpreter.
+func TestMaxGradientIsNotMiscompiled(t *testing.T) {
+	o := testops.Op{Name: "max_grad", Src: "T0[i] = max((i * 0.5) * (V[0] / (0.5 * 0.5 + 1.0)), 0.5) + V[i]",
+		Shapes: [][]int64{{3}}}
+	g, _, err := o.GradSpec(ir.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := range uint64(4) {
+		run(t, g, hostbuf.RandomInputs(g, true, seed), 1, 1e-12)
+	}
 }

@@ -29,12 +29,13 @@ const DefaultPath = "cc"
 // -fno-math-errno changes no result (only whether sqrt and friends set
 // errno) and lets sqrt vectorize.
 //
-// -fvect-cost-model=very-cheap limits GCC's own (auto-)vectorization to
-// loops it can vectorize without versioning or peeling: GCC 12.2 at -O3
-// vectorizes the outer loop of a sum over X[i, N - 1 - j] wrongly (it
-// counted X[0, 0] twice; found by the property suite). The lane loops
-// neoflow marks "#pragma omp simd" are vectorized as before: their cost
-// model is -fsimd-cost-model.
+// -fvect-cost-model=very-cheap limits GCC's own vectorization of loops
+// the schedule did not mark; kernels/cgen also keeps GCC's loop
+// vectorizer off those loops altogether (NF_SCALAR), since GCC 12.2
+// miscompiled them. The lane loops neoflow marks "#pragma omp simd" are
+// vectorized as before: their cost model is -fsimd-cost-model.
+// (-fno-tree-loop-vectorize would also stop the simd loops inside
+// "#pragma omp parallel for" from using vector math, _ZGVeN16v_expf.)
 var DefaultFlags = []string{"-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-std=c11", "-ffp-contract=fast", "-fno-math-errno",
 	"-fvect-cost-model=very-cheap"}
 

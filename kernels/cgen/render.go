@@ -143,7 +143,11 @@ type renderer struct {
 	// the wheres rendered as blends around the current expression,
 	// outermost first (see blend).
 	lanes int
-	masks []*code
+	// collapsing counts the loops of a collapsed parallel group still to
+	// open, the next one included: they must nest perfectly, with nothing
+	// (not even NF_SCALAR) between them.
+	collapsing int
+	masks      []*code
 	// kinds and reads memoize ir.KindOf and readsTensor by node, so
 	// rendering is linear in the size of the expressions.
 	kinds ir.KindMemo
@@ -163,8 +167,20 @@ func (r *renderer) header(b *strings.Builder, profile bool, nests int) {
 	if profile {
 		b.WriteString("#include <time.h>\n")
 	}
+	b.WriteString(scalarLoopDef)
 	b.WriteString("\n")
 }
+
+// scalarLoopDef defines NF_SCALAR, which opens the body of every loop the
+// schedule did not make a lane loop (but the outer loops of a collapsed
+// group, which must nest perfectly). The schedule decides what is
+// vectorized ("#pragma omp simd" lane loops); an empty asm statement keeps
+// GCC's own loop vectorizer off the other loops, loops around lane loops
+// included, and costs no instruction.
+// GCC 12.2's loop vectorizer miscompiled such loops: sums over
+// X[i, N - 1 - j] (wrong at N = 5 and N = 2, also at -O2) and the gradient
+// of a max (found by the property suite; kernels/miscompile_test.go).
+const scalarLoopDef = "#define NF_SCALAR __asm__ volatile(\"\") /* the schedule keeps this loop scalar */\n"
 
 // headerComment writes the comment that opens every kernel: the op, its
 // dtype and its buffers.
@@ -286,6 +302,14 @@ func (r *renderer) loop(l *loops.Loop, depth int) error {
 		r.line(depth, "#pragma GCC unroll %d", l.Unroll)
 	}
 	r.line(depth, "for (%s %s = 0; %s < %d; %s++) {", r.itype, v, v, l.Extent, v)
+	owed, saved := r.collapsing, r.collapsing
+	if l.Parallel && l.Collapse > 1 {
+		owed = l.Collapse
+	}
+	r.collapsing = max(owed-1, 0)
+	if !l.Vector && !r.cuda && owed <= 1 {
+		r.line(depth+1, "NF_SCALAR;")
+	}
 	r.vars[l.Var] = l.Extent
 	lane := l.Vector && !r.cuda // CUDA renders no blends
 	if lane {
@@ -296,6 +320,7 @@ func (r *renderer) loop(l *loops.Loop, depth int) error {
 		r.lanes--
 	}
 	delete(r.vars, l.Var)
+	r.collapsing = saved
 	r.line(depth, "}")
 	return err
 }

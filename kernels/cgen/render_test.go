@@ -177,7 +177,7 @@ func TestPatterns(t *testing.T) {
 		"double r_acc[8] __attribute__((aligned(64)));",
 		"r_acc[vl_j] += t_X[v_i * 29 + vo_j * 8 + vl_j];",
 		"// remainder: j in [24, 29)",
-		"double r_red;\n\t\tr_red = 0.0;\n\t\tfor (int64_t vh_j = 0; vh_j < 8; vh_j++) {\n\t\t\tr_red += r_acc[vh_j];",
+		"double r_red;\n\t\tr_red = 0.0;\n\t\tfor (int64_t vh_j = 0; vh_j < 8; vh_j++) {\n\t\t\tNF_SCALAR;\n\t\t\tr_red += r_acc[vh_j];",
 		"t_S[0] = r_red;",
 	} {
 		if !strings.Contains(sum, want) {

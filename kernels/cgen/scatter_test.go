@@ -49,7 +49,7 @@ func TestScatterPatterns(t *testing.T) {
 	for _, want := range []string{
 		"t_d_X[vl_z] = 0.0f;",
 		// i * i % 5 is in [0, 5) for every i: no check.
-		"for (int64_t v_i = 0; v_i < 7; v_i++) {\n\t\t\t\tt_d_X[v_i * v_i % 5] += t_d_Y[v_i];",
+		"for (int64_t v_i = 0; v_i < 7; v_i++) {\n\t\t\t\tNF_SCALAR;\n\t\t\t\tt_d_X[v_i * v_i % 5] += t_d_Y[v_i];",
 	} {
 		if !strings.Contains(sq, want) {
 			t.Errorf("scatter_square lacks %q:\n%s", want, sq)

@@ -75,6 +75,12 @@ REGRESSIONS: list[tuple[str, list, list, dict]] = [
     # shifted, negated or scaled index now bounds the index itself.
     ("T0[i] = exp(tanh(V[M - 1 - i] + V[where(i > 0, i - 1, 0)])) + V[i]", ["V"], ["T0"], {"M": 2, "N": 3}),
     ("T0[i, j] = sigmoid(W[abs(j - 3)]) * j * pow(W[i - i + 3], 2.0) + V[i]", ["V", "W"], ["T0"], {"M": 3, "N": 20}),
+    # GCC 12.2's loop vectorizer: wrong sums and a wrong gradient of a max
+    # (the long run; the C kernels now keep it off the loops the schedule
+    # leaves scalar).
+    ("T0[] += X[i, N - 1 - j] + W[j]", ["X", "W"], ["T0"], {"M": 4, "N": 2}),
+    ("T0[i] = V[i]\nT1[i, j] = T0[i] + W[j]\nT2[] += T1[i, N - 1 - j] + W[j]", ["V", "W"], ["T2"], {"M": 4, "N": 2}),
+    ("T0[i] = max((i * 0.5) * (V[0] / (0.5 * 0.5 + 1.0)), 0.5) + V[i]", ["V"], ["T0"], {"M": 3, "N": 5}),
 ]
 
 
@@ -95,6 +101,29 @@ def test_reversed_sum_is_not_miscompiled():
     t0, t1 = op(x, w)
     torch.testing.assert_close(t0, (x * 1.5).amax(1))
     torch.testing.assert_close(t1, x.sum() + 3 * w.sum())
+
+
+def test_loop_vectorizer_cases_are_right():
+    # GCC 12.2's loop vectorizer gave these wrong values (the long run of
+    # the property suite) until the C kernels kept it off the loops the
+    # schedule leaves scalar (NF_SCALAR in kernels/cgen).
+    x, w, v = (
+        torch.rand(4, 2, dtype=torch.float64),
+        torch.rand(2, dtype=torch.float64),
+        torch.rand(4, dtype=torch.float64),
+    )
+    op = neoflow.op("T0[] += X[i, N - 1 - j] + W[j]", inputs=["X", "W"], M=4, N=2)
+    torch.testing.assert_close(op(x, w), x.sum() + 4 * w.sum())
+    op = neoflow.op("T0[i] = V[i]\nT1[i, j] = T0[i] + W[j]\nT2[] += T1[i, N - 1 - j] + W[j]", outputs=["T2"], M=4, N=2)
+    torch.testing.assert_close(op(v, w), (v.view(4, 1) + w.flip(0)).sum() + 4 * w.sum())
+    op = neoflow.op("T0[i] = max((i * 0.5) * (V[0] / (0.5 * 0.5 + 1.0)), 0.5) + V[i]", M=3)
+    v3 = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(op(v3).sum(), v3)
+    i = torch.arange(3, dtype=torch.float64)
+    slope = torch.where(i * 0.5 * v3.detach()[0] / 1.25 > 0.5, i * 0.5 / 1.25, torch.zeros(3, dtype=torch.float64))
+    want = torch.ones(3, dtype=torch.float64)
+    want[0] += slope.sum()
+    torch.testing.assert_close(g, want)
 
 
 def test_short_local_array_does_not_crash():

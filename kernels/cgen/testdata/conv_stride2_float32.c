@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#define NF_SCALAR __asm__ volatile("") /* the schedule keeps this loop scalar */
 
 #if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
 #pragma omp declare simd notinbranch
@@ -31,14 +32,18 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		for (int64_t v_n = 0; v_n < 2; v_n++) {
 			for (int64_t v_k = 0; v_k < 4; v_k++) {
 				for (int64_t v_p = 0; v_p < 8; v_p++) {
+					NF_SCALAR;
 					float r_acc[10] __attribute__((aligned(64)));
 					#pragma omp simd
 					for (int64_t vl_q = 0; vl_q < 10; vl_q++) {
 						r_acc[vl_q] = 0.0f;
 					}
 					for (int64_t v_c = 0; v_c < 3; v_c++) {
+						NF_SCALAR;
 						for (int64_t v_r = 0; v_r < 3; v_r++) {
+							NF_SCALAR;
 							for (int64_t v_s = 0; v_s < 3; v_s++) {
+								NF_SCALAR;
 								#pragma omp simd
 								for (int64_t vl_q = 0; vl_q < 10; vl_q++) {
 									r_acc[vl_q] += t_X[v_n * 1071 + v_c * 357 + (v_p * 2 + v_r) * 21 + vl_q * 2 + v_s] * t_W[v_k * 27 + v_c * 9 + v_r * 3 + v_s];

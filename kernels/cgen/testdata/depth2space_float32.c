@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#define NF_SCALAR __asm__ volatile("") /* the schedule keeps this loop scalar */
 
 #if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
 #pragma omp declare simd notinbranch
@@ -30,6 +31,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		for (int64_t v_n = 0; v_n < 2; v_n++) {
 			for (int64_t v_c = 0; v_c < 2; v_c++) {
 				for (int64_t v_h = 0; v_h < 6; v_h++) {
+					NF_SCALAR;
 					#pragma omp simd
 					for (int64_t vl_w = 0; vl_w < 10; vl_w++) {
 						t_Y[v_n * 120 + v_c * 60 + v_h * 10 + vl_w] = t_X[v_n * 120 + (v_c + v_h % 2 * 2 + vl_w % 2 * 4) * 15 + v_h / 2 * 5 + vl_w / 2];

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#define NF_SCALAR __asm__ volatile("") /* the schedule keeps this loop scalar */
 
 #if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
 #pragma omp declare simd notinbranch
@@ -37,6 +38,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		#pragma omp parallel for num_threads(nf_nt) collapse(2) schedule(static)
 		for (int64_t v_i = 0; v_i < 4; v_i++) {
 			for (int64_t vo_j = 0; vo_j < 3; vo_j++) {
+				NF_SCALAR;
 				{ // lanes versioned on their guards
 					if ((vo_j * 8 >= 3) & (vo_j * 8 + 7 >= 3)) {
 						#pragma omp simd

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#define NF_SCALAR __asm__ volatile("") /* the schedule keeps this loop scalar */
 
 #if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
 #pragma omp declare simd notinbranch
@@ -34,6 +35,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 	{
 		#pragma omp parallel for num_threads(nf_nt) schedule(static)
 		for (int64_t v_i = 0; v_i < 5; v_i++) {
+			NF_SCALAR;
 			{ // j in [0, 16)
 				{ // lanes versioned on their guards
 					if ((v_i > 0) & (v_i > 15)) {

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#define NF_SCALAR __asm__ volatile("") /* the schedule keeps this loop scalar */
 
 #if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
 #pragma omp declare simd notinbranch
@@ -29,13 +30,16 @@ void nf_kernel(void **bufs, int64_t nthreads)
 	{
 		#pragma omp parallel for num_threads(nf_nt) schedule(static)
 		for (int64_t v_i = 0; v_i < 33; v_i++) {
+			NF_SCALAR;
 			for (int64_t vo_j = 0; vo_j < 2; vo_j++) {
+				NF_SCALAR;
 				float r_acc[16] __attribute__((aligned(64)));
 				#pragma omp simd
 				for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
 					r_acc[vl_j] = 0.0f;
 				}
 				for (int64_t v_k = 0; v_k < 20; v_k++) {
+					NF_SCALAR;
 					#pragma omp simd
 					for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
 						r_acc[vl_j] += t_A[v_i * 20 + v_k] * t_B[v_k * 37 + vo_j * 16 + vl_j];
@@ -53,6 +57,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 					r_acc[vl_j] = 0.0f;
 				}
 				for (int64_t v_k = 0; v_k < 20; v_k++) {
+					NF_SCALAR;
 					#pragma omp simd
 					for (int64_t vl_j = 0; vl_j < 5; vl_j++) {
 						r_acc[vl_j] += t_A[v_i * 20 + v_k] * t_B[v_k * 37 + vl_j + 32];

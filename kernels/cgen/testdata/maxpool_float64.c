@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#define NF_SCALAR __asm__ volatile("") /* the schedule keeps this loop scalar */
 
 #if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
 #pragma omp declare simd notinbranch
@@ -32,13 +33,16 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		for (int64_t v_n = 0; v_n < 2; v_n++) {
 			for (int64_t v_c = 0; v_c < 3; v_c++) {
 				for (int64_t v_p = 0; v_p < 5; v_p++) {
+					NF_SCALAR;
 					double r_acc[6] __attribute__((aligned(64)));
 					#pragma omp simd
 					for (int64_t vl_q = 0; vl_q < 6; vl_q++) {
 						r_acc[vl_q] = -INFINITY;
 					}
 					for (int64_t v_r = 0; v_r < 2; v_r++) {
+						NF_SCALAR;
 						for (int64_t v_s = 0; v_s < 2; v_s++) {
+							NF_SCALAR;
 							#pragma omp simd
 							for (int64_t vl_q = 0; vl_q < 6; vl_q++) {
 								r_acc[vl_q] = nf_max(r_acc[vl_q], t_X[v_n * 390 + v_c * 130 + (v_p * 2 + v_r) * 13 + vl_q * 2 + v_s]);

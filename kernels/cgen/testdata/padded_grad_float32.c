@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#define NF_SCALAR __asm__ volatile("") /* the schedule keeps this loop scalar */
 
 #if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
 #pragma omp declare simd notinbranch
@@ -38,12 +39,14 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		#pragma omp parallel for num_threads(nf_nt) collapse(2) schedule(static)
 		for (int64_t v_n = 0; v_n < 2; v_n++) {
 			for (int64_t v_c = 0; v_c < 3; v_c++) {
+				NF_SCALAR;
 				float r_acc[16] __attribute__((aligned(64)));
 				#pragma omp simd
 				for (int64_t vl_x = 0; vl_x < 16; vl_x++) {
 					r_acc[vl_x] = 0.0f;
 				}
 				for (int64_t v_r = 0; v_r < 3; v_r++) {
+					NF_SCALAR;
 					{ // lanes versioned on their guards
 						if ((0 - v_r >= 0) & (0 - v_r < 14) & ((15 - v_r >= 0) & (15 - v_r < 14))) {
 							#pragma omp simd

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#define NF_SCALAR __asm__ volatile("") /* the schedule keeps this loop scalar */
 
 #if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
 #pragma omp declare simd notinbranch
@@ -30,6 +31,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 	{
 		#pragma omp parallel for num_threads(nf_nt) schedule(static)
 		for (int64_t vo_i = 0; vo_i < 5; vo_i++) {
+			NF_SCALAR;
 			#pragma omp simd
 			for (int64_t vl_i = 0; vl_i < 8; vl_i++) {
 				t_Y[vo_i * 8 + vl_i] = log(t_X[vo_i * 8 + vl_i]) + sqrt(t_X[vo_i * 8 + vl_i]) * nf_rsqrt(t_X[vo_i * 8 + vl_i]) + pow(t_X[vo_i * 8 + vl_i], 1.7) + t_X[vo_i * 8 + vl_i] / (t_X[vo_i * 8 + vl_i] + 1.0);

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#define NF_SCALAR __asm__ volatile("") /* the schedule keeps this loop scalar */
 
 #if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
 #pragma omp declare simd notinbranch
@@ -30,6 +31,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		{ // zero fill
 			#pragma omp parallel for num_threads(nf_nt) schedule(static)
 			for (int64_t v_z1 = 0; v_z1 < 5; v_z1++) {
+				NF_SCALAR;
 				#pragma omp simd
 				for (int64_t vl_z2 = 0; vl_z2 < 3; vl_z2++) {
 					t_d_X[v_z1 * 3 + vl_z2] = 0.0;
@@ -38,7 +40,9 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		}
 		{ // scatter over i, j, serial: points may share an element
 			for (int64_t v_i = 0; v_i < 6; v_i++) {
+				NF_SCALAR;
 				for (int64_t v_j = 0; v_j < 3; v_j++) {
+					NF_SCALAR;
 					if ((v_i % 2 == 0) & (v_i * v_j - 2 >= 0) & (v_i * v_j - 2 < 5) && t_W[v_j] > 0.0) {
 						t_d_X[(v_i * v_j - 2) * 3 + v_j] += t_d_Y[v_i * 3 + v_j] * t_W[v_j];
 					}

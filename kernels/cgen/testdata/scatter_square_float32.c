@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#define NF_SCALAR __asm__ volatile("") /* the schedule keeps this loop scalar */
 
 #if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
 #pragma omp declare simd notinbranch
@@ -34,6 +35,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		}
 		{ // scatter over i, serial: points may share an element
 			for (int64_t v_i = 0; v_i < 7; v_i++) {
+				NF_SCALAR;
 				t_d_X[v_i * v_i % 5] += t_d_Y[v_i];
 			}
 		}

@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#define NF_SCALAR __asm__ volatile("") /* the schedule keeps this loop scalar */
 
 #if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
 #pragma omp declare simd notinbranch
@@ -36,6 +37,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 	{
 		#pragma omp parallel for num_threads(nf_nt) schedule(static)
 		for (int64_t v_i = 0; v_i < 7; v_i++) {
+			NF_SCALAR;
 			float r_acc[16] __attribute__((aligned(64)));
 			#pragma omp simd
 			for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
@@ -54,6 +56,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 			float r_red;
 			r_red = -INFINITY;
 			for (int64_t vh_j = 0; vh_j < 16; vh_j++) {
+				NF_SCALAR;
 				r_red = nf_max(r_red, r_acc[vh_j]);
 			}
 			t_M[v_i] = r_red;
@@ -63,6 +66,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 	{
 		#pragma omp parallel for num_threads(nf_nt) schedule(static)
 		for (int64_t v_i = 0; v_i < 7; v_i++) {
+			NF_SCALAR;
 			{ // j in [0, 16)
 				#pragma omp simd
 				for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
@@ -81,6 +85,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 	{
 		#pragma omp parallel for num_threads(nf_nt) schedule(static)
 		for (int64_t v_i = 0; v_i < 7; v_i++) {
+			NF_SCALAR;
 			float r_acc[16] __attribute__((aligned(64)));
 			#pragma omp simd
 			for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
@@ -99,6 +104,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 			float r_red;
 			r_red = 0.0f;
 			for (int64_t vh_j = 0; vh_j < 16; vh_j++) {
+				NF_SCALAR;
 				r_red += r_acc[vh_j];
 			}
 			t_S[v_i] = r_red;
@@ -108,6 +114,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 	{
 		#pragma omp parallel for num_threads(nf_nt) schedule(static)
 		for (int64_t v_i = 0; v_i < 7; v_i++) {
+			NF_SCALAR;
 			{ // j in [0, 16)
 				#pragma omp simd
 				for (int64_t vl_j = 0; vl_j < 16; vl_j++) {

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#define NF_SCALAR __asm__ volatile("") /* the schedule keeps this loop scalar */
 
 #if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
 #pragma omp declare simd notinbranch
@@ -32,7 +33,9 @@ void nf_kernel(void **bufs, int64_t nthreads)
 			r_acc[vl_j] = 0.0;
 		}
 		for (int64_t v_i = 0; v_i < 13; v_i++) {
+			NF_SCALAR;
 			for (int64_t vo_j = 0; vo_j < 3; vo_j++) {
+				NF_SCALAR;
 				#pragma omp simd
 				for (int64_t vl_j = 0; vl_j < 8; vl_j++) {
 					r_acc[vl_j] += t_X[v_i * 29 + vo_j * 8 + vl_j];
@@ -48,6 +51,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		double r_red;
 		r_red = 0.0;
 		for (int64_t vh_j = 0; vh_j < 8; vh_j++) {
+			NF_SCALAR;
 			r_red += r_acc[vh_j];
 		}
 		t_S[0] = r_red;
