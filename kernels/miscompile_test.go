@@ -84,3 +84,18 @@ func TestMaxGradientIsNotMiscompiled(t *testing.T) {
 		run(t, g, hostbuf.RandomInputs(g, true, seed), 1, 1e-12)
 	}
 }
+
+// TestMaxMinLaneLoopIsNotMiscompiled: GCC 12.2 with AVX-512 (-march=native
+// on the development machine) summed only the first i of this reduction's
+// lane loop when nf_max and nf_min combined their conditions with ||
+// (found by the property suite's long run); they use | now.
+func TestMaxMinLaneLoopIsNotMiscompiled(t *testing.T) {
+	o := testops.Op{Name: "max_min_lanes", Src: "T0[j] += 0.5 + max(min(i * 0.5, 0.5), i * 0.5) + V[i] + W[j]",
+		Shapes: [][]int64{{4}, {2}}, Sizes: map[string]int64{"i": 4}}
+	spec, err := o.Spec(ir.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, spec, [][]float64{make([]float64, 4), make([]float64, 2)}, 1, 0)
+	run(t, spec, hostbuf.RandomInputs(spec, false, 1), 1, 1e-12)
+}

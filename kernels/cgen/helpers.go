@@ -15,22 +15,26 @@ var helpers = []helper{
 	{"nf_floordiv", `$Q $I nf_floordiv($I a, $I b)
 {
 	$I q = a / b;
-	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+	return ((a % b != 0) & ((a < 0) != (b < 0))) ? q - 1 : q;
 }`},
 	{"nf_floormod", `$Q $I nf_floormod($I a, $I b)
 {
 	$I m = a % b;
-	return (m != 0 && (m < 0) != (b < 0)) ? m + b : m;
+	return ((m != 0) & ((m < 0) != (b < 0))) ? m + b : m;
 }`},
 	{"nf_absi", `$Q $I nf_absi($I a) { return a < 0 ? -a : a; }`},
 	{"nf_mini", `$Q $I nf_mini($I a, $I b) { return a < b ? a : b; }`},
 	{"nf_maxi", `$Q $I nf_maxi($I a, $I b) { return a > b ? a : b; }`},
 	// max, min and relu on values, exactly as core/ir defines them
 	// (a NaN operand propagates; of equal operands the second is
-	// returned): branch-free selects that vectorize.
-	{"nf_max", `$Q $T nf_max($T a, $T b) { return a > b || a != a ? a : b; }`},
-	{"nf_min", `$Q $T nf_min($T a, $T b) { return a < b || a != a ? a : b; }`},
-	{"nf_relu", `$Q $T nf_relu($T x) { return x > 0 || x != x ? x : 0; }`},
+	// returned): branch-free selects that vectorize. The helpers combine
+	// their conditions with | and & (never || and &&, which are branches
+	// to if-convert): GCC 12.2 with AVX-512 miscompiled an omp simd loop
+	// over max(min(i * 0.5, 0.5), i * 0.5) written with || (found by the
+	// property suite's long run; TestMaxMinLaneLoopIsNotMiscompiled).
+	{"nf_max", `$Q $T nf_max($T a, $T b) { return (a > b) | (a != a) ? a : b; }`},
+	{"nf_min", `$Q $T nf_min($T a, $T b) { return (a < b) | (a != a) ? a : b; }`},
+	{"nf_relu", `$Q $T nf_relu($T x) { return (x > 0) | (x != x) ? x : 0; }`},
 	{"nf_sigmoid", `$Q $T nf_sigmoid($T x) { return 1 / (1 + exp$F(-x)); }`},
 	{"nf_rsqrt", `$Q $T nf_rsqrt($T x) { return 1 / sqrt$F(x); }`},
 	{"nf_mod", `$Q $T nf_mod($T x, $T y) { return x - floor$F(x / y) * y; }`},

@@ -189,7 +189,7 @@ func TestPatterns(t *testing.T) {
 	}
 	sm := source(t, "softmax", ir.Float32)
 	for _, want := range []string{
-		"static inline float nf_max(float a, float b) { return a > b || a != a ? a : b; }",
+		"static inline float nf_max(float a, float b) { return (a > b) | (a != a) ? a : b; }",
 		"r_acc[vl_j] = nf_max(r_acc[vl_j], t_X[v_i * 19 + vl_j]);",
 		"r_red = nf_max(r_red, r_acc[vh_j]);",
 	} {

@@ -81,6 +81,8 @@ REGRESSIONS: list[tuple[str, list, list, dict]] = [
     ("T0[] += X[i, N - 1 - j] + W[j]", ["X", "W"], ["T0"], {"M": 4, "N": 2}),
     ("T0[i] = V[i]\nT1[i, j] = T0[i] + W[j]\nT2[] += T1[i, N - 1 - j] + W[j]", ["V", "W"], ["T2"], {"M": 4, "N": 2}),
     ("T0[i] = max((i * 0.5) * (V[0] / (0.5 * 0.5 + 1.0)), 0.5) + V[i]", ["V"], ["T0"], {"M": 3, "N": 5}),
+    # GCC 12.2 with AVX-512: a lane loop over max and min written with ||.
+    ("T0[j] += 0.5 + max(min(i * 0.5, 0.5), i * 0.5) + V[i] + W[j]", ["V", "W"], ["T0"], {"M": 4, "N": 2}),
 ]
 
 
@@ -124,6 +126,16 @@ def test_loop_vectorizer_cases_are_right():
     want = torch.ones(3, dtype=torch.float64)
     want[0] += slope.sum()
     torch.testing.assert_close(g, want)
+
+
+def test_max_min_lane_loop_is_right():
+    # GCC 12.2 with AVX-512 summed only the first i of this lane loop while
+    # nf_max and nf_min combined their conditions with || (the long run).
+    op = neoflow.op("T0[j] += 0.5 + max(min(i * 0.5, 0.5), i * 0.5) + V[i] + W[j]", inputs=["V", "W"], M=4, N=2)
+    v, w = torch.rand(4, dtype=torch.float64), torch.rand(2, dtype=torch.float64)
+    i = torch.arange(4, dtype=torch.float64)
+    want = (0.5 + torch.maximum(torch.clamp(i * 0.5, max=0.5), i * 0.5) + v).sum() + 4 * w
+    torch.testing.assert_close(op(v, w), want)
 
 
 def test_short_local_array_does_not_crash():

@@ -20,7 +20,7 @@ double erf(double);
 double pow(double, double);
 #endif
 
-static inline double nf_max(double a, double b) { return a > b || a != a ? a : b; }
+static inline double nf_max(double a, double b) { return (a > b) | (a != a) ? a : b; }
 
 void nf_kernel(void **bufs, int64_t nthreads)
 {

@@ -23,13 +23,13 @@ double pow(double, double);
 static inline int64_t nf_floordiv(int64_t a, int64_t b)
 {
 	int64_t q = a / b;
-	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+	return ((a % b != 0) & ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
 static inline int64_t nf_floormod(int64_t a, int64_t b)
 {
 	int64_t m = a % b;
-	return (m != 0 && (m < 0) != (b < 0)) ? m + b : m;
+	return ((m != 0) & ((m < 0) != (b < 0))) ? m + b : m;
 }
 
 void nf_kernel(void **bufs, int64_t nthreads)

@@ -23,7 +23,7 @@ float erff(float);
 float powf(float, float);
 #endif
 
-static inline float nf_max(float a, float b) { return a > b || a != a ? a : b; }
+static inline float nf_max(float a, float b) { return (a > b) | (a != a) ? a : b; }
 
 void nf_kernel(void **bufs, int64_t nthreads)
 {

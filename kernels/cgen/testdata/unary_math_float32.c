@@ -20,11 +20,11 @@ float erff(float);
 float powf(float, float);
 #endif
 
-static inline float nf_max(float a, float b) { return a > b || a != a ? a : b; }
+static inline float nf_max(float a, float b) { return (a > b) | (a != a) ? a : b; }
 
-static inline float nf_min(float a, float b) { return a < b || a != a ? a : b; }
+static inline float nf_min(float a, float b) { return (a < b) | (a != a) ? a : b; }
 
-static inline float nf_relu(float x) { return x > 0 || x != x ? x : 0; }
+static inline float nf_relu(float x) { return (x > 0) | (x != x) ? x : 0; }
 
 static inline float nf_sigmoid(float x) { return 1 / (1 + expf(-x)); }
 

@@ -9,9 +9,9 @@ typedef int nf_i;
 #define NAN __int_as_float(0x7fffffff)
 #define INFINITY __int_as_float(0x7f800000)
 
-static __device__ __forceinline__ float nf_max(float a, float b) { return a > b || a != a ? a : b; }
+static __device__ __forceinline__ float nf_max(float a, float b) { return (a > b) | (a != a) ? a : b; }
 
-static __device__ __forceinline__ float nf_min(float a, float b) { return a < b || a != a ? a : b; }
+static __device__ __forceinline__ float nf_min(float a, float b) { return (a < b) | (a != a) ? a : b; }
 
 
 // Y[n, c, p, q] max= X[n, c, p * 2 + r, q * 2 + s]

@@ -55,7 +55,7 @@ static __device__ __forceinline__ nf_half nf_st(float f)
 #endif
 }
 
-static __device__ __forceinline__ float nf_max(float a, float b) { return a > b || a != a ? a : b; }
+static __device__ __forceinline__ float nf_max(float a, float b) { return (a > b) | (a != a) ? a : b; }
 
 
 // M[i] max= X[i, j]

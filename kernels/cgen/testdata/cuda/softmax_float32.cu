@@ -10,7 +10,7 @@ typedef int nf_i;
 #define NAN __int_as_float(0x7fffffff)
 #define INFINITY __int_as_float(0x7f800000)
 
-static __device__ __forceinline__ float nf_max(float a, float b) { return a > b || a != a ? a : b; }
+static __device__ __forceinline__ float nf_max(float a, float b) { return (a > b) | (a != a) ? a : b; }
 
 
 // M[i] max= X[i, j]

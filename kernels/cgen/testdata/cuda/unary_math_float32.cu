@@ -7,11 +7,11 @@ typedef int nf_i;
 #define NAN __int_as_float(0x7fffffff)
 #define INFINITY __int_as_float(0x7f800000)
 
-static __device__ __forceinline__ float nf_max(float a, float b) { return a > b || a != a ? a : b; }
+static __device__ __forceinline__ float nf_max(float a, float b) { return (a > b) | (a != a) ? a : b; }
 
-static __device__ __forceinline__ float nf_min(float a, float b) { return a < b || a != a ? a : b; }
+static __device__ __forceinline__ float nf_min(float a, float b) { return (a < b) | (a != a) ? a : b; }
 
-static __device__ __forceinline__ float nf_relu(float x) { return x > 0 || x != x ? x : 0; }
+static __device__ __forceinline__ float nf_relu(float x) { return (x > 0) | (x != x) ? x : 0; }
 
 static __device__ __forceinline__ float nf_sigmoid(float x) { return 1 / (1 + expf(-x)); }
 
