@@ -25,7 +25,7 @@ func PrintSpec(spec *Spec) string {
 	}
 	fmt.Fprintf(&b, "spec %s %s\n", name, spec.DType)
 	for _, t := range spec.Tensors {
-		fmt.Fprintf(&b, "  %s%s %s\n", t.Name, shapeText(t.Shape), t.Role)
+		fmt.Fprintf(&b, "  %s%s %s\n", t.Name, ShapeString(t.Shape), t.Role)
 	}
 	for _, st := range spec.Stmts {
 		b.WriteString("  ")
@@ -41,7 +41,8 @@ func PrintSpec(spec *Spec) string {
 	return b.String()
 }
 
-func shapeText(shape []int64) string {
+// ShapeString prints a shape as "[2, 3]" (a scalar as "[]").
+func ShapeString(shape []int64) string {
 	parts := make([]string, len(shape))
 	for i, d := range shape {
 		parts[i] = fmt.Sprint(d)

@@ -33,7 +33,7 @@ func Dump(fn *Func) string {
 	}
 	fmt.Fprintf(&b, "func %s %s\n", name, fn.Spec.DType)
 	for i, t := range fn.Spec.Tensors {
-		fmt.Fprintf(&b, "  buf %d %s%s %s\n", i, t.Name, shapeString(t.Shape), t.Role)
+		fmt.Fprintf(&b, "  buf %d %s%s %s\n", i, t.Name, ir.ShapeString(t.Shape), t.Role)
 	}
 	for _, n := range fn.Nests {
 		fmt.Fprintf(&b, "stmt %d: %s  (%s)\n",
@@ -41,14 +41,6 @@ func Dump(fn *Func) string {
 		dumpNodes(&b, n.Body, 1)
 	}
 	return b.String()
-}
-
-func shapeString(s []int64) string {
-	parts := make([]string, len(s))
-	for i, d := range s {
-		parts[i] = fmt.Sprint(d)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 func dumpNodes(b *strings.Builder, nodes []Node, depth int) {

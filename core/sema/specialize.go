@@ -1,7 +1,6 @@
 package sema
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -40,7 +39,7 @@ func Specialize(op *ir.Op, dtype ir.DType, inputShapes [][]int64, sizes map[stri
 					what = "a negative"
 				}
 				return nil, op.Errorf(ir.Pos{}, "input %s has shape %s with %s dimension %d: every dimension must be at least 1",
-					name, shapeString(shape), what, d)
+					name, ir.ShapeString(shape), what, d)
 			}
 		}
 		if err := checkElems(op, ir.Pos{}, name, shape); err != nil {
@@ -124,7 +123,7 @@ func checkElems(op *ir.Op, pos ir.Pos, name string, shape []int64) error {
 	n := int64(1)
 	for _, d := range shape {
 		if d > (indexLimit-1)/n { // n*d >= 2^62
-			return op.Errorf(pos, "tensor %s has shape %s: 2^62 elements or more, too many to address", name, shapeString(shape))
+			return op.Errorf(pos, "tensor %s has shape %s: 2^62 elements or more, too many to address", name, ir.ShapeString(shape))
 		}
 		n *= d
 	}
@@ -143,12 +142,4 @@ func firstAccesses(op *ir.Op) map[string]*ir.Access {
 		}
 	}
 	return out
-}
-
-func shapeString(shape []int64) string {
-	parts := make([]string, len(shape))
-	for i, n := range shape {
-		parts[i] = fmt.Sprint(n)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
 }
