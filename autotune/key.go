@@ -12,7 +12,7 @@ import (
 
 // Key is the tuning-database key of spec for this machine and neoflow
 // version: the kernel's structure (the op's structural hash, which ignores
-// its name, plus every statement's axis extents), its tensors' dtypes and
+// its name, plus every statement's axis extents and offset), its tensors' dtypes and
 // shapes, the target (Target) and the version.
 func Key(spec *ir.Spec, version string) *api.TuneKey {
 	return KeyFor(spec, version, Target())
@@ -26,6 +26,9 @@ func KeyFor(spec *ir.Spec, version, target string) *api.TuneKey {
 		b.WriteString("\n")
 		for _, v := range st.Spatial {
 			fmt.Fprintf(&b, " %s=%d", v.Name, v.Extent)
+		}
+		if st.Offset != nil {
+			fmt.Fprintf(&b, " @%v", st.Offset) // a part of the tensor (index-set splitting)
 		}
 		b.WriteString(" |")
 		for _, v := range st.Reduction {

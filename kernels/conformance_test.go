@@ -6,15 +6,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/neoflow/neoflow/core/fuse"
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
 // TestConformance runs every op of the one table (internal/testops) and
 // its gradient op as C kernels against the reference interpreter, in
-// float32 and float64. (The CUDA emulator runs the same table in
+// float32 and float64, unfused and fused (core/fuse). (The CUDA emulator runs the same table in
 // cuda_emu_test.go; pytest checks every op against PyTorch with
 // gradcheck.)
 func TestConformance(t *testing.T) {
@@ -26,12 +28,53 @@ func TestConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 				run(t, spec, hostbuf.RandomInputs(spec, o.Positive, 1), 3, tolerance(dt))
+				runFused(t, spec, hostbuf.RandomInputs(spec, o.Positive, 1), tolerance(dt))
 				g, _, err := o.GradSpec(dt)
 				if err != nil {
 					t.Fatal(err)
 				}
 				run(t, g, hostbuf.RandomInputs(g, o.Positive, 2), 3, tolerance(dt))
+				runFused(t, g, hostbuf.RandomInputs(g, o.Positive, 2), tolerance(dt))
 			})
+		}
+	}
+}
+
+// runFused fuses spec (every fusion pass, no temporary kept, splitting
+// wherever it can so that small shapes exercise it) and, when
+// that changes it, runs the fused kernel against the interpreter and
+// checks that the fused op's outputs are the unfused op's.
+func runFused(t *testing.T, spec *ir.Spec, inputs [][]float64, tol float64) {
+	t.Helper()
+	f, err := pipeline.Fuse(spec, fuse.Options{SplitAlways: true})
+	if err != nil {
+		t.Fatalf("fusion: %v", err)
+	}
+	if f == spec {
+		return
+	}
+	run(t, f, inputs, 3, tol)
+	want, err := interp.Run(spec, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := interp.Run(f, inputs)
+	if err != nil {
+		t.Fatalf("fused op in the interpreter: %v\n%s", err, ir.PrintSpec(f))
+	}
+	for i, td := range spec.Tensors {
+		if td.Role != ir.RoleOutput {
+			continue
+		}
+		for k, fd := range f.Tensors {
+			if fd.Name != td.Name {
+				continue
+			}
+			for j := range want[i] {
+				if !same(got[k][j], want[i][j], tol) {
+					t.Fatalf("fused %s[%d] = %v, unfused %v\n%s", td.Name, j, got[k][j], want[i][j], ir.PrintSpec(f))
+				}
+			}
 		}
 	}
 }

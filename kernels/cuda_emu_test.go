@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/neoflow/neoflow/core/fuse"
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/cudaemu"
 	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/testops"
@@ -16,8 +18,9 @@ import (
 
 // TestCUDAEmulated renders every test op and its gradient as CUDA with the
 // GPU default schedules, runs the module on the host (internal/cudaemu)
-// and compares it with the reference interpreter, in every dtype: the
-// 16-bit ones computed in float32 and rounded when stored.
+// and compares it with the reference interpreter, in every dtype (the
+// 16-bit ones computed in float32 and rounded when stored), unfused and
+// fused (core/fuse).
 func TestCUDAEmulated(t *testing.T) {
 	for _, o := range testops.All {
 		for _, dt := range []ir.DType{ir.Float32, ir.Float64, ir.Float16, ir.BFloat16} {
@@ -27,7 +30,17 @@ func TestCUDAEmulated(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				runCUDAEmulated(t, spec, nil, hostbuf.RandomInputs(spec, o.Positive, 1), tolerance(dt))
+				both := func(spec *ir.Spec, seed uint64) {
+					runCUDAEmulated(t, spec, nil, hostbuf.RandomInputs(spec, o.Positive, seed), tolerance(dt))
+					f, err := pipeline.Fuse(spec, fuse.Options{SplitAlways: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if f != spec {
+						runCUDAEmulated(t, f, nil, hostbuf.RandomInputs(f, o.Positive, seed), tolerance(dt))
+					}
+				}
+				both(spec, 1)
 				if len(spec.InputsDecl()) == 0 {
 					return
 				}
@@ -35,7 +48,7 @@ func TestCUDAEmulated(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				runCUDAEmulated(t, g, nil, hostbuf.RandomInputs(g, o.Positive, 2), tolerance(dt))
+				both(g, 2)
 			})
 		}
 	}

@@ -26,6 +26,9 @@ type Config struct {
 	// Dump prints the IR after the pipeline's passes it selects
 	// (NEOFLOW_DUMP, NEOFLOW_DUMP_DIR); nil dumps nothing.
 	Dump *pipeline.Dumper
+	// Fusion runs the fusion passes on every op specialized
+	// (NEOFLOW_FUSION, on unless 0).
+	Fusion bool
 }
 
 // defaultConfig is used until the first Init.
@@ -34,7 +37,7 @@ func defaultConfig() (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{CacheDir: dir, NumThreads: runtime.NumCPU(), Tune: TuneDefault, IdleKernels: DefaultIdleKernels}, nil
+	return Config{CacheDir: dir, NumThreads: runtime.NumCPU(), Tune: TuneDefault, IdleKernels: DefaultIdleKernels, Fusion: true}, nil
 }
 
 func defaultCacheDir() (string, error) {
@@ -81,6 +84,7 @@ func configFrom(req *api.InitRequest) (Config, error) {
 	case n > 0:
 		cfg.IdleKernels = int(n)
 	}
+	cfg.Fusion = !req.GetFusionOff()
 	if cfg.Dump, err = pipeline.NewDumper(req.GetDump(), req.GetDumpDir(), os.Stderr); err != nil {
 		return Config{}, err
 	}

@@ -31,5 +31,10 @@ func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "the gradient of op %s does not check (a neoflow bug)", opName(op))
 	}
+	if req.GetSave() {
+		r.mu.Lock()
+		r.saving[g.Op] = true
+		r.mu.Unlock()
+	}
 	return &api.GradResponse{Op: def, Sizes: g.Sizes, Explain: autodiff.Explain(g), Saved: g.Saved}, nil
 }

@@ -15,10 +15,14 @@ import (
 
 // Runtime holds the ops and kernels of one process.
 type Runtime struct {
-	mu          sync.Mutex // guards everything below but table's contents
-	cfg         Config
-	cfgErr      error
-	ops         map[uint64]*ir.Op
+	mu     sync.Mutex // guards everything below but table's contents
+	cfg    Config
+	cfgErr error
+	ops    map[uint64]*ir.Op
+	// saving lists the saving gradient ops (Grad with save): they run
+	// without autograd, so no backward reads their temporaries and
+	// fusion keeps none of them whole (fuse).
+	saving      map[*ir.Op]bool
 	nextOp      uint64
 	builder     *kernels.Builder                              // for cfg; nil until first needed
 	specs       map[uint64]map[string]*api.SpecializeResponse // by op id, then specialization key
@@ -62,6 +66,7 @@ var Default = New()
 func New() *Runtime {
 	r := &Runtime{
 		ops:      map[uint64]*ir.Op{},
+		saving:   map[*ir.Op]bool{},
 		specs:    map[uint64]map[string]*api.SpecializeResponse{},
 		byCache:  map[string]uint64{},
 		sessions: map[uint64]*session{},

@@ -24,6 +24,9 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 		return nil, err
 	}
 	key := specKey(req)
+	if r.config().Fusion {
+		key += "|fused" // a kernel built before fusion was turned on or off is not the one asked for
+	}
 	if !req.GetSourceOnly() && !req.GetShapesOnly() {
 		r.mu.Lock()
 		cached := r.specs[req.GetOpId()][key]
@@ -33,11 +36,11 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 		}
 		r.mu.Unlock()
 	}
-	spec, err := r.specialize(op, dtype, shapes, req.GetSizes())
+	spec, explained, err := r.specialize(op, dtype, shapes, req.GetSizes())
 	if err != nil {
 		return nil, err
 	}
-	resp := &api.SpecializeResponse{Dtype: dtype.String()}
+	resp := &api.SpecializeResponse{Dtype: dtype.String(), Fusion: explained}
 	for _, t := range spec.Tensors {
 		resp.Buffers = append(resp.Buffers, &api.Buffer{Name: t.Name, Role: t.Role.String(), Shape: t.Shape})
 	}
@@ -68,13 +71,18 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 }
 
 // specialize runs the pipeline's specialize pass (core/pipeline) on op
-// for the inputs' dtype and shapes.
-func (r *Runtime) specialize(op *ir.Op, dtype ir.DType, shapes [][]int64, sizes map[string]int64) (*ir.Spec, error) {
-	u := &pipeline.Unit{Op: op, DType: dtype, Shapes: shapes, Sizes: sizes, Dump: r.config().Dump}
+// for the inputs' dtype and shapes, then, with fusion on, the fusion
+// passes (fuse), whose explanation it also returns.
+func (r *Runtime) specialize(op *ir.Op, dtype ir.DType, shapes [][]int64, sizes map[string]int64) (*ir.Spec, string, error) {
+	cfg := r.config()
+	u := &pipeline.Unit{Op: op, DType: dtype, Shapes: shapes, Sizes: sizes, Dump: cfg.Dump}
 	if err := pipeline.Run(u, "specialize"); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return u.Spec, nil
+	r.mu.Lock()
+	saving := r.saving[op]
+	r.mu.Unlock()
+	return fuse(u.Spec, cfg, saving)
 }
 
 // remember keeps a specialization's response for the next request.

@@ -126,7 +126,7 @@ func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, err := r.specialize(op, dtype, shapes, req.GetSizes())
+	spec, _, err := r.specialize(op, dtype, shapes, req.GetSizes())
 	if err != nil {
 		return nil, err
 	}

@@ -23,56 +23,9 @@ import (
 
 // decide returns +1 when the index comparison c holds for every value of
 // its variables, -1 when it never does, 0 otherwise or when c is not an
-// index comparison. The difference of the sides is bounded as a linear
-// form over atoms, in which identical terms cancel.
+// index comparison (bounds.Scope.Decide over the variables' full ranges).
 func decide(c ir.Expr, ranges map[string]int64) int {
-	b, ok := c.(*ir.Binary)
-	if !ok || !b.Op.IsCompare() || ir.KindOf(b.X) != ir.KindIndex || ir.KindOf(b.Y) != ir.KindIndex {
-		return 0
-	}
-	d := bounds.ForExtents(ranges).Range(bin(ir.Sub, b.X, b.Y))
-	if d.Lo > d.Hi {
-		return 0 // no value: decide nothing
-	}
-	always := func(ok bool) int {
-		if ok {
-			return 1
-		}
-		return 0
-	}
-	switch b.Op {
-	case ir.Lt:
-		if d.Lo >= 0 {
-			return -1
-		}
-		return always(d.Hi < 0)
-	case ir.Le:
-		if d.Lo > 0 {
-			return -1
-		}
-		return always(d.Hi <= 0)
-	case ir.Gt:
-		if d.Hi <= 0 {
-			return -1
-		}
-		return always(d.Lo > 0)
-	case ir.Ge:
-		if d.Hi < 0 {
-			return -1
-		}
-		return always(d.Lo >= 0)
-	case ir.Eq:
-		if d.Lo > 0 || d.Hi < 0 {
-			return -1
-		}
-		return always(d.Lo == 0 && d.Hi == 0)
-	case ir.Ne:
-		if d.Lo == 0 && d.Hi == 0 {
-			return -1
-		}
-		return always(d.Lo > 0 || d.Hi < 0)
-	}
-	return 0
+	return bounds.ForExtents(ranges).Decide(c)
 }
 
 // simplifyGuards drops the conjuncts of where conditions that always hold

@@ -81,6 +81,12 @@ type stmt struct {
 	reduction []int64 // extents; the following slots
 	rhs       valueFn
 	out       []float64
+	// part is set for a statement that writes a part of its tensor
+	// (ir.BoundStmt.Offset): the element at a spatial point is
+	// Σ (point[d] + offset[d]) * strides[d].
+	part    bool
+	offset  []int64
+	strides []int64
 }
 
 func compileStmt(bs *ir.BoundStmt, bufs map[string]*buffer) (*stmt, error) {
@@ -96,10 +102,16 @@ func compileStmt(bs *ir.BoundStmt, bufs map[string]*buffer) (*stmt, error) {
 	if len(bs.Spatial) != len(b.decl.Shape) {
 		return nil, errors.Errorf("interp: %s has rank %d but the statement has %d spatial axes", b.decl.Name, len(b.decl.Shape), len(bs.Spatial))
 	}
+	if bs.Offset != nil && len(bs.Offset) != len(bs.Spatial) {
+		return nil, errors.Errorf("interp: %d offsets for %d spatial axes of %s", len(bs.Offset), len(bs.Spatial), b.decl.Name)
+	}
+	s.part, s.strides = bs.Partial(b.decl.Shape), b.strides
 	for i, v := range bs.Spatial {
-		if v.Extent < 1 || v.Extent != b.decl.Shape[i] {
-			return nil, errors.Errorf("interp: axis %s has extent %d but %s has size %d there", v.Name, v.Extent, b.decl.Name, b.decl.Shape[i])
+		off := bs.OffsetAt(i)
+		if v.Extent < 1 || off < 0 || v.Extent+off > b.decl.Shape[i] {
+			return nil, errors.Errorf("interp: axis %s has extent %d at offset %d but %s has size %d there", v.Name, v.Extent, off, b.decl.Name, b.decl.Shape[i])
 		}
+		s.offset = append(s.offset, off)
 		c.slots[v.Name] = len(s.spatial)
 		s.spatial = append(s.spatial, v.Extent)
 	}
@@ -136,7 +148,14 @@ func (s *stmt) run(store func(float64) float64) {
 				}
 			}
 		}
-		s.out[off] = store(acc)
+		at := int64(off)
+		if s.part {
+			at = 0
+			for d, x := range env[:ns] {
+				at += (x + s.offset[d]) * s.strides[d]
+			}
+		}
+		s.out[at] = store(acc)
 		if !next(env[:ns], s.spatial) {
 			return
 		}

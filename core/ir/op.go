@@ -150,6 +150,30 @@ type BoundStmt struct {
 	Spatial []Var
 	// Reduction axes, in order of first appearance on the right.
 	Reduction []Var
+	// Offset, when not nil, places the statement in a part of its tensor:
+	// it writes Tensor[Spatial[0] + Offset[0], ...], the box of
+	// Spatial's extents starting at Offset (index-set splitting, core/fuse,
+	// makes such statements). nil writes the whole tensor from 0.
+	Offset []int64
+}
+
+// OffsetAt is the offset of spatial axis d (0 without offsets).
+func (s *BoundStmt) OffsetAt(d int) int64 {
+	if d < len(s.Offset) {
+		return s.Offset[d]
+	}
+	return 0
+}
+
+// Partial reports whether the statement has a nonzero offset, or extents
+// that fall short of shape, the written tensor's shape: it writes a part.
+func (s *BoundStmt) Partial(shape []int64) bool {
+	for d, v := range s.Spatial {
+		if s.OffsetAt(d) != 0 || d < len(shape) && v.Extent != shape[d] {
+			return true
+		}
+	}
+	return false
 }
 
 // Spec is an op specialized for concrete input shapes and a dtype: every

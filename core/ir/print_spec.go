@@ -7,7 +7,9 @@ import (
 
 // PrintSpec renders a specialized op for a person to read: its dtype, its
 // buffers in argument order with their shapes and roles, and each
-// statement with the extents of its spatial and reduction axes.
+// statement with the extents of its spatial and reduction axes (and,
+// for a statement that writes a part of its tensor, where the part
+// starts: "j < 256 at [0, 256]").
 //
 //	spec mm float32
 //	  A[64, 32] input
@@ -32,6 +34,9 @@ func PrintSpec(spec *Spec) string {
 		writeStmt(&b, st.Stmt)
 		b.WriteString("  // ")
 		writeVars(&b, st.Spatial)
+		if st.Offset != nil {
+			fmt.Fprintf(&b, " at %s", ShapeString(st.Offset))
+		}
 		if len(st.Reduction) > 0 {
 			b.WriteString("; over ")
 			writeVars(&b, st.Reduction)

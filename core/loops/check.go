@@ -53,13 +53,16 @@ func checkStmt(spec *ir.Spec, st *ir.BoundStmt) error {
 	if len(s.Indices) != len(st.Spatial) || len(out.Shape) != len(st.Spatial) {
 		return errors.Errorf("%s: %d indices, %d spatial axes, rank %d", s.Tensor, len(s.Indices), len(st.Spatial), len(out.Shape))
 	}
+	if st.Offset != nil && len(st.Offset) != len(st.Spatial) {
+		return errors.Errorf("%s: %d offsets for %d spatial axes", s.Tensor, len(st.Offset), len(st.Spatial))
+	}
 	bound := map[string]bool{}
 	for i, ax := range st.Spatial {
 		if s.Indices[i] == nil || s.Indices[i].Name != ax.Name {
 			return errors.Errorf("%s: left-hand index %d is not spatial axis %s", s.Tensor, i, ax.Name)
 		}
-		if ax.Extent != out.Shape[i] {
-			return errors.Errorf("%s: axis %s has extent %d but dimension %d is %d", s.Tensor, ax.Name, ax.Extent, i, out.Shape[i])
+		if off := st.OffsetAt(i); off < 0 || ax.Extent+off > out.Shape[i] || st.Offset == nil && ax.Extent != out.Shape[i] {
+			return errors.Errorf("%s: axis %s has extent %d at offset %d but dimension %d is %d", s.Tensor, ax.Name, ax.Extent, off, i, out.Shape[i])
 		}
 		bound[ax.Name] = true
 	}

@@ -112,10 +112,7 @@ func lowerGPUReduce(nest *Nest, g *GPUReduction) error {
 		fold = &If{Cond: &ir.Binary{Op: ir.Lt, X: q, Y: Lit(n)}, Body: []Node{fold}}
 	}
 	*cur = append(*cur, fold)
-	out := &ir.Access{Tensor: st.Stmt.Tensor}
-	for _, v := range st.Spatial {
-		out.Indices = append(out.Indices, env[v.Name])
-	}
+	out := outAccess(st, env)
 	*th = append(*th, &BlockCombine{Op: st.Stmt.Reduce, Value: acc, Scratch: partName, Dst: out})
 	return nil
 }

@@ -350,10 +350,7 @@ func lowerGPU(spec *ir.Spec, nest *Nest, g *GPUTiling) error {
 
 	p.lowerSteps(spec, body, st, acc, threads, guard)
 
-	out := &ir.Access{Tensor: st.Tensor}
-	for _, a := range p.axes {
-		out.Indices = append(out.Indices, p.env[a.v.Name])
-	}
+	out := outAccess(nest.Stmt, p.env)
 	fin := p.regLoops(body)
 	*fin = append(*fin, guard(&Store{Dst: out, Op: ir.Assign, Value: acc}))
 	return nil

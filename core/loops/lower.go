@@ -202,11 +202,7 @@ func (l *lowerer) build(root *[]Node, s Schedule) {
 
 // out is the statement's store target at the current spatial point.
 func (l *lowerer) out() *ir.Access {
-	out := &ir.Access{Tensor: l.st.Stmt.Tensor}
-	for _, ax := range l.st.Spatial {
-		out.Indices = append(out.Indices, l.env[ax.Name])
-	}
-	return out
+	return outAccess(l.st, l.env)
 }
 
 // compute appends the statement's computation for w lanes (lane variable

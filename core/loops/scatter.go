@@ -58,7 +58,7 @@ type scatterForm struct {
 // gather, in the same order (row-major over the reduction variables).
 func matchScatter(st *ir.BoundStmt) (*scatterForm, bool) {
 	s := st.Stmt
-	if s == nil || s.Reduce != ir.Sum || len(st.Spatial) == 0 || s.RHS == nil {
+	if s == nil || s.Reduce != ir.Sum || len(st.Spatial) == 0 || s.RHS == nil || st.Offset != nil {
 		return nil, false
 	}
 	ext := map[string]int64{}
@@ -224,6 +224,7 @@ func fillStmt(st *ir.BoundStmt) *ir.BoundStmt {
 	return &ir.BoundStmt{
 		Stmt:    &ir.Stmt{Pos: s.Pos, Tensor: s.Tensor, Indices: s.Indices, Reduce: ir.Assign, RHS: &ir.FloatLit{Value: 0}},
 		Spatial: st.Spatial,
+		Offset:  st.Offset,
 	}
 }
 

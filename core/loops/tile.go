@@ -575,11 +575,7 @@ func (t *tiler) nestOver(body *[]Node, ls []tileLoop) *[]Node {
 }
 
 func (t *tiler) out() *ir.Access {
-	out := &ir.Access{Tensor: t.st.Stmt.Tensor}
-	for _, ax := range t.st.Spatial {
-		out.Indices = append(out.Indices, t.env[ax.Name])
-	}
-	return out
+	return outAccess(t.st, t.env)
 }
 
 // identityStmt is T[z...] = identity of st's reduction.

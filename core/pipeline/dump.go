@@ -77,7 +77,7 @@ func (d *Dumper) after(u *Unit, p Pass) {
 	if !d.Wants(p.Name) {
 		return
 	}
-	text := fmt.Sprintf("// after %s: op %s %s\n%s", p.Name, opName(u), u.DType, strings.TrimRight(Print(u, p.Out), "\n")+"\n")
+	text := fmt.Sprintf("// after %s: op %s %s\n%s", p.Name, opName(u), u.DType, strings.TrimRight(Print(u, p.Out, p.Name), "\n")+"\n")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if u.dumpID == 0 {
@@ -96,13 +96,20 @@ func (d *Dumper) after(u *Unit, p Pass) {
 	}
 }
 
-// Print renders u at the given level.
-func Print(u *Unit, level Level) string {
+// Print renders u at the given level, as it stands after the named pass.
+func Print(u *Unit, level Level, pass string) string {
 	switch level {
 	case LevelOp:
 		return ir.Print(u.Op)
 	case LevelSpec:
 		return ir.PrintSpec(u.Spec)
+	case LevelFused:
+		var b strings.Builder
+		b.WriteString(ir.PrintSpec(u.Spec))
+		for _, n := range u.FusionNotes[pass] {
+			fmt.Fprintf(&b, "  // %s\n", n)
+		}
+		return b.String()
 	case LevelScheduled:
 		var b strings.Builder
 		b.WriteString(ir.PrintSpec(u.Spec))

@@ -8,6 +8,8 @@ const (
 	LevelOp Level = iota
 	// LevelSpec is the specialized level, ir.Spec (ir.PrintSpec).
 	LevelSpec
+	// LevelFused is a Spec after a fusion pass, with the pass's decisions.
+	LevelFused
 	// LevelScheduled is a Spec with a schedule per statement.
 	LevelScheduled
 	// LevelLoops is the loop level, loops.Func (loops.Dump).
@@ -33,6 +35,11 @@ type Pass struct {
 var passes = []Pass{
 	{Name: "specialize", Run: specialize, Applies: needsSpec, Out: LevelSpec},
 	{Name: "autodiff", Run: differentiate, Applies: wantsGrad, After: []string{"specialize"}, Out: LevelOp},
+	{Name: "fuse-fold", Run: fuseFold, Applies: wantsFusion, After: []string{"specialize"}, Out: LevelFused},
+	{Name: "fuse-merge", Run: fuseMerge, Applies: wantsFusion, After: []string{"fuse-fold"}, Out: LevelFused},
+	{Name: "fuse-split", Run: fuseSplit, Applies: wantsFusion, After: []string{"fuse-merge"}, Out: LevelFused},
+	{Name: "fuse-inline", Run: fuseInline, Applies: wantsFusion, After: []string{"fuse-split"}, Out: LevelFused},
+	{Name: "fuse-prune", Run: fusePrune, Applies: wantsFusion, After: []string{"fuse-inline"}, Out: LevelFused},
 	{Name: "schedule", Run: schedule, After: []string{"specialize"}, Out: LevelScheduled},
 	{Name: "lower", Run: lower, After: []string{"schedule"}, Out: LevelLoops},
 	{Name: "hoist-guards", Run: hoistGuards, After: []string{"lower"}, Out: LevelLoops},

@@ -41,6 +41,15 @@ type Unit struct {
 	// Grad is autodiff's result; its Op is also Unit.Op afterwards.
 	Grad *autodiff.GradOp
 
+	// Fusion runs the fusion passes (core/fuse) on the Spec; Keep names
+	// the temporaries they must leave whole (the caller reads them after
+	// the kernel). FusionNotes holds each fusion pass's decisions.
+	Fusion      bool
+	Keep        map[string]bool
+	FusionNotes map[string][]string
+	// SplitAlways makes fuse-split split wherever it can (tests).
+	SplitAlways bool
+
 	// Target picks the default schedules; Sched, when set, gives each
 	// statement's schedule instead.
 	Target Target

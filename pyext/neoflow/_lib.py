@@ -15,7 +15,10 @@ from .errors import Error, ForkError
 
 _LIB_NAME = "libneoflow.so"
 _CUDA_LIB_NAME = "libneoflow_cuda.so"
-_lock = threading.Lock()
+# Reentrant: garbage collection may run a finalizer (an Op's release)
+# while lib() holds it, e.g. while it builds the ForkError in a forked
+# child, and that finalizer calls lib() again on the same thread.
+_lock = threading.RLock()
 _lib: ctypes.CDLL | None = None
 _loaded_pid: int | None = None
 
@@ -125,7 +128,19 @@ def settings_from_env() -> dict:
         "idle_kernels": _int_env("NEOFLOW_IDLE_KERNELS"),
         "dump": os.environ.get("NEOFLOW_DUMP", "").strip(),
         "dump_dir": os.environ.get("NEOFLOW_DUMP_DIR", ""),
+        "fusion": _bool_env("NEOFLOW_FUSION", default=True),
     }
+
+
+def _bool_env(name: str, default: bool) -> bool:
+    text = os.environ.get(name, "").strip().lower()
+    if not text:
+        return default
+    if text in ("1", "on", "true", "yes"):
+        return True
+    if text in ("0", "off", "false", "no"):
+        return False
+    raise ValueError(f"{name}={text!r}: expected 1 or 0 (on or off)")
 
 
 def _int_env(name: str) -> int | None:

@@ -72,12 +72,15 @@ def _zeros_for_missing(op, inputs, sizes: dict, grads) -> list[torch.Tensor]:
 def _backward(op, inputs, sizes: dict, grads, needs, kept: dict) -> list[torch.Tensor | None]:
     """Gradients of op's inputs: runs the derived gradient op. ``kept`` maps
     the forward tensors the saving gradient op reads to the forward run's
-    values; the recomputing gradient op runs when a graph is being built."""
+    values; the recomputing gradient op runs when a graph is being built or
+    ``kept`` is None."""
     wrt = [bool(n) for n in needs[: len(op.inputs)]]
     if not any(wrt):
         return [None] * len(op.inputs)
     grads = _zeros_for_missing(op, inputs, sizes, grads[: len(op.outputs)])
-    if torch.is_grad_enabled():  # create_graph: differentiate through the recomputation
+    if torch.is_grad_enabled() or kept is None:
+        # create_graph: differentiate through the recomputation; kept is None
+        # when the forward did not have what the saving gradient reads.
         gop, gsizes = op.grad_op(*inputs, sizes=sizes, wrt=wrt)
         outs = gop(*inputs, *grads, sizes=gsizes)
     else:
@@ -101,18 +104,27 @@ def _keep(ctx, op, tensors, sizes: dict, wrt, values) -> None:
         _ = gop.custom_op
         needed = gop.saved
     kept = []
+    ctx.recompute = False
     if needed:
         names = list(op.outputs) + [n for n, _ in op.temporaries(*tensors, sizes=sizes)]
         by_name = dict(zip(names, values))
-        kept = [by_name[n] for n in needed]
+        if all(n in by_name for n in needed):
+            kept = [by_name[n] for n in needed]
+        else:
+            # The kernel does not store one of them: fusion keeps none of a
+            # saving gradient op's temporaries, since it runs without
+            # autograd; differentiated anyway, it recomputes.
+            needed, ctx.recompute = (), True
     ctx.save_for_backward(*tensors, *kept)
     ctx.kept_names = needed
     ctx.n_inputs = len(tensors)
     ctx.sizes = sizes
 
 
-def _saved(ctx) -> tuple[list, dict]:
+def _saved(ctx) -> tuple[list, dict | None]:
     saved = ctx.saved_tensors
+    if ctx.recompute:
+        return saved[: ctx.n_inputs], None
     return saved[: ctx.n_inputs], dict(zip(ctx.kept_names, saved[ctx.n_inputs :]))
 
 

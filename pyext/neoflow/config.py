@@ -17,6 +17,10 @@ _info: pb.InitResponse | None = None
 
 TUNE_MODES = ("off", "default", "full")
 
+# Called when a setting changes what kernels are built from (fusion): each
+# drops what it cached of the kernels built before (op.py registers one).
+_on_rebuild: list = []
+
 
 def configure(
     cache_dir: str | None = None,
@@ -27,6 +31,7 @@ def configure(
     idle_kernels: int | None = None,
     dump: str | None = None,
     dump_dir: str | None = None,
+    fusion: bool | None = None,
 ) -> dict:
     """Sets neoflow's settings; unset arguments keep their current value.
 
@@ -48,7 +53,13 @@ def configure(
     the passes it names, ``"all"`` or names separated by commas (the
     passes are listed in docs/contracts.md), each under a line
     ``// after <pass>``, to stderr, or with ``dump_dir`` (NEOFLOW_DUMP_DIR)
-    to one file per op and pass in that directory. Returns the settings in
+    to one file per op and pass in that directory. ``fusion``
+    (NEOFLOW_FUSION, on unless ``0``) runs the compiler's fusion passes,
+    which merge, split and inline statements so that kernels store fewer
+    temporaries (``Op.explain_fusion`` shows what they did); turning it off
+    is for comparison and bisecting. Changing it drops the kernels built so
+    far (a compiled graph traced before the change may expect the other
+    temporaries: set it before ``torch.compile``). Returns the settings in
     force, with the resolved cache directory.
     """
     global _current, _info
@@ -77,6 +88,10 @@ def configure(
         if dump_dir is not None:
             path = os.fspath(dump_dir) if isinstance(dump_dir, os.PathLike) else dump_dir
             settings["dump_dir"] = _text_setting(path, "dump_dir")
+        if fusion is not None:
+            if not isinstance(fusion, bool):
+                raise TypeError(f"fusion must be True or False, got {fusion!r}")
+            settings["fusion"] = fusion
         if settings.get("tune", "") not in ("", *TUNE_MODES):
             raise ValueError(f"NEOFLOW_TUNE / tune={settings['tune']!r}: expected one of {', '.join(TUNE_MODES)}")
         request = pb.InitRequest(
@@ -89,9 +104,14 @@ def configure(
             idle_kernels=_idle(settings.get("idle_kernels")),
             dump=settings.get("dump", ""),
             dump_dir=settings.get("dump_dir", ""),
+            fusion_off=not settings.get("fusion", True),
         )
         _info = _lib.call("nf_init", request, pb.InitResponse)
+        changed = _current is not None and _current.get("fusion", True) != settings.get("fusion", True)
         _current = settings
+        if changed:
+            for hook in _on_rebuild:
+                hook()
         return dict(settings, cache_dir=_info.cache_dir, version=_info.version)
 
 

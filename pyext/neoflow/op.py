@@ -138,6 +138,18 @@ def _cuda_device(tensors) -> int:
     return (d.index if d.index is not None else torch.cuda.current_device()) + 1
 
 
+# Every Op alive, for settings that change what kernels are built from.
+_live: weakref.WeakSet = weakref.WeakSet()
+
+
+def _forget_all_built() -> None:
+    for op in list(_live):
+        op._forget_built()
+
+
+config._on_rebuild.append(_forget_all_built)
+
+
 class Op:
     """A tensor operator defined by index expressions.
 
@@ -196,6 +208,7 @@ class Op:
         self._kernels: dict = {}
         self._shapes: dict = {}
         self._grads: dict = {}
+        _live.add(self)
         self._function = None
         self._custom = None
         self.saved = ()  # for a gradient op derived with saved=True: the forward tensors it takes last
@@ -349,6 +362,18 @@ class Op:
         gop.saved = tuple(resp.saved)
         return gop, dict(resp.sizes)
 
+    def explain_fusion(self, *tensors, sizes=None) -> str:
+        """What the compiler's fusion passes do to this op for these inputs'
+        shapes: which temporaries stay whole for the gradient, each decision
+        (a where decided, sums merged into one reduction, a statement split
+        into parts, a temporary inlined into its readers, temporaries no
+        longer stored), then the fused op that the kernel computes. The
+        same text as the passes' dumps (``NEOFLOW_DUMP=fuse-split,...``)."""
+        self._check(tensors)
+        config.ensure()
+        resp = _lib.call("nf_specialize", self._request(tensors, sizes, shapes_only=True), pb.SpecializeResponse)
+        return resp.fusion
+
     def explain_grad(self, *tensors, sizes=None) -> str:
         """The derived gradient expressions for these inputs, guards and sizes included."""
         return self.grad_op(*tensors, sizes=sizes)[0].explanation
@@ -380,6 +405,12 @@ class Op:
             if key is not None:
                 self._kernels[key] = kernel
         return kernel
+
+    def _forget_built(self) -> None:
+        """Drops the kernels and buffer shapes of this op (a change of the
+        fusion setting changes both)."""
+        self._kernels.clear()
+        self._shapes.clear()
 
     def _forget_kernels(self) -> None:
         """Drops the built kernels of this op and its gradient ops, so the next call rebuilds them."""

@@ -11,9 +11,11 @@ import (
 
 	"github.com/neoflow/neoflow/autotune"
 	"github.com/neoflow/neoflow/core/autodiff"
+	"github.com/neoflow/neoflow/core/fuse"
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/core/sema"
 	"github.com/neoflow/neoflow/internal/cudaemu"
 	"github.com/neoflow/neoflow/internal/hostbuf"
@@ -49,7 +51,8 @@ const (
 // GPU (autotune.GPUSpace: thread, tiled and block-reduction schedules),
 // and the default schedule and random ones, compiled as C and as CUDA run
 // on the emulator (internal/cudaemu), must compute what the reference
-// interpreter computes. NEOFLOW_FUZZ_PROGRAMS=N checks N programs.
+// interpreter computes; the same for both ops fused (core/fuse), when
+// fusion changes them. NEOFLOW_FUZZ_PROGRAMS=N checks N programs.
 func TestRandomProgramsEverySchedule(t *testing.T) {
 	want := fuzzPrograms()
 	b, err := kernels.NewBuilder(kernels.Options{CacheDir: t.TempDir()})
@@ -69,9 +72,20 @@ func TestRandomProgramsEverySchedule(t *testing.T) {
 		accepted++
 		ok := t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 3))
-			checkSchedules(t, b, spec, rng, p)
+			specs := []*ir.Spec{spec}
 			if len(spec.InputsDecl()) > 0 { // an op of constants has no gradient
-				checkSchedules(t, b, gradOf(t, spec, p), rng, p)
+				specs = append(specs, gradOf(t, spec, p))
+			}
+			for _, s := range specs {
+				checkSchedules(t, b, s, rng, p)
+				// Fused (core/fuse), when fusion changes it.
+				f, err := pipeline.Fuse(s, fuse.Options{SplitAlways: true})
+				if err != nil {
+					t.Fatalf("fusion: %v\n%s", err, p)
+				}
+				if f != s {
+					checkSchedules(t, b, f, rng, p)
+				}
 			}
 		})
 		if !ok {

@@ -21,6 +21,16 @@ def tol(dtype):
     return {"rtol": 1e-4, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 1e-10, "atol": 1e-12}
 
 
+@pytest.fixture(params=[True, False], ids=["fused", "unfused"])
+def fusion(request):
+    """Runs a test with the fusion passes on and off (neoflow.configure(fusion=))."""
+    import neoflow
+
+    neoflow.configure(fusion=request.param)
+    yield request.param
+    neoflow.configure(fusion=True)
+
+
 @pytest.fixture
 def cache_dir():
     return _CACHE

@@ -1,6 +1,7 @@
 """Gradients derived by the Go core: gradcheck in float64 for every spine op
-and the gradient issue's list, gradgradcheck, custom-op registration,
-torch.compile, and the autograd.Function form."""
+and the gradient issue's list, gradgradcheck (these with the fusion passes
+on and off), custom-op registration, torch.compile, and the
+autograd.Function form."""
 
 import neoflow
 import pytest
@@ -16,7 +17,7 @@ def _leaves(tensors):
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_gradcheck_spine_ops(case):
+def test_gradcheck_spine_ops(case, fusion):
     tensors = _leaves(case.inputs("test", D))
     op = neoflow.op(case.source, name=case.name, consts=consts_for(case, tensors))
     sizes = case.sizes(*tensors) if case.sizes else None
@@ -160,7 +161,7 @@ EXTRA += [
 
 
 @pytest.mark.parametrize("name,source,consts,sizes,make,ref", EXTRA, ids=[e[0] for e in EXTRA])
-def test_gradcheck_extra_ops(name, source, consts, sizes, make, ref):
+def test_gradcheck_extra_ops(name, source, consts, sizes, make, ref, fusion):
     tensors = make()
     op = neoflow.op(source, name=name, consts=consts)
     got = op(*tensors, sizes=sizes)
@@ -174,7 +175,7 @@ GRADGRAD = ["matmul", "conv2d_stride_dilation", "softmax", "milstm_gate"]
 
 
 @pytest.mark.parametrize("name", GRADGRAD)
-def test_gradgradcheck(name):
+def test_gradgradcheck(name, fusion):
     case = next(c for c in CASES if c.name == name)
     tensors = _leaves(case.inputs("test", D))
     op = neoflow.op(case.source, name=name, consts=consts_for(case, tensors))

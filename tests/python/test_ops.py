@@ -1,4 +1,5 @@
-"""Every spine operator matches plain PyTorch on CPU, in float32 and float64."""
+"""Every spine operator matches plain PyTorch on CPU, in float32 and float64,
+with the fusion passes on and off."""
 
 import neoflow
 import pytest
@@ -8,7 +9,7 @@ from ops_table import CASES, consts_for
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_matches_pytorch(case, dtype):
+def test_matches_pytorch(case, dtype, fusion):
     tensors = case.inputs("test", dtype)
     op = neoflow.op(case.source, name=case.name, consts=consts_for(case, tensors))
     sizes = case.sizes(*tensors) if case.sizes else None

@@ -1,0 +1,250 @@
+"""Fusion on and off: forward+backward time of every workload op, untuned.
+
+For each neoflow op the workloads use (bench size, batch 16, float32 by
+default), in one process on the same inputs, times forward+backward (the
+saving gradient op, as training runs it) of
+
+- ``unfused``: neoflow with the fusion passes off (``configure(fusion=False)``),
+- ``fused``: neoflow with them on (the default),
+- ``eager``: the equivalent plain-PyTorch computation,
+- ``compile``: that computation under ``torch.compile`` (inductor, default mode),
+
+next to the fusion plan: loop nests (statements) and temporaries of the
+forward kernel and of the gradient kernel, unfused and fused. The neoflow
+variants run in ``--rounds`` alternating rounds (off, on, off, on, ...);
+each round reports the median of ``--repeat`` calls after ``--warmup``
+untimed ones, and the table gives the median over rounds with its
+min-max. Kernels are untuned (NEOFLOW_TUNE=off) and built into a fresh
+cache.
+
+Writes ``fusion-DATE-cpu.json``, ``.md`` and ``.png`` into ``--out``. Not a
+test: speed is reported, not asserted.
+
+    python bench/fusion.py [--size bench|small] [--batch 16] [--workloads lltm ...]
+                           [--rounds 3] [--repeat 20] [--warmup 3] [--no-compile] [--out bench/results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RNN = ("milstm", "scrnn", "sublstm", "lltm")
+
+
+def _bench_workloads():
+    """bench/workloads.py as a module (its name would shadow the workloads package)."""
+    spec = importlib.util.spec_from_file_location("bench_workloads", Path(__file__).with_name("workloads.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+wl = _bench_workloads()
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="bench", choices=["small", "bench"])
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--workloads", nargs="+", choices=wl.WORKLOADS, default=list(wl.WORKLOADS))
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of fusion off and on")
+    ap.add_argument("--repeat", type=int, default=20, help="timed calls per variant and round")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed calls before them")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    return ap.parse_args(argv)
+
+
+def statements(text: str) -> int:
+    """Statements (loop nests) of an explain_fusion text: the fused op's lines with a '//' comment."""
+    return sum(1 for line in text.splitlines() if line.startswith("  ") and "  // " in line and "=" in line)
+
+
+def plan(neoflow, torch, fn_op, inputs, grads) -> dict:
+    """Loop nests and temporaries of the op's forward and saving-gradient kernels, as now configured."""
+    tensors = [t.detach() for t in inputs]
+    wrt = [t.requires_grad for t in inputs]
+    out = {
+        "forward_nests": statements(fn_op.explain_fusion(*tensors)),
+        "forward_temps": len(fn_op.temporaries(*tensors)),
+    }
+    gop, sizes = fn_op.grad_op(*tensors, wrt=wrt, saved=True)
+    temps = dict(fn_op.temporaries(*tensors))
+    outs = wl.as_tuple(fn_op(*tensors))
+    saved = {**dict(zip(fn_op.outputs, outs)), **{n: torch.zeros(s, dtype=tensors[0].dtype) for n, s in temps.items()}}
+    gins = [*tensors, *[torch.zeros_like(o) for o in outs], *[saved[n] for n in gop.saved]]
+    out["grad_nests"] = statements(gop.explain_fusion(*gins, sizes=sizes))
+    out["grad_temps"] = len(gop.temporaries(*gins, sizes=sizes))
+    return out
+
+
+def bench_op(neoflow, torch, workload, case, args) -> dict:
+    op_name, nf_fn, torch_fn, inputs, params = case
+    leaves = list(inputs) + list(params)
+    with torch.no_grad():
+        want = wl.as_tuple(torch_fn(*inputs))
+    grads = [torch.randn_like(t) for t in want]
+    fb = lambda fn: wl.forward_backward(torch, fn, inputs, grads, leaves)  # noqa: E731
+    row = {"workload": workload, "op": op_name, "rounds": {"unfused": [], "fused": []}}
+    fn_op = getattr(nf_fn, "__self__", None) or nf_fn
+    for _ in range(args.rounds):
+        for variant, on in (("unfused", False), ("fused", True)):
+            neoflow.configure(fusion=on)
+            m = wl.measure(fb(nf_fn), args.repeat, args.warmup)
+            row["rounds"][variant].append(m["median_ms"])
+    for variant, on in (("unfused", False), ("fused", True)):
+        neoflow.configure(fusion=on)
+        with torch.no_grad():
+            got = wl.as_tuple(nf_fn(*inputs))
+        tol = 1e-3 if args.dtype == "float32" else 1e-8
+        row[f"{variant}_matches"] = all(torch.allclose(g, w, rtol=tol, atol=tol) for g, w in zip(got, want))
+        if isinstance(fn_op, neoflow.Op):
+            row[f"{variant}_plan"] = plan(neoflow, torch, fn_op, inputs, grads)
+    row["eager"] = wl.measure(fb(torch_fn), args.repeat, args.warmup)
+    if not args.no_compile:
+        row["compile"] = wl.measure(fb(torch.compile(torch_fn)), args.repeat, args.warmup)
+    for variant in ("unfused", "fused"):
+        r = row["rounds"][variant]
+        row[variant] = {"median_ms": statistics.median(r), "min_ms": min(r), "max_ms": max(r)}
+    row["fusion_speedup"] = row["unfused"]["median_ms"] / row["fused"]["median_ms"]
+    row["fused_vs_eager"] = row["eager"]["median_ms"] / row["fused"]["median_ms"]
+    if "compile" in row:
+        row["fused_vs_compile"] = row["compile"]["median_ms"] / row["fused"]["median_ms"]
+    print(
+        f"  {workload} {op_name}: unfused {row['unfused']['median_ms']:.3f}, fused {row['fused']['median_ms']:.3f}, "
+        f"eager {row['eager']['median_ms']:.3f} ms ({row['fusion_speedup']:.2f}x from fusion)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return row
+
+
+def render_markdown(result: dict) -> str:
+    m, s = result["machine"], result["settings"]
+    lines = [
+        f"# Fusion on and off, {s['size']} size, batch {s['batch']}, {s['dtype']}, untuned ({result['date']})",
+        "",
+        f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}.",
+        f"Forward+backward per op, ms: median over {s['rounds']} alternating rounds of the median of {s['repeat']} "
+        "calls (min-max of the round medians); eager and compile: median (min-max) of one run. "
+        "Nests: loop nests (statements) of the forward / gradient kernel; temps: their temporaries.",
+        "",
+        "| workload | op | unfused | fused | eager | compile | fusion speedup | fused vs eager "
+        "| nests unfused | nests fused | temps unfused | temps fused | matches |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["ops"]:
+        comp = wl.spread(r["compile"]) if "compile" in r else "-"
+        pu, pf = r.get("unfused_plan"), r.get("fused_plan")
+        nests = lambda p: f"{p['forward_nests']} / {p['grad_nests']}" if p else "-"  # noqa: E731
+        temps = lambda p: f"{p['forward_temps']} / {p['grad_temps']}" if p else "-"  # noqa: E731
+        ok = "yes" if r["unfused_matches"] and r["fused_matches"] else "NO"
+        lines.append(
+            f"| {r['workload']} | {r['op']} | {wl.spread(r['unfused'])} | {wl.spread(r['fused'])} "
+            f"| {wl.spread(r['eager'])} | {comp} | {r['fusion_speedup']:.2f}x | {r['fused_vs_eager']:.2f}x "
+            f"| {nests(pu)} | {nests(pf)} | {temps(pu)} | {temps(pf)} | {ok} |"
+        )
+    sm = result["summary"]
+    lines += [
+        "",
+        f"Fusion speedup (unfused / fused time), geomean over the RNN cells: **{sm['rnn_fusion_speedup']:.2f}x**; "
+        f"over every op: {sm['fusion_speedup']:.2f}x. Ops slower fused than unfused (median): "
+        f"{', '.join(sm['slower_fused']) or 'none'}.",
+        f"Fused against eager, geomean over every op: {sm['fused_vs_eager']:.2f}x (above 1: neoflow is faster).",
+    ]
+    if sm.get("fused_vs_compile"):
+        lines.append(f"Fused against torch.compile, geomean over every op: {sm['fused_vs_compile']:.2f}x.")
+    return "\n".join(lines) + "\n"
+
+
+def render_chart(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["ops"]
+    variants = [v for v in ("eager", "compile", "unfused", "fused") if any(v in r for r in rows)]
+    width = 0.8 / len(variants)
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(rows) + 2), 4.5))
+    for i, v in enumerate(variants):
+        xs = [j + (i - (len(variants) - 1) / 2) * width for j in range(len(rows))]
+        med = [r[v]["median_ms"] for r in rows]
+        err = [[r[v]["median_ms"] - r[v]["min_ms"] for r in rows], [r[v]["max_ms"] - r[v]["median_ms"] for r in rows]]
+        ax.bar(xs, med, width, yerr=err, capsize=2, label=v)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([r["op"] for r in rows], fontsize=7, rotation=30, ha="right")
+    ax.set_yscale("log")
+    ax.set_ylabel("forward+backward, ms (log scale)")
+    s = result["settings"]
+    ax.set_title(
+        f"fusion on/off, {s['size']} size, batch {s['batch']}, {s['dtype']}, {result['machine']['cpu']}", fontsize=9
+    )
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    tmp = tempfile.mkdtemp(prefix="neoflow-fusion-")
+    os.environ["NEOFLOW_CACHE_DIR"] = os.path.join(tmp, "neoflow")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor")
+    os.environ["NEOFLOW_TUNE"] = "off"
+    if (os.cpu_count() or 1) <= 4:
+        os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    import neoflow
+    import torch
+
+    dtype = getattr(torch, args.dtype)
+    info = wl.machine_info(torch, neoflow)
+    t0 = time.perf_counter()
+    ops = []
+    for name in args.workloads:
+        *_, op_cases = wl.setup(name, args.size, args.batch, dtype, torch)
+        for case in op_cases():
+            ops.append(bench_op(neoflow, torch, name, case, args))
+    neoflow.configure(fusion=True)
+    rnn = [r["fusion_speedup"] for r in ops if r["workload"] in RNN]
+    result = {
+        "date": datetime.date.today().isoformat(),
+        "machine": info,
+        "settings": {k: getattr(args, k) for k in ("size", "batch", "workloads", "rounds", "repeat", "warmup", "dtype")}
+        | {"compile": not args.no_compile, "tune": "off"},
+        "ops": ops,
+        "summary": {
+            "rnn_fusion_speedup": wl.geomean(rnn) if rnn else None,
+            "fusion_speedup": wl.geomean(r["fusion_speedup"] for r in ops),
+            "slower_fused": [r["op"] for r in ops if r["fusion_speedup"] < 1],
+            "fused_vs_eager": wl.geomean(r["fused_vs_eager"] for r in ops),
+            "fused_vs_compile": wl.geomean(r.get("fused_vs_compile") for r in ops),
+            "total_s": time.perf_counter() - t0,
+        },
+    }
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"fusion-{result['date']}-cpu"
+    md = render_markdown(result)
+    stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    stem.with_suffix(".md").write_text(md)
+    if wl.chart_libraries():
+        render_chart(result, stem.with_suffix(".png"))
+    print(md)
+    print(f"wrote {stem}.json, .md, .png in {result['summary']['total_s']:.0f} s", file=sys.stderr)
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+// Package fuse holds the fusion passes: rewrites of a specialized op's
+// statements (ir.Spec -> ir.Spec) that compute the same outputs with less
+// work and fewer temporaries. The pipeline (core/pipeline) runs them after
+// specialization and autodiff, before scheduling, when fusion is on:
+//
+//   - Fold decides the where conditions that the statement's ranges
+//     decide (where(0 > 1, a, b) is b) and drops additions of 0.0.
+//   - Merge folds a sum of reductions over equal domains into one
+//     reduction: T = A + B with A[i] += f over b and B[i] += g over b
+//     becomes T[i] += f + g over b, so A and B are never stored
+//     (reduction fusion; the gradient of a weight read twice).
+//   - Split partitions a statement's index set where its where
+//     conditions on one spatial axis change value (index-set splitting,
+//     Halide's loop partitioning): each part computes only its branch
+//     and writes its box of the tensor (ir.BoundStmt.Offset).
+//   - Inline substitutes an elementwise temporary into its readers when
+//     that recomputes nothing (a copy, or a value read once per point it
+//     was computed at), so it is never stored.
+//   - Prune drops the statements whose temporaries nobody reads.
+//
+// Every pass keeps the temporaries in Options.Keep whole: the caller
+// reads them after the kernel (a saving gradient op's saved tensors).
+// Each decision is noted for dumps and explanations.
+//
+// The passes move work between statements but never change what an
+// element's value is computed from, except that Merge adds the terms of
+// two sums in one loop (a different rounding order, as any change of
+// schedule may give).
+package fuse

@@ -1,0 +1,187 @@
+package fuse
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// Options configure the fusion passes.
+type Options struct {
+	// Keep names temporaries that must stay whole: no pass removes them
+	// or splits the statement that writes them.
+	Keep map[string]bool
+	// SplitAlways splits every statement whose conditions allow it, even
+	// where that saves too little (tests: small shapes exercise Split).
+	SplitAlways bool
+}
+
+// Notes collects the passes' decisions, one line each.
+type Notes []string
+
+func (n *Notes) add(format string, args ...any) {
+	if n != nil {
+		*n = append(*n, fmt.Sprintf(format, args...))
+	}
+}
+
+// withStmts is spec with other statements: a new Spec and Op sharing
+// everything else. The op keeps its outputs in their order (its
+// statements may now write an output in several parts); its statements
+// are the new ones, so that ir.Hash tells a fused op from the original.
+func withStmts(spec *ir.Spec, stmts []*ir.BoundStmt) *ir.Spec {
+	op := *spec.Op
+	op.Outputs = slices.Clone(spec.Op.OutputNames())
+	op.Stmts = make([]*ir.Stmt, len(stmts))
+	for i, st := range stmts {
+		op.Stmts[i] = st.Stmt
+	}
+	out := *spec
+	out.Op = &op
+	out.Stmts = stmts
+	out.Tensors = slices.Clone(spec.Tensors)
+	return &out
+}
+
+// isTemp reports whether name is a temporary of spec that no option keeps.
+func isTemp(spec *ir.Spec, name string, opts Options) bool {
+	t := spec.Tensor(name)
+	return t != nil && t.Role == ir.RoleTemp && !opts.Keep[name]
+}
+
+// writers lists the statements that write name.
+func writers(stmts []*ir.BoundStmt, name string) []int {
+	var out []int
+	for i, st := range stmts {
+		if st.Stmt.Tensor == name {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// reads counts the accesses of tensor name that one evaluation of e
+// makes at most: of a where's branches only the one taken is evaluated.
+func reads(e ir.Expr, name string) int {
+	switch x := e.(type) {
+	case *ir.Access:
+		n := 0
+		if x.Tensor == name {
+			n = 1
+		}
+		for _, i := range x.Indices {
+			n += reads(i, name)
+		}
+		return n
+	case *ir.Unary:
+		return reads(x.X, name)
+	case *ir.Binary:
+		return reads(x.X, name) + reads(x.Y, name)
+	case *ir.Call:
+		n := 0
+		for _, a := range x.Args {
+			n += reads(a, name)
+		}
+		return n
+	case *ir.Where:
+		return reads(x.Cond, name) + max(reads(x.Then, name), reads(x.Else, name))
+	}
+	return 0
+}
+
+// readers lists the statements whose right-hand side reads name.
+func readers(stmts []*ir.BoundStmt, name string) []int {
+	var out []int
+	for i, st := range stmts {
+		if reads(st.Stmt.RHS, name) > 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// points is the number of times a statement evaluates its right-hand
+// side: the product of its spatial and reduction extents.
+func points(st *ir.BoundStmt) int64 {
+	n := int64(1)
+	for _, v := range st.Spatial {
+		n *= v.Extent
+	}
+	for _, v := range st.Reduction {
+		n *= v.Extent
+	}
+	return n
+}
+
+// cost estimates the arithmetic of one evaluation of e, in additions:
+// a math function 8, another operation, a comparison or a read 1, both
+// branches of a where counted. Index arithmetic inside a read is address
+// computation and not counted.
+func cost(e ir.Expr) int64 {
+	switch x := e.(type) {
+	case *ir.Access:
+		return 1
+	case *ir.Unary:
+		return 1 + cost(x.X)
+	case *ir.Binary:
+		return 1 + cost(x.X) + cost(x.Y)
+	case *ir.Call:
+		n := int64(8)
+		for _, a := range x.Args {
+			n += cost(a)
+		}
+		return n
+	case *ir.Where:
+		return 1 + cost(x.Cond) + cost(x.Then) + cost(x.Else)
+	}
+	return 0
+}
+
+// substIndex replaces index variables by expressions; names missing from
+// sub are kept.
+func substIndex(e ir.Expr, sub map[string]ir.Expr) ir.Expr {
+	return ir.Rewrite(e, func(n ir.Expr) ir.Expr {
+		if x, ok := n.(*ir.Index); ok {
+			if r, ok := sub[x.Name]; ok {
+				return r
+			}
+		}
+		return nil
+	})
+}
+
+// extents maps every axis of st to its extent.
+func extents(st *ir.BoundStmt) map[string]int64 {
+	ext := map[string]int64{}
+	for _, v := range st.Spatial {
+		ext[v.Name] = v.Extent
+	}
+	for _, v := range st.Reduction {
+		ext[v.Name] = v.Extent
+	}
+	return ext
+}
+
+// isZero reports whether e is the literal 0.0.
+func isZero(e ir.Expr) bool {
+	f, ok := e.(*ir.FloatLit)
+	return ok && f.Value == 0
+}
+
+// isIdentity reports whether a reads its tensor at exactly the spatial
+// axes of st, in order.
+func isIdentity(a *ir.Access, st *ir.BoundStmt) bool {
+	if len(a.Indices) != len(st.Spatial) {
+		return false
+	}
+	for d, x := range a.Indices {
+		ix, ok := x.(*ir.Index)
+		if !ok || ix.Name != st.Spatial[d].Name {
+			return false
+		}
+	}
+	return true
+}
+
+func itoa(v int64) string { return fmt.Sprint(v) }

@@ -1,0 +1,146 @@
+"""The fusion passes (core/fuse): what they do to the LLTM cell's gradient,
+explain_fusion and the fuse-* dumps, the NEOFLOW_FUSION switch and its
+errors, and that every result stays exact (the conformance tests run with
+fusion on and off: test_ops.py and test_grad.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import neoflow
+import pytest
+import torch
+
+LLTM = (
+    "GH[b,g] += W[g,j] * H[b,j]\n"
+    "GX[b,g] += W[g,N+k] * X[b,k]\n"
+    "G[b,g] = GH[b,g] + GX[b,g] + Bias[g]\n"
+    "E[b,u] = where(G[b,2*N+u] > 0.0, G[b,2*N+u], exp(G[b,2*N+u]) - 1.0)\n"
+    "Cn[b,u] = C[b,u] + E[b,u] * sigmoid(G[b,u])\n"
+    "Hn[b,u] = tanh(C[b,u] + E[b,u] * sigmoid(G[b,u])) * sigmoid(G[b,N+u])"
+)
+
+
+def _lltm(hidden: int, batch: int, dtype=torch.float32, grad=False):
+    op = neoflow.op(
+        LLTM, name="lltm_fusion", inputs=["W", "H", "X", "Bias", "C"], sizes={"u": hidden, "j": hidden}, N=hidden
+    )
+    g = torch.Generator().manual_seed(0)
+    shapes = [(3 * hidden, 2 * hidden), (batch, hidden), (batch, hidden), (3 * hidden,), (batch, hidden)]
+    tensors = [torch.randn(*s, dtype=dtype, generator=g).requires_grad_(grad) for s in shapes]
+    return op, tensors
+
+
+def _saving_grad(op, tensors):
+    gop, sizes = op.grad_op(*tensors, saved=True)
+    outs = op(*tensors)
+    dtype = tensors[0].dtype
+    temps = {n: torch.randn(s, dtype=dtype) for n, s in op.temporaries(*tensors)}
+    ins = [*tensors, *[torch.randn_like(o) for o in outs], *[temps[n] for n in gop.saved]]
+    return gop, ins, sizes
+
+
+def test_lltm_saving_gradient_keeps_one_small_temporary():
+    op, tensors = _lltm(256, 16)
+    gop, ins, sizes = _saving_grad(op, tensors)
+    temps = gop.temporaries(*ins, sizes=sizes)
+    w = tensors[0]
+    assert len(temps) <= 2, temps
+    assert all(torch.Size(s).numel() < w.numel() for _, s in temps), temps
+    text = gop.explain_fusion(*ins, sizes=sizes)
+    assert "merge: d_W = d_W_1 + d_W_2 becomes one sum over b" in text, text
+    assert re.search(r"split: d_W into 2 parts", text), text
+    # d_W is two contractions, each over exactly its half of j.
+    parts = re.findall(r"^  d_W\[g, j\] \+= .*// g < 768, j < 256 at \[0, (\d+)\]; over b < 16$", text, re.MULTILINE)
+    assert sorted(parts) == ["0", "256"], text
+
+
+def test_fused_and_unfused_agree_and_gradcheck():
+    op, tensors = _lltm(3, 2, torch.float64, grad=True)
+    assert torch.autograd.gradcheck(lambda *t: op(*t), tensors)
+    fused = [t.detach() for t in op(*tensors)]
+    try:
+        neoflow.configure(fusion=False)
+        assert "fusion is off" in op.explain_fusion(*tensors)
+        unfused = [t.detach() for t in op(*tensors)]
+        assert len(op.temporaries(*tensors)) == 4
+    finally:
+        neoflow.configure(fusion=True)
+    for a, b in zip(fused, unfused):
+        torch.testing.assert_close(a, b)
+
+
+def test_split_gradient_matches_unfused():
+    # Large enough that fusion merges and splits d_W and splits d_G.
+    op, tensors = _lltm(64, 4, torch.float64, grad=True)
+    gop, ins, sizes = _saving_grad(op, [t.detach() for t in tensors])
+    text = gop.explain_fusion(*ins, sizes=sizes)
+    assert "split: d_W into 2 parts" in text and "split: d_G into 3 parts" in text, text
+
+    def run():
+        outs = op(*tensors)
+        grads = torch.autograd.grad(sum((o * (k + 1)).sum() for k, o in enumerate(outs)), tensors)
+        return [o.detach() for o in outs], grads
+
+    fused = run()
+    try:
+        neoflow.configure(fusion=False)
+        unfused = run()
+    finally:
+        neoflow.configure(fusion=True)
+    for a, b in zip([*fused[0], *fused[1]], [*unfused[0], *unfused[1]]):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_differentiating_a_saving_gradient_op_recomputes():
+    # Fusion keeps none of a saving gradient op's temporaries (it runs
+    # without autograd); differentiated anyway, its backward recomputes.
+    op, tensors = _lltm(2, 2, torch.float64)
+    gop, ins, sizes = _saving_grad(op, tensors)
+    ins = [t.detach().double().requires_grad_(True) for t in ins]
+    assert torch.autograd.gradcheck(lambda *t: gop(*t, sizes=sizes), ins)
+
+
+def test_configure_fusion_rejects_non_bool():
+    with pytest.raises(TypeError, match="fusion must be True or False"):
+        neoflow.configure(fusion="no")
+
+
+_SCRIPT = textwrap.dedent(
+    """
+    import torch, neoflow
+    op = neoflow.op("T[i] = X[i] * 2.0\\nY[i] = T[i] + 1.0", name="twice")
+    x = torch.randn(5)
+    torch.testing.assert_close(op(x), x * 2 + 1)
+    print("temps", [n for n, _ in op.temporaries(x)])
+    """
+)
+
+
+def _run(env_extra: dict, cache_dir) -> subprocess.CompletedProcess:
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(cache_dir), **env_extra)
+    return subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True, timeout=600, env=env)
+
+
+def test_neoflow_fusion_env(tmp_path):
+    on = _run({}, tmp_path)
+    assert on.returncode == 0, on.stderr
+    assert "temps []" in on.stdout
+    off = _run({"NEOFLOW_FUSION": "0"}, tmp_path)
+    assert off.returncode == 0, off.stderr
+    assert "temps ['T']" in off.stdout
+    bad = _run({"NEOFLOW_FUSION": "maybe"}, tmp_path)
+    assert bad.returncode != 0
+    assert "NEOFLOW_FUSION='maybe': expected 1 or 0" in bad.stderr
+
+
+def test_fusion_dump_shows_decisions(tmp_path):
+    proc = _run({"NEOFLOW_DUMP": "fuse-inline,fuse-prune"}, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "// after fuse-inline: op twice float32" in proc.stderr
+    assert "// inline: T into [Y]" in proc.stderr
+    assert "// prune: [T] no longer stored" in proc.stderr

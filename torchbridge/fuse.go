@@ -1,0 +1,90 @@
+package torchbridge
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/neoflow/neoflow/core/autodiff"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/pipeline"
+)
+
+// fuse runs the pipeline's fusion passes (core/fuse) on a specialized op
+// when the configuration has fusion on. The fused Spec is what Python
+// sees (its buffers: fused-away temporaries are not allocated) and what
+// the kernel is built and tuned from. The temporaries a saving gradient
+// op of the op reads stay whole (savedTemps): under autograd the forward
+// kernel hands them to the backward. A saving gradient op runs without
+// autograd (Python's backward, a compiled backward), so for it none is
+// kept; should its caller differentiate it anyway, Python finds the
+// temporaries missing and uses the recomputing gradient.
+//
+// The explanation lists each pass's decisions, then the fused op.
+func fuse(spec *ir.Spec, cfg Config, saving bool) (*ir.Spec, string, error) {
+	if !cfg.Fusion {
+		return spec, "fusion is off (NEOFLOW_FUSION=0)\n" + ir.PrintSpec(spec), nil
+	}
+	u := pipeline.FromSpec(spec)
+	u.Fusion, u.Dump = true, cfg.Dump
+	if !saving {
+		u.Keep = savedTemps(spec)
+	}
+	if err := pipeline.Run(u, pipeline.Fused); err != nil {
+		return nil, "", err
+	}
+	var b strings.Builder
+	if len(u.Keep) > 0 {
+		fmt.Fprintf(&b, "kept whole for the saving gradient: %s\n", strings.Join(slices.Sorted(maps.Keys(u.Keep)), ", "))
+	}
+	for _, pass := range pipeline.Passes() {
+		for _, n := range u.FusionNotes[pass] {
+			b.WriteString(n + "\n")
+		}
+	}
+	if b.Len() == 0 {
+		b.WriteString("no fusion applies\n")
+	}
+	b.WriteString(ir.PrintSpec(u.Spec))
+	return u.Spec, b.String(), nil
+}
+
+// savedTemps names the temporaries of spec that a saving gradient op of
+// it reads (autodiff.GradSaving's Saved) for the gradient with respect to
+// every input and to each input alone: the gradient of a set of inputs
+// is made of the statements the gradients of each need. When a gradient
+// does not derive, every temporary is kept.
+func savedTemps(spec *ir.Spec) map[string]bool {
+	keep := map[string]bool{}
+	n := len(spec.Op.Inputs)
+	if n == 0 {
+		return keep
+	}
+	wrts := [][]bool{make([]bool, n)}
+	for i := range n {
+		wrts[0][i] = true
+		if n > 1 {
+			one := make([]bool, n)
+			one[i] = true
+			wrts = append(wrts, one)
+		}
+	}
+	for _, wrt := range wrts {
+		g, err := autodiff.GradSaving(spec, wrt)
+		if err != nil {
+			for _, t := range spec.Tensors {
+				if t.Role == ir.RoleTemp {
+					keep[t.Name] = true
+				}
+			}
+			return keep
+		}
+		for _, name := range g.Saved {
+			if t := spec.Tensor(name); t != nil && t.Role == ir.RoleTemp {
+				keep[name] = true
+			}
+		}
+	}
+	return keep
+}
