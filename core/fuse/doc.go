@@ -13,6 +13,8 @@
 //     conditions on one spatial axis change value (index-set splitting,
 //     Halide's loop partitioning): each part computes only its branch
 //     and writes its box of the tensor (ir.BoundStmt.Offset).
+//   - CSE makes the readers of a temporary that repeats an earlier
+//     elementwise statement read the earlier one's tensor.
 //   - Inline substitutes an elementwise temporary into its readers when
 //     that recomputes nothing (a copy, or a value read once per point it
 //     was computed at), so it is never stored.

@@ -64,7 +64,7 @@ func gradSpec(t *testing.T, spec *ir.Spec) *ir.Spec {
 
 // all runs every fusion pass in the pipeline's order.
 func all(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
-	for _, p := range []func(*ir.Spec, Options, *Notes) *ir.Spec{Fold, Merge, Split, Inline, Prune} {
+	for _, p := range []func(*ir.Spec, Options, *Notes) *ir.Spec{Fold, Merge, Split, CSE, Inline, Prune} {
 		spec = p(spec, opts, notes)
 	}
 	return spec

@@ -12,6 +12,7 @@ import (
 func fuseFold(u *Unit) error   { return fusePass(u, "fuse-fold", fuse.Fold) }
 func fuseMerge(u *Unit) error  { return fusePass(u, "fuse-merge", fuse.Merge) }
 func fuseSplit(u *Unit) error  { return fusePass(u, "fuse-split", fuse.Split) }
+func fuseCSE(u *Unit) error    { return fusePass(u, "fuse-cse", fuse.CSE) }
 func fuseInline(u *Unit) error { return fusePass(u, "fuse-inline", fuse.Inline) }
 func fusePrune(u *Unit) error  { return fusePass(u, "fuse-prune", fuse.Prune) }
 

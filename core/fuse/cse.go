@@ -1,0 +1,83 @@
+package fuse
+
+import (
+	"slices"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
+
+// CSE removes elementwise statements that compute what an earlier one
+// computes (common subexpressions across statements): when a temporary Q
+// is written by one whole '=' statement whose right-hand side is that of
+// an earlier whole '=' statement writing a temporary P of the same shape
+// (the axes renamed in order), reads of Q become reads of P, and Prune
+// drops Q. Gradients repeat themselves this way: d_RH and d_G of the
+// subLSTM cell are one expression, as are d_RH, d_AX and d_PS of SC-RNN.
+func CSE(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
+	stmts := slices.Clone(spec.Stmts)
+	changed := false
+	for j, q := range stmts {
+		if !wholeAssign(spec, stmts, j) || !isTemp(spec, q.Stmt.Tensor, opts) {
+			continue
+		}
+		for i, p := range stmts[:j] {
+			if !wholeAssign(spec, stmts, i) || spec.Tensor(p.Stmt.Tensor).Role != ir.RoleTemp || !sameValue(p, q) {
+				continue
+			}
+			for r := j + 1; r < len(stmts); r++ {
+				if reads(stmts[r].Stmt.RHS, q.Stmt.Tensor) > 0 {
+					stmts[r] = withRHS(stmts[r], renameReads(stmts[r].Stmt.RHS, q.Stmt.Tensor, p.Stmt.Tensor))
+				}
+			}
+			notes.add("cse: %s computes what %s does; its readers read %s", q.Stmt.Tensor, p.Stmt.Tensor, p.Stmt.Tensor)
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		return spec
+	}
+	return withStmts(spec, stmts)
+}
+
+// wholeAssign reports whether statement i is the one statement writing
+// its tensor, all of it, with '='.
+func wholeAssign(spec *ir.Spec, stmts []*ir.BoundStmt, i int) bool {
+	st := stmts[i]
+	t := spec.Tensor(st.Stmt.Tensor)
+	return st.Stmt.Reduce == ir.Assign && t != nil && !st.Partial(t.Shape) && len(writers(stmts, st.Stmt.Tensor)) == 1
+}
+
+// sameValue reports whether p and q compute the same value at the same
+// point: equal extents and right-hand sides equal once q's axes are
+// renamed to p's, in order.
+func sameValue(p, q *ir.BoundStmt) bool {
+	if !slices.Equal(extentsOf(p.Spatial), extentsOf(q.Spatial)) {
+		return false
+	}
+	sub := map[string]ir.Expr{}
+	for d, v := range q.Spatial {
+		sub[v.Name] = &ir.Index{Name: p.Spatial[d].Name}
+	}
+	return ir.Equal(p.Stmt.RHS, substIndex(q.Stmt.RHS, sub))
+}
+
+func extentsOf(vs []ir.Var) []int64 {
+	out := make([]int64, len(vs))
+	for i, v := range vs {
+		out[i] = v.Extent
+	}
+	return out
+}
+
+// renameReads makes the reads of tensor from in e read tensor to.
+func renameReads(e ir.Expr, from, to string) ir.Expr {
+	return ir.Rewrite(e, func(n ir.Expr) ir.Expr {
+		if a, ok := n.(*ir.Access); ok && a.Tensor == from {
+			c := *a
+			c.Tensor = to
+			return &c
+		}
+		return nil
+	})
+}
