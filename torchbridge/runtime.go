@@ -139,8 +139,12 @@ func (r *Runtime) warnf(format string, args ...any) {
 	r.warns = append(r.warns, fmt.Sprintf(format, args...))
 }
 
-// takeWarnings returns and clears the pending reports.
+// takeWarnings returns and clears the pending reports, a failure to write
+// an IR dump (NEOFLOW_DUMP_DIR) among them.
 func (r *Runtime) takeWarnings() []string {
+	if err := r.config().Dump.TakeErr(); err != nil {
+		r.warnf("writing an IR dump (NEOFLOW_DUMP, NEOFLOW_DUMP_DIR) failed: %v", err)
+	}
 	r.warnMu.Lock()
 	defer r.warnMu.Unlock()
 	w := r.warns

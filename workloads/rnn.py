@@ -5,7 +5,9 @@ parameters (names and shapes), so ``neoflow_model.load_state_dict(baseline.state
 works. Both run a sequence of cell steps and end in a linear head giving one
 regression output per example. In the neoflow version the whole cell step is
 one neoflow op with several statements; the sequence loop, head and loss stay
-plain PyTorch. Inputs are laid out (seq_len, batch, input_size).
+plain PyTorch. Inputs are laid out (seq_len, batch, input_size). A cell's
+new hidden state reads its new cell state (an output a later statement
+reads, named in ``outputs=``) instead of computing it again.
 """
 
 import functools
@@ -26,17 +28,17 @@ MILSTM_CELL = (
     "UH[b,g] += U[g,j] * H[b,j]\n"
     "P[b,g] = WX[b,g] * UH[b,g] + Bias[g]\n"
     "Cn[b,u] = sigmoid(P[b,N+u]) * C[b,u] + sigmoid(P[b,u]) * tanh(P[b,3*N+u])\n"
-    "Hn[b,u] = sigmoid(P[b,2*N+u]) * tanh(sigmoid(P[b,N+u]) * C[b,u] + sigmoid(P[b,u]) * tanh(P[b,3*N+u]))"
+    "Hn[b,u] = sigmoid(P[b,2*N+u]) * tanh(Cn[b,u])"
 )
 
 # SC-RNN (Mikolov et al. 2014): s' = (1-a) B x + a s;  h' = sigmoid(P s' + A x + R h).
 SCRNN_CELL = (
     "BX[b,c] += Bw[c,k] * X[b,k]\n"
-    "PS[b,u] += P[u,c] * ((1.0 - AL) * BX[b,c] + AL * S[b,c])\n"
+    "Sn[b,c] = (1.0 - AL) * BX[b,c] + AL * S[b,c]\n"
+    "PS[b,u] += P[u,c] * Sn[b,c]\n"
     "AX[b,u] += A[u,k] * X[b,k]\n"
     "RH[b,u] += R[u,j] * H[b,j]\n"
-    "Hn[b,u] = sigmoid(PS[b,u] + AX[b,u] + RH[b,u])\n"
-    "Sn[b,c] = (1.0 - AL) * BX[b,c] + AL * S[b,c]"
+    "Hn[b,u] = sigmoid(PS[b,u] + AX[b,u] + RH[b,u])"
 )
 
 # subLSTM (Costa et al. 2017): gates sigmoid(Wx + Rh + b) = i, f, z, o;  c' = f c + z - i;  h' = sigmoid(c') - o.
@@ -45,7 +47,7 @@ SUBLSTM_CELL = (
     "RH[b,g] += R[g,j] * H[b,j]\n"
     "S[b,g] = sigmoid(G[b,g] + RH[b,g] + Bias[g])\n"
     "Cn[b,u] = S[b,N+u] * C[b,u] + S[b,2*N+u] - S[b,u]\n"
-    "Hn[b,u] = sigmoid(S[b,N+u] * C[b,u] + S[b,2*N+u] - S[b,u]) - S[b,3*N+u]"
+    "Hn[b,u] = sigmoid(Cn[b,u]) - S[b,3*N+u]"
 )
 
 # LLTM (PyTorch C++ extension tutorial): gates = W [h, x] + b = input, output, candidate;
@@ -56,7 +58,7 @@ LLTM_CELL = (
     "G[b,g] = GH[b,g] + GX[b,g] + Bias[g]\n"
     "E[b,u] = where(G[b,2*N+u] > 0.0, G[b,2*N+u], exp(G[b,2*N+u]) - 1.0)\n"
     "Cn[b,u] = C[b,u] + E[b,u] * sigmoid(G[b,u])\n"
-    "Hn[b,u] = tanh(C[b,u] + E[b,u] * sigmoid(G[b,u])) * sigmoid(G[b,N+u])"
+    "Hn[b,u] = tanh(Cn[b,u]) * sigmoid(G[b,N+u])"
 )
 
 
@@ -66,6 +68,7 @@ def milstm_op(hidden: int):
         MILSTM_CELL,
         name="milstm_cell",
         inputs=["W", "X", "U", "H", "Bias", "C"],
+        outputs=["Cn", "Hn"],
         sizes={"u": hidden},
         N=hidden,
     )
@@ -73,7 +76,13 @@ def milstm_op(hidden: int):
 
 @functools.cache
 def scrnn_op(alpha: float):
-    return neoflow.op(SCRNN_CELL, name="scrnn_cell", inputs=["Bw", "X", "S", "P", "A", "R", "H"], AL=float(alpha))
+    return neoflow.op(
+        SCRNN_CELL,
+        name="scrnn_cell",
+        inputs=["Bw", "X", "S", "P", "A", "R", "H"],
+        outputs=["Hn", "Sn"],
+        AL=float(alpha),
+    )
 
 
 @functools.cache
@@ -82,6 +91,7 @@ def sublstm_op(hidden: int):
         SUBLSTM_CELL,
         name="sublstm_cell",
         inputs=["W", "X", "R", "H", "Bias", "C"],
+        outputs=["Cn", "Hn"],
         sizes={"u": hidden},
         N=hidden,
     )
@@ -93,6 +103,7 @@ def lltm_op(hidden: int):
         LLTM_CELL,
         name="lltm_cell",
         inputs=["W", "H", "X", "Bias", "C"],
+        outputs=["Cn", "Hn"],
         sizes={"u": hidden, "j": hidden},
         N=hidden,
     )

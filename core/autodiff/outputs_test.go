@@ -2,8 +2,11 @@ package autodiff
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
+
+	"github.com/neoflow/neoflow/core/interp"
 )
 
 // permutations lists every order of xs.
@@ -63,6 +66,70 @@ func TestGradPermutedOutputs(t *testing.T) {
 					}
 				}
 				checkFD(t, spec, g, gs, xs, dys, wrt, 1e-6)
+			})
+		}
+	}
+}
+
+// TestGradOfOutputsReadLater: an output that later statements read gets
+// the caller's gradient plus what the readers send back, in every order
+// of the outputs, saving or recomputing (finite differences).
+func TestGradOfOutputsReadLater(t *testing.T) {
+	cases := []gcase{
+		{name: "chain", src: "C[i] = X[i] * W[i]\nH[i] = tanh(C[i]) * W[i]", shapes: [][]int64{{5}, {5}}},
+		{
+			name:   "lstm-like",
+			src:    "G[b, g] += W[g, k] * X[b, k]\nC[b, u] = sigmoid(G[b, u]) * tanh(G[b, 2 + u])\nH[b, u] = tanh(C[b, u]) * sigmoid(G[b, u])\nS[b] += C[b, u] * H[b, u]",
+			shapes: [][]int64{{4, 3}, {2, 3}},
+			sizes:  map[string]int64{"u": 2},
+		},
+	}
+	for _, c := range cases {
+		defaults := specialize(t, c)
+		var names []string
+		for _, st := range defaults.Op.Stmts {
+			if st.Tensor == "G" {
+				continue
+			}
+			names = append(names, st.Tensor)
+		}
+		for _, order := range permutations(names) {
+			c := c
+			c.outputs = order
+			t.Run(fmt.Sprintf("%s/%v", c.name, order), func(t *testing.T) {
+				spec, wrt, xs, dys := c.data(t, 3)
+				if len(spec.Outputs()) != len(order) {
+					t.Fatalf("outputs %d, want %v", len(spec.Outputs()), order)
+				}
+				g, gs := gradSpec(t, spec, wrt)
+				checkFD(t, spec, g, gs, xs, dys, wrt, 1e-6)
+				// The saving gradient op, given the forward run's tensors,
+				// computes what the recomputing one does.
+				sv, svs := gradSpecOpts(t, spec, wrt, gradOptions{save: true})
+				fwd, err := interp.Run(spec, xs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				args := append(append([][]float64{}, xs...), dys...)
+				for _, n := range sv.Saved {
+					args = append(args, byName(spec, fwd, n))
+				}
+				res, err := interp.Run(svs, args)
+				if err != nil {
+					t.Fatalf("saving gradient op: %v\n%s", err, Explain(sv))
+				}
+				want := analytic(t, g, gs, spec, xs, dys, wrt)
+				for i, in := range spec.Op.Inputs {
+					if !wrt[i] {
+						continue
+					}
+					got := byName(svs, res, "d_"+in)
+					for k := range got {
+						if math.Abs(got[k]-want[in][k]) > 1e-12*(1+math.Abs(want[in][k])) {
+							t.Fatalf("saving d_%s[%d] = %g, recomputing %g\n%s", in, k, got[k], want[in][k], Explain(sv))
+						}
+					}
+				}
 			})
 		}
 	}

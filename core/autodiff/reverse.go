@@ -135,8 +135,15 @@ func (b *builder) run(wrt []bool) ([]*gstmt, error) {
 			continue
 		}
 		dY := gradName[s.Tensor]
-		if !isOutput[s.Tensor] {
-			ps := parts[s.Tensor]
+		switch ps := parts[s.Tensor]; {
+		case isOutput[s.Tensor] && len(ps) > 0:
+			// An output that later statements read: its gradient is the
+			// caller's d_<Out> plus what those statements send back.
+			total := b.tnames.fresh(dY + "_all")
+			b.shapes[total] = b.shapes[b.gname(s.Tensor)]
+			body = append(body, b.finish(s.Tensor, total, append(ps, b.callerPart(s.Tensor, dY)))...)
+			dY = total
+		case !isOutput[s.Tensor]:
 			if len(ps) == 0 {
 				continue // its gradient is zero
 			}
@@ -288,6 +295,21 @@ func inlinePart(p *gstmt, ix []ir.Expr) (ir.Expr, bool) {
 		}
 	}
 	return substitute(p.s.RHS, sub), true
+}
+
+// callerPart is the part of an output's gradient that the caller gives,
+// d_<Out> itself, as an elementwise part for finish to sum in.
+func (b *builder) callerPart(t, dOut string) *gstmt {
+	vars := b.dimNames(t, len(b.shapes[b.gname(t)]))
+	lhs := []*ir.Index{}
+	acc := &ir.Access{Tensor: dOut}
+	ext := map[string]int64{}
+	for d, v := range vars {
+		lhs = append(lhs, idx(v))
+		acc.Indices = append(acc.Indices, idx(v))
+		ext[v] = b.shapes[b.gname(t)][d]
+	}
+	return &gstmt{s: &ir.Stmt{Indices: lhs, Reduce: ir.Assign, RHS: acc}, ext: ext, note: "the caller's gradient " + dOut}
 }
 
 // zeroGrad is d_X = 0 for an input no derivative reaches.

@@ -73,6 +73,19 @@ func (d *Dumper) Err() error {
 	return d.err
 }
 
+// TakeErr is Err, and forgets the error: the next failure is reported
+// again.
+func (d *Dumper) TakeErr() error {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	err := d.err
+	d.err = nil
+	return err
+}
+
 func (d *Dumper) after(u *Unit, p Pass) {
 	if !d.Wants(p.Name) {
 		return

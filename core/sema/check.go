@@ -2,7 +2,6 @@ package sema
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/neoflow/neoflow/core/ir"
@@ -65,20 +64,25 @@ func Check(op *ir.Op) error {
 	return checkOutputs(op)
 }
 
-// checkOutputs verifies a fixed output order: each output (a written
-// tensor no later statement reads) named once, and nothing else.
+// checkOutputs verifies a fixed output list: each tensor no later
+// statement reads named once, and any other written tensor at most once
+// (an output that a later statement reads: Hn may read Cn).
 func checkOutputs(op *ir.Op) error {
 	if len(op.Outputs) == 0 {
 		return nil
 	}
 	want := ir.DefaultOutputs(op.Stmts)
+	written := map[string]bool{}
+	for _, s := range op.Stmts {
+		written[s.Tensor] = true
+	}
 	seen := map[string]bool{}
 	for _, name := range op.Outputs {
 		switch {
 		case seen[name]:
 			return op.Errorf(ir.Pos{}, "output %s is listed twice", name)
-		case !slices.Contains(want, name):
-			return op.Errorf(ir.Pos{}, "%s is not an output of op %s(the outputs are the tensors no later statement reads: %s)",
+		case !written[name]:
+			return op.Errorf(ir.Pos{}, "%s is not an output of op %s(an output is a tensor a statement writes; the tensors no later statement reads, %s, must be outputs)",
 				name, nameSpace(op), strings.Join(want, ", "))
 		}
 		seen[name] = true

@@ -73,8 +73,9 @@ func TestCheck(t *testing.T) {
 		{desc: "outputs reordered", src: "Y[i] = A[i]\nZ[i] = A[i]", outs: []string{"Z", "Y"}},
 		{desc: "output listed twice", src: "Y[i] = A[i]\nZ[i] = A[i]", outs: []string{"Z", "Z"},
 			want: []string{"output Z is listed twice"}},
-		{desc: "temporary listed as output", src: "T[i] = A[i]\nZ[i] = T[i]", outs: []string{"Z", "T"},
-			want: []string{"T is not an output of op", "tensors no later statement reads: Z"}},
+		{desc: "an output a later statement reads", src: "T[i] = A[i]\nZ[i] = T[i]", outs: []string{"Z", "T"}},
+		{desc: "input listed as output", src: "T[i] = A[i]\nZ[i] = T[i]", outs: []string{"Z", "A"},
+			want: []string{"A is not an output of op", "no later statement reads, Z, must be outputs"}},
 		{desc: "output left out", src: "Y[i] = A[i]\nZ[i] = A[i]", outs: []string{"Z"},
 			want: []string{"the output list Z leaves out output Y"}},
 

@@ -69,3 +69,32 @@ def test_unknown_pass_is_a_clear_error():
             neoflow.configure(dump=3)
     finally:
         neoflow.configure(dump="")
+
+
+_BROKEN_DIR = textwrap.dedent(
+    """
+    import os, shutil, sys, warnings, torch, neoflow
+    d = sys.argv[1]
+    neoflow.configure(dump="lower", dump_dir=d)  # creates the directory
+    shutil.rmtree(d)
+    open(d, "w").write("not a directory")  # now no dump can be written there
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        y = neoflow.op("Y[i] = X[i] * 2.0", name="twice")(torch.ones(3))
+    assert y.tolist() == [2.0, 2.0, 2.0]
+    print([str(w.message) for w in caught])
+    """
+)
+
+
+def test_dump_write_failure_is_a_warning(tmp_path):
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run(
+        [sys.executable, "-c", _BROKEN_DIR, str(tmp_path / "dumps")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "writing an IR dump (NEOFLOW_DUMP, NEOFLOW_DUMP_DIR) failed" in proc.stdout, proc.stdout
