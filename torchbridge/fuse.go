@@ -7,11 +7,12 @@ import (
 	"strings"
 
 	"github.com/neoflow/neoflow/core/autodiff"
+	"github.com/neoflow/neoflow/core/fuse"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/pipeline"
 )
 
-// fuse runs the pipeline's fusion passes (core/fuse) on a specialized op
+// fuseSpec runs the pipeline's fusion passes (core/fuse) on a specialized op
 // when the configuration has fusion on. The fused Spec is what Python
 // sees (its buffers: fused-away temporaries are not allocated) and what
 // the kernel is built and tuned from. The temporaries a saving gradient
@@ -22,12 +23,12 @@ import (
 // temporaries missing and uses the recomputing gradient.
 //
 // The explanation lists each pass's decisions, then the fused op.
-func fuse(spec *ir.Spec, cfg Config, saving bool) (*ir.Spec, string, error) {
+func fuseSpec(spec *ir.Spec, cfg Config, saving bool, rates func() fuse.Machine) (*ir.Spec, string, error) {
 	if !cfg.Fusion {
 		return spec, "fusion is off (NEOFLOW_FUSION=0)\n" + ir.PrintSpec(spec), nil
 	}
 	u := pipeline.FromSpec(spec)
-	u.Fusion, u.Dump = true, cfg.Dump
+	u.Fusion, u.Dump, u.Machine = true, cfg.Dump, rates()
 	if !saving {
 		u.Keep = savedTemps(spec)
 	}
@@ -35,6 +36,8 @@ func fuse(spec *ir.Spec, cfg Config, saving bool) (*ir.Spec, string, error) {
 		return nil, "", err
 	}
 	var b strings.Builder
+	m := u.Machine
+	fmt.Fprintf(&b, "rates: %.3g GB/s, %.3g G ops/s, %.3g us per loop nest\n", m.BytesPerSec/1e9, m.OpsPerSec/1e9, m.NestSec*1e6)
 	if len(u.Keep) > 0 {
 		fmt.Fprintf(&b, "kept whole for the saving gradient: %s\n", strings.Join(slices.Sorted(maps.Keys(u.Keep)), ", "))
 	}

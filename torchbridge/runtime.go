@@ -8,6 +8,7 @@ import (
 
 	"github.com/neoflow/neoflow/api"
 	"github.com/neoflow/neoflow/autotune/tunedb"
+	"github.com/neoflow/neoflow/core/fuse"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/kernels"
 	"github.com/neoflow/neoflow/kernels/cudadrv"
@@ -34,6 +35,9 @@ type Runtime struct {
 	idle        []uint64        // loaded kernels nobody holds, least recently released first (loaded.go)
 
 	interrupt interrupter // cancels builds in flight on Ctrl-C
+
+	machineMu sync.Mutex    // guards rates; held while they are measured
+	rates     *fuse.Machine // the fusion reward's rates, once known (machine.go)
 
 	warnMu sync.Mutex // guards warns; the builder reports while mu may be held
 	warns  []string   // cache reports not yet sent to Python
@@ -93,6 +97,9 @@ func (r *Runtime) Init(req *api.InitRequest) (*api.InitResponse, error) {
 	r.cfg, r.cfgErr = cfg, nil
 	r.builder = nil // the next build uses the new settings
 	r.db = nil
+	r.machineMu.Lock()
+	r.rates = nil // measured under the old compiler or thread count, maybe
+	r.machineMu.Unlock()
 	r.specs = map[uint64]map[string]*api.SpecializeResponse{}
 	return &api.InitResponse{Version: Version, CacheDir: cfg.CacheDir, Cuda: cudadrv.Available()}, nil
 }

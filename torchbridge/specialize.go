@@ -72,6 +72,7 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 
 // specialize runs the pipeline's specialize pass (core/pipeline) on op
 // for the inputs' dtype and shapes, then, with fusion on, the fusion
+// passes (fuseSpec), weighed with this machine's rates (machineRates),
 // passes (fuse), whose explanation it also returns.
 func (r *Runtime) specialize(op *ir.Op, dtype ir.DType, shapes [][]int64, sizes map[string]int64) (*ir.Spec, string, error) {
 	cfg := r.config()
@@ -82,7 +83,7 @@ func (r *Runtime) specialize(op *ir.Op, dtype ir.DType, shapes [][]int64, sizes 
 	r.mu.Lock()
 	saving := r.saving[op]
 	r.mu.Unlock()
-	return fuse(u.Spec, cfg, saving)
+	return fuseSpec(u.Spec, cfg, saving, r.machineRates)
 }
 
 // remember keeps a specialization's response for the next request.

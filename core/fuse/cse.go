@@ -29,7 +29,8 @@ func CSE(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 					stmts[r] = withRHS(stmts[r], renameReads(stmts[r].Stmt.RHS, q.Stmt.Tensor, p.Stmt.Tensor))
 				}
 			}
-			notes.add("cse: %s computes what %s does; its readers read %s", q.Stmt.Tensor, p.Stmt.Tensor, p.Stmt.Tensor)
+			r := opts.Machine.reward(spec.Tensor(q.Stmt.Tensor).Elems()*int64(spec.DType.Size()), points(q)*cost(q.Stmt.RHS), 1)
+			notes.add("cse: %s computes what %s does; its readers read %s: %s", q.Stmt.Tensor, p.Stmt.Tensor, p.Stmt.Tensor, r)
 			changed = true
 			break
 		}

@@ -14,7 +14,9 @@ func TestCSEKeepsOneOfEqualStatements(t *testing.T) {
 		"Y[i] += A[i, j] * W[j]\nZ[j] += B[i, j] * V[i]\nU[j] += D[i, j] * V[i]\nS[i] += D[i, j] * W[j]"
 	spec := specOf(t, src, nil, []string{"X", "W", "V"}, [][]int64{{5, 7}, {7}, {5}}, nil)
 	var notes Notes
-	f := all(spec, Options{}, &notes)
+	// Loop nests free: at this size the reward would otherwise inline the
+	// temporaries to save their nests.
+	f := all(spec, Options{Machine: Machine{BytesPerSec: 8e9, OpsPerSec: 4e9}}, &notes)
 	var temps []string
 	for _, td := range f.Tensors {
 		if td.Role == ir.RoleTemp {

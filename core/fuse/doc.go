@@ -22,7 +22,13 @@
 //
 // Every pass keeps the temporaries in Options.Keep whole: the caller
 // reads them after the kernel (a saving gradient op's saved tensors).
-// Each decision is noted for dumps and explanations.
+// Split and Inline decide with the paper's reward R = ΔT/Pd + ΔC/Pc +
+// ΔK·L (reward.go): traffic, arithmetic (Cost's units) and loop nests
+// saved, weighed with Options.Machine's measured rates; they apply a
+// transformation only when R > 0, Inline the best first over the
+// statement graph (graph.go, gonum). Each decision, with its reward, and
+// each temporary that stays stored, with the reward that refused
+// inlining it, is noted for dumps and explanations.
 //
 // The passes move work between statements but never change what an
 // element's value is computed from, except that Merge adds the terms of

@@ -8,29 +8,44 @@ import (
 
 // Inline substitutes elementwise temporaries into their readers (recompute
 // instead of store). A temporary qualifies when one whole statement
-// writes it with '=' and no option keeps it, and substituting recomputes
-// nothing: it is a copy (its right-hand side one access or a literal), or
-// its readers evaluate it at most as often as its own statement did
-// (points of each reader times its reads there, summed, at most the
-// temporary's points: d_E read once per point of the part of d_G that
-// reads it). Each read P[e...] becomes P's right-hand side with P's axes
-// replaced by e.... Temporaries are taken in statement order; the
-// statement that wrote an inlined temporary is left for Prune.
+// writes it with '=' and no option keeps it; it is inlined when the
+// reward is positive: the traffic of storing and reloading it saved,
+// against the arithmetic its readers repeat (each reader evaluates its
+// right-hand side once per read per point: d_E read once per point of
+// the part of d_G that reads it repeats nothing; d_G read by a
+// contraction over b would be recomputed for every b), plus its loop
+// nest saved. Candidates go greedily, the best reward first; a
+// temporary that stays stored is noted with the reward that refused it.
+// Each read P[e...] becomes P's right-hand side with P's axes replaced
+// by e...; the statement that wrote an inlined temporary is left for
+// Prune.
 func Inline(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 	stmts := slices.Clone(spec.Stmts)
 	changed := false
-	for i, p := range stmts {
-		name := p.Stmt.Tensor
-		if !inlinable(spec, stmts, i, opts) {
-			continue
+	for {
+		g := NewGraph(stmts)
+		best, bestR := -1, Reward{}
+		for i := range stmts {
+			if r, ok := inlineReward(spec, stmts, i, opts); ok && r.R > 0 && (best < 0 || r.R > bestR.R) {
+				best, bestR = i, r
+			}
 		}
+		if best < 0 {
+			break
+		}
+		p := stmts[best]
 		var users []string
-		for _, r := range readers(stmts, name) {
+		for _, r := range g.Consumers(best) {
 			stmts[r] = withRHS(stmts[r], inlineInto(stmts[r].Stmt.RHS, p))
 			users = append(users, stmts[r].Stmt.Tensor)
 		}
-		notes.add("inline: %s into %v", name, users)
+		notes.add("inline: %s (fan-in %s) into %v: %s", p.Stmt.Tensor, g.FanIn(best), users, bestR)
 		changed = true
+	}
+	for i, st := range stmts {
+		if r, ok := inlineReward(spec, stmts, i, opts); ok {
+			notes.add("store: %s stays a temporary, read by %d statements: inlining it has %s", st.Stmt.Tensor, len(readers(stmts, st.Stmt.Tensor)), r)
+		}
 	}
 	if !changed {
 		return spec
@@ -38,27 +53,36 @@ func Inline(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 	return withStmts(spec, stmts)
 }
 
+// inlineReward is the reward of inlining statement i into its readers,
+// and whether it is a candidate at all.
+func inlineReward(spec *ir.Spec, stmts []*ir.BoundStmt, i int, opts Options) (Reward, bool) {
+	if !inlinable(spec, stmts, i, opts) {
+		return Reward{}, false
+	}
+	p := stmts[i]
+	var evals int64
+	for _, r := range readers(stmts, p.Stmt.Tensor) {
+		evals += points(stmts[r]) * int64(reads(stmts[r].Stmt.RHS, p.Stmt.Tensor))
+	}
+	n, a := points(p), accesses(p.Stmt.RHS)
+	size := int64(spec.DType.Size())
+	// Saved: P's stores and its readers' loads of it; moved: P's own loads,
+	// made evals times instead of n times.
+	traffic := size * (n + evals + a*(n-evals))
+	// The arithmetic repeated is P's less its loads (counted as traffic):
+	// a copy repeats none.
+	return opts.Machine.reward(traffic, (cost(p.Stmt.RHS)-a)*(n-evals), 1), true
+}
+
 // inlinable reports whether statement i writes a temporary that Inline
-// substitutes into its readers.
+// may substitute into its readers.
 func inlinable(spec *ir.Spec, stmts []*ir.BoundStmt, i int, opts Options) bool {
 	p := stmts[i]
 	name := p.Stmt.Tensor
 	if p.Stmt.Reduce != ir.Assign || p.Offset != nil || !isTemp(spec, name, opts) || len(writers(stmts, name)) != 1 {
 		return false
 	}
-	rs := readers(stmts, name)
-	if len(rs) == 0 || reads(p.Stmt.RHS, name) > 0 {
-		return false
-	}
-	switch p.Stmt.RHS.(type) {
-	case *ir.Access, *ir.FloatLit, *ir.Const:
-		return true
-	}
-	var evals int64
-	for _, r := range rs {
-		evals += points(stmts[r]) * int64(reads(stmts[r].Stmt.RHS, name))
-	}
-	return evals <= points(p)
+	return len(readers(stmts, name)) > 0 && reads(p.Stmt.RHS, name) == 0
 }
 
 // inlineInto replaces every read of p's tensor in e by p's right-hand

@@ -27,7 +27,7 @@ func Merge(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 		if merged == nil {
 			continue
 		}
-		notes.add("merge: %s = %s becomes one sum over %s", stmts[i].Stmt.Tensor, strings.Join(drop, " + "), varNames(merged.Reduction))
+		notes.add("merge: %s = %s becomes one sum over %s: %s", stmts[i].Stmt.Tensor, strings.Join(drop, " + "), varNames(merged.Reduction), mergeReward(spec, stmts[i], drop, opts))
 		stmts[i] = merged
 		stmts = slices.DeleteFunc(stmts, func(st *ir.BoundStmt) bool { return slices.Contains(drop, st.Stmt.Tensor) })
 		i = -1 // positions moved; start over (each merge removes statements, so this ends)
@@ -87,6 +87,16 @@ func mergeAt(spec *ir.Spec, stmts []*ir.BoundStmt, i int, opts Options) (*ir.Bou
 	s := *st.Stmt
 	s.Reduce, s.RHS = ir.Sum, rhs
 	return &ir.BoundStmt{Stmt: &s, Spatial: st.Spatial, Reduction: red}, names
+}
+
+// mergeReward: the merged temporaries are neither stored nor loaded, the
+// additions of T = A + B are made in the sum, and their nests go.
+func mergeReward(spec *ir.Spec, st *ir.BoundStmt, merged []string, opts Options) Reward {
+	var traffic int64
+	for _, name := range merged {
+		traffic += 2 * spec.Tensor(name).Elems() * int64(spec.DType.Size())
+	}
+	return opts.Machine.reward(traffic, points(st), int64(len(merged)))
 }
 
 func partsFirst(parts []*ir.BoundStmt, p *ir.BoundStmt) *ir.BoundStmt {

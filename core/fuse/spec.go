@@ -15,6 +15,9 @@ type Options struct {
 	// SplitAlways splits every statement whose conditions allow it, even
 	// where that saves too little (tests: small shapes exercise Split).
 	SplitAlways bool
+	// Machine weighs the reward's terms; the zero value means
+	// DefaultMachine.
+	Machine Machine
 }
 
 // Notes collects the passes' decisions, one line each.
@@ -90,6 +93,18 @@ func reads(e ir.Expr, name string) int {
 	return 0
 }
 
+// accesses counts the tensor reads in e (every branch).
+func accesses(e ir.Expr) int64 {
+	var n int64
+	ir.Walk(e, func(x ir.Expr) bool {
+		if _, ok := x.(*ir.Access); ok {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
 // readers lists the statements whose right-hand side reads name.
 func readers(stmts []*ir.BoundStmt, name string) []int {
 	var out []int
@@ -114,10 +129,12 @@ func points(st *ir.BoundStmt) int64 {
 	return n
 }
 
-// cost estimates the arithmetic of one evaluation of e, in additions:
-// a math function 8, another operation, a comparison or a read 1, both
+// Cost estimates the arithmetic of one evaluation of e, in additions: a
+// math function 8, another operation, a comparison or a read 1, both
 // branches of a where counted. Index arithmetic inside a read is address
-// computation and not counted.
+// computation and not counted. Machine.OpsPerSec is in these units.
+func Cost(e ir.Expr) int64 { return cost(e) }
+
 func cost(e ir.Expr) int64 {
 	switch x := e.(type) {
 	case *ir.Access:

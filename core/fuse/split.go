@@ -10,16 +10,6 @@ import (
 // maxParts caps the parts one statement is split into.
 const maxParts = 8
 
-// splitGain is the share of a statement's arithmetic that splitting must
-// save, and nestCost the arithmetic (in cost's additions) that one more
-// loop nest costs: a parallel region or a launch, a few microseconds. A
-// split is worth it only when the branches it stops evaluating are a real
-// part of the work.
-const (
-	splitGain = 0.8
-	nestCost  = 10000
-)
-
 // Split partitions statements by their where conditions (index-set
 // splitting). A comparison that is affine in one spatial axis v of its
 // statement, and mentions no other variable, changes value at one point
@@ -29,8 +19,9 @@ const (
 // (ir.BoundStmt.Offset): d_W[g, j] += where(j >= 256, X-term, H-term)
 // becomes one contraction over j < 256 and one over j in [256, 512). A
 // part whose sum is of 0.0 becomes a fill of 0.0. A statement is split
-// only when the parts' arithmetic (points times cost), with nestCost for
-// each nest it adds, is at most splitGain of the whole's; temporaries in Options.Keep are not
+// only when the reward is positive: the arithmetic of the branches no
+// longer evaluated (points times cost) against the loop nests added;
+// temporaries in Options.Keep are not
 // split, and neither are statements with equality conditions (scatter
 // forms, which the lowering matches whole).
 func Split(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
@@ -38,11 +29,12 @@ func Split(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 	changed := false
 	for _, st := range spec.Stmts {
 		parts := []*ir.BoundStmt{st}
+		var r Reward
 		if !opts.Keep[st.Stmt.Tensor] {
-			parts = splitStmt(st, opts.SplitAlways)
+			parts, r = splitStmt(st, opts)
 		}
 		if len(parts) > 1 {
-			notes.add("split: %s into %d parts: %s", st.Stmt.Tensor, len(parts), describeParts(parts))
+			notes.add("split: %s into %d parts: %s: %s", st.Stmt.Tensor, len(parts), describeParts(parts), r)
 			changed = true
 		}
 		stmts = append(stmts, parts...)
@@ -54,11 +46,11 @@ func Split(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 }
 
 // splitStmt splits st on its first axis with cuts, then each part on the
-// next, while the parts stay within maxParts, if that saves enough work
-// (or always).
-func splitStmt(st *ir.BoundStmt, always bool) []*ir.BoundStmt {
+// next, while the parts stay within maxParts, if the reward is positive
+// (or always), and returns the reward.
+func splitStmt(st *ir.BoundStmt, opts Options) ([]*ir.BoundStmt, Reward) {
 	if hasEquality(st.Stmt.RHS) {
-		return []*ir.BoundStmt{st}
+		return []*ir.BoundStmt{st}, Reward{}
 	}
 	parts := []*ir.BoundStmt{st}
 	for d := range st.Spatial {
@@ -71,11 +63,11 @@ func splitStmt(st *ir.BoundStmt, always bool) []*ir.BoundStmt {
 		}
 		parts = next
 	}
-	extra := int64(len(parts)-1) * nestCost
-	if len(parts) == 1 || !always && float64(work(parts)+extra) > splitGain*float64(work([]*ir.BoundStmt{st})) {
-		return []*ir.BoundStmt{st}
+	r := opts.Machine.reward(0, work([]*ir.BoundStmt{st})-work(parts), 1-int64(len(parts)))
+	if len(parts) == 1 || !opts.SplitAlways && r.R <= 0 {
+		return []*ir.BoundStmt{st}, r
 	}
-	return parts
+	return parts, r
 }
 
 // work is the arithmetic of statements: points times cost.

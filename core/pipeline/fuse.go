@@ -18,7 +18,7 @@ func fusePrune(u *Unit) error  { return fusePass(u, "fuse-prune", fuse.Prune) }
 
 func fusePass(u *Unit, name string, pass func(*ir.Spec, fuse.Options, *fuse.Notes) *ir.Spec) error {
 	var notes fuse.Notes
-	u.Spec = pass(u.Spec, fuse.Options{Keep: u.Keep, SplitAlways: u.SplitAlways}, &notes)
+	u.Spec = pass(u.Spec, fuse.Options{Keep: u.Keep, SplitAlways: u.SplitAlways, Machine: u.Machine}, &notes)
 	u.Op = u.Spec.Op
 	if u.FusionNotes == nil {
 		u.FusionNotes = map[string][]string{}
@@ -38,7 +38,7 @@ const Fused = "fuse-prune"
 // when they change nothing.
 func Fuse(spec *ir.Spec, opts fuse.Options) (*ir.Spec, error) {
 	u := FromSpec(spec)
-	u.Fusion, u.Keep, u.SplitAlways = true, opts.Keep, opts.SplitAlways
+	u.Fusion, u.Keep, u.SplitAlways, u.Machine = true, opts.Keep, opts.SplitAlways, opts.Machine
 	if err := Run(u, Fused); err != nil {
 		return nil, err
 	}

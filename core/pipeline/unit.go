@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"github.com/neoflow/neoflow/core/autodiff"
+	"github.com/neoflow/neoflow/core/fuse"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 )
@@ -49,6 +50,8 @@ type Unit struct {
 	FusionNotes map[string][]string
 	// SplitAlways makes fuse-split split wherever it can (tests).
 	SplitAlways bool
+	// Machine weighs the fusion reward's terms (zero: fuse.DefaultMachine).
+	Machine fuse.Machine
 
 	// Target picks the default schedules; Sched, when set, gives each
 	// statement's schedule instead.

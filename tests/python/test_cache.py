@@ -1,6 +1,7 @@
 """The on-disk kernel cache: reuse across processes, corruption, concurrency,
 and compiler failures."""
 
+import json
 import multiprocessing
 import os
 import stat
@@ -33,8 +34,15 @@ def logging_compiler(tmp_path: Path) -> tuple[Path, Path]:
     return script, log
 
 
+# These tests count the compiler's runs and the cache's libraries for one
+# kernel; with fusion on, a fresh cache directory also gets the four small
+# kernels that measure the fusion reward's rates (test_fusion_rates_...).
+_ONE_KERNEL = {"NEOFLOW_FUSION": "0"}
+
+
 def run_child(cache: Path, cc: Path, extra_env=None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(cache), NEOFLOW_CC=str(cc), **(extra_env or {}))
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(cache), NEOFLOW_CC=str(cc), **_ONE_KERNEL)
+    env.update(extra_env or {})
     return subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -83,7 +91,7 @@ def test_corrupted_entry_is_detected_and_rebuilt(tmp_path, damage):
 def test_two_processes_compiling_the_same_kernel(tmp_path):
     cc, log = logging_compiler(tmp_path)
     cache = tmp_path / "cache"
-    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(cache), NEOFLOW_CC=str(cc))
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(cache), NEOFLOW_CC=str(cc), **_ONE_KERNEL)
     procs = [
         subprocess.Popen([sys.executable, "-c", CHILD], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for _ in range(3)
@@ -95,6 +103,23 @@ def test_two_processes_compiling_the_same_kernel(tmp_path):
     # no temporary files are left behind (.lock files hold the per-key build lock)
     assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix not in (".so", ".json", ".lock")]
     assert run_child(cache, cc).stdout.strip() == "hit"
+
+
+def test_fusion_rates_are_measured_once_per_cache(tmp_path):
+    # The first process with fusion on compiles its kernel and the four rate
+    # kernels and keeps the rates; the next compiles nothing.
+    cc, log = logging_compiler(tmp_path)
+    cache = tmp_path / "cache"
+    fused = {"NEOFLOW_FUSION": "1"}
+    first = run_child(cache, cc, fused)
+    assert first.returncode == 0, first.stderr
+    assert compiles(log) == 5
+    rates = json.loads((cache / "fusion-rates.json").read_text())
+    assert rates["rates"]["BytesPerSec"] > 0 and rates["rates"]["OpsPerSec"] > 0 and rates["rates"]["NestSec"] >= 0
+    second = run_child(cache, cc, fused)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.strip() == "hit"
+    assert compiles(log) == 5, "the second process measured the rates again"
 
 
 def test_missing_compiler_is_named(tmp_path):

@@ -75,11 +75,12 @@ def test_fused_and_unfused_agree_and_gradcheck():
 
 
 def test_split_gradient_matches_unfused():
-    # Large enough that fusion merges and splits d_W and splits d_G.
-    op, tensors = _lltm(64, 4, torch.float64, grad=True)
+    # Large enough that fusion merges and splits d_W on any machine (the
+    # split saves half of a 768 x 512 x 16 contraction's arithmetic).
+    op, tensors = _lltm(256, 16, torch.float64, grad=True)
     gop, ins, sizes = _saving_grad(op, [t.detach() for t in tensors])
     text = gop.explain_fusion(*ins, sizes=sizes)
-    assert "split: d_W into 2 parts" in text and "split: d_G into 3 parts" in text, text
+    assert "merge: d_W = d_W_1 + d_W_2" in text and "split: d_W into 2 parts" in text, text
 
     def run():
         outs = op(*tensors)
@@ -142,5 +143,6 @@ def test_fusion_dump_shows_decisions(tmp_path):
     proc = _run({"NEOFLOW_DUMP": "fuse-inline,fuse-prune"}, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "// after fuse-inline: op twice float32" in proc.stderr
-    assert "// inline: T into [Y]" in proc.stderr
+    decision = r"// inline: T \(fan-in One\) into \[Y\]: R = \+[0-9.]+[mun]?s \(traffic "
+    assert re.search(decision, proc.stderr), proc.stderr
     assert "// prune: [T] no longer stored" in proc.stderr

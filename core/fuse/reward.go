@@ -1,0 +1,71 @@
+package fuse
+
+import "fmt"
+
+// Machine holds the rates the reward weighs its terms with (the paper's
+// Pd, Pc and L), measured once per machine by small benchmarks (the
+// caller's; torchbridge keeps them in the cache directory) or
+// DefaultMachine.
+type Machine struct {
+	// BytesPerSec is the memory bandwidth a loop nest streams at (Pd).
+	BytesPerSec float64
+	// OpsPerSec is the arithmetic rate, in cost's units (additions) per
+	// second (Pc).
+	OpsPerSec float64
+	// NestSec is the fixed cost of one loop nest: a parallel region on the
+	// CPU, a launch on the GPU (L).
+	NestSec float64
+}
+
+// DefaultMachine is used when no measurement is given: a modest CPU.
+var DefaultMachine = Machine{BytesPerSec: 8e9, OpsPerSec: 4e9, NestSec: 5e-6}
+
+func (m Machine) orDefault() Machine {
+	if m.BytesPerSec <= 0 || m.OpsPerSec <= 0 || m.NestSec < 0 {
+		return DefaultMachine
+	}
+	return m
+}
+
+// Reward is the paper's R = ΔT/Pd + ΔC/Pc + ΔK·L for one transformation:
+// the seconds it saves per run from the bytes of memory traffic it saves
+// (ΔT), the arithmetic it saves (ΔC, negative when it recomputes) and the
+// loop nests it saves (ΔK, negative when it adds some). A pass applies a
+// transformation only when R > 0, the best first.
+type Reward struct {
+	Bytes, Ops, Nests int64
+	R                 float64
+}
+
+func (m Machine) reward(bytes, ops, nests int64) Reward {
+	m = m.orDefault()
+	return Reward{Bytes: bytes, Ops: ops, Nests: nests,
+		R: float64(bytes)/m.BytesPerSec + float64(ops)/m.OpsPerSec + float64(nests)*m.NestSec}
+}
+
+// String prints the reward and its terms: "R = +3.1us (traffic +96KiB,
+// arithmetic +0, nests +1)".
+func (r Reward) String() string {
+	return fmt.Sprintf("R = %s (traffic %s, arithmetic %+d, nests %+d)", seconds(r.R), bytesText(r.Bytes), r.Ops, r.Nests)
+}
+
+func seconds(s float64) string {
+	switch a := max(s, -s); {
+	case a >= 1e-3:
+		return fmt.Sprintf("%+.3gms", s*1e3)
+	case a >= 1e-6:
+		return fmt.Sprintf("%+.3gus", s*1e6)
+	}
+	return fmt.Sprintf("%+.3gns", s*1e9)
+}
+
+func bytesText(b int64) string {
+	a := max(b, -b)
+	switch {
+	case a >= 1<<20:
+		return fmt.Sprintf("%+.1fMiB", float64(b)/(1<<20))
+	case a >= 1<<10:
+		return fmt.Sprintf("%+.1fKiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%+dB", b)
+}

@@ -1,0 +1,180 @@
+package torchbridge
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/core/fuse"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/parse"
+	"github.com/neoflow/neoflow/core/pipeline"
+	"github.com/neoflow/neoflow/core/sema"
+	"github.com/neoflow/neoflow/internal/fsutil"
+	"github.com/neoflow/neoflow/internal/hostbuf"
+	"github.com/neoflow/neoflow/kernels"
+)
+
+// The fusion reward's rates (fuse.Machine: the paper's Pd, Pc and L) are
+// measured once per machine, compiler and thread count by three small C
+// kernels, and kept in the cache directory, so that later processes read
+// them instead of measuring. A failed measurement leaves
+// fuse.DefaultMachine in force, with a warning.
+
+// machineFile names the file of the measured rates.
+const machineFile = "fusion-rates.json"
+
+// machineRecord is that file's content: the rates and what they depend on.
+type machineRecord struct {
+	Version  string       `json:"version"`
+	Threads  int          `json:"threads"`
+	Compiler []string     `json:"compiler"`
+	Rates    fuse.Machine `json:"rates"`
+}
+
+// machineRates returns the rates of this machine: remembered, read from
+// the cache directory, or measured now (about a second, once).
+func (r *Runtime) machineRates() fuse.Machine {
+	r.machineMu.Lock()
+	defer r.machineMu.Unlock()
+	if r.rates != nil {
+		return *r.rates
+	}
+	cfg := r.config()
+	want := machineRecord{Version: Version, Threads: cfg.NumThreads, Compiler: append([]string{cfg.Compiler.Path}, cfg.Compiler.Flags...)}
+	path := filepath.Join(cfg.CacheDir, machineFile)
+	rates, err := readRates(path, want)
+	if err != nil {
+		rates, err = r.measureRates(cfg.NumThreads)
+		if err == nil {
+			want.Rates = rates
+			data, _ := json.MarshalIndent(want, "", "  ")
+			err = fsutil.WriteFileAtomic(path, data, 0o644)
+		}
+		if err != nil {
+			r.warnf("measuring the fusion reward's rates failed, using the defaults: %v", err)
+			rates = fuse.DefaultMachine
+		}
+	}
+	r.rates = &rates
+	return rates
+}
+
+// readRates reads the rates kept at path when they were measured under
+// want's version, thread count and compiler.
+func readRates(path string, want machineRecord) (fuse.Machine, error) {
+	data, err := fsutil.ReadFile(path, 1<<16)
+	if err != nil {
+		return fuse.Machine{}, err
+	}
+	var rec machineRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return fuse.Machine{}, errors.Wrap(err, path)
+	}
+	m := rec.Rates
+	if rec.Version != want.Version || rec.Threads != want.Threads || !slices.Equal(rec.Compiler, want.Compiler) ||
+		m.BytesPerSec <= 0 || m.OpsPerSec <= 0 || m.NestSec < 0 {
+		return fuse.Machine{}, errors.Errorf("%s: measured under other settings", path)
+	}
+	return m, nil
+}
+
+// measureRates times four kernels: a copy of 16M floats (bandwidth, past
+// the caches), an elementwise chain of math functions, products and sums
+// on 1M floats (arithmetic, in fuse.Cost's units), and, for the cost of a loop nest, 16 statements of 64K
+// elements each (each its own parallel region) against one statement of
+// 16 times as many.
+func (r *Runtime) measureRates(threads int) (fuse.Machine, error) {
+	const n, m, k = 1 << 24, 1 << 20, 1 << 16
+	// Arithmetic as the cells of a network have it: math functions, products
+	// and sums, rated in fuse.Cost's units.
+	chain := "X[i]"
+	for range 4 {
+		chain = "(tanh(" + chain + ") * 0.5 + sigmoid(" + chain + " * 0.25) * exp(-0.5 * X[i]))"
+	}
+	nests := "T0[i] = X[i] + 1.0"
+	for k := 1; k < 16; k++ {
+		nests += "\nT" + strconv.Itoa(k) + "[i] = T" + strconv.Itoa(k-1) + "[i] + 1.0"
+	}
+	copyT, err := r.timeKernel("Y[i] = X[i]", n, threads)
+	if err != nil {
+		return fuse.Machine{}, err
+	}
+	arithT, err := r.timeKernel("Y[i] = "+chain, m, threads)
+	if err != nil {
+		return fuse.Machine{}, err
+	}
+	ops, err := chainCost(chain)
+	if err != nil {
+		return fuse.Machine{}, err
+	}
+	nestT, err := r.timeKernel(nests, k, threads)
+	if err != nil {
+		return fuse.Machine{}, err
+	}
+	oneT, err := r.timeKernel("Y[i] = X[i] + 1.0", 16*k, threads)
+	if err != nil {
+		return fuse.Machine{}, err
+	}
+	return fuse.Machine{
+		BytesPerSec: 2 * 4 * n / copyT,
+		OpsPerSec:   float64(ops) * m / max(arithT, 1e-9),
+		NestSec:     max(nestT-oneT, 0) / 15,
+	}, nil
+}
+
+// chainCost is fuse.Cost of the arithmetic kernel's expression.
+func chainCost(chain string) (int64, error) {
+	op, err := parse.Parse("Y[i] = "+chain, parse.Options{})
+	if err != nil {
+		return 0, err
+	}
+	return fuse.Cost(op.Stmts[0].RHS), nil
+}
+
+// timeKernel builds src for one float32 input of n elements and returns
+// the median of seven launches' seconds, after one.
+func (r *Runtime) timeKernel(src string, n int64, threads int) (float64, error) {
+	op, err := parse.Parse(src, parse.Options{Name: "nf_rates", Inputs: []string{"X"}})
+	if err != nil {
+		return 0, err
+	}
+	if err := sema.Check(op); err != nil {
+		return 0, err
+	}
+	u := &pipeline.Unit{Op: op, DType: ir.Float32, Shapes: [][]int64{{n}}}
+	if err := pipeline.Run(u, "specialize"); err != nil {
+		return 0, err
+	}
+	b, err := r.kernelBuilder()
+	if err != nil {
+		return 0, err
+	}
+	k, err := b.BuildScheduled(r.buildContext(), u.Spec, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = k.Close() }()
+	return timeLaunches(k, u.Spec, threads)
+}
+
+func timeLaunches(k *kernels.Kernel, spec *ir.Spec, threads int) (float64, error) {
+	bufs := hostbuf.New(spec, hostbuf.RandomInputs(spec, false, 1))
+	defer bufs.Free()
+	var times []float64
+	for i := range 8 {
+		start := time.Now()
+		if err := k.Launch(bufs.Ptr, threads); err != nil {
+			return 0, err
+		}
+		if i > 0 {
+			times = append(times, time.Since(start).Seconds())
+		}
+	}
+	slices.Sort(times)
+	return times[len(times)/2], nil
+}
