@@ -28,3 +28,15 @@ func TestCSEKeepsOneOfEqualStatements(t *testing.T) {
 	}
 	sameOutputs(t, spec, f, 1)
 }
+
+// A temporary compared with == (the gradient of min finds its argument by
+// t == min(t)) is not inlined: recomputed, it could round differently
+// from the stored value it is compared with.
+func TestComparedTemporaryStaysStored(t *testing.T) {
+	src := "T[i, j] = X[i, j] + P[i]\nM[i] min= T[i, j]\nA[i] min= where(T[i, j] == M[i], j, 3)"
+	spec := specOf(t, src, nil, []string{"X", "P"}, [][]int64{{9, 3}, {9}}, nil)
+	f := all(spec, Options{}, nil)
+	if f.Tensor("T") == nil {
+		t.Fatalf("T was inlined:\n%s", ir.PrintSpec(f))
+	}
+}

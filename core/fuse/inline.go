@@ -82,7 +82,26 @@ func inlinable(spec *ir.Spec, stmts []*ir.BoundStmt, i int, opts Options) bool {
 	if p.Stmt.Reduce != ir.Assign || p.Offset != nil || !isTemp(spec, name, opts) || len(writers(stmts, name)) != 1 {
 		return false
 	}
-	return len(readers(stmts, name)) > 0 && reads(p.Stmt.RHS, name) == 0
+	return len(readers(stmts, name)) > 0 && reads(p.Stmt.RHS, name) == 0 && !comparedExactly(stmts, name)
+}
+
+// comparedExactly reports whether a statement compares a read of name
+// with == or != (the gradient of min and max finds its argument by
+// t == min(t)). Such a temporary stays stored: recomputed, its value may
+// be rounded differently from the stored one it is compared with (an
+// unrounded float32 sum in the interpreter, a multiply-add contracted in
+// one place and not the other), and the comparison would fail.
+func comparedExactly(stmts []*ir.BoundStmt, name string) bool {
+	found := false
+	for _, st := range stmts {
+		ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
+			if b, ok := e.(*ir.Binary); ok && (b.Op == ir.Eq || b.Op == ir.Ne) && (reads(b.X, name) > 0 || reads(b.Y, name) > 0) {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
 }
 
 // inlineInto replaces every read of p's tensor in e by p's right-hand
