@@ -179,10 +179,10 @@ func (b *builder) eliminate(t target, m subMode, simp, stepped bool) (*gstmt, er
 	how := "exact inversion"
 	if len(stepsTaken) > 0 {
 		for n, e := range sub {
-			sub[n] = substitute(e, fsub)
+			sub[n] = ir.SubstIndex(e, fsub)
 		}
 		for i, g := range guards {
-			guards[i] = substitute(g, fsub)
+			guards[i] = ir.SubstIndex(g, fsub)
 		}
 		var names []string
 		for _, st := range stepsTaken {

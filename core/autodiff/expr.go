@@ -235,32 +235,6 @@ func linearExpr(terms []term, c int64) ir.Expr {
 	return out
 }
 
-// renameTensors rewrites the tensor names of accesses through m.
-func renameTensors(e ir.Expr, m func(string) string) ir.Expr {
-	return ir.Rewrite(e, func(e ir.Expr) ir.Expr {
-		if a, ok := e.(*ir.Access); ok {
-			if n := m(a.Tensor); n != a.Tensor {
-				c := *a
-				c.Tensor = n
-				return &c
-			}
-		}
-		return nil
-	})
-}
-
-// substitute replaces index variables by expressions, simultaneously.
-func substitute(e ir.Expr, sub map[string]ir.Expr) ir.Expr {
-	return ir.Rewrite(e, func(e ir.Expr) ir.Expr {
-		if x, ok := e.(*ir.Index); ok {
-			if r, ok := sub[x.Name]; ok {
-				return r
-			}
-		}
-		return nil
-	})
-}
-
 // accessesOf lists the accesses in e, in source order.
 func accessesOf(e ir.Expr) []*ir.Access {
 	var out []*ir.Access

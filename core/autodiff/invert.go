@@ -164,7 +164,7 @@ func (b *builder) finishGather(t target, zn, red []string, ext map[string]int64,
 		}
 		return nil
 	})
-	body = substitute(body, sub)
+	body = ir.SubstIndex(body, sub)
 	if len(guards) > 0 {
 		body = where(ir.AndAll(guards), body, zero())
 	}

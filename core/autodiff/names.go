@@ -67,7 +67,7 @@ func (g *gstmt) renameVar(old, nw string) {
 	}
 	s := *g.s
 	s.Indices = ixs
-	s.RHS = substitute(s.RHS, map[string]ir.Expr{old: idx(nw)})
+	s.RHS = ir.SubstIndex(s.RHS, map[string]ir.Expr{old: idx(nw)})
 	g.s = &s
 	if e, ok := g.ext[old]; ok {
 		delete(g.ext, old)

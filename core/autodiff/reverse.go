@@ -84,7 +84,7 @@ func newBuilder(spec *ir.Spec, wrt []bool) (*builder, error) {
 		}
 	}
 	for _, s := range op.Stmts {
-		b.rhs = append(b.rhs, renameTensors(s.RHS, b.gname))
+		b.rhs = append(b.rhs, ir.RenameTensors(s.RHS, b.gname))
 	}
 	return b, nil
 }
@@ -294,7 +294,7 @@ func inlinePart(p *gstmt, ix []ir.Expr) (ir.Expr, bool) {
 			return nil, false
 		}
 	}
-	return substitute(p.s.RHS, sub), true
+	return ir.SubstIndex(p.s.RHS, sub), true
 }
 
 // callerPart is the part of an output's gradient that the caller gives,

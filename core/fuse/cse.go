@@ -26,10 +26,10 @@ func CSE(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 			}
 			for r := j + 1; r < len(stmts); r++ {
 				if reads(stmts[r].Stmt.RHS, q.Stmt.Tensor) > 0 {
-					stmts[r] = withRHS(stmts[r], renameReads(stmts[r].Stmt.RHS, q.Stmt.Tensor, p.Stmt.Tensor))
+					stmts[r] = withRHS(stmts[r], ir.RenameTensors(stmts[r].Stmt.RHS, renamed(q.Stmt.Tensor, p.Stmt.Tensor)))
 				}
 			}
-			r := opts.Machine.reward(spec.Tensor(q.Stmt.Tensor).Elems()*int64(spec.DType.Size()), points(q)*cost(q.Stmt.RHS), 1)
+			r := opts.Machine.reward(spec.Tensor(q.Stmt.Tensor).Elems()*int64(spec.DType.Size()), q.Points()*cost(q.Stmt.RHS), 1)
 			notes.add("cse: %s computes what %s does; its readers read %s: %s", q.Stmt.Tensor, p.Stmt.Tensor, p.Stmt.Tensor, r)
 			changed = true
 			break
@@ -60,7 +60,7 @@ func sameValue(p, q *ir.BoundStmt) bool {
 	for d, v := range q.Spatial {
 		sub[v.Name] = &ir.Index{Name: p.Spatial[d].Name}
 	}
-	return ir.Equal(p.Stmt.RHS, substIndex(q.Stmt.RHS, sub))
+	return ir.Equal(p.Stmt.RHS, ir.SubstIndex(q.Stmt.RHS, sub))
 }
 
 func extentsOf(vs []ir.Var) []int64 {
@@ -71,14 +71,12 @@ func extentsOf(vs []ir.Var) []int64 {
 	return out
 }
 
-// renameReads makes the reads of tensor from in e read tensor to.
-func renameReads(e ir.Expr, from, to string) ir.Expr {
-	return ir.Rewrite(e, func(n ir.Expr) ir.Expr {
-		if a, ok := n.(*ir.Access); ok && a.Tensor == from {
-			c := *a
-			c.Tensor = to
-			return &c
+// renamed maps from to to and keeps every other name.
+func renamed(from, to string) func(string) string {
+	return func(name string) string {
+		if name == from {
+			return to
 		}
-		return nil
-	})
+		return name
+	}
 }

@@ -62,9 +62,9 @@ func inlineReward(spec *ir.Spec, stmts []*ir.BoundStmt, i int, opts Options) (Re
 	p := stmts[i]
 	var evals int64
 	for _, r := range readers(stmts, p.Stmt.Tensor) {
-		evals += points(stmts[r]) * int64(reads(stmts[r].Stmt.RHS, p.Stmt.Tensor))
+		evals += stmts[r].Points() * int64(reads(stmts[r].Stmt.RHS, p.Stmt.Tensor))
 	}
-	n, a := points(p), accesses(p.Stmt.RHS)
+	n, a := p.Points(), accesses(p.Stmt.RHS)
 	size := int64(spec.DType.Size())
 	// Saved: P's stores and its readers' loads of it; moved: P's own loads,
 	// made evals times instead of n times.
@@ -116,6 +116,6 @@ func inlineInto(e ir.Expr, p *ir.BoundStmt) ir.Expr {
 		for d, v := range p.Spatial {
 			sub[v.Name] = a.Indices[d]
 		}
-		return substIndex(p.Stmt.RHS, sub)
+		return ir.SubstIndex(p.Stmt.RHS, sub)
 	})
 }

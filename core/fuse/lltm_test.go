@@ -50,7 +50,7 @@ func TestLLTMGradientFuses(t *testing.T) {
 			if st.Stmt.Reduce != ir.Sum || len(st.Reduction) != 1 {
 				t.Errorf("d_W part is not one contraction: %s", ir.PrintSpec(f))
 			}
-			macs += points(st)
+			macs += st.Points()
 		}
 	}
 	if want := int64(3*hidden) * int64(2*hidden) * batch; macs != want {

@@ -77,7 +77,7 @@ func mergeAt(spec *ir.Spec, stmts []*ir.BoundStmt, i int, opts Options) (*ir.Bou
 		for k, v := range p.Reduction {
 			sub[v.Name] = &ir.Index{Name: red[k].Name}
 		}
-		term := substIndex(p.Stmt.RHS, sub)
+		term := ir.SubstIndex(p.Stmt.RHS, sub)
 		if rhs == nil {
 			rhs = term
 		} else {
@@ -96,7 +96,7 @@ func mergeReward(spec *ir.Spec, st *ir.BoundStmt, merged []string, opts Options)
 	for _, name := range merged {
 		traffic += 2 * spec.Tensor(name).Elems() * int64(spec.DType.Size())
 	}
-	return opts.Machine.reward(traffic, points(st), int64(len(merged)))
+	return opts.Machine.reward(traffic, st.Points(), int64(len(merged)))
 }
 
 func partsFirst(parts []*ir.BoundStmt, p *ir.BoundStmt) *ir.BoundStmt {

@@ -116,19 +116,6 @@ func readers(stmts []*ir.BoundStmt, name string) []int {
 	return out
 }
 
-// points is the number of times a statement evaluates its right-hand
-// side: the product of its spatial and reduction extents.
-func points(st *ir.BoundStmt) int64 {
-	n := int64(1)
-	for _, v := range st.Spatial {
-		n *= v.Extent
-	}
-	for _, v := range st.Reduction {
-		n *= v.Extent
-	}
-	return n
-}
-
 // Cost estimates the arithmetic of one evaluation of e, in additions: a
 // math function 8, another operation, a comparison or a read 1, both
 // branches of a where counted. Index arithmetic inside a read is address
@@ -153,19 +140,6 @@ func cost(e ir.Expr) int64 {
 		return 1 + cost(x.Cond) + cost(x.Then) + cost(x.Else)
 	}
 	return 0
-}
-
-// substIndex replaces index variables by expressions; names missing from
-// sub are kept.
-func substIndex(e ir.Expr, sub map[string]ir.Expr) ir.Expr {
-	return ir.Rewrite(e, func(n ir.Expr) ir.Expr {
-		if x, ok := n.(*ir.Index); ok {
-			if r, ok := sub[x.Name]; ok {
-				return r
-			}
-		}
-		return nil
-	})
 }
 
 // extents maps every axis of st to its extent.
@@ -200,5 +174,3 @@ func isIdentity(a *ir.Access, st *ir.BoundStmt) bool {
 	}
 	return true
 }
-
-func itoa(v int64) string { return fmt.Sprint(v) }

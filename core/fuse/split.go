@@ -74,7 +74,7 @@ func splitStmt(st *ir.BoundStmt, opts Options) ([]*ir.BoundStmt, Reward) {
 func work(stmts []*ir.BoundStmt) int64 {
 	var n int64
 	for _, st := range stmts {
-		n += points(st) * cost(st.Stmt.RHS)
+		n += st.Points() * cost(st.Stmt.RHS)
 	}
 	return n
 }
@@ -109,7 +109,7 @@ func part(st *ir.BoundStmt, d int, lo, hi int64) *ir.BoundStmt {
 	out.Offset[d] += lo
 	rhs := st.Stmt.RHS
 	if lo != 0 {
-		rhs = substIndex(rhs, map[string]ir.Expr{v.Name: &ir.Binary{Op: ir.Add, X: &ir.Index{Name: v.Name}, Y: &ir.IntLit{Value: lo}}})
+		rhs = ir.SubstIndex(rhs, map[string]ir.Expr{v.Name: &ir.Binary{Op: ir.Add, X: &ir.Index{Name: v.Name}, Y: &ir.IntLit{Value: lo}}})
 	}
 	rhs = foldExpr(rhs, bounds.ForExtents(extents(&out)))
 	s := *st.Stmt
@@ -232,18 +232,7 @@ func describeParts(parts []*ir.BoundStmt) string {
 		if i > 0 {
 			s += "; "
 		}
-		s += ir.ShapeString(p.Offset) + " " + varExtents(p.Spatial)
-	}
-	return s
-}
-
-func varExtents(vs []ir.Var) string {
-	s := ""
-	for i, v := range vs {
-		if i > 0 {
-			s += ", "
-		}
-		s += v.Name + " < " + itoa(v.Extent)
+		s += ir.ShapeString(p.Offset) + " " + ir.VarsString(p.Spatial)
 	}
 	return s
 }

@@ -157,6 +157,19 @@ type BoundStmt struct {
 	Offset []int64
 }
 
+// Points is the number of times the statement evaluates its right-hand
+// side: the product of its spatial and reduction extents.
+func (s *BoundStmt) Points() int64 {
+	n := int64(1)
+	for _, v := range s.Spatial {
+		n *= v.Extent
+	}
+	for _, v := range s.Reduction {
+		n *= v.Extent
+	}
+	return n
+}
+
 // OffsetAt is the offset of spatial axis d (0 without offsets).
 func (s *BoundStmt) OffsetAt(d int) int64 {
 	if d < len(s.Offset) {

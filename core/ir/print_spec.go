@@ -55,6 +55,13 @@ func ShapeString(shape []int64) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
+// VarsString prints axes as "i < 64, j < 48" ("scalar" for none).
+func VarsString(vs []Var) string {
+	var b strings.Builder
+	writeVars(&b, vs)
+	return b.String()
+}
+
 func writeVars(b *strings.Builder, vs []Var) {
 	if len(vs) == 0 {
 		b.WriteString("scalar")

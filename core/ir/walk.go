@@ -103,3 +103,30 @@ func rewriteList(es []Expr, f func(Expr) Expr) ([]Expr, bool) {
 	}
 	return out, true
 }
+
+// SubstIndex replaces index variables by expressions, all at once (a
+// replacement is not substituted again); names missing from sub are kept.
+func SubstIndex(e Expr, sub map[string]Expr) Expr {
+	return Rewrite(e, func(n Expr) Expr {
+		if x, ok := n.(*Index); ok {
+			if r, ok := sub[x.Name]; ok {
+				return r
+			}
+		}
+		return nil
+	})
+}
+
+// RenameTensors rewrites the tensor names of accesses through m.
+func RenameTensors(e Expr, m func(string) string) Expr {
+	return Rewrite(e, func(n Expr) Expr {
+		if a, ok := n.(*Access); ok {
+			if name := m(a.Tensor); name != a.Tensor {
+				c := *a
+				c.Tensor = name
+				return &c
+			}
+		}
+		return nil
+	})
+}

@@ -148,7 +148,7 @@ func defaultSchedule(spec *ir.Spec, st *ir.BoundStmt) Schedule {
 			s.Order = nil
 		}
 	}
-	if work(st) < MinParallelWork {
+	if st.Points() < MinParallelWork {
 		return s // too little work to pay for starting threads
 	}
 	prod := int64(1)
@@ -168,18 +168,6 @@ func defaultSchedule(spec *ir.Spec, st *ir.BoundStmt) Schedule {
 // microseconds, more than a small elementwise op takes. Tests set it to 0
 // so that small shapes exercise the parallel code paths.
 var MinParallelWork int64 = 1 << 15
-
-// work is the number of innermost iterations of a statement.
-func work(st *ir.BoundStmt) int64 {
-	n := int64(1)
-	for _, v := range st.Spatial {
-		n *= v.Extent
-	}
-	for _, v := range st.Reduction {
-		n *= v.Extent
-	}
-	return n
-}
 
 // LaneAxis chooses the lane axis of statement st for v lanes, by the
 // contiguity of the memory accesses along each candidate axis (see
