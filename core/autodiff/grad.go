@@ -40,6 +40,21 @@ type GradOp struct {
 	notes []string // per statement of Op, for Explain
 }
 
+// InputShapes lists the shapes of Op's inputs in order, to specialize it
+// with (sema.Specialize, with Sizes): those of fwd's inputs, of its
+// outputs (their gradients), then of the Saved tensors. fwd is the spec g
+// was derived from.
+func (g *GradOp) InputShapes(fwd *ir.Spec) [][]int64 {
+	var shapes [][]int64
+	for _, t := range append(fwd.InputsDecl(), fwd.Outputs()...) {
+		shapes = append(shapes, t.Shape)
+	}
+	for _, name := range g.Saved {
+		shapes = append(shapes, fwd.Tensor(name).Shape)
+	}
+	return shapes
+}
+
 // Grad returns the op computing the gradients of spec's outputs with
 // respect to the inputs selected by wrt (len(wrt) == number of inputs):
 // given the forward inputs and d_<Out> for each output, it computes

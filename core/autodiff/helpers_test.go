@@ -85,21 +85,42 @@ func gradSpecOpts(t testing.TB, spec *ir.Spec, wrt []bool, opts gradOptions) (*G
 	if err != nil {
 		t.Fatalf("Grad: %v", err)
 	}
-	var shapes [][]int64
-	for _, d := range spec.InputsDecl() {
-		shapes = append(shapes, d.Shape)
-	}
-	for _, d := range spec.Outputs() {
-		shapes = append(shapes, d.Shape)
-	}
-	for _, n := range g.Saved {
-		shapes = append(shapes, spec.Tensor(n).Shape)
-	}
-	gs, err := sema.Specialize(g.Op, spec.DType, shapes, g.Sizes)
+	gs, err := sema.Specialize(g.Op, spec.DType, g.InputShapes(spec), g.Sizes)
 	if err != nil {
 		t.Fatalf("gradient op does not specialize: %v\n%s", err, Explain(g))
 	}
 	return g, gs
+}
+
+// checkSavingMatches runs the saving gradient op s (specialized as ss)
+// on the forward run's saved tensors and checks that it computes exactly,
+// bit for bit, what the recomputing gradient op g (gs) computes.
+func checkSavingMatches(t *testing.T, spec *ir.Spec, g *GradOp, gs *ir.Spec, s *GradOp, ss *ir.Spec, xs, dys [][]float64, wrt []bool) {
+	t.Helper()
+	fwd, err := interp.Run(spec, xs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append(append([][]float64{}, xs...), dys...)
+	for _, n := range s.Saved {
+		args = append(args, byName(spec, fwd, n))
+	}
+	got, err := interp.Run(ss, args)
+	if err != nil {
+		t.Fatalf("running the saving gradient op: %v\n%s", err, Explain(s))
+	}
+	want := analytic(t, g, gs, spec, xs, dys, wrt)
+	for i, in := range spec.Op.Inputs {
+		if !wrt[i] {
+			continue
+		}
+		a, b := byName(ss, got, "d_"+in), want[in]
+		for j := range b {
+			if math.Float64bits(a[j]) != math.Float64bits(b[j]) && !(math.IsNaN(a[j]) && math.IsNaN(b[j])) {
+				t.Fatalf("d_%s[%d]: saving %.17g, recomputing %.17g\n%s\n%s", in, j, a[j], b[j], Explain(s), Explain(g))
+			}
+		}
+	}
 }
 
 // analytic runs the gradient op: the gradients of loss = Σ dY·Y.

@@ -2,11 +2,8 @@ package autodiff
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"testing"
-
-	"github.com/neoflow/neoflow/core/interp"
 )
 
 // permutations lists every order of xs.
@@ -106,30 +103,7 @@ func TestGradOfOutputsReadLater(t *testing.T) {
 				// The saving gradient op, given the forward run's tensors,
 				// computes what the recomputing one does.
 				sv, svs := gradSpecOpts(t, spec, wrt, gradOptions{save: true})
-				fwd, err := interp.Run(spec, xs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				args := append(append([][]float64{}, xs...), dys...)
-				for _, n := range sv.Saved {
-					args = append(args, byName(spec, fwd, n))
-				}
-				res, err := interp.Run(svs, args)
-				if err != nil {
-					t.Fatalf("saving gradient op: %v\n%s", err, Explain(sv))
-				}
-				want := analytic(t, g, gs, spec, xs, dys, wrt)
-				for i, in := range spec.Op.Inputs {
-					if !wrt[i] {
-						continue
-					}
-					got := byName(svs, res, "d_"+in)
-					for k := range got {
-						if math.Abs(got[k]-want[in][k]) > 1e-12*(1+math.Abs(want[in][k])) {
-							t.Fatalf("saving d_%s[%d] = %g, recomputing %g\n%s", in, k, got[k], want[in][k], Explain(sv))
-						}
-					}
-				}
+				checkSavingMatches(t, spec, g, gs, sv, svs, xs, dys, wrt)
 			})
 		}
 	}

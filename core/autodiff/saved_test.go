@@ -1,12 +1,9 @@
 package autodiff
 
 import (
-	"math"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/neoflow/neoflow/core/interp"
 )
 
 // TestGradSaving checks, over the gradient table, that the gradient op of
@@ -29,30 +26,7 @@ func TestGradSaving(t *testing.T) {
 			if strings.Contains(Explain(s), "recomputed forward statement") {
 				t.Fatalf("GradSaving recomputes a forward statement:\n%s", Explain(s))
 			}
-			fwd, err := interp.Run(spec, xs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			args := append(append([][]float64{}, xs...), dys...)
-			for _, n := range s.Saved {
-				args = append(args, byName(spec, fwd, n))
-			}
-			got, err := interp.Run(ss, args)
-			if err != nil {
-				t.Fatalf("running the saving gradient op: %v\n%s", err, Explain(s))
-			}
-			want := analytic(t, g, gs, spec, xs, dys, wrt)
-			for i, in := range spec.Op.Inputs {
-				if !wrt[i] {
-					continue
-				}
-				a, b := byName(ss, got, "d_"+in), want[in]
-				for j := range b {
-					if math.Float64bits(a[j]) != math.Float64bits(b[j]) && !(math.IsNaN(a[j]) && math.IsNaN(b[j])) {
-						t.Fatalf("d_%s[%d]: saving %.17g, recomputing %.17g\n%s\n%s", in, j, a[j], b[j], Explain(s), Explain(g))
-					}
-				}
-			}
+			checkSavingMatches(t, spec, g, gs, s, ss, xs, dys, wrt)
 			if len(s.Saved) > 0 {
 				saving++
 			}

@@ -34,32 +34,28 @@ func specOf(t *testing.T, src string, consts map[string]int64, inputs []string, 
 }
 
 // gradSpec is the specialized saving gradient op of spec with respect to
-// every input, with random-shaped inputs as the gradient op takes them.
+// every input.
 func gradSpec(t *testing.T, spec *ir.Spec) *ir.Spec {
 	t.Helper()
+	gs, err := gradOf(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gs
+}
+
+// gradOf is the specialized saving gradient op of spec with respect to
+// every input.
+func gradOf(spec *ir.Spec) (*ir.Spec, error) {
 	wrt := make([]bool, len(spec.Op.Inputs))
 	for i := range wrt {
 		wrt[i] = true
 	}
 	g, err := autodiff.GradSaving(spec, wrt)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	var shapes [][]int64
-	for _, t := range spec.InputsDecl() {
-		shapes = append(shapes, t.Shape)
-	}
-	for _, t := range spec.Outputs() {
-		shapes = append(shapes, t.Shape)
-	}
-	for _, name := range g.Saved {
-		shapes = append(shapes, spec.Tensor(name).Shape)
-	}
-	gs, err := sema.Specialize(g.Op, ir.Float64, shapes, g.Sizes)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, ir.Print(g.Op))
-	}
-	return gs
+	return sema.Specialize(g.Op, ir.Float64, g.InputShapes(spec), g.Sizes)
 }
 
 // all runs every fusion pass in the pipeline's order.

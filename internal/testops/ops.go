@@ -144,11 +144,7 @@ func (o Op) GradSpec(dt ir.DType) (*ir.Spec, *autodiff.GradOp, error) {
 	if err != nil {
 		return nil, nil, errors.Wrapf(err, "differentiating %s", o.Name)
 	}
-	var shapes [][]int64
-	for _, d := range append(fwd.InputsDecl(), fwd.Outputs()...) {
-		shapes = append(shapes, d.Shape)
-	}
-	spec, err := sema.Specialize(g.Op, dt, shapes, g.Sizes)
+	spec, err := sema.Specialize(g.Op, dt, g.InputShapes(fwd), g.Sizes)
 	if err != nil {
 		return nil, nil, errors.Wrapf(err, "specializing the gradient of %s", o.Name)
 	}

@@ -108,11 +108,7 @@ func gradOf(t *testing.T, spec *ir.Spec, p progen.Program) *ir.Spec {
 	if err != nil {
 		t.Fatalf("an accepted op does not differentiate: %v\n%s", err, p)
 	}
-	var shapes [][]int64
-	for _, d := range append(spec.InputsDecl(), spec.Outputs()...) {
-		shapes = append(shapes, d.Shape)
-	}
-	gs, err := sema.Specialize(g.Op, spec.DType, shapes, g.Sizes)
+	gs, err := sema.Specialize(g.Op, spec.DType, g.InputShapes(spec), g.Sizes)
 	if err != nil {
 		t.Fatalf("the gradient op is refused: %v\n%s\n%s", err, p, autodiff.Explain(g))
 	}
