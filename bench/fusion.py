@@ -202,32 +202,16 @@ def render_markdown(result: dict) -> str:
 
 
 def render_chart(result: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = result["ops"]
-    variants = [v for v in ("eager", "compile", "unfused", "fused") if any(v in r for r in rows)]
-    width = 0.8 / len(variants)
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(rows) + 2), 4.5))
-    for i, v in enumerate(variants):
-        xs = [j + (i - (len(variants) - 1) / 2) * width for j in range(len(rows))]
-        med = [r[v]["median_ms"] for r in rows]
-        err = [[r[v]["median_ms"] - r[v]["min_ms"] for r in rows], [r[v]["max_ms"] - r[v]["median_ms"] for r in rows]]
-        ax.bar(xs, med, width, yerr=err, capsize=2, label=v)
-    ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels([r["op"] for r in rows], fontsize=7, rotation=30, ha="right")
-    ax.set_yscale("log")
-    ax.set_ylabel("forward+backward, ms (log scale)")
     s = result["settings"]
-    ax.set_title(
-        f"fusion on/off, {s['size']} size, batch {s['batch']}, {s['dtype']}, {result['machine']['cpu']}", fontsize=9
+    wl.bar_chart(
+        result["ops"],
+        ("eager", "compile", "unfused", "fused"),
+        [r["op"] for r in result["ops"]],
+        "forward+backward, ms (log scale)",
+        f"fusion on/off, {s['size']} size, batch {s['batch']}, {s['dtype']}, {result['machine']['cpu']}",
+        path,
+        {"fontsize": 7, "rotation": 30, "ha": "right"},
     )
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def main(argv=None) -> dict:

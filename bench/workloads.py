@@ -445,15 +445,15 @@ def chart_libraries() -> bool:
     return True
 
 
-def render_chart(result: dict, path: Path) -> None:
+def bar_chart(rows, variants, labels, ylabel: str, title: str, path: Path, tick_style=None) -> None:
+    """Grouped bars, log scale: one group per row, one bar per variant present (its median, with
+    min-max error bars from row[variant]); bench/fusion.py draws with it too."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = result["steps"]
-    variants = [v for v in ("eager", "compile", "neoflow") if any(v in r for r in rows)]
-    labels = [f"{r['workload']}\nb={r['batch']}" for r in rows]
+    variants = [v for v in variants if any(v in r for r in rows)]
     width = 0.8 / len(variants)
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(rows) + 2), 4.5))
     for i, v in enumerate(variants):
@@ -462,16 +462,28 @@ def render_chart(result: dict, path: Path) -> None:
         err = [[r[v]["median_ms"] - r[v]["min_ms"] for r in rows], [r[v]["max_ms"] - r[v]["median_ms"] for r in rows]]
         ax.bar(xs, med, width, yerr=err, capsize=2, label=v)
     ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_xticklabels(labels, **(tick_style or {"fontsize": 8}))
     ax.set_yscale("log")
-    ax.set_ylabel("training step, ms (log scale)")
-    m = result["machine"]
-    where = m["gpu"] if m.get("device") == "cuda" else m["cpu"]
-    ax.set_title(f"{result['settings']['size']} workloads, {result['settings']['dtype']}, {where}", fontsize=9)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def render_chart(result: dict, path: Path) -> None:
+    rows = result["steps"]
+    m = result["machine"]
+    where = m["gpu"] if m.get("device") == "cuda" else m["cpu"]
+    bar_chart(
+        rows,
+        ("eager", "compile", "neoflow"),
+        [f"{r['workload']}\nb={r['batch']}" for r in rows],
+        "training step, ms (log scale)",
+        f"{result['settings']['size']} workloads, {result['settings']['dtype']}, {where}",
+        path,
+    )
 
 
 # ---------------------------------------------------------------- main
