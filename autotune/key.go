@@ -30,6 +30,9 @@ func KeyFor(spec *ir.Spec, version, target string) *api.TuneKey {
 		if st.Offset != nil {
 			fmt.Fprintf(&b, " @%v", st.Offset) // a part of the tensor (index-set splitting)
 		}
+		if st.Joined {
+			b.WriteString(" &") // runs in the nest of the statement before (a fused group)
+		}
 		b.WriteString(" |")
 		for _, v := range st.Reduction {
 			fmt.Fprintf(&b, " %s=%d", v.Name, v.Extent)

@@ -52,6 +52,16 @@ func ToProto(scheds []loops.Schedule) []*api.StmtSchedule {
 		if g := s.GPUReduce; g != nil {
 			p.GpuReduce = &api.GPUReduction{Threads: g.Threads}
 		}
+		if g := s.Group; g != nil {
+			pg := &api.GroupTiling{Loops: g.Loops, Parallel: int32(g.Parallel), Vector: g.Vector}
+			for _, sp := range g.Splits {
+				pg.Splits = append(pg.Splits, &api.Split{Axis: sp.Axis, Factors: sp.Factors})
+			}
+			for _, a := range g.AccAt {
+				pg.AccAt = append(pg.AccAt, int32(a))
+			}
+			p.Group = pg
+		}
 		out[i] = p
 	}
 	return out
@@ -105,6 +115,16 @@ func FromProto(ps []*api.StmtSchedule) ([]loops.Schedule, error) {
 		}
 		if pg := p.GpuReduce; pg != nil {
 			s.GPUReduce = &loops.GPUReduction{Threads: pg.Threads}
+		}
+		if pg := p.Group; pg != nil {
+			g := &loops.GroupTiling{Loops: pg.Loops, Parallel: int(pg.Parallel), Vector: pg.Vector}
+			for _, sp := range pg.Splits {
+				g.Splits = append(g.Splits, loops.Split{Axis: sp.Axis, Factors: sp.Factors})
+			}
+			for _, a := range pg.AccAt {
+				g.AccAt = append(g.AccAt, int(a))
+			}
+			s.Group = g
 		}
 		out[i] = s
 	}

@@ -68,11 +68,16 @@ def parse_args(argv=None):
 
 
 def statements(text: str) -> int:
-    """Statements (loop nests) of an explain_fusion text: the fused op's lines with a '//' comment."""
-    return sum(1 for line in text.splitlines() if line.startswith("  ") and "  // " in line and "=" in line)
+    """Loop nests of an explain_fusion text: the fused op's statement lines (with a '//' comment),
+    less those joined to the nest before them (printed with a leading '& ')."""
+    return sum(
+        1
+        for line in text.splitlines()
+        if line.startswith("  ") and not line.startswith("  & ") and "  // " in line and "=" in line
+    )
 
 
-DECISIONS = ("fold:", "merge:", "split:", "cse:", "inline:", "prune:")
+DECISIONS = ("fold:", "merge:", "split:", "cse:", "inline:", "prune:", "group:")
 
 
 def changed(text: str) -> bool:

@@ -37,7 +37,7 @@ func fuseSpec(spec *ir.Spec, cfg Config, saving bool, rates func() fuse.Machine)
 	}
 	var b strings.Builder
 	m := u.Machine
-	fmt.Fprintf(&b, "rates: %.3g GB/s, %.3g G ops/s, %.3g us per loop nest\n", m.BytesPerSec/1e9, m.OpsPerSec/1e9, m.NestSec*1e6)
+	fmt.Fprintf(&b, "rates: %.3g GB/s, %.3g G ops/s, %.3g us per loop nest, cache %d KiB\n", m.BytesPerSec/1e9, m.OpsPerSec/1e9, m.NestSec*1e6, m.CacheBytes>>10)
 	if len(u.Keep) > 0 {
 		fmt.Fprintf(&b, "kept whole for the saving gradient: %s\n", strings.Join(slices.Sorted(maps.Keys(u.Keep)), ", "))
 	}

@@ -2,9 +2,11 @@ package torchbridge
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pkg/errors"
@@ -60,8 +62,42 @@ func (r *Runtime) machineRates() fuse.Machine {
 			rates = fuse.DefaultMachine
 		}
 	}
+	rates.CacheBytes = l2Bytes()
 	r.rates = &rates
 	return rates
+}
+
+// l2Bytes is the size of the level-2 cache of CPU 0 as Linux reports it
+// (sysfs), or fuse.DefaultCacheBytes where it does not.
+func l2Bytes() int64 {
+	dirs, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index*")
+	for _, d := range dirs {
+		level, err1 := os.ReadFile(filepath.Join(d, "level"))
+		size, err2 := os.ReadFile(filepath.Join(d, "size"))
+		if err1 != nil || err2 != nil || strings.TrimSpace(string(level)) != "2" {
+			continue
+		}
+		if n, ok := parseCacheSize(strings.TrimSpace(string(size))); ok {
+			return n
+		}
+	}
+	return fuse.DefaultCacheBytes
+}
+
+// parseCacheSize reads sysfs's "1024K" (or "2M", or bytes).
+func parseCacheSize(s string) (int64, bool) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1<<10, strings.TrimSuffix(s, "K")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1<<20, strings.TrimSuffix(s, "M")
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return n * mult, true
 }
 
 // readRates reads the rates kept at path when they were measured under

@@ -19,6 +19,16 @@
 //     that recomputes nothing (a copy, or a value read once per point it
 //     was computed at), so it is never stored.
 //   - Prune drops the statements whose temporaries nobody reads.
+//   - Group joins statements over the same axes into fused groups, each
+//     lowered as one loop nest (ir.BoundStmt.Joined, loops.GroupTiling):
+//     elementwise statements over the same points (loop fusion) and
+//     contractions that read a common tensor (parallel fusion: a
+//     weight's and an input's gradient), where running them point by
+//     point computes what running them one after the other does. Its
+//     reward estimates the memory traffic of each nest from its loop
+//     order and a cache of Machine.CacheBytes (traffic.go), and charges
+//     a group's reduction members a load and a store of their
+//     accumulator per point.
 //
 // Every pass keeps the temporaries in Options.Keep whole: the caller
 // reads them after the kernel (a saving gradient op's saved tensors).

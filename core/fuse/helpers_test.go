@@ -60,7 +60,7 @@ func gradOf(spec *ir.Spec) (*ir.Spec, error) {
 
 // all runs every fusion pass in the pipeline's order.
 func all(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
-	for _, p := range []func(*ir.Spec, Options, *Notes) *ir.Spec{Fold, Merge, Split, CSE, Inline, Prune} {
+	for _, p := range []func(*ir.Spec, Options, *Notes) *ir.Spec{Fold, Merge, Split, CSE, Inline, Prune, Group} {
 		spec = p(spec, opts, notes)
 	}
 	return spec

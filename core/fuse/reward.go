@@ -15,14 +15,24 @@ type Machine struct {
 	// NestSec is the fixed cost of one loop nest: a parallel region on the
 	// CPU, a launch on the GPU (L).
 	NestSec float64
+	// CacheBytes is the cache a thread's loops reuse data in (the L2 of
+	// one core): a loop re-reads from memory what its body touches
+	// beyond it (fuse-group's traffic estimate).
+	CacheBytes int64
 }
 
 // DefaultMachine is used when no measurement is given: a modest CPU.
-var DefaultMachine = Machine{BytesPerSec: 8e9, OpsPerSec: 4e9, NestSec: 5e-6}
+var DefaultMachine = Machine{BytesPerSec: 8e9, OpsPerSec: 1e11, NestSec: 5e-6, CacheBytes: DefaultCacheBytes}
+
+// DefaultCacheBytes is Machine.CacheBytes when none is known.
+const DefaultCacheBytes = 1 << 20
 
 func (m Machine) orDefault() Machine {
 	if m.BytesPerSec <= 0 || m.OpsPerSec <= 0 || m.NestSec < 0 {
 		return DefaultMachine
+	}
+	if m.CacheBytes <= 0 {
+		m.CacheBytes = DefaultCacheBytes
 	}
 	return m
 }

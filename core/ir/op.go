@@ -155,6 +155,14 @@ type BoundStmt struct {
 	// Spatial's extents starting at Offset (index-set splitting, core/fuse,
 	// makes such statements). nil writes the whole tensor from 0.
 	Offset []int64
+	// Joined runs the statement in the loop nest of the statement before
+	// it (a fused group, made by core/fuse's fuse-group pass): the
+	// group's statements have the same axes (names and extents), and each
+	// point of the shared loops computes every member in order. It is a
+	// permission, not a change of meaning: running the members one after
+	// the other, as separate nests, computes the same values, and a
+	// backend or schedule that cannot run a group that way does so.
+	Joined bool
 }
 
 // Points is the number of times the statement evaluates its right-hand

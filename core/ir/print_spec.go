@@ -9,7 +9,8 @@ import (
 // buffers in argument order with their shapes and roles, and each
 // statement with the extents of its spatial and reduction axes (and,
 // for a statement that writes a part of its tensor, where the part
-// starts: "j < 256 at [0, 256]").
+// starts: "j < 256 at [0, 256]"). A statement that runs in the loop
+// nest of the one before it (BoundStmt.Joined) starts with "& ".
 //
 //	spec mm float32
 //	  A[64, 32] input
@@ -31,6 +32,9 @@ func PrintSpec(spec *Spec) string {
 	}
 	for _, st := range spec.Stmts {
 		b.WriteString("  ")
+		if st.Joined {
+			b.WriteString("& ")
+		}
 		writeStmt(&b, st.Stmt)
 		b.WriteString("  // ")
 		writeVars(&b, st.Spatial)

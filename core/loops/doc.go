@@ -169,7 +169,23 @@
 // the copy; a nest that fails the check is a lowering error, and the
 // tuner records its schedule as failed rather than run it.
 //
-// Statements run in order, each fully materializing its tensor (temporaries
-// included) before the next starts; each parallel loop is its own parallel
-// region. Dump prints a Func for debugging and golden tests.
+// Fused groups. A statement and the statements joined to it
+// (ir.BoundStmt.Joined, core/fuse's fuse-group) share their axes; under a
+// Schedule.Group (group.go) they are one nest: the tiled lowering's loops
+// over the group's axes, an axis being spatial for the group when it is
+// spatial in every member, so that only such axes run in parallel or in
+// lanes; at each point the members run in order, an '=' member storing
+// its element (a later member may read it there), a reduction member
+// combining into its own accumulator, declared at its position in the
+// loops (GroupTiling.AccAt) and stored after that loop. DefaultSchedule
+// gives a group's first statement DefaultGroupTiling (the lane axis by
+// contiguity over all members, cut into chunks of at most 256 elements
+// with the other axes between the chunk loop and the lanes, largest
+// footprint outermost); GPUSchedule gives a group of '=' statements one
+// grid-stride kernel (GPUGroupTiling) and lowers any other group member
+// by member, as does any schedule without Group (a tuned one).
+//
+// Otherwise statements run in order, each fully materializing its tensor
+// (temporaries included) before the next starts; each parallel loop is its
+// own parallel region. Dump prints a Func for debugging and golden tests.
 package loops

@@ -36,8 +36,15 @@ func Dump(fn *Func) string {
 		fmt.Fprintf(&b, "  buf %d %s%s %s\n", i, t.Name, ir.ShapeString(t.Shape), t.Role)
 	}
 	for _, n := range fn.Nests {
-		fmt.Fprintf(&b, "stmt %d: %s  (%s)\n",
-			n.Index, ir.StmtString(n.Stmt.Stmt), n.Schedule)
+		if n.Members == nil {
+			fmt.Fprintf(&b, "stmt %d: %s  (%s)\n",
+				n.Index, ir.StmtString(n.Stmt.Stmt), n.Schedule)
+		} else {
+			fmt.Fprintf(&b, "group %v  (%s)\n", n.Members, n.Schedule)
+			for _, i := range n.Members {
+				fmt.Fprintf(&b, "  stmt %d: %s\n", i, ir.StmtString(fn.Spec.Stmts[i].Stmt))
+			}
+		}
 		dumpNodes(&b, n.Body, 1)
 	}
 	return b.String()

@@ -17,7 +17,15 @@ const DefaultThreads = 256
 // scatter whose zero fill is scheduled the same way and whose points are
 // distributed over threads too, combining into the tensor atomically
 // (Schedule.Atomic).
+//
+// The first statement of a fused group whose members are all '='
+// statements gets the group's GPUGroupTiling: one kernel computes them
+// all.
 func GPUSchedule(spec *ir.Spec, i int) Schedule {
+	gpuGroup := func(_ *ir.Spec, members []*ir.BoundStmt) *GroupTiling { return GPUGroupTiling(members) }
+	if g := groupTiling(spec, i, gpuGroup); g != nil {
+		return Schedule{Group: g, Threads: DefaultThreads}
+	}
 	st := spec.Stmts[i]
 	if g := DefaultGPUReduction(st); g != nil {
 		return Schedule{GPUReduce: g}

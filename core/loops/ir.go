@@ -2,18 +2,23 @@ package loops
 
 import "github.com/neoflow/neoflow/core/ir"
 
-// Func is a lowered kernel: one loop nest per statement of Spec, run in
+// Func is a lowered kernel: one loop nest per statement of Spec, or per
+// fused group of statements lowered together (Schedule.Group), run in
 // order. The kernel's buffers are Spec.Tensors, in that order.
 type Func struct {
 	Spec  *ir.Spec
 	Nests []*Nest
 }
 
-// Nest computes one statement.
+// Nest computes one statement, or a fused group of statements.
 type Nest struct {
-	// Index is the statement's position in Spec.Stmts.
+	// Index is the statement's position in Spec.Stmts (a group's first
+	// member's).
 	Index int
 	Stmt  *ir.BoundStmt
+	// Members lists the positions of a fused group's statements
+	// (Schedule.Group), Index first; nil for a nest of one statement.
+	Members []int
 	// Schedule is the schedule the nest was lowered with.
 	Schedule Schedule
 	Body     []Node

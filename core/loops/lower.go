@@ -26,14 +26,43 @@ func LowerNests(spec *ir.Spec, sched func(spec *ir.Spec, i int) Schedule) (*Func
 		return nil, errors.Wrap(err, "lowering")
 	}
 	fn := &Func{Spec: spec}
-	for i := range spec.Stmts {
-		n, err := LowerNest(spec, i, sched(spec, i))
+	for i := 0; i < len(spec.Stmts); {
+		s := sched(spec, i)
+		var n *Nest
+		var err error
+		if s.Group != nil {
+			n, err = LowerGroup(spec, GroupMembers(spec, i), s)
+		} else {
+			n, err = LowerNest(spec, i, s)
+		}
 		if err != nil {
 			return nil, err
 		}
 		fn.Nests = append(fn.Nests, n)
+		i += max(len(n.Members), 1)
 	}
 	return fn, nil
+}
+
+// LowerGroup lowers the statements members of spec (a statement and the
+// ones joined to it, GroupMembers) as one nest under s, whose Group is
+// set.
+func LowerGroup(spec *ir.Spec, members []int, s Schedule) (*Nest, error) {
+	if err := s.check(spec.Stmts[members[0]]); err != nil || s.Group == nil {
+		return nil, errors.Errorf("lowering the fused group of statement %d with schedule %s: %v", members[0], s, err)
+	}
+	sts := make([]*ir.BoundStmt, len(members))
+	for k, i := range members {
+		if i < 0 || i >= len(spec.Stmts) || k > 0 && (i != members[k-1]+1 || !spec.Stmts[i].Joined) {
+			return nil, errors.Errorf("lowering: statements %v are not a fused group", members)
+		}
+		sts[k] = spec.Stmts[i]
+	}
+	nest := &Nest{Index: members[0], Stmt: sts[0], Members: members, Schedule: s}
+	if err := lowerGroup(spec, nest, sts, s.Group); err != nil {
+		return nil, errors.Wrapf(err, "lowering the fused group of statements %v with schedule %s", members, s)
+	}
+	return nest, nil
 }
 
 // LowerNest lowers statement i of spec with schedule s, before the passes

@@ -64,10 +64,19 @@ type Schedule struct {
 	// reduction instead (see GPUReduction); only a CUDA backend renders
 	// it, and every other field must be unset.
 	GPUReduce *GPUReduction
+	// Group, when set on the first statement of a fused group
+	// (ir.BoundStmt.Joined), lowers the group as one CPU loop nest
+	// (GroupTiling); every other field must be unset, and the members'
+	// own schedules are not used. Without it the members are lowered
+	// one after the other, each with its own schedule.
+	Group *GroupTiling
 }
 
 // String is the schedule as Dump prints it.
 func (s Schedule) String() string {
+	if s.Group != nil {
+		return s.Group.String()
+	}
 	if s.GPUReduce != nil {
 		return s.GPUReduce.String()
 	}
@@ -97,11 +106,17 @@ func (s Schedule) String() string {
 	return t
 }
 
-// DefaultSchedule is the default schedule of statement i of spec. A
+// DefaultSchedule is the default CPU schedule of statement i of spec. A
 // statement of the scatter form is lowered as a scatter (Scatter set),
 // its zero fill scheduled as GatherSchedule schedules an '=' statement
 // over the same left-hand side; any other statement gets GatherSchedule.
+//
+// The first statement of a fused group (ir.BoundStmt.Joined) gets the
+// group's DefaultGroupTiling where there is one.
 func DefaultSchedule(spec *ir.Spec, i int) Schedule {
+	if g := groupTiling(spec, i, DefaultGroupTiling); g != nil {
+		return Schedule{Group: g}
+	}
 	st := spec.Stmts[i]
 	if _, ok := matchScatter(st); ok {
 		s := defaultSchedule(spec, fillStmt(st))
@@ -476,6 +491,12 @@ func (s Schedule) check(st *ir.BoundStmt) error {
 	if s.Threads < 0 || s.Threads > MaxGPUThreads || s.Threads%32 != 0 {
 		return errors.Errorf("threads per block %d: want a multiple of 32 up to %d, or 0", s.Threads, MaxGPUThreads)
 	}
+	if s.Group != nil {
+		if s.Scatter || s.Atomic || s.Tiling != nil || s.GPU != nil || s.GPUReduce != nil || s.VectorWidth > 1 {
+			return errors.New("a fused group's schedule cannot scatter or be tiled otherwise too")
+		}
+		return nil // lowerGroup checks the rest against the members
+	}
 	if s.GPUReduce != nil {
 		if s.Scatter || s.Tiling != nil || s.GPU != nil {
 			return errors.New("a GPU reduction cannot scatter or be tiled too")
@@ -543,4 +564,18 @@ func (s Schedule) check(st *ir.BoundStmt) error {
 		return errors.Errorf("parallel depth %d: only %d perfectly nested spatial loops", s.ParallelDepth, c)
 	}
 	return nil
+}
+
+// groupTiling is def's tiling of the fused group statement i of spec
+// leads, nil when i leads none.
+func groupTiling(spec *ir.Spec, i int, def func(*ir.Spec, []*ir.BoundStmt) *GroupTiling) *GroupTiling {
+	idx := GroupMembers(spec, i)
+	if len(idx) < 2 {
+		return nil
+	}
+	members := make([]*ir.BoundStmt, len(idx))
+	for k, j := range idx {
+		members[k] = spec.Stmts[j]
+	}
+	return def(spec, members)
 }

@@ -427,17 +427,7 @@ func tiledOuterLoops(tl *tiler, body *[]Node, t *Tiling, ord []tileLoop, accAt i
 			cur = &lp.Body
 		}
 	}
-	if len(par) > 0 {
-		// Collapsed loops carry no annotations of their own: the first
-		// takes the lane mark (omp parallel for simd) and unrolling goes.
-		vec := false
-		for _, lp := range par {
-			vec = vec || lp.Vector
-			lp.Vector, lp.Unroll = false, 0
-		}
-		par[0].Vector = vec
-		par[0].Parallel, par[0].Collapse = true, len(par)
-	}
+	collapseParallel(par)
 	return cur
 }
 

@@ -15,6 +15,7 @@ func fuseSplit(u *Unit) error  { return fusePass(u, "fuse-split", fuse.Split) }
 func fuseCSE(u *Unit) error    { return fusePass(u, "fuse-cse", fuse.CSE) }
 func fuseInline(u *Unit) error { return fusePass(u, "fuse-inline", fuse.Inline) }
 func fusePrune(u *Unit) error  { return fusePass(u, "fuse-prune", fuse.Prune) }
+func fuseGroup(u *Unit) error  { return fusePass(u, "fuse-group", fuse.Group) }
 
 func fusePass(u *Unit, name string, pass func(*ir.Spec, fuse.Options, *fuse.Notes) *ir.Spec) error {
 	var notes fuse.Notes
@@ -32,7 +33,7 @@ func wantsFusion(u *Unit) bool { return u.Fusion }
 
 // Fused is the last fusion pass: a caller that runs the table to it has
 // the fused Spec, whose buffers (Spec.Tensors) the kernels take.
-const Fused = "fuse-prune"
+const Fused = "fuse-group"
 
 // Fuse runs the fusion passes on spec with opts; it returns spec itself
 // when they change nothing.

@@ -41,6 +41,7 @@ var passes = []Pass{
 	{Name: "fuse-cse", Run: fuseCSE, Applies: wantsFusion, After: []string{"fuse-split"}, Out: LevelFused},
 	{Name: "fuse-inline", Run: fuseInline, Applies: wantsFusion, After: []string{"fuse-cse"}, Out: LevelFused},
 	{Name: "fuse-prune", Run: fusePrune, Applies: wantsFusion, After: []string{"fuse-inline"}, Out: LevelFused},
+	{Name: "fuse-group", Run: fuseGroup, Applies: wantsFusion, After: []string{"fuse-prune"}, Out: LevelFused},
 	{Name: "schedule", Run: schedule, After: []string{"specialize"}, Out: LevelScheduled},
 	{Name: "lower", Run: lower, After: []string{"schedule"}, Out: LevelLoops},
 	{Name: "hoist-guards", Run: hoistGuards, After: []string{"lower"}, Out: LevelLoops},

@@ -17,8 +17,9 @@ func Render(fn *loops.Func, symbol string) (string, error) {
 
 // RenderProfiled is Render with per-statement timing: the kernel takes one
 // more buffer, bufs[len(fn.Spec.Tensors)], a double array with one entry
-// per nest of fn, and adds to entry i the seconds (CLOCK_MONOTONIC) that
-// nest i (fn.Nests[i]) took. The caller zeroes the array, or takes
+// per statement of fn.Spec, and adds to entry i the seconds
+// (CLOCK_MONOTONIC) that the nest of statement i took; a fused group's
+// nest counts for its first statement, the others' entries stay 0. The caller zeroes the array, or takes
 // differences between calls. The nests compute exactly what Render's do.
 func RenderProfiled(fn *loops.Func, symbol string) (string, error) {
 	return render(fn, symbol, true)
@@ -34,7 +35,7 @@ func render(fn *loops.Func, symbol string, profile bool) (string, error) {
 	}
 	var body strings.Builder
 	r.b = &body
-	for i, n := range fn.Nests {
+	for _, n := range fn.Nests {
 		if profile {
 			r.line(1, "clock_gettime(CLOCK_MONOTONIC, &nf_t0);")
 		}
@@ -43,11 +44,11 @@ func render(fn *loops.Func, symbol string, profile bool) (string, error) {
 		}
 		if profile {
 			r.line(1, "clock_gettime(CLOCK_MONOTONIC, &nf_t1);")
-			r.line(1, "%s[%d] += (double)(nf_t1.tv_sec - nf_t0.tv_sec) + 1e-9 * (double)(nf_t1.tv_nsec - nf_t0.tv_nsec);", profileBuffer, i)
+			r.line(1, "%s[%d] += (double)(nf_t1.tv_sec - nf_t0.tv_sec) + 1e-9 * (double)(nf_t1.tv_nsec - nf_t0.tv_nsec);", profileBuffer, n.Index)
 		}
 	}
 	var b strings.Builder
-	r.header(&b, profile, len(fn.Nests))
+	r.header(&b, profile, len(fn.Spec.Stmts))
 	b.WriteString(vectorMathDecls(r.ctype, r.suffix))
 	b.WriteString(r.helperText())
 	fmt.Fprintf(&b, "void %s(void **bufs, int64_t nthreads)\n{\n", symbol)
@@ -215,7 +216,9 @@ func (r *renderer) line(depth int, format string, args ...any) {
 }
 
 func (r *renderer) nest(n *loops.Nest) error {
-	r.line(1, "// %s", commentSafe(ir.StmtString(n.Stmt.Stmt)))
+	for _, st := range nestStmts(r.spec, n) {
+		r.line(1, "// %s", commentSafe(ir.StmtString(st.Stmt)))
+	}
 	r.line(1, "{")
 	if err := r.nodes(n.Body, 2); err != nil {
 		return err
@@ -397,4 +400,17 @@ func (r *renderer) ifNode(n *loops.If, depth int) error {
 	err = r.nodes(n.Body, depth+1)
 	r.line(depth, "}")
 	return err
+}
+
+// nestStmts lists the statements nest n computes: its own, or a fused
+// group's members.
+func nestStmts(spec *ir.Spec, n *loops.Nest) []*ir.BoundStmt {
+	if n.Members == nil {
+		return []*ir.BoundStmt{n.Stmt}
+	}
+	out := make([]*ir.BoundStmt, len(n.Members))
+	for k, i := range n.Members {
+		out[k] = spec.Stmts[i]
+	}
+	return out
 }

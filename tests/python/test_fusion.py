@@ -146,3 +146,27 @@ def test_fusion_dump_shows_decisions(tmp_path):
     decision = r"// inline: T \(fan-in One\) into \[Y\]: R = \+[0-9.]+[mun]?s \(traffic "
     assert re.search(decision, proc.stderr), proc.stderr
     assert "// prune: [T] no longer stored" in proc.stderr
+
+
+_GROUP_SCRIPT = textwrap.dedent(
+    """
+    import torch, neoflow
+    op = neoflow.op("A[i] = X[i] * 2.0\\nB[i] = exp(X[i])", name="pair")
+    x = torch.randn(5)
+    a, b = op(x)
+    torch.testing.assert_close(a, x * 2)
+    torch.testing.assert_close(b, torch.exp(x))
+    """
+)
+
+
+def test_fusion_dump_shows_groups(tmp_path):
+    # Two statements over the same points run in one loop nest: the
+    # fuse-group dump says why, and prints the joined one with "& ".
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path), NEOFLOW_DUMP="fuse-group,lower")
+    proc = subprocess.run([sys.executable, "-c", _GROUP_SCRIPT], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "// after fuse-group: op pair float32" in proc.stderr
+    assert re.search(r"// group: B joins A.s nest \(i < 5; both read X\): R = \+", proc.stderr), proc.stderr
+    assert "  & B[i] = exp(X[i])" in proc.stderr
+    assert "group [0 1]" in proc.stderr  # one nest in the lowered kernel

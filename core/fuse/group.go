@@ -1,0 +1,285 @@
+package fuse
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+)
+
+// Group joins statements over the same axes into fused groups, each
+// lowered as one loop nest (ir.BoundStmt.Joined, loops.GroupTiling):
+//
+//   - loop fusion: '=' statements over the same points (the parts Split
+//     cut, a gradient's elementwise terms) run in one parallel region;
+//   - parallel fusion: statements that read a common tensor and whose
+//     axes agree (the two contractions of a weight's and an input's
+//     gradient, d_W[g,k] += d_G[b,g] * X[b,k] and d_X[b,k] += d_G[b,g] *
+//     W[g,k], both over b, g, k) run in one nest that reads the common
+//     tensor once, parallel over the axes spatial in both.
+//
+// A statement joins a group when, with its axes renamed to the group's
+// (matched through a common read, a read of the group's output, or the
+// left-hand sides), the axes are the same, running it point by point
+// with the group computes what running it after the group does (it reads
+// a member's output only where that member just stored it, and only from
+// an '=' member; no member reads what it writes; statements between the
+// group and it neither feed it nor read it), and loops.DefaultGroupTiling
+// schedules the group. The reward of a join is R = ΔT/Pd + L: the bytes
+// of the common reads read once (or of the output read back from cache)
+// and one loop nest saved; joins apply greedily, the best first. The
+// joined statement moves to just after its group.
+func Group(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
+	stmts := make([]*ir.BoundStmt, len(spec.Stmts))
+	for i, st := range spec.Stmts {
+		c := *st
+		c.Joined = false
+		stmts[i] = &c
+	}
+	groups := make([][]*ir.BoundStmt, len(stmts))
+	for i, st := range stmts {
+		groups[i] = []*ir.BoundStmt{st}
+	}
+	refused := map[string]string{}
+	for {
+		best, bestA, bestB := (*join)(nil), -1, -1
+		for a := range groups {
+			for b := a + 1; b < len(groups); b++ {
+				j, why := tryJoin(spec, groups, a, b, opts)
+				if j == nil {
+					if why != "" {
+						refused[pairName(groups[a], groups[b])] = why
+					}
+					continue
+				}
+				if best == nil || j.reward.R > best.reward.R {
+					best, bestA, bestB = j, a, b
+				}
+			}
+		}
+		if best == nil {
+			break
+		}
+		notes.add("group: %s joins %s's nest (%s; %s): %s", tensorsOf(best.members[len(groups[bestA]):]), groups[bestA][0].Stmt.Tensor,
+			ir.VarsString(best.axes), best.why, best.reward)
+		groups = applyJoin(groups, bestA, bestB, best.members)
+	}
+	for _, why := range slices.Compact(slices.Sorted(maps.Values(refused))) {
+		notes.add("no group: %s", why)
+	}
+	var out []*ir.BoundStmt
+	joined := false
+	for _, g := range groups {
+		for k, st := range g {
+			st.Joined = k > 0
+			joined = joined || k > 0
+			out = append(out, st)
+		}
+	}
+	if !joined {
+		return spec
+	}
+	return withStmts(spec, out)
+}
+
+// join is a candidate join of two groups: the first group's members then
+// the second's, renamed; its reward and what it shares.
+type join struct {
+	members []*ir.BoundStmt
+	axes    []ir.Var
+	reward  Reward
+	why     string
+}
+
+// tryJoin is the join of groups[b] into groups[a], or nil and, for a pair
+// that shares data but cannot join, the reason.
+func tryJoin(spec *ir.Spec, groups [][]*ir.BoundStmt, a, b int, opts Options) (*join, string) {
+	ga, gb := groups[a], groups[b]
+	if !movable(groups, a, b) {
+		return nil, ""
+	}
+	for _, m := range alignments(ga, gb) {
+		renamed := make([]*ir.BoundStmt, len(gb))
+		for k, st := range gb {
+			renamed[k] = renameVars(st, m)
+		}
+		members := append(slices.Clone(ga), renamed...)
+		dom, ok := loops.GroupDomain(members)
+		if !ok {
+			continue
+		}
+		bytes, why, ok := shared(spec, ga, renamed)
+		if !ok {
+			continue
+		}
+		if why == "" && !allAssign(members) {
+			continue // contractions that share nothing gain nothing
+		}
+		if !legal(ga, renamed) {
+			return nil, fmt.Sprintf("%s stays out of %s's nest: it reads or writes what the nest computes in a way a point-by-point loop cannot", tensorsOf(gb), ga[0].Stmt.Tensor)
+		}
+		if loops.DefaultGroupTiling(spec, members) == nil {
+			return nil, fmt.Sprintf("%s stays out of %s's nest: no axis spatial in every member runs in lanes", tensorsOf(gb), ga[0].Stmt.Tensor)
+		}
+		if why == "" {
+			why = "same points"
+		}
+		m := opts.Machine.orDefault()
+		dt := traffic(spec, ga, m.CacheBytes) + traffic(spec, gb, m.CacheBytes) - traffic(spec, members, m.CacheBytes)
+		dc := accumulatorOps(ga) + accumulatorOps(gb) - accumulatorOps(members)
+		r := m.reward(max(dt, bytes), dc, 1)
+		if r.R <= 0 {
+			return nil, fmt.Sprintf("%s stays out of %s's nest (%s): %s", tensorsOf(gb), ga[0].Stmt.Tensor, why, r)
+		}
+		return &join{members: members, axes: append(slices.Clone(dom.Spatial), dom.Reduction...), reward: r, why: why}, ""
+	}
+	return nil, ""
+}
+
+// movable reports whether groups[b] may run right after groups[a]: no
+// statement of a group between them writes what b reads or writes, or
+// reads what b writes.
+func movable(groups [][]*ir.BoundStmt, a, b int) bool {
+	for _, mid := range groups[a+1 : b] {
+		for _, c := range mid {
+			for _, s := range groups[b] {
+				if c.Stmt.Tensor == s.Stmt.Tensor || reads(s.Stmt.RHS, c.Stmt.Tensor) > 0 || reads(c.Stmt.RHS, s.Stmt.Tensor) > 0 {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// applyJoin replaces groups a and b by their join, at a's place.
+func applyJoin(groups [][]*ir.BoundStmt, a, b int, members []*ir.BoundStmt) [][]*ir.BoundStmt {
+	out := slices.Clone(groups)
+	out[a] = members
+	return slices.Delete(out, b, b+1)
+}
+
+// shared is what the members of ga and gb share: the bytes that running
+// them in one nest saves (each tensor both read, once; each output of ga
+// that gb reads) and a description; ok is false when they share nothing
+// and are not both all '=' statements.
+func shared(spec *ir.Spec, ga, gb []*ir.BoundStmt) (bytes int64, why string, ok bool) {
+	readA, readB := readSet(ga), readSet(gb)
+	var common, fed []string
+	for _, t := range sortedKeys(readB) {
+		switch {
+		case readA[t]:
+			common = append(common, t)
+		case slices.ContainsFunc(ga, func(st *ir.BoundStmt) bool { return st.Stmt.Tensor == t }):
+			fed = append(fed, t)
+		}
+	}
+	size := int64(spec.DType.Size())
+	for _, t := range append(slices.Clone(common), fed...) {
+		if d := spec.Tensor(t); d != nil {
+			bytes += d.Elems() * size
+		}
+	}
+	var parts []string
+	if len(common) > 0 {
+		parts = append(parts, "both read "+strings.Join(common, ", "))
+	}
+	if len(fed) > 0 {
+		parts = append(parts, "reads "+strings.Join(fed, ", ")+" where it is stored")
+	}
+	return bytes, strings.Join(parts, "; "), len(parts) > 0 || allAssign(ga) && allAssign(gb)
+}
+
+// legal reports whether gb's members may run at each point of ga's loops
+// right after ga's: a member of gb reads a tensor a member of ga writes
+// only where an '=' member writes the whole tensor and at the point it
+// stores; no member of ga reads what gb writes; members writing the same
+// tensor write disjoint parts.
+func legal(ga, gb []*ir.BoundStmt) bool {
+	all := append(slices.Clone(ga), gb...)
+	for i, p := range all {
+		for j, q := range all {
+			if i >= j {
+				continue
+			}
+			if p.Stmt.Tensor == q.Stmt.Tensor && !disjoint(p, q) {
+				return false
+			}
+			if reads(p.Stmt.RHS, q.Stmt.Tensor) > 0 {
+				return false // reads what a later member writes
+			}
+			if reads(q.Stmt.RHS, p.Stmt.Tensor) > 0 && !readsAtStore(q.Stmt.RHS, p) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// readsAtStore reports whether every read of p's tensor in e is at the
+// element p stores at the same point: p is an '=' statement writing its
+// whole tensor and the read's indices are p's spatial axes.
+func readsAtStore(e ir.Expr, p *ir.BoundStmt) bool {
+	if p.Stmt.Reduce != ir.Assign || p.Offset != nil {
+		return false
+	}
+	ok := true
+	ir.Walk(e, func(x ir.Expr) bool {
+		if a, is := x.(*ir.Access); is && a.Tensor == p.Stmt.Tensor && !isIdentity(a, p) {
+			ok = false
+		}
+		return true
+	})
+	return ok
+}
+
+// disjoint reports whether p and q write disjoint boxes of their tensor.
+func disjoint(p, q *ir.BoundStmt) bool {
+	if len(p.Spatial) != len(q.Spatial) {
+		return false
+	}
+	for d := range p.Spatial {
+		lo1, lo2 := p.OffsetAt(d), q.OffsetAt(d)
+		if lo1+p.Spatial[d].Extent <= lo2 || lo2+q.Spatial[d].Extent <= lo1 {
+			return true
+		}
+	}
+	return false
+}
+
+func allAssign(sts []*ir.BoundStmt) bool {
+	for _, st := range sts {
+		if st.Stmt.Reduce != ir.Assign {
+			return false
+		}
+	}
+	return true
+}
+
+func readSet(sts []*ir.BoundStmt) map[string]bool {
+	out := map[string]bool{}
+	for _, st := range sts {
+		ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
+			if a, ok := e.(*ir.Access); ok {
+				out[a.Tensor] = true
+			}
+			return true
+		})
+	}
+	return out
+}
+
+func tensorsOf(sts []*ir.BoundStmt) string {
+	var names []string
+	for _, st := range sts {
+		if !slices.Contains(names, st.Stmt.Tensor) {
+			names = append(names, st.Stmt.Tensor)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+func pairName(ga, gb []*ir.BoundStmt) string { return tensorsOf(ga) + "|" + tensorsOf(gb) }

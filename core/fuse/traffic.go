@@ -1,0 +1,91 @@
+package fuse
+
+import (
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+)
+
+// traffic estimates the bytes a group of statements (one statement: its
+// default nest; several: their fused nest, loops.DefaultGroupTiling)
+// reads from memory: each tensor read once per run of the nest, times
+// the extent of every loop that does not index it and whose body touches
+// more of it than cache bytes (the tensor's rows are then fetched again
+// on every iteration of that loop). A tensor several members read counts
+// once in a fused nest.
+func traffic(spec *ir.Spec, group []*ir.BoundStmt, cache int64) int64 {
+	var axes []ir.Var
+	if len(group) == 1 {
+		axes = loops.DefaultLoopAxes(spec, group[0])
+	} else if g := loops.DefaultGroupTiling(spec, group); g != nil {
+		axes = loops.GroupLoopAxes(group, g)
+	}
+	size := int64(spec.DType.Size())
+	var total int64
+	for name, idx := range readAxes(group) {
+		t := spec.Tensor(name)
+		if t == nil {
+			continue
+		}
+		bytes := t.Elems() * size
+		for d, l := range axes {
+			if idx[l.Name] {
+				continue
+			}
+			fp := size
+			for _, in := range axes[d+1:] {
+				if idx[in.Name] {
+					fp *= in.Extent
+				}
+			}
+			if min(fp, t.Elems()*size) > cache {
+				bytes *= l.Extent
+			}
+		}
+		total += bytes
+	}
+	return total
+}
+
+// readAxes maps each tensor the statements read to the axes its indices
+// use.
+func readAxes(sts []*ir.BoundStmt) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for _, st := range sts {
+		ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
+			a, ok := e.(*ir.Access)
+			if !ok {
+				return true
+			}
+			if out[a.Tensor] == nil {
+				out[a.Tensor] = map[string]bool{}
+			}
+			for _, x := range a.Indices {
+				ir.Walk(x, func(y ir.Expr) bool {
+					if ix, ok := y.(*ir.Index); ok {
+						out[a.Tensor][ix.Name] = true
+					}
+					return true
+				})
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// accumulatorOps is the arithmetic a fused nest adds for its reduction
+// members (Cost's units): a member alone keeps its partial sums in
+// registers, in a group each point loads and stores its accumulator
+// element, two units per point and reduction member.
+func accumulatorOps(group []*ir.BoundStmt) int64 {
+	if len(group) < 2 {
+		return 0
+	}
+	var n int64
+	for _, st := range group {
+		if st.Stmt.Reduce != ir.Assign {
+			n += 2 * st.Points()
+		}
+	}
+	return n
+}

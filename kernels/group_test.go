@@ -1,0 +1,119 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/neoflow/neoflow/core/interp"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/parse"
+	"github.com/neoflow/neoflow/core/sema"
+	"github.com/neoflow/neoflow/internal/hostbuf"
+)
+
+// groupSpec is a weight's and an input's gradient contraction (they
+// share d_G and the axes b, g, j) and two elementwise statements, the
+// second reading the first where it stores it, joined into two groups.
+func groupSpec(t *testing.T, dt ir.DType) *ir.Spec {
+	t.Helper()
+	src := "d_W[g,j] += d_G[b,g] * H[b,j]\nd_H[b,j] += d_G[b,g] * W[g,j]\nE[b,j] = H[b,j] * 2.0 + 1.0\nF[b,j] = tanh(E[b,j]) * H[b,j]"
+	op, err := parse.Parse(src, parse.Options{Name: "grp", Inputs: []string{"d_G", "H", "W"}, Outputs: []string{"d_W", "d_H", "F"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sema.Check(op); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := sema.Specialize(op, dt, [][]int64{{6, 40}, {6, 64}, {40, 64}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Stmts[1].Joined, spec.Stmts[3].Joined = true, true
+	return spec
+}
+
+// TestGroupedNests runs fused groups under their default tiling and
+// under tilings that place the accumulators elsewhere (none: an identity
+// fill and combining into the output; partial: outside a reduction loop)
+// against the interpreter, on 1 and 3 threads: one nest per group.
+func TestGroupedNests(t *testing.T) {
+	b := testBuilder(t)
+	for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
+		spec := groupSpec(t, dt)
+		members := func(i int) []*ir.BoundStmt { return []*ir.BoundStmt{spec.Stmts[i], spec.Stmts[i+1]} }
+		def := loops.DefaultGroupTiling(spec, members(0))
+		if def == nil {
+			t.Fatal("no default tiling for the contraction group")
+		}
+		ew := loops.DefaultGroupTiling(spec, members(2))
+		if ew == nil {
+			t.Fatal("no default tiling for the elementwise group")
+		}
+		n := len(def.Loops)
+		variants := map[string]*loops.GroupTiling{
+			"default": def,
+			"direct":  {Splits: def.Splits, Loops: def.Loops, Parallel: def.Parallel, Vector: true, AccAt: []int{n, n}},
+			"partial": {Splits: def.Splits, Loops: def.Loops, Parallel: def.Parallel, Vector: true, AccAt: []int{n - 2, n - 2}},
+			"serial":  {Splits: def.Splits, Loops: def.Loops, AccAt: def.AccAt},
+		}
+		for name, g := range variants {
+			t.Run(fmt.Sprintf("%s_%s", dt, name), func(t *testing.T) {
+				scheds := []loops.Schedule{{Group: g}, loops.DefaultSchedule(spec, 1), {Group: ew}, loops.DefaultSchedule(spec, 3)}
+				src, err := ScheduledSource(spec, scheds)
+				if err != nil {
+					t.Fatalf("%v\n%s", err, g)
+				}
+				k, err := b.BuildScheduled(context.Background(), spec, scheds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer k.Close()
+				inputs := hostbuf.RandomInputs(spec, false, 7)
+				want, err := interp.Run(spec, inputs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, threads := range []int{1, 3} {
+					bufs := hostbuf.New(spec, inputs)
+					bufs.Poison(spec)
+					if err := k.Launch(bufs.Ptr, threads); err != nil {
+						t.Fatal(err)
+					}
+					compareWritten(t, spec, bufs, want, tolerance(dt), src)
+					bufs.Free()
+				}
+			})
+		}
+	}
+}
+
+// TestGroupTilingRefused: a tiling that would race or does not fit the
+// members is a lowering error, not a kernel.
+func TestGroupTilingRefused(t *testing.T) {
+	spec := groupSpec(t, ir.Float32)
+	def := loops.DefaultGroupTiling(spec, []*ir.BoundStmt{spec.Stmts[0], spec.Stmts[1]})
+	n := len(def.Loops)
+	bad := map[string]*loops.GroupTiling{
+		// g is d_H's reduction axis: threads would add into one d_H element.
+		"parallel reduction": {Loops: []string{"g", "b", "j"}, Parallel: 1, AccAt: []int{3, 3}},
+		// b is d_W's reduction axis: lanes would add into one d_W element.
+		"reduction lanes":   {Loops: []string{"j", "g", "b"}, Vector: true, AccAt: []int{3, 3}},
+		"acc in parallel":   {Splits: def.Splits, Loops: def.Loops, Parallel: 1, AccAt: []int{0, n}},
+		"acc count":         {Splits: def.Splits, Loops: def.Loops, AccAt: []int{n}},
+		"not a permutation": {Loops: []string{"j", "g"}, AccAt: []int{2, 2}},
+	}
+	for name, g := range bad {
+		scheds := []loops.Schedule{{Group: g}, {}, {}, {}}
+		if _, err := ScheduledSource(spec, scheds); err == nil {
+			t.Errorf("%s: tiling %s lowered", name, g)
+		}
+	}
+	// Members with different axes are no group.
+	spec.Stmts[2].Joined = false
+	spec.Stmts[2].Joined, spec.Stmts[1].Joined = true, false
+	if _, err := loops.LowerGroup(spec, []int{1, 2}, loops.Schedule{Group: def}); err == nil {
+		t.Error("a group of statements over different axes lowered")
+	}
+}
