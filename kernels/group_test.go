@@ -117,3 +117,31 @@ func TestGroupTilingRefused(t *testing.T) {
 		t.Error("a group of statements over different axes lowered")
 	}
 }
+
+// TestGroupedKernelCUDAEmulated: under the GPU defaults the elementwise
+// group is one grid-stride kernel computing both members per point, and
+// the contraction group runs member by member; both compute what the
+// interpreter does (the CUDA emulator, every dtype).
+func TestGroupedKernelCUDAEmulated(t *testing.T) {
+	for _, dt := range []ir.DType{ir.Float32, ir.Float64, ir.Float16, ir.BFloat16} {
+		spec := groupSpec(t, dt)
+		if s := loops.GPUSchedule(spec, 2); s.Group == nil {
+			t.Fatalf("the elementwise group has no GPU group schedule: %s", s)
+		}
+		if s := loops.GPUSchedule(spec, 0); s.Group != nil {
+			t.Fatalf("the contraction group got a GPU group schedule: %s", s)
+		}
+		mod, err := CUDASource(spec, nil, "nf_test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nests []int
+		for _, l := range mod.Launches {
+			nests = append(nests, l.Nest)
+		}
+		if want := []int{0, 1, 2}; fmt.Sprint(nests) != fmt.Sprint(want) {
+			t.Errorf("%s: kernels for statements %v, want %v (E and F in one)", dt, nests, want)
+		}
+		runCUDAEmulated(t, spec, nil, hostbuf.RandomInputs(spec, false, 3), tolerance(dt))
+	}
+}
