@@ -127,16 +127,7 @@ func footprintOrder(spec *ir.Spec, dom *ir.BoundStmt, members []*ir.BoundStmt) [
 			}
 		}
 	}
-	slices.SortStableFunc(names, func(a, b string) int {
-		switch {
-		case foot[a] > foot[b]:
-			return -1
-		case foot[a] < foot[b]:
-			return 1
-		}
-		return 0
-	})
-	return names
+	return byFootprint(names, foot)
 }
 
 func usesAccess(a *ir.Access, name string) bool {

@@ -385,8 +385,12 @@ func SpatialOrder(spec *ir.Spec, st *ir.BoundStmt) []string {
 			}
 		}
 	}
-	order := spatialNames(st)
-	slices.SortStableFunc(order, func(a, b string) int {
+	return byFootprint(spatialNames(st), foot)
+}
+
+// byFootprint sorts names by decreasing foot, ties in their order.
+func byFootprint(names []string, foot map[string]int64) []string {
+	slices.SortStableFunc(names, func(a, b string) int {
 		switch {
 		case foot[a] > foot[b]:
 			return -1
@@ -395,7 +399,7 @@ func SpatialOrder(spec *ir.Spec, st *ir.BoundStmt) []string {
 		}
 		return 0
 	})
-	return order
+	return names
 }
 
 func spatialNames(st *ir.BoundStmt) []string {
