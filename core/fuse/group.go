@@ -121,14 +121,16 @@ func tryJoin(spec *ir.Spec, groups [][]*ir.BoundStmt, a, b int, opts Options) (*
 		if !legal(ga, renamed) {
 			return nil, fmt.Sprintf("%s stays out of %s's nest: it reads or writes what the nest computes in a way a point-by-point loop cannot", tensorsOf(gb), ga[0].Stmt.Tensor)
 		}
-		if loops.DefaultGroupTiling(spec, members) == nil {
+		g := loops.DefaultGroupTiling(spec, members)
+		if g == nil {
 			return nil, fmt.Sprintf("%s stays out of %s's nest: no axis spatial in every member runs in lanes", tensorsOf(gb), ga[0].Stmt.Tensor)
 		}
 		if why == "" {
 			why = "same points"
 		}
 		m := opts.Machine.orDefault()
-		dt := traffic(spec, ga, m.CacheBytes) + traffic(spec, gb, m.CacheBytes) - traffic(spec, members, m.CacheBytes)
+		dt := traffic(spec, ga, nestAxes(spec, ga), m.CacheBytes) + traffic(spec, gb, nestAxes(spec, gb), m.CacheBytes) -
+			traffic(spec, members, loops.GroupLoopAxes(members, g), m.CacheBytes)
 		dc := accumulatorOps(ga) + accumulatorOps(gb) - accumulatorOps(members)
 		r := m.reward(max(dt, bytes), dc, 1)
 		if r.R <= 0 {

@@ -5,20 +5,25 @@ import (
 	"github.com/neoflow/neoflow/core/loops"
 )
 
-// traffic estimates the bytes a group of statements (one statement: its
-// default nest; several: their fused nest, loops.DefaultGroupTiling)
-// reads from memory: each tensor read once per run of the nest, times
-// the extent of every loop that does not index it and whose body touches
-// more of it than cache bytes (the tensor's rows are then fetched again
-// on every iteration of that loop). A tensor several members read counts
-// once in a fused nest.
-func traffic(spec *ir.Spec, group []*ir.BoundStmt, cache int64) int64 {
-	var axes []ir.Var
+// nestAxes is the loops of a group's nest (one statement: its default
+// nest; several: their fused nest, loops.DefaultGroupTiling).
+func nestAxes(spec *ir.Spec, group []*ir.BoundStmt) []ir.Var {
 	if len(group) == 1 {
-		axes = loops.DefaultLoopAxes(spec, group[0])
-	} else if g := loops.DefaultGroupTiling(spec, group); g != nil {
-		axes = loops.GroupLoopAxes(group, g)
+		return loops.DefaultLoopAxes(spec, group[0])
 	}
+	if g := loops.DefaultGroupTiling(spec, group); g != nil {
+		return loops.GroupLoopAxes(group, g)
+	}
+	return nil
+}
+
+// traffic estimates the bytes a group of statements, run by the loops
+// axes (outermost first), reads from memory: each tensor read once per
+// run of the nest, times the extent of every loop that does not index it
+// and whose body touches more of it than cache bytes (the tensor's rows
+// are then fetched again on every iteration of that loop). A tensor
+// several members read counts once in a fused nest.
+func traffic(spec *ir.Spec, group []*ir.BoundStmt, axes []ir.Var, cache int64) int64 {
 	size := int64(spec.DType.Size())
 	var total int64
 	for name, idx := range readAxes(group) {
