@@ -30,6 +30,19 @@
 //     inner loops with the lane loop innermost (loops.Pack), so its inner
 //     dimension is read as vectors whose length the split genes tune.
 //
+// A fused group (the statements core/fuse joined into one nest,
+// loops.GroupMembers) is tuned as one kernel: its lead statement's mode
+// gene has a third choice, the group as one nest tiled by the group's own
+// genes (groupspace.go), which follow the lead's. They are a statement's
+// genes over the group's domain (loops.GroupDomain: the axes spatial in
+// every member are its spatial axes, the others its reduction axes):
+// splits that divide the extents, order, template, accumulator position
+// (moved inward per member until its accumulator fits), parallel loops and
+// lanes over a group-spatial axis, decoded to a loops.GroupTiling. The
+// other choices stay: the group's default tiling, or the lead and each
+// member tiled alone. Group seeds start the search near the default
+// tiling with other lane chunks and reduction tiles.
+//
 // Operand swapping for binary reductions (computing the transposed
 // product to vectorize the other operand's axis) is the choice of the
 // lane axis among the spatial axes, which the permutation genes make.
@@ -66,9 +79,11 @@
 // sum of theirs, and a gain in one statement hides among the others. The
 // tuner therefore measures the profiled kernel (Builder.BuildProfiled of
 // package kernels), which also times each statement (Sample.Stmts, per
-// statement the median over the timed runs), and keeps for each statement
-// the gene segment of its fastest time in a successful trial; a
-// statement's segment alone drives its schedule (Space.Decode). Each new
+// statement the median over the timed runs), and keeps for each unit (a
+// statement, or a fused group's members together, timed as the sum of
+// theirs, since a group's nest is timed as its lead's) the gene segment of
+// its fastest time in a successful trial; a unit's segment alone drives
+// its schedules (Space.Decode). Each new
 // generation's batch starts with the composition of these segments, and
 // the last trial of the Trials budget measures it too, unless those
 // schedules were measured already (always so with one statement); it is
@@ -76,7 +91,7 @@
 // trial of the budget, which it never exceeds.
 //
 // When the search ends (not when it is interrupted), the ConfirmTop
-// fastest distinct schedules, the fastest with each statement in turn set
+// fastest distinct schedules, the fastest with each unit in turn set
 // back to its default schedule (a statement's time in a trial is one
 // noisy profiled run, and the composition spreads a segment measured fast
 // once to every top schedule), and the default ones are timed

@@ -39,6 +39,17 @@ func (sp *Space) Seeds() [][]int {
 			out = append(out, g)
 		}
 	}
+	// The group seeds: every fused group as one nest, near its default
+	// tiling, with other lane chunks and reduction tiles.
+	for _, v := range []struct {
+		vecs, red int64
+		template  int
+	}{{4, 256, 0}, {1, 256, 0}, {4, 16, 1}, {16, 256, 3}} {
+		g := sp.Default()
+		if sp.groupSeed(g, v.vecs, v.red, v.template) && !slices.ContainsFunc(out, func(o []int) bool { return slices.Equal(o, g) }) {
+			out = append(out, g)
+		}
+	}
 	// The lane seeds: each builder writes its genes for the statements it
 	// suits; a seed that none suits is not added.
 	builders := []func(ss *stmtSpace, g []int) bool{

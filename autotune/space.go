@@ -31,11 +31,16 @@ type stmtSpace struct {
 	// factor choices of that axis.
 	splits [][][]int64
 	red    bool // a reduction statement
+	// grp, when the statement leads a fused group with a default group
+	// tiling, schedules the group as one nest: mode 2 (group.go).
+	grp *groupSpace
 }
 
 // Gene layout of a statement, in order (n spatial axes, m reduction axes):
 //
-//	mode       0: the default schedule, 1: tiled (the genes below apply)
+//	mode       0: the default schedule, 1: tiled (the genes below apply),
+//	           2 (a fused group's lead): the group as one nest, tiled by
+//	           the group's genes, which follow the statement's (group.go)
 //	split[a]   n spatial genes: (f1, f2) with f1*f2 dividing the extent,
 //	           giving three tile levels; m reduction genes: f dividing
 //	           the extent, giving two. After the divisors come the lane
@@ -122,47 +127,69 @@ func NewSpace(spec *ir.Spec) *Space {
 			sp.stmts = append(sp.stmts, ss)
 			continue
 		}
-		n := len(st.Spatial)
-		fixed := make([]int, numFixedGenes)
-		fixed[geneMode] = 2
-		if n+len(st.Reduction) == 0 {
-			fixed[geneMode] = 1 // no loop to tile: the default schedule only
-		}
-		fixed[geneTemplate] = 1
-		if ss.red {
-			fixed[geneTemplate] = len(templates)
-		}
-		fixed[geneAcc] = 3
-		fixed[geneParallel] = n + 1
-		fixed[geneVector] = 2
-		fixed[geneUnroll] = len(unrolls)
-		fixed[genePack] = 1 + min(len(loops.PackableReads(st)), maxPackReads)
-		fixed[genePackAt] = packAtGroups + 1 // the last choice: shared
-		fixed[geneRelayout] = 2
-		sp.card = append(sp.card, fixed...)
-		for _, ax := range st.Spatial {
-			fs := factorPairs(ax.Extent)
-			for _, v := range laneRemainders(ax.Extent) {
-				fs = append(fs, []int64{1, v})
-			}
-			ss.splits = append(ss.splits, fs)
-		}
-		for _, ax := range st.Reduction {
-			fs := factorSingles(ax.Extent)
-			for _, v := range laneRemainders(ax.Extent) {
-				fs = append(fs, []int64{v})
-			}
-			ss.splits = append(ss.splits, fs)
-		}
-		for _, f := range ss.splits {
-			sp.card = append(sp.card, len(f))
-		}
-		for i := range n {
-			sp.card = append(sp.card, n-i)
+		sp.card = append(sp.card, ss.genes(false)...)
+		if gs := newGroupSpace(spec, i, len(sp.card)); gs != nil {
+			ss.grp = gs
+			sp.card[ss.off+geneMode] = 3
+			sp.card = append(sp.card, gs.dom.genes(true)...)
 		}
 		sp.stmts = append(sp.stmts, ss)
 	}
 	return sp
+}
+
+// genes fills in ss's split choices and returns the cardinalities of its
+// genes (the layout above). A group domain's genes (group) have no
+// remainder splits and fix the genes that a loops.GroupTiling has no
+// field for (mode, unroll, pack, packAt, relayout) at one value.
+func (ss *stmtSpace) genes(group bool) []int {
+	st := ss.st
+	n := len(st.Spatial)
+	fixed := make([]int, numFixedGenes)
+	for i := range fixed {
+		fixed[i] = 1
+	}
+	if n+len(st.Reduction) > 0 && !group {
+		fixed[geneMode] = 2 // else no loop to tile: the default schedule only
+	}
+	if ss.red {
+		fixed[geneTemplate] = len(templates)
+	}
+	fixed[geneAcc] = 3
+	fixed[geneParallel] = n + 1
+	fixed[geneVector] = 2
+	if !group {
+		fixed[geneUnroll] = len(unrolls)
+		fixed[genePack] = 1 + min(len(loops.PackableReads(st)), maxPackReads)
+		fixed[genePackAt] = packAtGroups + 1 // the last choice: shared
+		fixed[geneRelayout] = 2
+	}
+	card := fixed
+	for _, ax := range st.Spatial {
+		fs := factorPairs(ax.Extent)
+		if !group {
+			for _, v := range laneRemainders(ax.Extent) {
+				fs = append(fs, []int64{1, v})
+			}
+		}
+		ss.splits = append(ss.splits, fs)
+	}
+	for _, ax := range st.Reduction {
+		fs := factorSingles(ax.Extent)
+		if !group {
+			for _, v := range laneRemainders(ax.Extent) {
+				fs = append(fs, []int64{v})
+			}
+		}
+		ss.splits = append(ss.splits, fs)
+	}
+	for _, f := range ss.splits {
+		card = append(card, len(f))
+	}
+	for i := range n {
+		card = append(card, n-i)
+	}
+	return card
 }
 
 // Cardinalities is the number of values of each gene.
@@ -204,6 +231,9 @@ func (ss *stmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 	def := loops.DefaultSchedule(spec, ss.index)
 	if ss.scatter || g[ss.off+geneMode] == 0 {
 		return def
+	}
+	if g[ss.off+geneMode] == 2 {
+		return ss.grp.decode(def, g)
 	}
 	t, starts := ss.tiling(g)
 	if t.Check(spec, ss.st) != nil {

@@ -96,7 +96,10 @@ type Tuner struct {
 	prog    Progress
 	best    []int
 	fails   []*api.TrialFailure
-	// stmtBest is, per statement, the lowest time it took in a successful
+	// units lists the statements of each tuning unit (groupOf): a fused
+	// group or a statement alone.
+	units [][]int
+	// stmtBest is, per unit, the lowest time it took in a successful
 	// trial, and stmtGenes its gene segment in that trial (nil: none yet).
 	stmtBest  []float64
 	stmtGenes [][]int
@@ -173,9 +176,13 @@ func newTuner(spec *ir.Spec, sp schedSpace, opts Options) (*Tuner, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "autotune")
 	}
-	n := sp.numStmts()
+	units := groupOf(spec)
+	if len(units) == 0 || units[len(units)-1][len(units[len(units)-1])-1] != sp.numStmts()-1 {
+		return nil, errors.New("autotune: the schedule space and the spec disagree on the statements")
+	}
+	n := len(units)
 	t := &Tuner{spec: spec, space: sp, ga: g, opts: opts, start: time.Now(), seen: map[string]outcome{},
-		stmtBest: make([]float64, n), stmtGenes: make([][]int, n)}
+		units: units, stmtBest: make([]float64, n), stmtGenes: make([][]int, n)}
 	t.prog.Budget = opts.Trials
 	return t, nil
 }
@@ -302,13 +309,13 @@ func (t *Tuner) confirm(ctx context.Context) error {
 // the search composes each statement's fastest segment, every top schedule
 // may carry it; the confirmation round then times each revert too.
 func (t *Tuner) reverts(g []int) [][]int {
-	if t.space.numStmts() < 2 {
+	if len(t.units) < 2 {
 		return nil
 	}
 	def := t.space.Default()
 	var out [][]int
-	for i := range t.space.numStmts() {
-		lo, hi := t.space.segment(i)
+	for u := range t.units {
+		lo, hi := t.unitSegment(u)
 		if slices.Equal(g[lo:hi], def[lo:hi]) {
 			continue
 		}
@@ -357,21 +364,35 @@ func (t *Tuner) next() ([]int, []loops.Schedule) {
 	return nil, nil // the search only finds schedules it has measured
 }
 
-// noteStmts keeps, per statement, the fastest time seen and the genes of
-// genome g that gave it (the earliest on ties).
+// noteStmts keeps, per unit, the fastest time seen (the sum of its
+// statements' times stmts) and the genes of genome g that gave it (the
+// earliest on ties).
 func (t *Tuner) noteStmts(g []int, stmts []float64) {
-	if len(stmts) != len(t.stmtBest) {
+	if len(stmts) != t.space.numStmts() {
 		return
 	}
-	for i, secs := range stmts {
-		if secs >= 0 && (t.stmtGenes[i] == nil || secs < t.stmtBest[i]) {
-			lo, hi := t.space.segment(i)
-			t.stmtBest[i], t.stmtGenes[i] = secs, slices.Clone(g[lo:hi])
+	for u, idx := range t.units {
+		secs := 0.0
+		for _, i := range idx {
+			secs += max(stmts[i], 0)
+		}
+		if stmts[idx[0]] >= 0 && (t.stmtGenes[u] == nil || secs < t.stmtBest[u]) {
+			lo, hi := t.unitSegment(u)
+			t.stmtBest[u], t.stmtGenes[u] = secs, slices.Clone(g[lo:hi])
 		}
 	}
 }
 
-// composed is the genome made of each statement's fastest gene segment,
+// unitSegment is the gene range of unit u: its statements' segments,
+// which are consecutive.
+func (t *Tuner) unitSegment(u int) (lo, hi int) {
+	idx := t.units[u]
+	lo, _ = t.space.segment(idx[0])
+	_, hi = t.space.segment(idx[len(idx)-1])
+	return lo, hi
+}
+
+// composed is the genome made of each unit's fastest gene segment,
 // with its schedules; nil when a statement has no time yet or when those
 // schedules were measured (so always with a single statement).
 func (t *Tuner) composed() ([]int, []loops.Schedule) {
@@ -467,11 +488,17 @@ func scaledGenes(g, card []int) []float64 {
 // [0, 1], and for split genes the log2 of each tile factor.
 func (sp *Space) Features(g []int) []float64 {
 	f := scaledGenes(g, sp.card)
-	for _, ss := range sp.stmts {
+	split := func(ss *stmtSpace) {
 		for a, choices := range ss.splits {
 			for _, x := range choices[g[ss.off+numFixedGenes+a]] {
 				f = append(f, math.Log2(float64(x)))
 			}
+		}
+	}
+	for _, ss := range sp.stmts {
+		split(&ss)
+		if ss.grp != nil {
+			split(&ss.grp.dom)
 		}
 	}
 	return f

@@ -115,6 +115,15 @@ func GroupDomain(members []*ir.BoundStmt) (dom *ir.BoundStmt, ok bool) {
 	return dom, true
 }
 
+// Check reports whether g lowers the fused group members (their
+// statements, in order): the members share one domain, the loops name
+// its axes once each, the tile factors divide the extents, and every
+// accumulator position is in range and fits in MaxLocalElems.
+func (g *GroupTiling) Check(members []*ir.BoundStmt) error {
+	_, _, err := g.resolve(members)
+	return err
+}
+
 // resolve checks g against the members and returns the group's domain
 // and its loops in g.Loops order.
 func (g *GroupTiling) resolve(members []*ir.BoundStmt) (*ir.BoundStmt, []tileLoop, error) {
