@@ -29,17 +29,26 @@ func fuseSpec(spec *ir.Spec, cfg Config, saving bool, rates func() fuse.Machine)
 	}
 	u := pipeline.FromSpec(spec)
 	u.Fusion, u.Dump, u.Machine = true, cfg.Dump, rates()
+	var recNotes []string
 	if !saving {
-		u.Keep = savedTemps(spec)
+		// The saved temporaries are among the kernel's outputs, which
+		// torch.compile bakes into the graphs it caches on disk: they
+		// are decided at the default rates, not this machine's, so that
+		// they depend on neoflow's version and the op alone.
+		u.Keep, recNotes = savedTemps(spec, fuse.DefaultMachine)
 	}
 	if err := pipeline.Run(u, pipeline.Fused); err != nil {
 		return nil, "", err
 	}
 	var b strings.Builder
 	m := u.Machine
-	fmt.Fprintf(&b, "rates: %.3g GB/s, %.3g G ops/s, %.3g us per loop nest, cache %d KiB\n", m.BytesPerSec/1e9, m.OpsPerSec/1e9, m.NestSec*1e6, m.CacheBytes>>10)
+	fmt.Fprintf(&b, "rates: %.3g GB/s, %.3g G ops/s, %d ops per math call, %.3g us per loop nest, cache %d KiB\n",
+		m.BytesPerSec/1e9, m.OpsPerSec/1e9, m.CallOps, m.NestSec*1e6, m.CacheBytes>>10)
 	if len(u.Keep) > 0 {
 		fmt.Fprintf(&b, "kept whole for the saving gradient: %s\n", strings.Join(slices.Sorted(maps.Keys(u.Keep)), ", "))
+	}
+	for _, n := range recNotes {
+		b.WriteString(n + "\n")
 	}
 	for _, pass := range pipeline.Passes() {
 		for _, n := range u.FusionNotes[pass] {
@@ -54,16 +63,19 @@ func fuseSpec(spec *ir.Spec, cfg Config, saving bool, rates func() fuse.Machine)
 }
 
 // savedTemps names the temporaries of spec that a saving gradient op of
-// it reads (autodiff.GradSaving's Saved) for the gradient with respect to
-// every input and to each input alone: the gradient of a set of inputs
-// is made of the statements the gradients of each need. When a gradient
-// does not derive, every temporary is kept.
-func savedTemps(spec *ir.Spec) map[string]bool {
-	keep := map[string]bool{}
+// it reads (autodiff.GradRecomputing's Saved, with the temporaries
+// pipeline.Recompute has it recompute under m) for the gradient with
+// respect to every input and to each input alone: the gradient of a set
+// of inputs is made of the statements the gradients of each need. When a
+// gradient does not derive, every temporary is kept. notes are the
+// save-or-recompute decisions.
+func savedTemps(spec *ir.Spec, m fuse.Machine) (keep map[string]bool, notes []string) {
+	keep = map[string]bool{}
 	n := len(spec.Op.Inputs)
 	if n == 0 {
-		return keep
+		return keep, nil
 	}
+	rec, notes := pipeline.Recompute(spec, m)
 	wrts := [][]bool{make([]bool, n)}
 	for i := range n {
 		wrts[0][i] = true
@@ -74,14 +86,14 @@ func savedTemps(spec *ir.Spec) map[string]bool {
 		}
 	}
 	for _, wrt := range wrts {
-		g, err := autodiff.GradSaving(spec, wrt)
+		g, err := autodiff.GradRecomputing(spec, wrt, rec)
 		if err != nil {
 			for _, t := range spec.Tensors {
 				if t.Role == ir.RoleTemp {
 					keep[t.Name] = true
 				}
 			}
-			return keep
+			return keep, notes
 		}
 		for _, name := range g.Saved {
 			if t := spec.Tensor(name); t != nil && t.Role == ir.RoleTemp {
@@ -89,5 +101,5 @@ func savedTemps(spec *ir.Spec) map[string]bool {
 			}
 		}
 	}
-	return keep
+	return keep, notes
 }

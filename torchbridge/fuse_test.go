@@ -4,15 +4,18 @@ import (
 	"testing"
 
 	"github.com/neoflow/neoflow/core/autodiff"
+	"github.com/neoflow/neoflow/core/fuse"
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
 // savedTemps derives the gradients with respect to all inputs and to each
 // alone; the temporaries the saving gradient of any set of inputs reads
-// must be among them, or fusion would drop one the backward needs. Every
-// subset of every op's inputs in the test table (and of its gradient
-// op's, for double backward), checked.
+// (with the temporaries pipeline.Recompute has it recompute, as Grad
+// derives it with fusion on) must be among them, or fusion would drop one
+// the backward needs. Every subset of every op's inputs in the test table
+// (and of its gradient op's, for double backward), checked.
 func TestSavedTempsCoverEverySubset(t *testing.T) {
 	for _, o := range testops.All {
 		spec, err := o.Spec(ir.Float64)
@@ -28,7 +31,8 @@ func TestSavedTempsCoverEverySubset(t *testing.T) {
 			specs = append(specs, g)
 		}
 		for _, s := range specs {
-			keep := savedTemps(s)
+			keep, _ := savedTemps(s, fuse.DefaultMachine)
+			rec, _ := pipeline.Recompute(s, fuse.DefaultMachine)
 			n := len(s.Op.Inputs)
 			if n > 10 {
 				n = 10 // 1023 subsets at most
@@ -38,7 +42,7 @@ func TestSavedTempsCoverEverySubset(t *testing.T) {
 				for i := range n {
 					wrt[i] = mask&(1<<i) != 0
 				}
-				g, err := autodiff.GradSaving(s, wrt)
+				g, err := autodiff.GradRecomputing(s, wrt, rec)
 				if err != nil {
 					continue
 				}

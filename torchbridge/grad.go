@@ -12,8 +12,9 @@ import (
 // inputs (the pipeline's specialize and autodiff passes) and registers it
 // as a new op, so that it is specialized, built and differentiated again
 // (double backward) like any other. With req.Save the gradient op reads
-// the forward temporaries and outputs it needs as inputs
-// (autodiff.GradSaving) instead of recomputing them.
+// the forward temporaries and outputs it needs as inputs instead of
+// recomputing them (autodiff.GradSaving), except, with fusion on, the
+// temporaries the fusion reward has it recompute (pipeline.Recompute).
 func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 	op, dtype, shapes, err := r.opInputs(req.GetOpId(), req.GetInputs())
 	if err != nil {
@@ -22,7 +23,13 @@ func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 	if len(req.GetWrt()) != len(op.Inputs) {
 		return nil, errors.Errorf("gradient request names %d inputs, op %s has %d", len(req.GetWrt()), opName(op), len(op.Inputs))
 	}
-	u := &pipeline.Unit{Op: op, DType: dtype, Shapes: shapes, Sizes: req.GetSizes(), Wrt: req.GetWrt(), Save: req.GetSave(), Dump: r.config().Dump}
+	cfg := r.config()
+	u := &pipeline.Unit{Op: op, DType: dtype, Shapes: shapes, Sizes: req.GetSizes(), Wrt: req.GetWrt(), Save: req.GetSave(), Dump: cfg.Dump}
+	if u.Save && cfg.Fusion {
+		// The save-or-recompute decision as the forward kernel's made it
+		// (fuseSpec, savedTemps): at the default rates.
+		u.Fusion = true
+	}
 	if err := pipeline.Run(u, pipeline.Derive); err != nil {
 		return nil, err
 	}

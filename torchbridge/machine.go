@@ -2,6 +2,7 @@ package torchbridge
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,24 +114,29 @@ func readRates(path string, want machineRecord) (fuse.Machine, error) {
 	}
 	m := rec.Rates
 	if rec.Version != want.Version || rec.Threads != want.Threads || !slices.Equal(rec.Compiler, want.Compiler) ||
-		m.BytesPerSec <= 0 || m.OpsPerSec <= 0 || m.NestSec < 0 {
+		m.BytesPerSec <= 0 || m.OpsPerSec <= 0 || m.NestSec < 0 || m.CallOps <= 0 {
 		return fuse.Machine{}, errors.Errorf("%s: measured under other settings", path)
 	}
 	return m, nil
 }
 
-// measureRates times four kernels: a copy of 16M floats (bandwidth, past
-// the caches), an elementwise chain of math functions, products and sums
-// on 1M floats (arithmetic, in fuse.Cost's units), and, for the cost of a loop nest, 16 statements of 64K
+// measureRates times five kernels: a copy of 16M floats (bandwidth, past
+// the caches); on 1M floats, a chain of products and sums (arithmetic, in
+// fuse.Cost's units) and a chain of math functions (the cost of a call in
+// those units); and, for the cost of a loop nest, 16 statements of 64K
 // elements each (each its own parallel region) against one statement of
-// 16 times as many.
+// 16 times as many. Each chain reads the level below once: a chain that
+// repeated a subexpression would be computed once by the C compiler and
+// counted twice by fuse.Cost.
 func (r *Runtime) measureRates(threads int) (fuse.Machine, error) {
 	const n, m, k = 1 << 24, 1 << 20, 1 << 16
-	// Arithmetic as the cells of a network have it: math functions, products
-	// and sums, rated in fuse.Cost's units.
-	chain := "X[i]"
+	arith := "X[i]"
+	for range 16 {
+		arith = "(" + arith + " * 0.999 + 0.001)"
+	}
+	calls := "X[i]"
 	for range 4 {
-		chain = "(tanh(" + chain + ") * 0.5 + sigmoid(" + chain + " * 0.25) * exp(-0.5 * X[i]))"
+		calls = "exp(tanh(sigmoid(" + calls + " * 0.25) * 0.5) * -0.5)"
 	}
 	nests := "T0[i] = X[i] + 1.0"
 	for k := 1; k < 16; k++ {
@@ -140,11 +146,11 @@ func (r *Runtime) measureRates(threads int) (fuse.Machine, error) {
 	if err != nil {
 		return fuse.Machine{}, err
 	}
-	arithT, err := r.timeKernel("Y[i] = "+chain, m, threads)
+	arithT, err := r.timeKernel("Y[i] = "+arith, m, threads)
 	if err != nil {
 		return fuse.Machine{}, err
 	}
-	ops, err := chainCost(chain)
+	callT, err := r.timeKernel("Y[i] = "+calls, m, threads)
 	if err != nil {
 		return fuse.Machine{}, err
 	}
@@ -156,20 +162,33 @@ func (r *Runtime) measureRates(threads int) (fuse.Machine, error) {
 	if err != nil {
 		return fuse.Machine{}, err
 	}
+	arithOps, err := chainCost(arith, 0)
+	if err != nil {
+		return fuse.Machine{}, err
+	}
+	callOps, err := chainCost(calls, 0) // the chain less its calls
+	if err != nil {
+		return fuse.Machine{}, err
+	}
+	opsPerSec := float64(arithOps) * m / max(arithT, 1e-9)
+	const ncalls = 12
+	perCall := (callT*opsPerSec/m - float64(callOps)) / ncalls
 	return fuse.Machine{
 		BytesPerSec: 2 * 4 * n / copyT,
-		OpsPerSec:   float64(ops) * m / max(arithT, 1e-9),
+		OpsPerSec:   opsPerSec,
 		NestSec:     max(nestT-oneT, 0) / 15,
+		CallOps:     max(int64(math.Round(perCall)), 1),
 	}, nil
 }
 
-// chainCost is fuse.Cost of the arithmetic kernel's expression.
-func chainCost(chain string) (int64, error) {
+// chainCost is the fuse.Cost of a rates kernel's expression, each math
+// function call counted call.
+func chainCost(chain string, call int64) (int64, error) {
 	op, err := parse.Parse("Y[i] = "+chain, parse.Options{})
 	if err != nil {
 		return 0, err
 	}
-	return fuse.Cost(op.Stmts[0].RHS), nil
+	return fuse.Machine{CallOps: call}.CostOf(op.Stmts[0].RHS), nil
 }
 
 // timeKernel builds src for one float32 input of n elements and returns

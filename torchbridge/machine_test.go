@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/neoflow/neoflow/api"
@@ -19,7 +20,7 @@ func TestMachineRatesAreMeasuredOnceAndKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := r.machineRates()
-	if m.BytesPerSec < 1e8 || m.OpsPerSec < 1e7 || m.NestSec < 0 || m.NestSec > 1e-2 {
+	if m.BytesPerSec < 1e8 || m.OpsPerSec < 1e7 || m.NestSec < 0 || m.NestSec > 1e-2 || m.CallOps < 1 || m.CallOps > 1e4 {
 		t.Fatalf("implausible rates %+v (warnings %v)", m, r.takeWarnings())
 	}
 	path := filepath.Join(dir, machineFile)
@@ -38,10 +39,12 @@ func TestMachineRatesAreMeasuredOnceAndKept(t *testing.T) {
 	if got := r2.machineRates(); got.NestSec != 0.125 {
 		t.Fatalf("the kept rates were not read: %+v", got)
 	}
-	// Damaged, or measured with another thread count: measured again.
-	for _, init := range []*api.InitRequest{{CacheDir: dir, NumThreads: 2}, {CacheDir: dir, NumThreads: 1}} {
-		if init.NumThreads == 2 {
-			if err := os.WriteFile(path, []byte("{not json"), 0o644); err != nil {
+	// Damaged, kept by a neoflow that did not measure the cost of a math
+	// call, or measured with another thread count: measured again.
+	noCalls := strings.Replace(replaceRate(t, kept), `"CallOps":`, `"CallOps":0,"Old":`, 1)
+	for i, init := range []*api.InitRequest{{CacheDir: dir, NumThreads: 2}, {CacheDir: dir, NumThreads: 2}, {CacheDir: dir, NumThreads: 1}} {
+		if i < 2 {
+			if err := os.WriteFile(path, []byte([]string{"{not json", noCalls}[i]), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -32,6 +32,9 @@ type GradOp struct {
 	// len(Saved) inputs are these tensors (renamed where a forward name
 	// collides with a gradient name). Empty for Grad.
 	Saved []string
+	// Recomputed maps, for GradRecomputing, each forward tensor the
+	// gradient op computes again to the name it has there.
+	Recomputed map[string]string
 	// Sizes are the extents to pass to sema.Specialize for the index
 	// variables it cannot infer. Each name has one extent in every
 	// statement that uses it.
@@ -80,14 +83,26 @@ func GradSaving(spec *ir.Spec, wrt []bool) (*GradOp, error) {
 	return grad(spec, wrt, gradOptions{save: true})
 }
 
+// GradRecomputing is GradSaving except for the forward tensors named in
+// recompute: the gradient op computes those again from what their
+// statements read (saved tensors, forward inputs, or tensors it
+// recomputes too) instead of taking them saved. A name that is not a
+// tensor a single forward statement writes whole is saved as GradSaving
+// would. core/fuse's Recompute chooses the names by the fusion reward.
+func GradRecomputing(spec *ir.Spec, wrt []bool, recompute map[string]bool) (*GradOp, error) {
+	return grad(spec, wrt, gradOptions{save: true, recompute: recompute})
+}
+
 // gradOptions are internal knobs of Grad for tests.
 type gradOptions struct {
 	// forceSNF inverts every quasi-affine read through the Smith normal
 	// form, skipping Gauss-Jordan elimination.
 	forceSNF bool
 	// save takes the forward tensors the gradient reads as inputs
-	// (GradSaving) instead of recomputing them.
-	save bool
+	// (GradSaving) instead of recomputing them, except those named in
+	// recompute (GradRecomputing).
+	save      bool
+	recompute map[string]bool
 }
 
 func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
@@ -118,13 +133,7 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 		}
 	}
 	body = prune(body, outputs)
-	var saved []string
-	all := body
-	if opts.save {
-		saved = b.forwardReads(body)
-	} else {
-		all = append(b.recompute(body), body...)
-	}
+	all, saved, recomputed := b.withForward(body, opts)
 
 	inputs := slices.Clone(op.Inputs)
 	var shapes [][]int64
@@ -180,7 +189,30 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 	if len(outs) != len(outputs) {
 		return nil, errors.Errorf("autodiff: internal error: the gradient op has extra outputs\n%s", src)
 	}
-	return &GradOp{Op: gop, Sizes: sizes, Saved: saved, notes: notes}, nil
+	return &GradOp{Op: gop, Sizes: sizes, Saved: saved, Recomputed: recomputed, notes: notes}, nil
+}
+
+// withForward is the gradient statements body with the forward ones they
+// need before them: all of them recomputed (Grad), or, saving, those
+// opts.recompute names (GradRecomputing), the rest read saved. saved
+// lists the saved tensors by forward name, recomputed maps each
+// recomputed forward tensor to its gradient-op name.
+func (b *builder) withForward(body []*gstmt, opts gradOptions) (all []*gstmt, saved []string, recomputed map[string]string) {
+	if !opts.save {
+		return append(b.recompute(body), body...), nil, nil
+	}
+	saved, rec := b.savedOrRecomputed(body, opts.recompute)
+	if len(rec) > 0 {
+		recomputed = map[string]string{}
+		for _, s := range b.fwd.Stmts {
+			for _, g := range rec {
+				if g.s.Tensor == b.gname(s.Tensor) {
+					recomputed[s.Tensor] = g.s.Tensor
+				}
+			}
+		}
+	}
+	return append(rec, body...), saved, recomputed
 }
 
 func nameSpace(op *ir.Op) string {

@@ -325,24 +325,35 @@ func (b *builder) zeroGrad(in string) *gstmt {
 		note: b.dIn[in] + ": no derivative reaches " + in}
 }
 
-// recompute lists the forward statements the gradient statements read,
-// transitively, in forward order, as statements of the gradient op.
+// recompute lists the forward statements whose values the gradient
+// statements stmts read, and the ones those read, transitively, as
+// gradient statements writing the gradient-op names: what Grad recomputes.
 func (b *builder) recompute(stmts []*gstmt) []*gstmt {
 	writer := b.writers()
 	needed := b.directReads(stmts, writer)
 	for i := len(b.fwd.Stmts) - 1; i >= 0; i-- {
-		if !needed[i] {
-			continue
-		}
-		for _, a := range accessesOf(b.rhs[i]) {
-			if j, ok := writer[a.Tensor]; ok {
-				needed[j] = true
-			}
+		if needed[i] {
+			b.markReads(i, writer, needed)
 		}
 	}
+	return b.forwardStmts(needed)
+}
+
+// markReads marks the forward statements writing what statement i reads.
+func (b *builder) markReads(i int, writer map[string]int, needed map[int]bool) {
+	for _, a := range accessesOf(b.rhs[i]) {
+		if j, ok := writer[a.Tensor]; ok {
+			needed[j] = true
+		}
+	}
+}
+
+// forwardStmts is the forward statements marked in which, in order, as
+// gradient statements writing the gradient-op names.
+func (b *builder) forwardStmts(which map[int]bool) []*gstmt {
 	var out []*gstmt
 	for i, bs := range b.spec.Stmts {
-		if !needed[i] {
+		if !which[i] {
 			continue
 		}
 		s := *bs.Stmt
@@ -360,18 +371,35 @@ func (b *builder) recompute(stmts []*gstmt) []*gstmt {
 	return out
 }
 
-// forwardReads lists, by forward name and in forward order, the tensors of
-// forward statements that the gradient statements read: what GradSaving
-// takes as inputs.
-func (b *builder) forwardReads(stmts []*gstmt) []string {
-	needed := b.directReads(stmts, b.writers())
-	var out []string
+// savedOrRecomputed splits the forward tensors the gradient statements
+// stmts read into those GradSaving takes saved (by forward name, in
+// forward order) and the statements it recomputes: those writing a tensor
+// named in recompute that one forward statement writes whole, and, for
+// what they read, the same again.
+func (b *builder) savedOrRecomputed(stmts []*gstmt, recompute map[string]bool) ([]string, []*gstmt) {
+	writer := b.writers()
+	needed := b.directReads(stmts, writer)
+	count := map[string]int{}
+	for _, s := range b.fwd.Stmts {
+		count[s.Tensor]++
+	}
+	rec := map[int]bool{}
+	for i := len(b.fwd.Stmts) - 1; i >= 0; i-- {
+		bs := b.spec.Stmts[i]
+		name := b.fwd.Stmts[i].Tensor
+		if !needed[i] || !recompute[name] || count[name] != 1 || bs.Offset != nil {
+			continue
+		}
+		rec[i] = true
+		b.markReads(i, writer, needed)
+	}
+	var saved []string
 	for i, s := range b.fwd.Stmts {
-		if needed[i] {
-			out = append(out, s.Tensor)
+		if needed[i] && !rec[i] {
+			saved = append(saved, s.Tensor)
 		}
 	}
-	return out
+	return saved, b.forwardStmts(rec)
 }
 
 // writers maps the gradient-op name of each forward statement's tensor to

@@ -59,3 +59,43 @@ func TestGradSavingInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestGradRecomputing checks, over the gradient table, that the gradient
+// op of GradRecomputing, asked to recompute every forward tensor but the
+// first statement's (which it then reads saved, if the gradient needs
+// it), computes exactly what Grad's gradient op computes, saves none of
+// the recomputed tensors and recomputes only what it does not save.
+func TestGradRecomputing(t *testing.T) {
+	mixed := 0
+	for _, c := range gradCases {
+		if c.snf {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			spec, wrt, xs, dys := c.data(t, 11)
+			g, gs := gradSpec(t, spec, wrt)
+			rec := map[string]bool{}
+			for _, st := range spec.Op.Stmts[1:] {
+				rec[st.Tensor] = true
+			}
+			s, ss := gradSpecOpts(t, spec, wrt, gradOptions{save: true, recompute: rec})
+			writes := map[string]int{}
+			for _, st := range spec.Op.Stmts {
+				writes[st.Tensor]++
+			}
+			for _, n := range s.Saved {
+				if rec[n] && writes[n] == 1 {
+					t.Fatalf("%s is saved, though recomputed", n)
+				}
+			}
+			recomputes := strings.Contains(Explain(s), "recomputed forward statement")
+			if recomputes && len(s.Saved) > 0 {
+				mixed++
+			}
+			checkSavingMatches(t, spec, g, gs, s, ss, xs, dys, wrt)
+		})
+	}
+	if mixed < 2 {
+		t.Errorf("only %d gradient ops both read saved tensors and recompute some", mixed)
+	}
+}

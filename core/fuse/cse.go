@@ -29,7 +29,7 @@ func CSE(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 					stmts[r] = withRHS(stmts[r], ir.RenameTensors(stmts[r].Stmt.RHS, renamed(q.Stmt.Tensor, p.Stmt.Tensor)))
 				}
 			}
-			r := opts.Machine.reward(spec.Tensor(q.Stmt.Tensor).Elems()*int64(spec.DType.Size()), q.Points()*cost(q.Stmt.RHS), 1)
+			r := opts.Machine.reward(spec.Tensor(q.Stmt.Tensor).Elems()*int64(spec.DType.Size()), q.Points()*opts.Machine.Cost(q.Stmt.RHS), 1)
 			notes.add("cse: %s computes what %s does; its readers read %s: %s", q.Stmt.Tensor, p.Stmt.Tensor, p.Stmt.Tensor, r)
 			changed = true
 			break

@@ -32,9 +32,14 @@
 //
 // Every pass keeps the temporaries in Options.Keep whole: the caller
 // reads them after the kernel (a saving gradient op's saved tensors).
+// Which those are is decided by the same reward (Recompute, recompute.go):
+// a saving gradient computes an elementwise temporary again instead of
+// reading it saved when the store and load saved outweigh its arithmetic
+// and the loads of what it reads that is not saved anyway.
 // Split and Inline decide with the paper's reward R = ΔT/Pd + ΔC/Pc +
-// ΔK·L (reward.go): traffic, arithmetic (Cost's units) and loop nests
-// saved, weighed with Options.Machine's measured rates; they apply a
+// ΔK·L (reward.go): traffic, arithmetic (Cost's units: a math function
+// call weighs Machine.CallOps) and loop nests saved, weighed with
+// Options.Machine's measured rates; they apply a
 // transformation only when R > 0, Inline the best first over the
 // statement graph (graph.go, gonum). Each decision, with its reward, and
 // each temporary that stays stored, with the reward that refused

@@ -71,7 +71,7 @@ func inlineReward(spec *ir.Spec, stmts []*ir.BoundStmt, i int, opts Options) (Re
 	traffic := size * (n + evals + a*(n-evals))
 	// The arithmetic repeated is P's less its loads (counted as traffic):
 	// a copy repeats none.
-	return opts.Machine.reward(traffic, (cost(p.Stmt.RHS)-a)*(n-evals), 1), true
+	return opts.Machine.reward(traffic, (opts.Machine.Cost(p.Stmt.RHS)-a)*(n-evals), 1), true
 }
 
 // inlinable reports whether statement i writes a temporary that Inline

@@ -15,6 +15,9 @@ type Machine struct {
 	// NestSec is the fixed cost of one loop nest: a parallel region on the
 	// CPU, a launch on the GPU (L).
 	NestSec float64
+	// CallOps is the cost of one math function call (exp, tanh, ...)
+	// in OpsPerSec's units (Cost); 0 means DefaultCallOps.
+	CallOps int64
 	// CacheBytes is the cache a thread's loops reuse data in (the L2 of
 	// one core): a loop re-reads from memory what its body touches
 	// beyond it (fuse-group's traffic estimate).
@@ -22,7 +25,10 @@ type Machine struct {
 }
 
 // DefaultMachine is used when no measurement is given: a modest CPU.
-var DefaultMachine = Machine{BytesPerSec: 8e9, OpsPerSec: 1e11, NestSec: 5e-6, CacheBytes: DefaultCacheBytes}
+var DefaultMachine = Machine{BytesPerSec: 2e10, OpsPerSec: 1e11, NestSec: 5e-6, CallOps: DefaultCallOps, CacheBytes: DefaultCacheBytes}
+
+// DefaultCallOps is Machine.CallOps when none is known.
+const DefaultCallOps = 60
 
 // DefaultCacheBytes is Machine.CacheBytes when none is known.
 const DefaultCacheBytes = 1 << 20
@@ -33,6 +39,9 @@ func (m Machine) orDefault() Machine {
 	}
 	if m.CacheBytes <= 0 {
 		m.CacheBytes = DefaultCacheBytes
+	}
+	if m.CallOps <= 0 {
+		m.CallOps = DefaultCallOps
 	}
 	return m
 }

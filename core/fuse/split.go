@@ -63,7 +63,7 @@ func splitStmt(st *ir.BoundStmt, opts Options) ([]*ir.BoundStmt, Reward) {
 		}
 		parts = next
 	}
-	r := opts.Machine.reward(0, work([]*ir.BoundStmt{st})-work(parts), 1-int64(len(parts)))
+	r := opts.Machine.reward(0, work(opts.Machine, []*ir.BoundStmt{st})-work(opts.Machine, parts), 1-int64(len(parts)))
 	if len(parts) == 1 || !opts.SplitAlways && r.R <= 0 {
 		return []*ir.BoundStmt{st}, r
 	}
@@ -71,10 +71,10 @@ func splitStmt(st *ir.BoundStmt, opts Options) ([]*ir.BoundStmt, Reward) {
 }
 
 // work is the arithmetic of statements: points times cost.
-func work(stmts []*ir.BoundStmt) int64 {
+func work(m Machine, stmts []*ir.BoundStmt) int64 {
 	var n int64
 	for _, st := range stmts {
-		n += st.Points() * cost(st.Stmt.RHS)
+		n += st.Points() * m.Cost(st.Stmt.RHS)
 	}
 	return n
 }

@@ -1,21 +1,34 @@
 package pipeline
 
 import (
+	"slices"
+
 	"github.com/pkg/errors"
 
 	"github.com/neoflow/neoflow/core/autodiff"
+	"github.com/neoflow/neoflow/core/fuse"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/sema"
 )
 
 // differentiate derives the gradient op of the specialized op with respect
-// to the inputs u.Wrt selects (autodiff.Grad, or GradSaving with u.Save):
-// Spec -> Op. The unit's statement level becomes the gradient op, which
-// is specialized afresh (with Grad.Sizes) when it is built.
+// to the inputs u.Wrt selects (autodiff.Grad, or with u.Save
+// autodiff.GradRecomputing, which recomputes the temporaries Recompute
+// chooses when u.Fusion is on and saves the rest): Spec -> Op. The unit's
+// statement level becomes the gradient op, which is specialized afresh
+// (with Grad.Sizes) when it is built.
 func differentiate(u *Unit) error {
-	derive := autodiff.Grad
-	if u.Save {
-		derive = autodiff.GradSaving
+	var g *autodiff.GradOp
+	var err error
+	switch {
+	case !u.Save:
+		g, err = autodiff.Grad(u.Spec, u.Wrt)
+	case u.Fusion:
+		rec, _ := Recompute(u.Spec, u.Machine)
+		g, err = autodiff.GradRecomputing(u.Spec, u.Wrt, rec)
+	default:
+		g, err = autodiff.GradSaving(u.Spec, u.Wrt)
 	}
-	g, err := derive(u.Spec, u.Wrt)
 	if err != nil {
 		return errors.Wrapf(err, "differentiating op %s", opName(u))
 	}
@@ -24,6 +37,113 @@ func differentiate(u *Unit) error {
 	}
 	u.Grad, u.Op, u.Spec = g, g.Op, nil
 	return nil
+}
+
+// Recompute is the save-or-recompute decision for the saving gradient
+// ops of spec (fuse.Recompute, weighed with m): the forward temporaries
+// they compute again instead of reading them saved, and the decision's
+// notes. It is made once for the gradient with respect to every input, and
+// the gradient with respect to any subset of the inputs recomputes the
+// same names (autodiff.GradRecomputing), so that the forward kernel knows
+// which temporaries to keep whatever gradient runs. A temporary the
+// gradient compares exactly stays saved, and so does one the fused
+// gradient (the fusion passes under m) would store again rather than
+// compute where it reads it: recomputing then costs a nest that loads what
+// the temporary is made of and stores it, against one load. Nil when the
+// gradient does not derive.
+func Recompute(spec *ir.Spec, m fuse.Machine) (map[string]bool, []string) {
+	wrt := make([]bool, len(spec.Op.Inputs))
+	for i := range wrt {
+		wrt[i] = true
+	}
+	if len(wrt) == 0 {
+		return nil, nil
+	}
+	g, err := autodiff.GradSaving(spec, wrt)
+	if err != nil {
+		return nil, nil
+	}
+	// The gradient op's last inputs are the saved tensors, in order.
+	names := map[string]string{}
+	for k, n := range g.Saved {
+		names[n] = g.Op.Inputs[len(g.Op.Inputs)-len(g.Saved)+k]
+	}
+	stored := map[string]bool{}
+	refuse := func(name string) string {
+		switch {
+		case comparesExactly(g.Op, names[name]):
+			return "the gradient compares it with == or !="
+		case stored[name]:
+			return "the fused gradient would store it again rather than compute it where it reads it"
+		}
+		return ""
+	}
+	for {
+		rec, notes := fuse.Recompute(spec, g.Saved, refuse, m)
+		more, err := storedAgain(spec, wrt, rec, m)
+		if err != nil {
+			return nil, nil
+		}
+		if len(more) == 0 {
+			return rec, notes
+		}
+		for _, n := range more {
+			stored[n] = true
+		}
+	}
+}
+
+// storedAgain lists the temporaries in rec that the fused gradient of
+// spec, recomputing rec, stores rather than computes where it reads them.
+func storedAgain(spec *ir.Spec, wrt []bool, rec map[string]bool, m fuse.Machine) ([]string, error) {
+	if len(rec) == 0 {
+		return nil, nil
+	}
+	g, err := autodiff.GradRecomputing(spec, wrt, rec)
+	if err != nil {
+		return nil, err
+	}
+	gs, err := sema.Specialize(g.Op, spec.DType, g.InputShapes(spec), g.Sizes)
+	if err != nil {
+		return nil, err
+	}
+	f, err := Fuse(gs, fuse.Options{Machine: m})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for fwd, name := range g.Recomputed {
+		if slices.ContainsFunc(f.Stmts, func(st *ir.BoundStmt) bool { return st.Stmt.Tensor == name }) {
+			out = append(out, fwd)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// comparesExactly reports whether a statement of op compares a read of
+// tensor name with == or !=.
+func comparesExactly(op *ir.Op, name string) bool {
+	found := false
+	reads := func(e ir.Expr) bool {
+		r := false
+		ir.Walk(e, func(x ir.Expr) bool {
+			if a, ok := x.(*ir.Access); ok && a.Tensor == name {
+				r = true
+			}
+			return true
+		})
+		return r
+	}
+	for _, st := range op.Stmts {
+		ir.Walk(st.RHS, func(e ir.Expr) bool {
+			if b, ok := e.(*ir.Binary); ok && slices.Contains([]ir.BinOp{ir.Eq, ir.Ne}, b.Op) && (reads(b.X) || reads(b.Y)) {
+				found = true
+			}
+			return true
+		})
+	}
+	return found
 }
 
 // wantsGrad: autodiff runs only when a gradient is asked for.

@@ -31,22 +31,28 @@ type Pass struct {
 	Out Level
 }
 
-// passes is the pipeline, in the order it runs.
-var passes = []Pass{
-	{Name: "specialize", Run: specialize, Applies: needsSpec, Out: LevelSpec},
-	{Name: "autodiff", Run: differentiate, Applies: wantsGrad, After: []string{"specialize"}, Out: LevelOp},
-	{Name: "fuse-fold", Run: fuseFold, Applies: wantsFusion, After: []string{"specialize"}, Out: LevelFused},
-	{Name: "fuse-merge", Run: fuseMerge, Applies: wantsFusion, After: []string{"fuse-fold"}, Out: LevelFused},
-	{Name: "fuse-split", Run: fuseSplit, Applies: wantsFusion, After: []string{"fuse-merge"}, Out: LevelFused},
-	{Name: "fuse-cse", Run: fuseCSE, Applies: wantsFusion, After: []string{"fuse-split"}, Out: LevelFused},
-	{Name: "fuse-inline", Run: fuseInline, Applies: wantsFusion, After: []string{"fuse-cse"}, Out: LevelFused},
-	{Name: "fuse-prune", Run: fusePrune, Applies: wantsFusion, After: []string{"fuse-inline"}, Out: LevelFused},
-	{Name: "fuse-group", Run: fuseGroup, Applies: wantsFusion, After: []string{"fuse-prune"}, Out: LevelFused},
-	{Name: "schedule", Run: schedule, After: []string{"specialize"}, Out: LevelScheduled},
-	{Name: "lower", Run: lower, After: []string{"schedule"}, Out: LevelLoops},
-	{Name: "hoist-guards", Run: hoistGuards, After: []string{"lower"}, Out: LevelLoops},
-	{Name: "version-lanes", Run: versionLanes, After: []string{"hoist-guards"}, Out: LevelLoops},
-	{Name: "check-bounds", Run: checkBounds, After: []string{"version-lanes"}, Out: LevelLoops},
+// passes is the pipeline, in the order it runs. It is set in init: the
+// autodiff pass runs the fusion passes (Recompute), which makes the table
+// refer to itself.
+var passes []Pass
+
+func table() []Pass {
+	return []Pass{
+		{Name: "specialize", Run: specialize, Applies: needsSpec, Out: LevelSpec},
+		{Name: "autodiff", Run: differentiate, Applies: wantsGrad, After: []string{"specialize"}, Out: LevelOp},
+		{Name: "fuse-fold", Run: fuseFold, Applies: wantsFusion, After: []string{"specialize"}, Out: LevelFused},
+		{Name: "fuse-merge", Run: fuseMerge, Applies: wantsFusion, After: []string{"fuse-fold"}, Out: LevelFused},
+		{Name: "fuse-split", Run: fuseSplit, Applies: wantsFusion, After: []string{"fuse-merge"}, Out: LevelFused},
+		{Name: "fuse-cse", Run: fuseCSE, Applies: wantsFusion, After: []string{"fuse-split"}, Out: LevelFused},
+		{Name: "fuse-inline", Run: fuseInline, Applies: wantsFusion, After: []string{"fuse-cse"}, Out: LevelFused},
+		{Name: "fuse-prune", Run: fusePrune, Applies: wantsFusion, After: []string{"fuse-inline"}, Out: LevelFused},
+		{Name: "fuse-group", Run: fuseGroup, Applies: wantsFusion, After: []string{"fuse-prune"}, Out: LevelFused},
+		{Name: "schedule", Run: schedule, After: []string{"specialize"}, Out: LevelScheduled},
+		{Name: "lower", Run: lower, After: []string{"schedule"}, Out: LevelLoops},
+		{Name: "hoist-guards", Run: hoistGuards, After: []string{"lower"}, Out: LevelLoops},
+		{Name: "version-lanes", Run: versionLanes, After: []string{"hoist-guards"}, Out: LevelLoops},
+		{Name: "check-bounds", Run: checkBounds, After: []string{"version-lanes"}, Out: LevelLoops},
+	}
 }
 
 // The last passes of the two ways through the table.
@@ -58,6 +64,7 @@ const (
 )
 
 func init() {
+	passes = table()
 	if err := checkOrder(passes); err != nil {
 		panic("pipeline: " + err.Error())
 	}

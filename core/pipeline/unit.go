@@ -42,7 +42,9 @@ type Unit struct {
 	// Grad is autodiff's result; its Op is also Unit.Op afterwards.
 	Grad *autodiff.GradOp
 
-	// Fusion runs the fusion passes (core/fuse) on the Spec; Keep names
+	// Fusion runs the fusion passes (core/fuse) on the Spec, and lets a
+	// saving gradient (Save) recompute the forward temporaries the reward
+	// chooses (Recompute) instead of reading them saved; Keep names
 	// the temporaries they must leave whole (the caller reads them after
 	// the kernel). FusionNotes holds each fusion pass's decisions.
 	Fusion      bool

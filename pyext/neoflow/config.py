@@ -147,6 +147,12 @@ def tune_mode() -> str:
     return (_current or {}).get("tune") or "default"
 
 
+def fusion_enabled() -> bool:
+    """Whether the fusion passes run (NEOFLOW_FUSION, ``configure(fusion=...)``)."""
+    ensure()
+    return bool((_current or {}).get("fusion", True))
+
+
 def cuda_enabled() -> bool:
     """Whether the loaded library has the CUDA backend."""
     ensure()

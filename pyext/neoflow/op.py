@@ -21,7 +21,9 @@ from .version import __version__
 
 # The custom ops' calling convention; bump it when what they take or return
 # changes. 2: the outputs are followed by the temporaries autograd keeps.
-_CUSTOM_OP_CONVENTION = 2
+# 3: those are the temporaries the saving gradient reads and does not
+# recompute (the save-or-recompute reward).
+_CUSTOM_OP_CONVENTION = 3
 
 _DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 _HALF = (torch.float16, torch.bfloat16)  # computed in float32 on CUDA; no CPU kernels
@@ -218,9 +220,12 @@ class Op:
         if not label[0].isalpha():
             label = f"op_{label}"
         # The name also changes with the outputs' order (the decorated form may
-        # reorder them) and with the calling convention, so that a compiled
-        # graph cached on disk by an older neoflow never calls this op.
-        order = zlib.crc32(f"{','.join(self.outputs)}|{__version__}|{_CUSTOM_OP_CONVENTION}".encode())
+        # reorder them), with the calling convention and with fusion on or off
+        # (which decides the temporaries the op returns), so that a compiled
+        # graph cached on disk by an older neoflow, or under the other fusion
+        # setting, never calls this op.
+        convention = f"{__version__}|{_CUSTOM_OP_CONVENTION}|fusion={config.fusion_enabled()}"
+        order = zlib.crc32(f"{','.join(self.outputs)}|{convention}".encode())
         self._custom_name = f"{label}_{resp.hash[:16]}_{order:08x}"
         # What rebuild() needs to define the op again: plain data, so that an
         # op pickles (into a spawn worker, say) and a custom op outlives its Ops.

@@ -106,6 +106,52 @@ def test_differentiating_a_saving_gradient_op_recomputes():
     assert torch.autograd.gradcheck(lambda *t: gop(*t, sizes=sizes), ins)
 
 
+def test_saving_gradient_recomputes_by_reward():
+    # T = X*W + B costs two operations a point: cheaper to compute again in
+    # the gradient (where it is inlined into its reader) than to store and
+    # load, so the forward kernel does not return it and the saving
+    # gradient does not take it. LLTM's E = elu(G) costs an exp a point,
+    # more than its store and load: it stays saved.
+    src = "T[i,j] = X[i,j] * W[j] + B[j]\nY[i,j] = tanh(T[i,j]) * X[i,j]"
+    op = neoflow.op(src, name="affine_tanh")
+    x, w, b = (torch.randn(64, 128), torch.randn(128), torch.randn(128))
+    assert op.temporaries(x, w, b) == []
+    assert op.grad_op(x, w, b, saved=True)[0].saved == ()
+    assert "recomputed: the gradient computes T again from X, W, B: R = +" in op.explain_fusion(x, w, b)
+    lltm, tensors = _lltm(256, 16)
+    assert "E" in [n for n, _ in lltm.temporaries(*tensors)]
+    assert re.search(r"saved: E stays saved for the gradient: R = -", lltm.explain_fusion(*tensors))
+    # Under autograd the recomputing gradient is the unfused one's.
+    x64, w64, b64 = (t.double().requires_grad_(True) for t in (x[:4, :6], w[:6], b[:6]))
+    assert torch.autograd.gradcheck(lambda *t: op(*t), (x64, w64, b64))
+
+    def grads():
+        return torch.autograd.grad((op(x64, w64, b64) * 3).sum(), (x64, w64, b64))
+
+    fused = grads()
+    try:
+        neoflow.configure(fusion=False)
+        assert [n for n, _ in op.temporaries(x64, w64, b64)] == ["T"]
+        unfused = grads()
+    finally:
+        neoflow.configure(fusion=True)
+    for a, c in zip(fused, unfused):
+        torch.testing.assert_close(a, c, rtol=1e-12, atol=1e-12)
+
+
+def test_custom_op_name_changes_with_fusion():
+    # The temporaries a custom op returns depend on fusion, and
+    # torch.compile caches graphs on disk by the op's name.
+    src = "T[i] = X[i] * 2.0\nY[i] = T[i] + 1.0"
+    on = neoflow.op(src, name="named_by_fusion")._custom_name
+    try:
+        neoflow.configure(fusion=False)
+        off = neoflow.op(src, name="named_by_fusion")._custom_name
+    finally:
+        neoflow.configure(fusion=True)
+    assert on != off
+
+
 def test_configure_fusion_rejects_non_bool():
     with pytest.raises(TypeError, match="fusion must be True or False"):
         neoflow.configure(fusion="no")
