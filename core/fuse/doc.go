@@ -28,7 +28,11 @@
 //     reward estimates the memory traffic of each nest from its loop
 //     order and a cache of Machine.CacheBytes (traffic.go), and charges
 //     a group's reduction members a load and a store of their
-//     accumulator per point.
+//     accumulator per point. An elementwise statement that reads a
+//     reduction's output where it is stored joins the reduction as its
+//     epilogue (epilogue.go, loops.EpilogueMembers): it runs in the
+//     reduction's nest after each element's reduction, where the
+//     reduction's schedule stores its elements in lanes.
 //
 // Every pass keeps the temporaries in Options.Keep whole: the caller
 // reads them after the kernel (a saving gradient op's saved tensors).

@@ -28,7 +28,10 @@ import (
 // a member's output only where that member just stored it, and only from
 // an '=' member; no member reads what it writes; statements between the
 // group and it neither feed it nor read it), and loops.DefaultGroupTiling
-// schedules the group. The reward of a join is R = ΔT/Pd + L: the bytes
+// schedules the group. An '=' statement over a reduction's spatial axes
+// that reads the reduction's output where it is stored joins it as its
+// epilogue instead (epilogue fusion, tryEpilogue): it runs in the
+// reduction's nest after each element's reduction. The reward of a join is R = ΔT/Pd + L: the bytes
 // of the common reads read once (or of the output read back from cache)
 // and one loop nest saved; joins apply greedily, the best first. The
 // joined statement moves to just after its group.
@@ -49,6 +52,9 @@ func Group(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 		for a := range groups {
 			for b := a + 1; b < len(groups); b++ {
 				j, why := tryJoin(spec, groups, a, b, opts)
+				if j == nil && why == "" {
+					j, why = tryEpilogue(spec, groups, a, b, opts)
+				}
 				if j == nil {
 					if why != "" {
 						refused[pairName(groups[a], groups[b])] = why

@@ -74,7 +74,16 @@ func TestGroupLegality(t *testing.T) {
 		{"same point", "A[i,j] = X[i,j] * 2.0\nB[i,j] = A[i,j] + X[i,j]", true},
 		{"shifted read", "A[i,j] = X[i,j] * 2.0\nB[i,j] = A[i,(j + 1) % 8] + X[i,j]", false},
 		{"transposed read", "A[i,j] = X[i,j] * 2.0\nB[i,j] = A[j,i] + X[i,j]", false},
-		{"reads a reduction", "A[i,j] += X[i,k] * X[k,j]\nB[i,j] = A[i,j] + X[i,j]", false},
+		// A reduction's consumer at the element it completes joins as its
+		// epilogue (X[i,k] * X[k,j] runs in lanes over j, the last axis of
+		// both outputs); elsewhere it does not.
+		{"reads a reduction", "A[i,j] += X[i,k] * X[k,j]\nB[i,j] = A[i,j] + X[i,j]", true},
+		{"reads a reduction elsewhere", "A[i,j] += X[i,k] * X[k,j]\nB[i,j] = A[i,(j + 1) % 8] + X[i,j]", false},
+		{"reads a reduction at its element and elsewhere", "A[i,j] += X[i,k] * X[k,j]\nB[i,j] = A[i,j] * A[j,i]", false},
+		// Transposed, its stores would stride across the lanes.
+		{"reads a reduction transposed", "A[i,j] += X[i,k] * X[k,j]\nB[i,j] = A[j,i] + X[i,j]", false},
+		{"reads a reduction, then the epilogue", "A[i,j] += X[i,k] * X[k,j]\nB[i,j] = A[i,j] * X[j,i]\nC[i,j] = tanh(B[i,j]) + A[i,j]", true},
+		{"epilogue over fewer axes", "A[i,j] += X[i,k] * X[k,j]\nB[i] = A[i,0] * 2.0", false},
 		{"independent", "A[i,j] = X[i,j] * 2.0\nB[i,j] = exp(X[i,j])", true},
 	}
 	for _, c := range cases {

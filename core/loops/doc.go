@@ -185,6 +185,13 @@
 // grid-stride kernel (GPUGroupTiling) and lowers any other group member
 // by member, as does any schedule without Group (a tuned one).
 //
+// Epilogues. A reduction joined by '=' statements over its spatial axes
+// (EpilogueMembers) is lowered under its own schedule, and each of them
+// is stored right after every store of a complete element of its output
+// (epilogue.go): after a local accumulator's result, in the same lanes.
+// A CPU schedule that combines partial results into the output has no
+// such store, and the statements are then lowered after it.
+//
 // Otherwise statements run in order, each fully materializing its tensor
 // (temporaries included) before the next starts; each parallel loop is its
 // own parallel region. Dump prints a Func for debugging and golden tests.

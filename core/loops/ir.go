@@ -17,7 +17,9 @@ type Nest struct {
 	Index int
 	Stmt  *ir.BoundStmt
 	// Members lists the positions of a fused group's statements
-	// (Schedule.Group), Index first; nil for a nest of one statement.
+	// (Schedule.Group, or a reduction and the epilogue statements its
+	// nest stores, epilogue.go), Index first; nil for a nest of one
+	// statement.
 	Members []int
 	// Schedule is the schedule the nest was lowered with.
 	Schedule Schedule

@@ -20,7 +20,10 @@ const (
 // schedule of each: the loop nests as the schedule's family builds them.
 // It is the pipeline's "lower" pass (core/pipeline); guard hoisting, lane
 // versioning and the bounds check of the nests are the passes after it
-// (HoistFunc, VersionFunc, CheckFunc).
+// (HoistFunc, VersionFunc, CheckFunc). A fused group whose lead's
+// schedule has a Group is one nest; a reduction's epilogue statements
+// join its nest where its schedule stores complete elements
+// (epilogue.go); the members of other groups are lowered one by one.
 func LowerNests(spec *ir.Spec, sched func(spec *ir.Spec, i int) Schedule) (*Func, error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, errors.Wrap(err, "lowering")
@@ -37,6 +40,15 @@ func LowerNests(spec *ir.Spec, sched func(spec *ir.Spec, i int) Schedule) (*Func
 		}
 		if err != nil {
 			return nil, err
+		}
+		if idx := GroupMembers(spec, i); s.Group == nil && len(idx) > 1 {
+			sts := make([]*ir.BoundStmt, len(idx))
+			for k, j := range idx {
+				sts[k] = spec.Stmts[j]
+			}
+			if EpilogueMembers(sts) && attachEpilogue(n, sts[1:]) {
+				n.Members = idx
+			}
 		}
 		fn.Nests = append(fn.Nests, n)
 		i += max(len(n.Members), 1)
