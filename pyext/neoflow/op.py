@@ -564,9 +564,14 @@ def _shape_key(tensors, sizes) -> tuple:
     return tuple((t.dtype, tuple(int(d) for d in t.shape)) for t in tensors), tuple(sorted(_sizes(sizes).items()))
 
 
+# Plain tensors: a model's weights are nn.Parameter, a Tensor subclass that
+# overrides no torch function, so they take the fast paths too.
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
 def _eager(tensors) -> bool:
     """Whether a call is plain eager autograd: plain tensors, not tracing."""
-    return not torch.compiler.is_compiling() and all(type(t) is torch.Tensor for t in tensors)
+    return not torch.compiler.is_compiling() and all(type(t) in _PLAIN for t in tensors)
 
 
 def _direct(tensors) -> bool:
@@ -575,6 +580,6 @@ def _direct(tensors) -> bool:
         return False
     grad = torch.is_grad_enabled()
     for t in tensors:
-        if type(t) is not torch.Tensor or (grad and t.requires_grad):
+        if type(t) not in _PLAIN or (grad and t.requires_grad):
             return False
     return True

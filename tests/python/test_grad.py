@@ -308,3 +308,22 @@ def test_torch_compile_with_a_warm_compile_cache(tmp_path):
         cmd = [sys.executable, "-c", COMPILE_CHILD]
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         assert out.returncode == 0 and out.stdout.strip() == "ok", f"{run} cache: {out.stderr[-3000:]}"
+
+
+def test_parameters_take_the_eager_path():
+    # A model's weights are nn.Parameter: they run through the op's
+    # autograd.Function (and, without grad, straight to the kernel), not
+    # the dispatcher's custom op, with the same values and gradients.
+    op = neoflow.op("Y[i,j] = X[i,j] * W[j] + B[j]", name="param_fast_path")
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    w, b = (torch.nn.Parameter(torch.randn(3, dtype=torch.float64)) for _ in range(2))
+    y = op(x, w, b)
+    assert not type(y.grad_fn).__name__.startswith("GeneratedBackwardFor"), type(y.grad_fn).__name__
+    gy = torch.randn_like(y)
+    got = torch.autograd.grad(y, (x, w, b), gy)
+    want = torch.autograd.grad(x * w + b, (x, w, b), gy)
+    for g, e in zip(got, want):
+        torch.testing.assert_close(g, e)
+    with torch.no_grad():
+        torch.testing.assert_close(op(x, w, b), x * w + b)
+    assert torch.autograd.gradcheck(lambda *t: op(*t), (x, w, b))
