@@ -203,8 +203,12 @@ def call_interruptible(name: str, request, response_type):
         while worker.is_alive():
             worker.join(0.05)
     except KeyboardInterrupt:
-        lib().nf_interrupt()
-        worker.join()
+        # Interrupt until the call returns: a build it starts after the
+        # first interrupt (the Ctrl-C came before its first build, or
+        # between two) runs under a fresh context and must be stopped too.
+        while worker.is_alive():
+            lib().nf_interrupt()
+            worker.join(0.05)
         raise
     ok, value = result[0]
     if not ok:

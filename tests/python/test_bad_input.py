@@ -106,9 +106,11 @@ def test_cache_dir_that_is_a_file(tmp_path):
         neoflow.configure(cache_dir=before["cache_dir"])
 
 
-def test_ctrl_c_during_a_build_stops_it_within_a_second(tmp_path):
+@pytest.mark.parametrize("delay", [1.0, 0.0])
+def test_ctrl_c_during_a_build_stops_it_within_a_second(tmp_path, delay):
     """A compiler that takes 60 s (with a child process holding its output,
-    as gcc's cc1 does): SIGINT ends the build and raises KeyboardInterrupt."""
+    as gcc's cc1 does): SIGINT ends the build and raises KeyboardInterrupt,
+    also when it comes as the call starts, before its first build."""
     slow = tmp_path / "slowcc"
     slow.write_text("#!/bin/sh\nsleep 60 &\nsleep 60\n")
     slow.chmod(0o755)
@@ -128,7 +130,7 @@ def test_ctrl_c_during_a_build_stops_it_within_a_second(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         assert proc.stdout.readline().strip() == b"building"
-        time.sleep(1.0)  # the compiler is running now
+        time.sleep(delay)  # 1 s: the compiler is running now
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
