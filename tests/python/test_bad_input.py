@@ -116,7 +116,10 @@ def test_ctrl_c_during_a_build_stops_it_within_a_second(tmp_path, delay):
     slow.chmod(0o755)
     code = textwrap.dedent(
         """
-        import sys, time, torch, neoflow
+        import signal, sys, time, torch, neoflow
+        # A process started in the background by a shell without job
+        # control inherits SIGINT ignored; Ctrl-C is what is tested here.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         op = neoflow.op("Y[i] = X[i] * 3.0")
         print("building", flush=True)
         try:
