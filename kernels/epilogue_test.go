@@ -1,17 +1,14 @@
 package kernels
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
 
-	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/parse"
 	"github.com/neoflow/neoflow/core/sema"
-	"github.com/neoflow/neoflow/internal/hostbuf"
 )
 
 // epilogueSpec is a contraction with two epilogue statements joined to
@@ -72,29 +69,7 @@ func TestEpilogueNests(t *testing.T) {
 				if len(fn.Nests) != v.nests {
 					t.Fatalf("%d nests, want %d\n%s", len(fn.Nests), v.nests, loops.Dump(fn))
 				}
-				src, err := ScheduledSource(spec, scheds)
-				if err != nil {
-					t.Fatal(err)
-				}
-				k, err := b.BuildScheduled(context.Background(), spec, scheds)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer k.Close()
-				inputs := hostbuf.RandomInputs(spec, false, 9)
-				want, err := interp.Run(spec, inputs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, threads := range []int{1, 3} {
-					bufs := hostbuf.New(spec, inputs)
-					bufs.Poison(spec)
-					if err := k.Launch(bufs.Ptr, threads); err != nil {
-						t.Fatal(err)
-					}
-					compareWritten(t, spec, bufs, want, tolerance(dt), src)
-					bufs.Free()
-				}
+				runScheduled(t, b, spec, scheds, 9)
 			})
 		}
 	}

@@ -1,11 +1,9 @@
 package kernels
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
-	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/parse"
@@ -61,29 +59,7 @@ func TestGroupedNests(t *testing.T) {
 		for name, g := range variants {
 			t.Run(fmt.Sprintf("%s_%s", dt, name), func(t *testing.T) {
 				scheds := []loops.Schedule{{Group: g}, loops.DefaultSchedule(spec, 1), {Group: ew}, loops.DefaultSchedule(spec, 3)}
-				src, err := ScheduledSource(spec, scheds)
-				if err != nil {
-					t.Fatalf("%v\n%s", err, g)
-				}
-				k, err := b.BuildScheduled(context.Background(), spec, scheds)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer k.Close()
-				inputs := hostbuf.RandomInputs(spec, false, 7)
-				want, err := interp.Run(spec, inputs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, threads := range []int{1, 3} {
-					bufs := hostbuf.New(spec, inputs)
-					bufs.Poison(spec)
-					if err := k.Launch(bufs.Ptr, threads); err != nil {
-						t.Fatal(err)
-					}
-					compareWritten(t, spec, bufs, want, tolerance(dt), src)
-					bufs.Free()
-				}
+				runScheduled(t, b, spec, scheds, 7)
 			})
 		}
 	}

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"context"
 	"math"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/internal/hostbuf"
 )
 
@@ -106,5 +108,35 @@ func compareWritten(t *testing.T, spec *ir.Spec, bufs *hostbuf.Buffers, want [][
 		if bad > 0 {
 			t.Errorf("%s: %d of %d elements differ; source:\n%s", td.Name, bad, len(want[i]), source)
 		}
+	}
+}
+
+// runScheduled builds spec under scheds and checks every written tensor
+// against the interpreter on random inputs (seed), on 1 and 3 threads,
+// with the outputs poisoned first.
+func runScheduled(t *testing.T, b *Builder, spec *ir.Spec, scheds []loops.Schedule, seed uint64) {
+	t.Helper()
+	src, err := ScheduledSource(spec, scheds)
+	if err != nil {
+		t.Fatalf("schedules %v: %v", scheds, err)
+	}
+	k, err := b.BuildScheduled(context.Background(), spec, scheds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	inputs := hostbuf.RandomInputs(spec, false, seed)
+	want, err := interp.Run(spec, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, threads := range []int{1, 3} {
+		bufs := hostbuf.New(spec, inputs)
+		bufs.Poison(spec)
+		if err := k.Launch(bufs.Ptr, threads); err != nil {
+			t.Fatal(err)
+		}
+		compareWritten(t, spec, bufs, want, tolerance(spec.DType), src)
+		bufs.Free()
 	}
 }
