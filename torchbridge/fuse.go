@@ -31,11 +31,7 @@ func fuseSpec(spec *ir.Spec, cfg Config, saving bool, rates func() fuse.Machine)
 	u.Fusion, u.Dump, u.Machine = true, cfg.Dump, rates()
 	var recNotes []string
 	if !saving {
-		// The saved temporaries are among the kernel's outputs, which
-		// torch.compile bakes into the graphs it caches on disk: they
-		// are decided at the default rates, not this machine's, so that
-		// they depend on neoflow's version and the op alone.
-		u.Keep, recNotes = savedTemps(spec, fuse.DefaultMachine)
+		u.Keep, recNotes = savedTemps(spec)
 	}
 	if err := pipeline.Run(u, pipeline.Fused); err != nil {
 		return nil, "", err
@@ -64,18 +60,18 @@ func fuseSpec(spec *ir.Spec, cfg Config, saving bool, rates func() fuse.Machine)
 
 // savedTemps names the temporaries of spec that a saving gradient op of
 // it reads (autodiff.GradRecomputing's Saved, with the temporaries
-// pipeline.Recompute has it recompute under m) for the gradient with
+// pipeline.Recompute has it recompute) for the gradient with
 // respect to every input and to each input alone: the gradient of a set
 // of inputs is made of the statements the gradients of each need. When a
 // gradient does not derive, every temporary is kept. notes are the
 // save-or-recompute decisions.
-func savedTemps(spec *ir.Spec, m fuse.Machine) (keep map[string]bool, notes []string) {
+func savedTemps(spec *ir.Spec) (keep map[string]bool, notes []string) {
 	keep = map[string]bool{}
 	n := len(spec.Op.Inputs)
 	if n == 0 {
 		return keep, nil
 	}
-	rec, notes := pipeline.Recompute(spec, m)
+	rec, notes := pipeline.Recompute(spec)
 	wrts := [][]bool{make([]bool, n)}
 	for i := range n {
 		wrts[0][i] = true

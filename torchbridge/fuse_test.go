@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/neoflow/neoflow/core/autodiff"
-	"github.com/neoflow/neoflow/core/fuse"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/testops"
@@ -31,8 +30,8 @@ func TestSavedTempsCoverEverySubset(t *testing.T) {
 			specs = append(specs, g)
 		}
 		for _, s := range specs {
-			keep, _ := savedTemps(s, fuse.DefaultMachine)
-			rec, _ := pipeline.Recompute(s, fuse.DefaultMachine)
+			keep, _ := savedTemps(s)
+			rec, _ := pipeline.Recompute(s)
 			n := len(s.Op.Inputs)
 			if n > 10 {
 				n = 10 // 1023 subsets at most

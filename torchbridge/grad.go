@@ -26,8 +26,8 @@ func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 	cfg := r.config()
 	u := &pipeline.Unit{Op: op, DType: dtype, Shapes: shapes, Sizes: req.GetSizes(), Wrt: req.GetWrt(), Save: req.GetSave(), Dump: cfg.Dump}
 	if u.Save && cfg.Fusion {
-		// The save-or-recompute decision as the forward kernel's made it
-		// (fuseSpec, savedTemps): at the default rates.
+		// The save-or-recompute decision (pipeline.Recompute), as the
+		// forward kernel's (savedTemps) made it.
 		u.Fusion = true
 	}
 	if err := pipeline.Run(u, pipeline.Derive); err != nil {

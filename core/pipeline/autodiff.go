@@ -24,7 +24,7 @@ func differentiate(u *Unit) error {
 	case !u.Save:
 		g, err = autodiff.Grad(u.Spec, u.Wrt)
 	case u.Fusion:
-		rec, _ := Recompute(u.Spec, u.Machine)
+		rec, _ := Recompute(u.Spec)
 		g, err = autodiff.GradRecomputing(u.Spec, u.Wrt, rec)
 	default:
 		g, err = autodiff.GradSaving(u.Spec, u.Wrt)
@@ -40,18 +40,23 @@ func differentiate(u *Unit) error {
 }
 
 // Recompute is the save-or-recompute decision for the saving gradient
-// ops of spec (fuse.Recompute, weighed with m): the forward temporaries
+// ops of spec (fuse.Recompute): the forward temporaries
 // they compute again instead of reading them saved, and the decision's
 // notes. It is made once for the gradient with respect to every input, and
 // the gradient with respect to any subset of the inputs recomputes the
 // same names (autodiff.GradRecomputing), so that the forward kernel knows
 // which temporaries to keep whatever gradient runs. A temporary the
 // gradient compares exactly stays saved, and so does one the fused
-// gradient (the fusion passes under m) would store again rather than
-// compute where it reads it: recomputing then costs a nest that loads what
-// the temporary is made of and stores it, against one load. Nil when the
-// gradient does not derive.
-func Recompute(spec *ir.Spec, m fuse.Machine) (map[string]bool, []string) {
+// gradient would store again rather than compute where it reads it:
+// recomputing then costs a nest that loads what the temporary is made of
+// and stores it, against one load. Nil when the gradient does not derive.
+//
+// It is decided at fuse.DefaultMachine's rates, not this machine's: the
+// saved temporaries are outputs of the forward kernel, which torch.compile
+// bakes into the graphs it caches on disk under the op's name, so they
+// must depend on neoflow's version and the op alone.
+func Recompute(spec *ir.Spec) (map[string]bool, []string) {
+	m := fuse.DefaultMachine
 	wrt := make([]bool, len(spec.Op.Inputs))
 	for i := range wrt {
 		wrt[i] = true
@@ -71,7 +76,7 @@ func Recompute(spec *ir.Spec, m fuse.Machine) (map[string]bool, []string) {
 	stored := map[string]bool{}
 	refuse := func(name string) string {
 		switch {
-		case comparesExactly(g.Op, names[name]):
+		case slices.ContainsFunc(g.Op.Stmts, func(st *ir.Stmt) bool { return fuse.ComparesExactly(st.RHS, names[name]) }):
 			return "the gradient compares it with == or !="
 		case stored[name]:
 			return "the fused gradient would store it again rather than compute it where it reads it"
@@ -119,31 +124,6 @@ func storedAgain(spec *ir.Spec, wrt []bool, rec map[string]bool, m fuse.Machine)
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-// comparesExactly reports whether a statement of op compares a read of
-// tensor name with == or !=.
-func comparesExactly(op *ir.Op, name string) bool {
-	found := false
-	reads := func(e ir.Expr) bool {
-		r := false
-		ir.Walk(e, func(x ir.Expr) bool {
-			if a, ok := x.(*ir.Access); ok && a.Tensor == name {
-				r = true
-			}
-			return true
-		})
-		return r
-	}
-	for _, st := range op.Stmts {
-		ir.Walk(st.RHS, func(e ir.Expr) bool {
-			if b, ok := e.(*ir.Binary); ok && slices.Contains([]ir.BinOp{ir.Eq, ir.Ne}, b.Op) && (reads(b.X) || reads(b.Y)) {
-				found = true
-			}
-			return true
-		})
-	}
-	return found
 }
 
 // wantsGrad: autodiff runs only when a gradient is asked for.
