@@ -22,11 +22,12 @@ type groupSpace struct {
 }
 
 // newGroupSpace is the group space of the fused group statement i of
-// spec leads, its genes starting at off; nil when i leads no group or the
-// group has no default tiling (its members do not share one nest).
-func newGroupSpace(spec *ir.Spec, i, off int) *groupSpace {
+// spec leads, whose default schedule is def, its genes starting at off;
+// nil when i leads no group or the group has no default tiling (its
+// members do not share one nest).
+func newGroupSpace(spec *ir.Spec, i int, def loops.Schedule, off int) *groupSpace {
 	idx := loops.GroupMembers(spec, i)
-	if len(idx) < 2 || loops.DefaultSchedule(spec, i).Group == nil {
+	if len(idx) < 2 || def.Group == nil {
 		return nil
 	}
 	gs := &groupSpace{}

@@ -121,14 +121,15 @@ func NewSpace(spec *ir.Spec) *Space {
 	sp := &Space{spec: spec}
 	for i, st := range spec.Stmts {
 		ss := stmtSpace{index: i, st: st, off: len(sp.card), red: st.Stmt.Reduce != ir.Assign}
-		if loops.DefaultSchedule(spec, i).Scatter {
+		def := loops.DefaultSchedule(spec, i)
+		if def.Scatter {
 			ss.scatter = true
 			sp.card = append(sp.card, 1)
 			sp.stmts = append(sp.stmts, ss)
 			continue
 		}
 		sp.card = append(sp.card, ss.genes(false)...)
-		if gs := newGroupSpace(spec, i, len(sp.card)); gs != nil {
+		if gs := newGroupSpace(spec, i, def, len(sp.card)); gs != nil {
 			ss.grp = gs
 			sp.card[ss.off+geneMode] = 3
 			sp.card = append(sp.card, gs.dom.genes(true)...)

@@ -162,11 +162,11 @@ func (r *Runtime) measureRates(threads int) (fuse.Machine, error) {
 	if err != nil {
 		return fuse.Machine{}, err
 	}
-	arithOps, err := chainCost(arith, 0)
+	arithOps, err := chainCost(arith)
 	if err != nil {
 		return fuse.Machine{}, err
 	}
-	callOps, err := chainCost(calls, 0) // the chain less its calls
+	callOps, err := chainCost(calls)
 	if err != nil {
 		return fuse.Machine{}, err
 	}
@@ -181,14 +181,14 @@ func (r *Runtime) measureRates(threads int) (fuse.Machine, error) {
 	}, nil
 }
 
-// chainCost is the fuse.Cost of a rates kernel's expression, each math
-// function call counted call.
-func chainCost(chain string, call int64) (int64, error) {
+// chainCost is the fuse.Cost of a rates kernel's expression less its math
+// function calls.
+func chainCost(chain string) (int64, error) {
 	op, err := parse.Parse("Y[i] = "+chain, parse.Options{})
 	if err != nil {
 		return 0, err
 	}
-	return fuse.Machine{CallOps: call}.CostOf(op.Stmts[0].RHS), nil
+	return fuse.Cost(op.Stmts[0].RHS, 0), nil
 }
 
 // timeKernel builds src for one float32 input of n elements and returns

@@ -201,17 +201,7 @@ func (b *builder) withForward(body []*gstmt, opts gradOptions) (all []*gstmt, sa
 	if !opts.save {
 		return append(b.recompute(body), body...), nil, nil
 	}
-	saved, rec := b.savedOrRecomputed(body, opts.recompute)
-	if len(rec) > 0 {
-		recomputed = map[string]string{}
-		for _, s := range b.fwd.Stmts {
-			for _, g := range rec {
-				if g.s.Tensor == b.gname(s.Tensor) {
-					recomputed[s.Tensor] = g.s.Tensor
-				}
-			}
-		}
-	}
+	saved, rec, recomputed := b.savedOrRecomputed(body, opts.recompute)
 	return append(rec, body...), saved, recomputed
 }
 

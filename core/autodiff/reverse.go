@@ -375,31 +375,35 @@ func (b *builder) forwardStmts(which map[int]bool) []*gstmt {
 // stmts read into those GradSaving takes saved (by forward name, in
 // forward order) and the statements it recomputes: those writing a tensor
 // named in recompute that one forward statement writes whole, and, for
-// what they read, the same again.
-func (b *builder) savedOrRecomputed(stmts []*gstmt, recompute map[string]bool) ([]string, []*gstmt) {
+// what they read, the same again; recomputed maps each of their tensors'
+// forward names to its gradient-op name (nil when none is).
+func (b *builder) savedOrRecomputed(stmts []*gstmt, recompute map[string]bool) (saved []string, rec []*gstmt, recomputed map[string]string) {
 	writer := b.writers()
 	needed := b.directReads(stmts, writer)
 	count := map[string]int{}
 	for _, s := range b.fwd.Stmts {
 		count[s.Tensor]++
 	}
-	rec := map[int]bool{}
+	which := map[int]bool{}
 	for i := len(b.fwd.Stmts) - 1; i >= 0; i-- {
 		bs := b.spec.Stmts[i]
 		name := b.fwd.Stmts[i].Tensor
 		if !needed[i] || !recompute[name] || count[name] != 1 || bs.Offset != nil {
 			continue
 		}
-		rec[i] = true
+		which[i] = true
+		if recomputed == nil {
+			recomputed = map[string]string{}
+		}
+		recomputed[name] = b.gname(name)
 		b.markReads(i, writer, needed)
 	}
-	var saved []string
 	for i, s := range b.fwd.Stmts {
-		if needed[i] && !rec[i] {
+		if needed[i] && !which[i] {
 			saved = append(saved, s.Tensor)
 		}
 	}
-	return saved, b.forwardStmts(rec)
+	return saved, b.forwardStmts(which), recomputed
 }
 
 // writers maps the gradient-op name of each forward statement's tensor to

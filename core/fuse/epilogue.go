@@ -62,14 +62,7 @@ func epilogueLegal(ga []*ir.BoundStmt, e *ir.BoundStmt) bool {
 		if p.Stmt.Tensor == e.Stmt.Tensor || reads(p.Stmt.RHS, e.Stmt.Tensor) > 0 {
 			return false
 		}
-		ok := true
-		ir.Walk(e.Stmt.RHS, func(x ir.Expr) bool {
-			if acc, is := x.(*ir.Access); is && acc.Tensor == p.Stmt.Tensor && !isIdentity(acc, p) {
-				ok = false
-			}
-			return true
-		})
-		if !ok || k > 0 && p.Offset != nil {
+		if !readsOnlyAtPoint(e.Stmt.RHS, p) || k > 0 && p.Offset != nil {
 			return false
 		}
 	}

@@ -231,9 +231,12 @@ func legal(ga, gb []*ir.BoundStmt) bool {
 // element p stores at the same point: p is an '=' statement writing its
 // whole tensor and the read's indices are p's spatial axes.
 func readsAtStore(e ir.Expr, p *ir.BoundStmt) bool {
-	if p.Stmt.Reduce != ir.Assign || p.Offset != nil {
-		return false
-	}
+	return p.Stmt.Reduce == ir.Assign && p.Offset == nil && readsOnlyAtPoint(e, p)
+}
+
+// readsOnlyAtPoint reports whether every read of p's tensor in e is at
+// p's own point: its indices are p's spatial axes.
+func readsOnlyAtPoint(e ir.Expr, p *ir.BoundStmt) bool {
 	ok := true
 	ir.Walk(e, func(x ir.Expr) bool {
 		if a, is := x.(*ir.Access); is && a.Tensor == p.Stmt.Tensor && !isIdentity(a, p) {

@@ -92,15 +92,19 @@ func inlinable(spec *ir.Spec, stmts []*ir.BoundStmt, i int, opts Options) bool {
 // unrounded float32 sum in the interpreter, a multiply-add contracted in
 // one place and not the other), and the comparison would fail.
 func comparedExactly(stmts []*ir.BoundStmt, name string) bool {
+	return slices.ContainsFunc(stmts, func(st *ir.BoundStmt) bool { return ComparesExactly(st.Stmt.RHS, name) })
+}
+
+// ComparesExactly reports whether e compares a read of tensor name with
+// == or != (see comparedExactly).
+func ComparesExactly(e ir.Expr, name string) bool {
 	found := false
-	for _, st := range stmts {
-		ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
-			if b, ok := e.(*ir.Binary); ok && (b.Op == ir.Eq || b.Op == ir.Ne) && (reads(b.X, name) > 0 || reads(b.Y, name) > 0) {
-				found = true
-			}
-			return !found
-		})
-	}
+	ir.Walk(e, func(x ir.Expr) bool {
+		if b, ok := x.(*ir.Binary); ok && (b.Op == ir.Eq || b.Op == ir.Ne) && (reads(b.X, name) > 0 || reads(b.Y, name) > 0) {
+			found = true
+		}
+		return !found
+	})
 	return found
 }
 

@@ -117,38 +117,32 @@ func readers(stmts []*ir.BoundStmt, name string) []int {
 }
 
 // Cost estimates the arithmetic of one evaluation of e, in additions: a
-// math function call DefaultCallOps (Machine.Cost: the machine's measured
+// math function call counts call (Machine.Cost: the machine's measured
 // CallOps), another operation, a comparison or a read 1, both branches of
 // a where counted. Index arithmetic inside a read is address computation
 // and not counted. Machine.OpsPerSec is in these units.
-func Cost(e ir.Expr) int64 { return cost(e, DefaultCallOps) }
-
-// Cost is e's arithmetic with m's cost of a math function call.
-func (m Machine) Cost(e ir.Expr) int64 { return cost(e, m.orDefault().CallOps) }
-
-// CostOf is e's arithmetic with m.CallOps as the cost of a math function
-// call, whatever it is (0 included: the arithmetic around the calls).
-func (m Machine) CostOf(e ir.Expr) int64 { return cost(e, m.CallOps) }
-
-func cost(e ir.Expr, call int64) int64 {
+func Cost(e ir.Expr, call int64) int64 {
 	switch x := e.(type) {
 	case *ir.Access:
 		return 1
 	case *ir.Unary:
-		return 1 + cost(x.X, call)
+		return 1 + Cost(x.X, call)
 	case *ir.Binary:
-		return 1 + cost(x.X, call) + cost(x.Y, call)
+		return 1 + Cost(x.X, call) + Cost(x.Y, call)
 	case *ir.Call:
 		n := call
 		for _, a := range x.Args {
-			n += cost(a, call)
+			n += Cost(a, call)
 		}
 		return n
 	case *ir.Where:
-		return 1 + cost(x.Cond, call) + cost(x.Then, call) + cost(x.Else, call)
+		return 1 + Cost(x.Cond, call) + Cost(x.Then, call) + Cost(x.Else, call)
 	}
 	return 0
 }
+
+// Cost is e's arithmetic with m's cost of a math function call.
+func (m Machine) Cost(e ir.Expr) int64 { return Cost(e, m.orDefault().CallOps) }
 
 // extents maps every axis of st to its extent.
 func extents(st *ir.BoundStmt) map[string]int64 {

@@ -47,14 +47,7 @@ type GroupTiling struct {
 // String is the group tiling as Dump prints it.
 func (g *GroupTiling) String() string {
 	var b strings.Builder
-	b.WriteString("group")
-	for _, s := range g.Splits {
-		fmt.Fprintf(&b, " %s%v", s.Axis, s.Factors)
-	}
-	fmt.Fprintf(&b, " loops [%s] parallel %d acc %v", strings.Join(g.Loops, " "), g.Parallel, g.AccAt)
-	if g.Vector {
-		b.WriteString(" vector")
-	}
+	writeTiles(&b, "group", g.Splits, g.Loops, g.Parallel, g.AccAt, g.Vector)
 	return b.String()
 }
 

@@ -78,14 +78,7 @@ type Unroll struct {
 // String is the tiling as Dump prints it.
 func (t *Tiling) String() string {
 	var b strings.Builder
-	b.WriteString("tiled")
-	for _, s := range t.Splits {
-		fmt.Fprintf(&b, " %s%v", s.Axis, s.Factors)
-	}
-	fmt.Fprintf(&b, " loops [%s] parallel %d acc %d", strings.Join(t.Loops, " "), t.Parallel, t.AccAt)
-	if t.Vector {
-		b.WriteString(" vector")
-	}
+	writeTiles(&b, "tiled", t.Splits, t.Loops, t.Parallel, t.AccAt, t.Vector)
 	for _, u := range t.Unroll {
 		fmt.Fprintf(&b, " unroll %s:%d", u.Loop, u.Factor)
 	}
@@ -96,6 +89,20 @@ func (t *Tiling) String() string {
 		fmt.Fprintf(&b, " relayout %s:%d", r.Tensor, r.Dim)
 	}
 	return b.String()
+}
+
+// writeTiles writes what a tiling and a group tiling print alike: kind,
+// the splits, the loops, the parallel loops, the accumulator position(s)
+// and the lane mark.
+func writeTiles(b *strings.Builder, kind string, splits []Split, loops []string, parallel int, acc any, vector bool) {
+	b.WriteString(kind)
+	for _, s := range splits {
+		fmt.Fprintf(b, " %s%v", s.Axis, s.Factors)
+	}
+	fmt.Fprintf(b, " loops [%s] parallel %d acc %v", strings.Join(loops, " "), parallel, acc)
+	if vector {
+		b.WriteString(" vector")
+	}
 }
 
 // TileLoop names level l of a split axis.
