@@ -13,8 +13,10 @@ import (
 // statement, every genome to schedules that lower. A reduction statement
 // chooses between its default GPU schedule, a GPU tiling and a block
 // reduction and carries their knobs; any other statement keeps
-// loops.GPUSchedule's (one gene of cardinality 1), as does a statement
-// without reduction axes or of the scatter form.
+// loops.GPUSchedule's, as does a statement without reduction axes or of
+// the scatter form, with one gene: its block size where that schedule
+// runs a grid-stride kernel (a fused group of '=' statements, an
+// elementwise or scatter nest; gpuBlockThreads), else of cardinality 1.
 type GPUSpace struct {
 	spec  *ir.Spec
 	stmts []gpuStmtSpace
@@ -26,7 +28,8 @@ type gpuStmtSpace struct {
 	index int
 	st    *ir.BoundStmt
 	off   int
-	fixed bool // one gene: GPUSchedule's schedule
+	fixed bool // one gene: GPUSchedule's schedule, and its block size if block
+	block bool
 	// steps lists, per reduction axis, its step choices (divisors).
 	steps [][]int64
 	reads int // stageable reads with a gene, at most maxStageGenes
@@ -55,6 +58,9 @@ const (
 var (
 	gpuReduceThreads = []int64{32, 64, 128, 256, 512, 1024}
 	gpuRegs          = []int64{1, 2, 4, 8}
+	// gpuBlockThreads are the block sizes of a grid-stride kernel, the
+	// default (loops.DefaultThreads) first so that gene 0 is the default.
+	gpuBlockThreads = []int{loops.DefaultThreads, 64, 128, 512, 1024}
 )
 
 // maxStageGenes caps the reads of a statement with a stage gene.
@@ -71,7 +77,11 @@ func NewGPUSpace(spec *ir.Spec) *GPUSpace {
 		def := loops.GPUSchedule(spec, i)
 		if st.Stmt.Reduce == ir.Assign || len(st.Reduction) == 0 || def.Scatter {
 			ss.fixed = true
+			ss.block = gridStride(st, def)
 			sp.card = append(sp.card, 1)
+			if ss.block {
+				sp.card[len(sp.card)-1] = len(gpuBlockThreads)
+			}
 			sp.stmts = append(sp.stmts, ss)
 			continue
 		}
@@ -94,6 +104,18 @@ func NewGPUSpace(spec *ir.Spec) *GPUSpace {
 		sp.stmts = append(sp.stmts, ss)
 	}
 	return sp
+}
+
+// gridStride reports whether def, statement st's default GPU schedule,
+// runs a grid-stride kernel whose block size is a free choice: a fused
+// group's one kernel, or a nest with parallel loops and neither a GPU
+// tiling nor a block reduction. A statement joined to a group has none of
+// its own (the group's lead schedules the kernel).
+func gridStride(st *ir.BoundStmt, def loops.Schedule) bool {
+	if st.Joined || def.GPU != nil || def.GPUReduce != nil {
+		return false
+	}
+	return def.Group != nil || def.ParallelDepth > 0
 }
 
 // Cardinalities is the number of values of each gene.
@@ -145,7 +167,11 @@ func (sp *GPUSpace) Decode(g []int) []loops.Schedule {
 
 func (ss *gpuStmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 	if ss.fixed {
-		return loops.GPUSchedule(spec, ss.index)
+		s := loops.GPUSchedule(spec, ss.index)
+		if ss.block {
+			s.Threads = gpuBlockThreads[g[ss.off]]
+		}
+		return s
 	}
 	genes := g[ss.off:]
 	switch genes[gpuGeneMode] {
@@ -203,10 +229,12 @@ func tileRegs(t *loops.GPUTiling) int64 {
 	return r
 }
 
-// Seeds are the genomes the GPU search starts from: the default, and for
+// Seeds are the genomes the GPU search starts from: the default, for
 // each reduction statement the tilings of 64, 128 and 256 threads with 1,
 // 4 and 16 registers, steps of up to 8 and 16 iterations, every read
-// staged, and the block reductions of 128 and 256 threads.
+// staged, the block reductions of 128 and 256 threads, and every
+// grid-stride kernel (a fused group's included) in blocks of 128 and of
+// 512 threads.
 func (sp *GPUSpace) Seeds() [][]int {
 	out := [][]int{sp.Default()}
 	add := func(g []int) {
@@ -231,6 +259,15 @@ func (sp *GPUSpace) Seeds() [][]int {
 		for _, ss := range sp.stmts {
 			if !ss.fixed {
 				g[ss.off+gpuGeneMode], g[ss.off+gpuGeneBlock] = 2, b
+			}
+		}
+		add(g)
+	}
+	for _, b := range []int{2, 3} {
+		g := sp.Default()
+		for _, ss := range sp.stmts {
+			if ss.block {
+				g[ss.off] = b
 			}
 		}
 		add(g)

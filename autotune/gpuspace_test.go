@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -108,5 +109,52 @@ func emulate(t *testing.T, spec *ir.Spec, scheds []loops.Schedule, mod *cgen.CUD
 			}
 			t.Fatalf("%s with %v: %s[%d] = %v, interpreter says %v", spec.Op.Name, scheds, td.Name, j, g, w)
 		}
+	}
+}
+
+// TestGPUGroupBlocks checks the block-size gene of the grid-stride
+// kernels in the GPU space of the fused test ops: a fused group of '='
+// statements keeps its one kernel under every block size, launched with
+// that many threads, and computes what the interpreter does on the CUDA
+// emulator.
+func TestGPUGroupBlocks(t *testing.T) {
+	groups := 0
+	for name, spec := range fusedSpecs(t, ir.Float32) {
+		sp := NewGPUSpace(spec)
+		for _, g := range sp.Seeds()[1:] {
+			scheds := sp.Decode(g)
+			block := 0
+			for _, ss := range sp.stmts {
+				if ss.block && g[ss.off] != 0 {
+					block = gpuBlockThreads[g[ss.off]]
+				}
+			}
+			if block == 0 {
+				continue
+			}
+			mod, err := kernels.CUDASource(spec, scheds, "nf_block")
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			for i, s := range scheds {
+				if s.Group == nil || spec.Stmts[i].Joined {
+					continue
+				}
+				groups++
+				if s.Threads != block {
+					t.Fatalf("%s statement %d: %v, want its group in blocks of %d", name, i, s, block)
+				}
+				launched := slices.ContainsFunc(mod.Launches, func(l cgen.Launch) bool {
+					return l.Nest == i && l.Threads == block
+				})
+				if !launched {
+					t.Fatalf("%s: the group of statement %d is not launched in blocks of %d: %+v", name, i, block, mod.Launches)
+				}
+			}
+			emulate(t, spec, scheds, mod, 5)
+		}
+	}
+	if groups == 0 {
+		t.Fatal("no fused group of the test ops has a block-size gene")
 	}
 }

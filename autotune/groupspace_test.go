@@ -13,9 +13,8 @@ import (
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
-// groupedSpecs are the fused forward and gradient specs of the test ops
-// that have fused groups the space tiles as one nest.
-func groupedSpecs(t *testing.T, dt ir.DType) map[string]*ir.Spec {
+// fusedSpecs are the fused forward and gradient specs of the test ops.
+func fusedSpecs(t *testing.T, dt ir.DType) map[string]*ir.Spec {
 	t.Helper()
 	out := map[string]*ir.Spec{}
 	for _, o := range testops.All {
@@ -32,9 +31,20 @@ func groupedSpecs(t *testing.T, dt ir.DType) map[string]*ir.Spec {
 			if err != nil {
 				t.Fatalf("%s: fusion: %v", name, err)
 			}
-			if slices.ContainsFunc(NewSpace(f).stmts, func(ss stmtSpace) bool { return ss.grp != nil }) {
-				out[name] = f
-			}
+			out[name] = f
+		}
+	}
+	return out
+}
+
+// groupedSpecs are the fused specs (fusedSpecs) that have fused groups
+// the space tiles as one nest.
+func groupedSpecs(t *testing.T, dt ir.DType) map[string]*ir.Spec {
+	t.Helper()
+	out := map[string]*ir.Spec{}
+	for name, f := range fusedSpecs(t, dt) {
+		if slices.ContainsFunc(NewSpace(f).stmts, func(ss stmtSpace) bool { return ss.grp != nil }) {
+			out[name] = f
 		}
 	}
 	return out

@@ -11,18 +11,22 @@ saving gradient op, as training runs it) of
 
 next to the fusion plan: loop nests (statements) and temporaries of the
 forward kernel and of the saving gradient kernel (with respect to every
-input), unfused and fused. The neoflow
-variants run in ``--rounds`` alternating rounds (off, on, off, on, ...);
-each round reports the median of ``--repeat`` calls after ``--warmup``
-untimed ones, and the table gives the median over rounds with its
-min-max. Kernels are untuned (NEOFLOW_TUNE=off) and built into a fresh
-cache.
+input), unfused and fused. The neoflow variants run in ``--rounds``
+rounds, each timing both, in turns (off then on, then on then off, ...: the
+variant timed second in a round measured a few percent slower even where
+both run the same kernels); each round reports the median of ``--repeat``
+calls after ``--warmup`` untimed ones, and the table gives the median over
+rounds with its min-max. The fusion speedup is the median of the rounds'
+paired ratios (unfused / fused of the same round) with a bootstrap 95%
+interval of that median; an op counts as slower fused only when the whole
+interval lies below 1. Kernels are untuned (NEOFLOW_TUNE=off) and built
+into a fresh cache.
 
 Writes ``fusion-DATE-cpu.json``, ``.md`` and ``.png`` into ``--out``. Not a
 test: speed is reported, not asserted.
 
     python bench/fusion.py [--size bench|small] [--batch 16] [--workloads lltm ...]
-                           [--rounds 3] [--repeat 20] [--warmup 3] [--no-compile] [--out bench/results]
+                           [--rounds 15] [--repeat 20] [--warmup 3] [--no-compile] [--out bench/results]
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import datetime
 import importlib.util
 import json
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -58,7 +63,7 @@ def parse_args(argv=None):
     ap.add_argument("--size", default="bench", choices=["small", "bench"])
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--workloads", nargs="+", choices=wl.WORKLOADS, default=list(wl.WORKLOADS))
-    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of fusion off and on")
+    ap.add_argument("--rounds", type=int, default=15, help="rounds timing fusion off and on in turns")
     ap.add_argument("--repeat", type=int, default=20, help="timed calls per variant and round")
     ap.add_argument("--warmup", type=int, default=3, help="untimed calls before them")
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
@@ -124,6 +129,20 @@ def plan(neoflow, torch, op_calls) -> dict:
     return out
 
 
+def median_interval(values: list, resamples: int = 2000, seed: int = 0) -> list:
+    """A bootstrap 95% interval of the median of values (percentiles of the medians of resamples drawn
+    with replacement; seeded, so a result file's interval can be recomputed)."""
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(resamples))
+    return [meds[int(0.025 * resamples)], meds[int(0.975 * resamples) - 1]]
+
+
+def verdict(row: dict) -> str:
+    """faster, slower or even: whether the fusion speedup's 95% interval lies above 1, below 1 or spans it."""
+    lo, hi = row["fusion_speedup_ci95"]
+    return "faster" if lo > 1 else "slower" if hi < 1 else "even"
+
+
 def bench_op(neoflow, torch, workload, case, args) -> dict:
     op_name, nf_fn, torch_fn, inputs, params = case
     leaves = list(inputs) + list(params)
@@ -133,8 +152,9 @@ def bench_op(neoflow, torch, workload, case, args) -> dict:
     fb = lambda fn: wl.forward_backward(torch, fn, inputs, grads, leaves)  # noqa: E731
     row = {"workload": workload, "op": op_name, "rounds": {"unfused": [], "fused": []}}
     op_calls = calls(neoflow, nf_fn, inputs)
-    for _ in range(args.rounds):
-        for variant, on in (("unfused", False), ("fused", True)):
+    for i in range(args.rounds):
+        turns = (("unfused", False), ("fused", True))
+        for variant, on in turns if i % 2 == 0 else turns[::-1]:
             neoflow.configure(fusion=on)
             m = wl.measure(fb(nf_fn), args.repeat, args.warmup)
             row["rounds"][variant].append(m["median_ms"])
@@ -151,7 +171,9 @@ def bench_op(neoflow, torch, workload, case, args) -> dict:
     for variant in ("unfused", "fused"):
         r = row["rounds"][variant]
         row[variant] = {"median_ms": statistics.median(r), "min_ms": min(r), "max_ms": max(r)}
-    row["fusion_speedup"] = row["unfused"]["median_ms"] / row["fused"]["median_ms"]
+    ratios = [u / f for u, f in zip(row["rounds"]["unfused"], row["rounds"]["fused"])]
+    row["fusion_speedup"] = statistics.median(ratios)
+    row["fusion_speedup_ci95"] = median_interval(ratios)
     # Fusion changed neither kernel: fused and unfused run the same code (one cache key).
     row["fusion_changed"] = row["fused_plan"]["changed"]
     row["fused_vs_eager"] = row["eager"]["median_ms"] / row["fused"]["median_ms"]
@@ -172,8 +194,11 @@ def render_markdown(result: dict) -> str:
         f"# Fusion on and off, {s['size']} size, batch {s['batch']}, {s['dtype']}, untuned ({result['date']})",
         "",
         f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}.",
-        f"Forward+backward per op, ms: median over {s['rounds']} alternating rounds of the median of {s['repeat']} "
-        "calls (min-max of the round medians); eager and compile: median (min-max) of one run. "
+        f"Forward+backward per op, ms: median over {s['rounds']} rounds (fusion off and on timed in turns, "
+        f"the first of each round alternating) of the median of {s['repeat']} calls (min-max of the round "
+        "medians); eager and compile: median (min-max) of one run. Fusion speedup: median of the rounds' paired "
+        "ratios unfused / fused, [bootstrap 95% interval], and whether the interval lies above 1 (faster), "
+        "below 1 (slower) or spans it (even). "
         "Nests: loop nests (statements) of the forward / gradient kernel; temps: their temporaries.",
         "",
         "| workload | op | unfused | fused | eager | compile | fusion speedup | fused vs eager "
@@ -186,7 +211,10 @@ def render_markdown(result: dict) -> str:
         nests = lambda p: f"{p['forward_nests']} / {p['grad_nests']}" if p else "-"  # noqa: E731
         temps = lambda p: f"{p['forward_temps']} / {p['grad_temps']}" if p else "-"  # noqa: E731
         ok = "yes" if r["unfused_matches"] and r["fused_matches"] else "NO"
-        speedup = f"{r['fusion_speedup']:.2f}x" + ("" if r["fusion_changed"] else " (same kernels)")
+        lo, hi = r["fusion_speedup_ci95"]
+        speedup = f"{r['fusion_speedup']:.2f}x [{lo:.2f}, {hi:.2f}] " + (
+            verdict(r) if r["fusion_changed"] else "(same kernels)"
+        )
         lines.append(
             f"| {r['workload']} | {r['op']} | {wl.spread(r['unfused'])} | {wl.spread(r['fused'])} "
             f"| {wl.spread(r['eager'])} | {comp} | {speedup} | {r['fused_vs_eager']:.2f}x "
@@ -197,7 +225,8 @@ def render_markdown(result: dict) -> str:
         "",
         f"Fusion speedup (unfused / fused time), geomean over the RNN cells: **{sm['rnn_fusion_speedup']:.2f}x**; "
         f"over every op: {sm['fusion_speedup']:.2f}x. Ops that fusion changes and that ran slower fused than "
-        f"unfused (median): {', '.join(sm['slower_fused']) or 'none'}. Ops whose kernels fusion leaves as they "
+        f"unfused (95% interval below 1): {', '.join(sm['slower_fused']) or 'none'}; even (interval spans 1): "
+        f"{', '.join(sm['even_fused']) or 'none'}. Ops whose kernels fusion leaves as they "
         f"are (the same code runs both ways; their ratio is noise): {', '.join(sm['unchanged']) or 'none'}.",
         f"Fused against eager, geomean over every op: {sm['fused_vs_eager']:.2f}x (above 1: neoflow is faster).",
     ]
@@ -249,7 +278,8 @@ def main(argv=None) -> dict:
         "summary": {
             "rnn_fusion_speedup": wl.geomean(rnn) if rnn else None,
             "fusion_speedup": wl.geomean(r["fusion_speedup"] for r in ops),
-            "slower_fused": [r["op"] for r in ops if r["fusion_speedup"] < 1 and r["fusion_changed"]],
+            "slower_fused": [r["op"] for r in ops if r["fusion_changed"] and verdict(r) == "slower"],
+            "even_fused": [r["op"] for r in ops if r["fusion_changed"] and verdict(r) == "even"],
             "unchanged": [r["op"] for r in ops if not r["fusion_changed"]],
             "fused_vs_eager": wl.geomean(r["fused_vs_eager"] for r in ops),
             "fused_vs_compile": wl.geomean(r.get("fused_vs_compile") for r in ops),

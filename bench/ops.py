@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "pytho
 
 import neoflow  # noqa: E402
 from machine import cpu_model  # noqa: E402
-from ops_table import BENCH_CASES, consts_for  # noqa: E402
+from ops_table import BENCH_CASES  # noqa: E402
 
 
 def timeit(fn, repeat: int, warmup: int = 3) -> tuple[float, float, float]:
@@ -61,7 +61,7 @@ def main() -> None:
         if args.only and case.name not in args.only:
             continue
         tensors = case.inputs("bench", dtype)
-        op = neoflow.op(case.source, name=case.name, consts=consts_for(case, tensors))
+        op = case.op(tensors)
         sizes = case.sizes(*tensors) if case.sizes else None
         t0 = time.perf_counter()
         got = op(*tensors, sizes=sizes)

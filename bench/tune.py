@@ -49,7 +49,7 @@ import neoflow  # noqa: E402
 from machine import cpu_model  # noqa: E402
 from neoflow import _lib  # noqa: E402
 from ops import fwd_bwd, timeit  # noqa: E402
-from ops_table import BENCH_CASES, consts_for  # noqa: E402
+from ops_table import BENCH_CASES  # noqa: E402
 
 
 def alternate(fns, repeat: int, warmup: int = 3):
@@ -209,7 +209,7 @@ def training_ops(args, out):
         if case.name not in ("capsule_conv", "depthwise_conv", "milstm_gate"):
             continue
         tensors = case.inputs("bench", torch.float32)
-        op = neoflow.op(case.source, name=case.name, consts=consts_for(case, tensors))
+        op = case.op(tensors)
         leaves = [t.detach().clone().requires_grad_(True) for t in tensors]
         grad_out = torch.randn_like(case.reference(*tensors))
 

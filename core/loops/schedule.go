@@ -74,6 +74,9 @@ type Schedule struct {
 
 // String is the schedule as Dump prints it.
 func (s Schedule) String() string {
+	if s.Group != nil && s.Threads != 0 {
+		return fmt.Sprintf("%s, threads %d", s.Group, s.Threads)
+	}
 	if s.Group != nil {
 		return s.Group.String()
 	}

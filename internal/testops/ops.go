@@ -23,9 +23,12 @@ type Op struct {
 	Desc   string
 	Src    string
 	Inputs []string
-	Shapes [][]int64
-	Sizes  map[string]int64
-	Consts map[string]parse.ConstValue
+	// Outputs names the op's outputs in order when a later statement
+	// reads one of them (parse.Options.Outputs); empty: the default.
+	Outputs []string
+	Shapes  [][]int64
+	Sizes   map[string]int64
+	Consts  map[string]parse.ConstValue
 	// Want is the shape every output and temporary must get.
 	Want map[string][]int64
 	// Positive asks for inputs in (0.5, 1.5] instead of [-1, 1) (for log,
@@ -39,6 +42,7 @@ type entry struct {
 	Desc     string                 `json:"desc"`
 	Source   string                 `json:"source"`
 	Inputs   []string               `json:"inputs"`
+	Outputs  []string               `json:"outputs"`
 	Consts   map[string]json.Number `json:"consts"`
 	Test     variant                `json:"test"`
 	Bench    *variant               `json:"bench"`
@@ -89,7 +93,7 @@ func load(data []byte) ([]Op, error) {
 				consts[k] = c
 			}
 		}
-		ops = append(ops, Op{Name: e.Name, Desc: e.Desc, Src: e.Source, Inputs: e.Inputs, Shapes: e.Test.Shapes,
+		ops = append(ops, Op{Name: e.Name, Desc: e.Desc, Src: e.Source, Inputs: e.Inputs, Outputs: e.Outputs, Shapes: e.Test.Shapes,
 			Sizes: e.Test.Sizes, Consts: consts, Want: e.Test.Want, Positive: e.Positive})
 	}
 	return ops, nil
@@ -108,7 +112,7 @@ func constValue(v json.Number) (parse.ConstValue, error) {
 
 // Spec parses and specializes the op for dt.
 func (o Op) Spec(dt ir.DType) (*ir.Spec, error) {
-	op, err := parse.Parse(o.Src, parse.Options{Name: o.Name, Inputs: o.Inputs, Consts: o.Consts})
+	op, err := parse.Parse(o.Src, parse.Options{Name: o.Name, Inputs: o.Inputs, Outputs: o.Outputs, Consts: o.Consts})
 	if err != nil {
 		return nil, errors.Wrapf(err, "parsing %s", o.Name)
 	}

@@ -41,6 +41,15 @@ class Case:
     input_names: list = field(default_factory=list)
     variants: dict = field(default_factory=dict)
     positive: bool = False
+    outputs: list = field(default_factory=list)  # the table's "outputs", when a statement reads one
+
+    def op(self, tensors, name: str | None = None):
+        """The case as a neoflow op for tensors of one of its variants (``name`` defaults to the case's)."""
+        import neoflow
+
+        return neoflow.op(
+            self.source, name=name or self.name, outputs=self.outputs or None, consts=consts_for(self, tensors)
+        )
 
     def variant_for(self, tensors) -> dict:
         """The table's variant ("test" or "bench") whose shapes the tensors have."""
@@ -92,6 +101,7 @@ def _case(entry: dict) -> Case:
         input_names=list(entry["inputs"]),
         variants=variants,
         positive=entry.get("positive", False),
+        outputs=list(entry.get("outputs", [])),
     )
     if any("sizes" in v for v in variants.values()):
         case.sizes = lambda *tensors, c=case: dict(c.variant_for(tensors).get("sizes", {}))
@@ -102,6 +112,11 @@ CASES = [_case(e) for e in json.loads(TABLE.read_text())]
 
 # The ops with bench shapes: the spine's operators that bench/ measures.
 BENCH_CASES = [c for c in CASES if "bench" in c.variants]
+
+
+def as_tuple(out) -> tuple:
+    """An op's or a reference's result as a tuple of tensors (one output: a tuple of one)."""
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
 def consts_for(case: Case, tensors) -> dict:

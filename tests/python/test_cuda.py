@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import tol
 from neoflow import config
-from ops_table import CASES, consts_for
+from ops_table import CASES, as_tuple
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -25,24 +25,26 @@ def test_the_cuda_build_is_loaded():
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_forward_matches_pytorch(case, dtype):
     tensors = _cuda(case.inputs("test", dtype))
-    op = neoflow.op(case.source, name=case.name, consts=consts_for(case, tensors))
+    op = case.op(tensors)
     sizes = case.sizes(*tensors) if case.sizes else None
-    got = op(*tensors, sizes=sizes)
-    want = case.reference(*tensors)
-    assert got.device == tensors[0].device
-    torch.testing.assert_close(got, want, **tol(dtype))
+    got = as_tuple(op(*tensors, sizes=sizes))
+    want = as_tuple(case.reference(*tensors))
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert a.device == tensors[0].device
+        torch.testing.assert_close(a, b, **tol(dtype))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_backward_matches_pytorch(case, dtype):
     tensors = [t.requires_grad_(True) for t in _cuda(case.inputs("test", dtype))]
-    op = neoflow.op(case.source, name=case.name, consts=consts_for(case, tensors))
+    op = case.op(tensors)
     sizes = case.sizes(*tensors) if case.sizes else None
-    out = op(*tensors, sizes=sizes)
-    g = torch.randn_like(out)
+    out = as_tuple(op(*tensors, sizes=sizes))
+    g = [torch.randn_like(o) for o in out]
     got = torch.autograd.grad(out, tensors, g)
     ref = [t.detach().clone().requires_grad_(True) for t in tensors]
-    want = torch.autograd.grad(case.reference(*ref), ref, g)
+    want = torch.autograd.grad(as_tuple(case.reference(*ref)), ref, g)
     for a, b in zip(got, want):
         torch.testing.assert_close(a, b, **tol(dtype))
 
@@ -56,16 +58,17 @@ def test_half_forward_and_backward(case, half):
     """16-bit tensors: neoflow computes in float32 and rounds once per stored element, so it matches
     PyTorch's float32 computation on the same (16-bit) inputs within the 16-bit type's precision."""
     tensors = [t.to(DEV, half).requires_grad_(True) for t in case.inputs("test", torch.float32)]
-    op = neoflow.op(case.source, name=case.name, consts=consts_for(case, tensors))
+    op = case.op(tensors)
     sizes = case.sizes(*tensors) if case.sizes else None
-    out = op(*tensors, sizes=sizes)
-    assert out.dtype == half
-    g = torch.randn_like(out)
+    out = as_tuple(op(*tensors, sizes=sizes))
+    assert all(o.dtype == half for o in out)
+    g = [torch.randn_like(o) for o in out]
     got = torch.autograd.grad(out, tensors, g)
     ref = [t.detach().float().requires_grad_(True) for t in tensors]
-    want = case.reference(*ref)
-    torch.testing.assert_close(out.float(), want, **HALF_TOL[half])
-    for a, b in zip(got, torch.autograd.grad(want, ref, g.float())):
+    want = as_tuple(case.reference(*ref))
+    for o, w in zip(out, want):
+        torch.testing.assert_close(o.float(), w, **HALF_TOL[half])
+    for a, b in zip(got, torch.autograd.grad(want, ref, [x.float() for x in g])):
         assert a.dtype == half
         torch.testing.assert_close(a.float(), b, **HALF_TOL[half])
 
@@ -73,7 +76,7 @@ def test_half_forward_and_backward(case, half):
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_gradcheck_on_the_gpu(case):
     tensors = [t.requires_grad_(True) for t in _cuda(case.inputs("test", torch.float64))]
-    op = neoflow.op(case.source, name=case.name, consts=consts_for(case, tensors))
+    op = case.op(tensors)
     sizes = case.sizes(*tensors) if case.sizes else None
     assert torch.autograd.gradcheck(lambda *t: op(*t, sizes=sizes), tensors)
 

@@ -7,7 +7,7 @@ import neoflow
 import pytest
 import torch
 import torch.nn.functional as F
-from ops_table import CASES, consts_for
+from ops_table import CASES
 
 D = torch.float64
 
@@ -19,7 +19,7 @@ def _leaves(tensors):
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_gradcheck_spine_ops(case, fusion):
     tensors = _leaves(case.inputs("test", D))
-    op = neoflow.op(case.source, name=case.name, consts=consts_for(case, tensors))
+    op = case.op(tensors)
     sizes = case.sizes(*tensors) if case.sizes else None
     assert torch.autograd.gradcheck(lambda *t: op(*t, sizes=sizes), tensors)
 
@@ -171,15 +171,16 @@ def test_gradcheck_extra_ops(name, source, consts, sizes, make, ref, fusion):
     assert torch.autograd.gradcheck(lambda *t: op(*t, sizes=sizes), tensors)
 
 
-GRADGRAD = ["matmul", "conv2d_stride_dilation", "softmax", "milstm_gate"]
+GRADGRAD = ["matmul", "conv2d_stride_dilation", "softmax", "milstm_gate", "cell_outputs"]
 
 
 @pytest.mark.parametrize("name", GRADGRAD)
 def test_gradgradcheck(name, fusion):
     case = next(c for c in CASES if c.name == name)
     tensors = _leaves(case.inputs("test", D))
-    op = neoflow.op(case.source, name=name, consts=consts_for(case, tensors))
-    assert torch.autograd.gradgradcheck(lambda *t: op(*t), tensors)
+    op = case.op(tensors, name=name)
+    sizes = case.sizes(*tensors) if case.sizes else None
+    assert torch.autograd.gradgradcheck(lambda *t: op(*t, sizes=sizes), tensors)
 
 
 def test_backward_fills_grads_and_skips_inputs_without_grad():
