@@ -43,3 +43,10 @@ func nf_tunedb(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.int
 		return rt.TuneDB(m.(*api.TuneDBRequest))
 	})
 }
+
+//export nf_bundle_save
+func nf_bundle_save(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.int64_t) *C.char {
+	return control(req, reqLen, out, outLen, &api.BundleSaveRequest{}, func(m proto.Message) (proto.Message, error) {
+		return rt.SaveBundle(m.(*api.BundleSaveRequest))
+	})
+}

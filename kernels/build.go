@@ -9,6 +9,7 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/pipeline"
+	"github.com/neoflow/neoflow/kernels/bundle"
 	"github.com/neoflow/neoflow/kernels/cache"
 	"github.com/neoflow/neoflow/kernels/cc"
 	"github.com/neoflow/neoflow/kernels/cgen"
@@ -43,6 +44,10 @@ type Options struct {
 	// Dump, when set, receives the IR after the pipeline's passes of every
 	// kernel built (NEOFLOW_DUMP).
 	Dump *pipeline.Dumper
+	// Bundle, when set, supplies C kernels before the cache: a kernel
+	// whose portable key (cache.PortableKey) it holds is loaded from it
+	// and never compiled (kernels/bundle).
+	Bundle *bundle.Bundle
 }
 
 // Builder builds kernels with one cache. It is safe for concurrent use;
@@ -53,6 +58,7 @@ type Builder struct {
 	logf      func(format string, args ...any)
 	nvrtc     *nvrtcOnce
 	dump      *pipeline.Dumper
+	bundle    *bundle.Bundle
 }
 
 // NewBuilder opens the cache directory and resolves the compiler.
@@ -69,8 +75,17 @@ func NewBuilder(opts Options) (*Builder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Builder{cache: c, schedules: opts.Schedules, logf: opts.Logf, nvrtc: &nvrtcOnce{dirs: opts.NVRTCDirs}, dump: opts.Dump}, nil
+	return &Builder{cache: c, schedules: opts.Schedules, logf: opts.Logf, nvrtc: &nvrtcOnce{dirs: opts.NVRTCDirs}, dump: opts.Dump, bundle: opts.Bundle}, nil
 }
+
+// Target is what this Builder compiles C kernels for, as a bundle
+// records it.
+func (b *Builder) Target() bundle.Target {
+	return bundle.Target{HostID: cache.HostID(), Host: cache.HostDescription(), Flags: b.cache.Flags()}
+}
+
+// CacheDir is the cache directory.
+func (b *Builder) CacheDir() string { return b.cache.Dir() }
 
 // Stats are the cache outcomes of this Builder's builds.
 func (b *Builder) Stats() cache.Stats { return b.cache.Stats() }
@@ -138,15 +153,17 @@ func (b *Builder) build(ctx context.Context, spec *ir.Spec, scheds []loops.Sched
 	if err != nil {
 		return nil, err
 	}
-	key := b.cache.Key(canonical)
-	sym := Symbol(spec.Op.Name, key)
+	// The symbol is named for the portable key, the same in a process
+	// whose compiler differs (or is missing) and loads a bundle.
+	key, pkey := b.cache.Key(canonical), b.cache.PortableKey(canonical)
+	sym := Symbol(spec.Op.Name, pkey)
 	src, err := render(fn, sym, profile)
 	if err != nil {
 		return nil, errors.Wrapf(err, "kernel %s", opName(spec))
 	}
-	lib, outcome, err := b.cache.Get(ctx, key, src, opName(spec))
+	lib, path, outcome, err := b.load(ctx, key, pkey, src, spec, profile)
 	if err != nil {
-		return nil, errors.Wrapf(err, "building kernel %s", opName(spec))
+		return nil, err
 	}
 	nbufs := len(spec.Tensors)
 	if profile {
@@ -156,7 +173,25 @@ func (b *Builder) build(ctx context.Context, spec *ir.Spec, scheds []loops.Sched
 	if err != nil {
 		return nil, errors.Wrapf(err, "kernel %s", opName(spec))
 	}
-	return &Kernel{spec: spec, src: src, key: key, outcome: outcome, k: k}, nil
+	return &Kernel{spec: spec, src: src, key: key, portable: pkey, path: path, outcome: outcome, k: k}, nil
+}
+
+// load loads the library of a C kernel: from the bundle when it has the
+// portable key pkey, else from the cache under key, compiling src on a
+// miss. path is the library's file.
+func (b *Builder) load(ctx context.Context, key, pkey, src string, spec *ir.Spec, profile bool) (*cc.Library, string, cache.Outcome, error) {
+	if b.bundle != nil && !profile {
+		lib, path, ok, err := b.bundle.Library(pkey)
+		if err != nil || ok {
+			return lib, path, cache.Bundled, err
+		}
+	}
+	lib, outcome, err := b.cache.Get(ctx, key, src, opName(spec))
+	if err != nil {
+		return nil, "", 0, errors.Wrapf(err, "building kernel %s", opName(spec))
+	}
+	so, _ := b.cache.Paths(key)
+	return lib, so, outcome, nil
 }
 
 // Source is the C source of spec's kernel, with the function named

@@ -10,11 +10,14 @@ import (
 
 // Kernel is a loaded kernel of one spec.
 type Kernel struct {
-	spec    *ir.Spec
-	src     string
-	key     string
-	outcome cache.Outcome
-	k       *cc.Kernel
+	spec *ir.Spec
+	src  string
+	key  string
+	// portable is the key a bundle holds it under (cache.PortableKey);
+	// path is its shared object.
+	portable, path string
+	outcome        cache.Outcome
+	k              *cc.Kernel
 }
 
 // Close releases the kernel's library (one Close per Build that returned
@@ -29,6 +32,13 @@ func (k *Kernel) Symbol() string { return k.k.Symbol }
 
 // Key is the kernel's cache key.
 func (k *Kernel) Key() string { return k.key }
+
+// PortableKey is the kernel's key in a bundle (cache.PortableKey).
+func (k *Kernel) PortableKey() string { return k.portable }
+
+// Path is the kernel's shared object: its cache entry's, or the file a
+// bundle extracted.
+func (k *Kernel) Path() string { return k.path }
 
 // Spec is the spec the kernel computes.
 func (k *Kernel) Spec() *ir.Spec { return k.spec }

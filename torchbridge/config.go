@@ -29,6 +29,9 @@ type Config struct {
 	// Fusion runs the fusion passes on every op specialized
 	// (NEOFLOW_FUSION, on unless 0).
 	Fusion bool
+	// Bundle is a kernel bundle whose kernels are loaded instead of
+	// compiled (NEOFLOW_BUNDLE; bundle.go); empty: none.
+	Bundle string
 }
 
 // defaultConfig is used until the first Init.
@@ -85,6 +88,11 @@ func configFrom(req *api.InitRequest) (Config, error) {
 		cfg.IdleKernels = int(n)
 	}
 	cfg.Fusion = !req.GetFusionOff()
+	if p := req.GetBundle(); p != "" {
+		if cfg.Bundle, err = filepath.Abs(p); err != nil {
+			return Config{}, errors.Wrapf(err, "kernel bundle %q", p)
+		}
+	}
 	if cfg.Dump, err = pipeline.NewDumper(req.GetDump(), req.GetDumpDir(), os.Stderr); err != nil {
 		return Config{}, err
 	}

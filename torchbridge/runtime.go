@@ -36,6 +36,8 @@ type Runtime struct {
 
 	interrupt interrupter // cancels builds in flight on Ctrl-C
 
+	bundled bundleState // the kernel bundle in use and what was launched (bundle.go)
+
 	machineMu sync.Mutex    // guards rates; held while they are measured
 	rates     *fuse.Machine // the fusion reward's rates, once known (machine.go)
 
@@ -89,6 +91,10 @@ func (r *Runtime) Init(req *api.InitRequest) (*api.InitResponse, error) {
 	if err != nil {
 		return nil, err
 	}
+	b, records, rates, err := openBundle(cfg, r.warnf)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.NumThreads > 0 {
 		runtime.GOMAXPROCS(cfg.NumThreads)
 	}
@@ -98,10 +104,15 @@ func (r *Runtime) Init(req *api.InitRequest) (*api.InitResponse, error) {
 	r.builder = nil // the next build uses the new settings
 	r.db = nil
 	r.machineMu.Lock()
-	r.rates = nil // measured under the old compiler or thread count, maybe
+	r.rates = rates // nil: measured under the old compiler or thread count, maybe
 	r.machineMu.Unlock()
+	r.bundled.open = b
 	r.specs = map[uint64]map[string]*api.SpecializeResponse{}
-	return &api.InitResponse{Version: Version, CacheDir: cfg.CacheDir, Cuda: cudadrv.Available()}, nil
+	resp := &api.InitResponse{Version: Version, CacheDir: cfg.CacheDir, Cuda: cudadrv.Available(), BundleRecords: int32(records)}
+	if b != nil {
+		resp.BundleKernels = int32(b.Len())
+	}
+	return resp, nil
 }
 
 // kernelBuilder returns the builder for the current settings.
@@ -119,6 +130,7 @@ func (r *Runtime) kernelBuilder() (*kernels.Builder, error) {
 			Logf:      r.warnf,
 			NVRTCDirs: r.cfg.NVRTCDirs,
 			Dump:      r.cfg.Dump,
+			Bundle:    r.bundled.open,
 		}
 		if r.cfg.Tune != TuneOff {
 			opts.Schedules = r.tunedSchedules

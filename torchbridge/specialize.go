@@ -64,7 +64,8 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 		return nil, err
 	}
 	resp.CSource = k.Source()
-	resp.CacheHit = k.Outcome() == cache.Hit
+	resp.CacheHit = k.Outcome() == cache.Hit || k.Outcome() == cache.Bundled
+	r.noteKernel(k)
 	resp.KernelId = r.registerKernel(k.Key(), &launchable{fn: k.Addr(), nbufs: k.NumBufs(), close: func() { _ = k.Close() }})
 	r.remember(req, key, resp)
 	return resp, nil

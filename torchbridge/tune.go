@@ -78,6 +78,7 @@ func (r *Runtime) recordSchedules(spec *ir.Spec, key *api.TuneKey) []loops.Sched
 		r.warnf("tuning record of kernel %s ignored: %v", spec.Op.Name, err)
 		return nil
 	}
+	r.noteRecord(tunedb.ID(key))
 	return scheds
 }
 

@@ -36,9 +36,10 @@ const (
 	Hit     Outcome = iota // loaded from the cache
 	Miss                   // compiled: no entry
 	Rebuilt                // compiled: the entry was corrupt and was deleted
+	Bundled                // loaded from a kernel bundle (kernels/bundle), not the cache
 )
 
-func (o Outcome) String() string { return [...]string{"hit", "miss", "rebuilt"}[o] }
+func (o Outcome) String() string { return [...]string{"hit", "miss", "rebuilt", "bundle"}[o] }
 
 // Stats counts the outcomes of a Cache's Get calls.
 type Stats struct {
@@ -68,7 +69,9 @@ func DefaultDir() (string, error) {
 }
 
 // New opens the cache directory cfg.Dir, creating it with mode 0700, and
-// resolves the compiler's identity (without running it).
+// resolves the compiler's identity (without running it). A compiler that
+// does not resolve fails the first build that needs it, not New: a
+// process whose kernels all come from the cache or a bundle needs none.
 func New(cfg Config) (*Cache, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("kernel cache: no directory given")
@@ -86,7 +89,8 @@ func New(cfg Config) (*Cache, error) {
 	}
 	ident, err := cfg.Compiler.Identity()
 	if err != nil {
-		return nil, err
+		// No entry is ever built under this identity: compiling fails.
+		ident = "unresolved compiler: " + err.Error()
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
@@ -109,6 +113,17 @@ func (c *Cache) Stats() Stats {
 func (c *Cache) Key(source string) string {
 	return hashFields("neoflow kernel cache v1", source, c.ident, strings.Join(c.flags, "\x00"), c.cfg.Version, c.host)
 }
+
+// PortableKey is a C kernel's key in a kernel bundle: a SHA-256 over the
+// source, the flags, the version and the host, like Key but without the
+// compiler's identity, so that a process without the compiler (or with
+// another build of it) finds the kernels a bundle carries.
+func (c *Cache) PortableKey(source string) string {
+	return hashFields("neoflow kernel bundle v1", source, strings.Join(c.flags, "\x00"), c.cfg.Version, c.host)
+}
+
+// Flags are the compiler flags kernels are built with.
+func (c *Cache) Flags() []string { return append([]string(nil), c.flags...) }
 
 // ImageKey is the cache key of a device kernel's source compiled by the
 // compiler described by compiler (its version, options and target

@@ -231,10 +231,22 @@ func TestRefusesForeignPermissions(t *testing.T) {
 	}
 }
 
+// TestMissingCompiler: a cache whose compiler does not resolve opens (its
+// kernels may all be there, or come from a bundle), and a build that
+// needs the compiler fails naming it, leaving no entry behind.
 func TestMissingCompiler(t *testing.T) {
-	_, err := New(Config{Dir: t.TempDir(), Compiler: cc.Compiler{Path: "xyz-no-cc"}})
+	dir := t.TempDir()
+	c, err := New(Config{Dir: dir, Compiler: cc.Compiler{Path: "xyz-no-cc"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := "int f(void) { return 1; }\n"
+	_, _, err = c.Get(context.Background(), c.Key(src), src, "op")
 	if err == nil || !strings.Contains(err.Error(), `C compiler "xyz-no-cc" not found on PATH (set NEOFLOW_CC to a working compiler)`) {
 		t.Errorf("got %v", err)
+	}
+	if so, _ := c.Paths(c.Key(src)); fileExists(so) {
+		t.Errorf("a failed build left %s", so)
 	}
 }
 

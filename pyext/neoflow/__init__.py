@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from . import dsl
+from . import bundle, dsl
 from .config import configure
 from .dsl import (
     abs,
@@ -48,6 +48,7 @@ __all__ = [
     "TuneReport",
     "__version__",
     "abs",
+    "bundle",
     "configure",
     "empty_cache",
     "erf",

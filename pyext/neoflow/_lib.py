@@ -68,7 +68,7 @@ def _bind(lib: ctypes.CDLL) -> None:
         ctypes.POINTER(ctypes.c_int64),
     )
     names = ("nf_init", "nf_define", "nf_specialize", "nf_grad", "nf_release")
-    for name in names + ("nf_tune_begin", "nf_tune_step", "nf_tune_end", "nf_tunedb"):
+    for name in names + ("nf_tune_begin", "nf_tune_step", "nf_tune_end", "nf_tunedb", "nf_bundle_save"):
         fn = getattr(lib, name)
         fn.argtypes = control
         fn.restype = ctypes.c_void_p
@@ -129,6 +129,7 @@ def settings_from_env() -> dict:
         "dump": os.environ.get("NEOFLOW_DUMP", "").strip(),
         "dump_dir": os.environ.get("NEOFLOW_DUMP_DIR", ""),
         "fusion": _bool_env("NEOFLOW_FUSION", default=True),
+        "bundle": os.environ.get("NEOFLOW_BUNDLE", ""),
     }
 
 

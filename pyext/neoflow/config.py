@@ -32,6 +32,7 @@ def configure(
     dump: str | None = None,
     dump_dir: str | None = None,
     fusion: bool | None = None,
+    bundle=None,
 ) -> dict:
     """Sets neoflow's settings; unset arguments keep their current value.
 
@@ -60,7 +61,9 @@ def configure(
     is for comparison and bisecting. Changing it drops the kernels built so
     far (a compiled graph traced before the change may expect the other
     temporaries: set it before ``torch.compile``). Returns the settings in
-    force, with the resolved cache directory.
+    force, with the resolved cache directory. ``bundle`` (NEOFLOW_BUNDLE)
+    is a kernel bundle (``neoflow.bundle``) whose kernels are loaded
+    instead of compiled; ``""`` stops using one.
     """
     global _current, _info
     if cpu_cache_mb is not None:
@@ -92,6 +95,8 @@ def configure(
             if not isinstance(fusion, bool):
                 raise TypeError(f"fusion must be True or False, got {fusion!r}")
             settings["fusion"] = fusion
+        if bundle is not None:
+            settings["bundle"] = _bundle_path(bundle)
         if settings.get("tune", "") not in ("", *TUNE_MODES):
             raise ValueError(f"NEOFLOW_TUNE / tune={settings['tune']!r}: expected one of {', '.join(TUNE_MODES)}")
         request = pb.InitRequest(
@@ -105,6 +110,7 @@ def configure(
             dump=settings.get("dump", ""),
             dump_dir=settings.get("dump_dir", ""),
             fusion_off=not settings.get("fusion", True),
+            bundle=os.path.expanduser(settings.get("bundle", "")),
         )
         _info = _lib.call("nf_init", request, pb.InitResponse)
         changed = _current is not None and _current.get("fusion", True) != settings.get("fusion", True)
@@ -126,6 +132,22 @@ def _check_cache_dir(path, what: str) -> str:
     if os.path.exists(full) and not os.path.isdir(full):
         raise ValueError(f"{what} {full} exists and is not a directory: give a directory for the kernel cache")
     return text
+
+
+def _bundle_path(path) -> str:
+    """A bundle file's path ("" for none)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"bundle must be a path, got {type(path).__name__}")
+    text = os.fspath(path)
+    if text and not os.path.isfile(os.path.expanduser(text)):
+        raise FileNotFoundError(f"kernel bundle {text}: no such file")
+    return text
+
+
+def bundle_info() -> tuple[int, int]:
+    """The kernels of the bundle in use and the tuning records it brought (0, 0 without one)."""
+    ensure()
+    return (_info.bundle_kernels, _info.bundle_records) if _info is not None else (0, 0)
 
 
 def _text_setting(value, what: str) -> str:
