@@ -177,23 +177,78 @@ def _make_custom_op(name: str, n_inputs: int):
     return custom
 
 
+class _Plan:
+    """What an eager autograd call of one specialization needs, looked up
+    once (Op._plans) instead of on every call: the forward kernel, the
+    positions among its returned tensors (outputs, then temporaries) of
+    those the saving gradient op reads (None: the kernel keeps one of them
+    in no buffer, and the gradient recomputes), that gradient op with its
+    sizes, and its kernel once the first backward has built it."""
+
+    __slots__ = ("kernel", "kept", "gop", "gsizes", "grad_kernel")
+
+    def __init__(self, op, tensors, sizes: dict, wrt):
+        op._check(tensors)  # what it checks, the plan's key fixes: calls that find the plan need no check
+        self.kernel = op.specialize(*tensors, sizes=sizes)
+        self.kept, self.gop, self.gsizes, self.grad_kernel = [], None, None, None
+        if not any(wrt):
+            return
+        # Derived (and registered) now, as _keep does, for the same reason.
+        self.gop, self.gsizes = op.grad_op(*tensors, sizes=sizes, wrt=list(wrt), saved=True)
+        _ = self.gop.custom_op
+        returned = [self.kernel.buffers[i][0] for i in self.kernel.outputs + self.kernel.temps]
+        if all(n in returned for n in self.gop.saved):
+            self.kept = [returned.index(n) for n in self.gop.saved]
+        else:
+            self.kept = None
+
+
+def _plan(op, tensors, sizes: dict, wrt) -> _Plan:
+    key = (tuple((t.dtype, tuple(t.shape), t.device) for t in tensors), tuple(sorted(sizes.items())), tuple(wrt))
+    plan = op._plans.get(key)
+    if plan is None:
+        plan = op._plans.setdefault(key, _Plan(op, tensors, sizes, wrt))
+    return plan
+
+
 def make_function(op):
-    """A torch.autograd.Function running op; apply(sizes_dict_or_None, *tensors)."""
+    """A torch.autograd.Function running op; apply(sizes_dict_or_None, *tensors).
+
+    Each call looks up its specialization's _Plan, so that a call on shapes
+    seen before derives nothing: the forward launches the plan's kernel and
+    keeps what the plan says, the backward launches the saving gradient
+    op's kernel directly (a backward that builds a graph, or one whose
+    forward kept nothing, goes the general way: _backward)."""
 
     class Function(torch.autograd.Function):
         @staticmethod
         def forward(ctx, sizes, *tensors):
             sizes = dict(sizes or {})
-            outs = op._launch(tensors, sizes, keep=True)
-            wrt = [bool(n) for n in ctx.needs_input_grad[1:]]
-            _keep(ctx, op, tensors, sizes, wrt, outs)
+            wrt = ctx.needs_input_grad[1:]
+            plan = _plan(op, tensors, sizes, wrt)
+            outs = op._launch(tensors, sizes, keep=True, kernel=plan.kernel)
+            if plan.kept is None:
+                ctx.save_for_backward(*tensors)
+                ctx.kept_names, ctx.recompute = (), True
+            else:
+                ctx.save_for_backward(*tensors, *[outs[j] for j in plan.kept])
+                ctx.kept_names, ctx.recompute = (plan.gop.saved if plan.gop else ()), False
+            ctx.plan, ctx.n_inputs, ctx.sizes = plan, len(tensors), sizes
             outs = outs[: len(op.outputs)]
             return outs[0] if len(outs) == 1 else tuple(outs)
 
         @staticmethod
         def backward(ctx, *grads):
             tensors, kept = _saved(ctx)
-            return (None, *_backward(op, tensors, ctx.sizes, list(grads), ctx.needs_input_grad[1:], kept))
+            plan, needs = ctx.plan, ctx.needs_input_grad[1:]
+            if kept is None or plan.gop is None or torch.is_grad_enabled():
+                return (None, *_backward(op, tensors, ctx.sizes, list(grads), needs, kept))
+            grads = _zeros_for_missing(op, tensors, ctx.sizes, grads[: len(op.outputs)])
+            args = (*tensors, *grads, *[kept[n] for n in plan.gop.saved])
+            if plan.grad_kernel is None:
+                plan.grad_kernel = plan.gop.specialize(*args, sizes=plan.gsizes)
+            it = iter(plan.gop._launch(args, plan.gsizes, kernel=plan.grad_kernel))
+            return (None, *[next(it) if w else None for w in needs])
 
     Function.__name__ = Function.__qualname__ = f"{op.name or 'op'}_Function"
     return Function

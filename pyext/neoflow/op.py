@@ -45,6 +45,9 @@ class Kernel:
         "outputs",
         "allocated",
         "temps",
+        "alloc",
+        "returned",
+        "pointers",
     )
 
     def __init__(self, resp: pb.SpecializeResponse, outputs=()):
@@ -64,6 +67,11 @@ class Kernel:
         ]
         # positions of the temporaries, the other buffers the caller allocates
         self.temps = [i for i, b in enumerate(resp.buffers) if b.role != "input" and i not in self.outputs]
+        self.returned = self.outputs + self.temps  # what a call that keeps the temporaries returns
+        # per allocated buffer: its shape, and whether it is below neoflow.memory's size for caching
+        itemsize = self.dtype.itemsize
+        self.alloc = [(shape, math.prod(shape) * itemsize < memory.MIN_BYTES) for shape in self.allocated]
+        self.pointers = ctypes.c_void_p * len(self.buffers)  # the launch's array of data pointers
         if self.kernel_id:  # this object holds the loaded kernel; the Go core may unload it once none does
             weakref.finalize(self, _release_kernel, self.kernel_id)
 
@@ -210,6 +218,9 @@ class Op:
         self._kernels: dict = {}
         self._shapes: dict = {}
         self._grads: dict = {}
+        # autograd's per-specialization call plans (autograd._Plan), by
+        # shapes, sizes and the inputs needing a gradient
+        self._plans: dict = {}
         _live.add(self)
         self._function = None
         self._custom = None
@@ -416,10 +427,12 @@ class Op:
         fusion setting changes both)."""
         self._kernels.clear()
         self._shapes.clear()
+        self._plans.clear()
 
     def _forget_kernels(self) -> None:
         """Drops the built kernels of this op and its gradient ops, so the next call rebuilds them."""
         self._kernels.clear()
+        self._plans.clear()
         for gop, _ in self._grads.values():
             gop._forget_kernels()
 
@@ -436,32 +449,34 @@ class Op:
 
     # -- calling ----------------------------------------------------------
 
-    def _launch(self, tensors, sizes, keep=False) -> list[torch.Tensor]:
+    def _launch(self, tensors, sizes, keep=False, kernel=None) -> list[torch.Tensor]:
         """Runs the kernel directly on plain tensors: no autograd. Returns
         the outputs, followed by the temporaries when ``keep``. On CUDA the
         outputs and temporaries come from PyTorch's caching allocator and
-        the kernel runs on PyTorch's current stream of the inputs' device."""
-        kernel = self.specialize(*tensors, sizes=sizes)
+        the kernel runs on PyTorch's current stream of the inputs' device.
+        ``kernel``, when given, is this specialization's (a caller that
+        looked it up already)."""
+        if kernel is None:
+            kernel = self.specialize(*tensors, sizes=sizes)
         bufs = [t.resolve_neg().contiguous() for t in tensors]  # a lazily negated view's memory is not negated
-        device = bufs[0].device  # an op has at least one input
-        if device.type == "cuda":
+        if bufs[0].is_cuda:  # an op has at least one input
+            device = bufs[0].device
             if kernel.aligned:  # it loads 16-byte vectors: a view starting mid-allocation is copied to aligned memory
                 bufs = [b if b.data_ptr() % 16 == 0 else b.clone() for b in bufs]
             bufs += [torch.empty(shape, dtype=kernel.dtype, device=device) for shape in kernel.allocated]
-        else:
-            bufs += [memory.empty(shape, kernel.dtype) for shape in kernel.allocated]
-        pointers = (ctypes.c_void_p * len(bufs))(*[b.data_ptr() for b in bufs])
-        if device.type == "cuda":
+            pointers = kernel.pointers(*[b.data_ptr() for b in bufs])
             _lib.launch_cuda(kernel.kernel_id, pointers, torch.cuda.current_stream(device).cuda_stream)
         else:
-            _lib.launch(kernel.kernel_id, pointers, torch.get_num_threads())
-        return [bufs[i] for i in kernel.outputs + (kernel.temps if keep else [])]
+            dtype = kernel.dtype  # small buffers straight from torch.empty, large ones from neoflow.memory
+            bufs += [torch.empty(s, dtype=dtype) if small else memory.empty(s, dtype) for s, small in kernel.alloc]
+            _lib.launch(kernel.kernel_id, kernel.pointers(*[b.data_ptr() for b in bufs]), torch.get_num_threads())
+        return [bufs[i] for i in (kernel.returned if keep else kernel.outputs)]
 
     def __call__(self, *tensors, sizes=None):
         if _direct(tensors):
             outs = self._launch(tensors, sizes)
         elif _eager(tensors):  # autograd on plain tensors: an autograd.Function costs less than the dispatcher
-            self._check(tensors)
+            # (checked once per specialization: by autograd._Plan)
             return self.function.apply(_sizes(sizes), *tensors)
         else:  # torch.compile or tensor subclasses: through the custom op, registered when the op was defined
             self._check(tensors)

@@ -1,0 +1,157 @@
+"""Per-call overhead: a tiny op (8 elements) through neoflow and through PyTorch.
+
+Times, per call, in one process:
+
+- ``forward``: ``Y[i] = X[i] + Z[i]`` without autograd (``torch.no_grad``)
+  against ``x + z``;
+- ``forward+backward``: the same with both inputs requiring grad, the output
+  given a gradient (``y.backward(g)``), against ``(x + z).backward(g)``;
+- each again with ``nn.Parameter`` inputs (a model's weights).
+
+Each round times ``--calls`` calls of every variant in turn (the order
+rotating between rounds) and keeps the mean per call; the report gives the
+median over ``--rounds`` rounds with its min-max, and neoflow's time over
+PyTorch's. The kernel is built before timing. Writes
+``overhead-DATE-cpu.json``, ``.md`` and ``.png`` into ``--out``. Not a test:
+speed is reported, not asserted.
+
+    python bench/overhead.py [--rounds 15] [--calls 2000] [--out bench/results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench_workloads():
+    """bench/workloads.py as a module (its name would shadow the workloads package)."""
+    spec = importlib.util.spec_from_file_location("bench_workloads", Path(__file__).with_name("workloads.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+wl = _bench_workloads()
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--calls", type=int, default=2000, help="calls per variant and round")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    return ap.parse_args(argv)
+
+
+def variants(torch, neoflow) -> dict:
+    """name -> (neoflow call, PyTorch call), each a function of no arguments doing one call."""
+    op = neoflow.op("Y[i] = X[i] + Z[i]", name="overhead_add")
+    x, z, g = torch.randn(8), torch.randn(8), torch.randn(8)
+    xg, zg = x.clone().requires_grad_(), z.clone().requires_grad_()
+    px, pz = torch.nn.Parameter(x.clone()), torch.nn.Parameter(z.clone())
+
+    def no_grad(fn, a, b):
+        def call():
+            with torch.no_grad():
+                fn(a, b)
+
+        return call
+
+    def fwd_bwd(fn, a, b):
+        def call():
+            fn(a, b).backward(g)
+
+        return call
+
+    add = torch.add
+    return {
+        "forward": (no_grad(op, x, z), no_grad(add, x, z)),
+        "forward (Parameter)": (no_grad(op, px, pz), no_grad(add, px, pz)),
+        "forward+backward": (fwd_bwd(op, xg, zg), fwd_bwd(add, xg, zg)),
+        "forward+backward (Parameter)": (fwd_bwd(op, px, pz), fwd_bwd(add, px, pz)),
+    }
+
+
+def per_call(fn, calls: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t0) / calls
+
+
+def run(torch, neoflow, args) -> list[dict]:
+    cases = variants(torch, neoflow)
+    timed = [(name, impl, fn) for name, pair in cases.items() for impl, fn in zip(("neoflow", "torch"), pair)]
+    for _, _, fn in timed:  # build, warm up
+        for _ in range(50):
+            fn()
+    times = {(name, impl): [] for name, impl, _ in timed}
+    for r in range(args.rounds):
+        k = r % len(timed)
+        for name, impl, fn in timed[k:] + timed[:k]:
+            times[(name, impl)].append(per_call(fn, args.calls))
+    rows = []
+    for name in cases:
+        row = {"call": name}
+        for impl in ("neoflow", "torch"):
+            t = [s * 1e3 for s in times[(name, impl)]]
+            row[impl] = {"median_ms": statistics.median(t), "min_ms": min(t), "max_ms": max(t)}
+        row["ratio"] = row["neoflow"]["median_ms"] / row["torch"]["median_ms"]
+        rows.append(row)
+    return rows
+
+
+def us(d: dict) -> str:
+    return f"{d['median_ms'] * 1e3:.1f} ({d['min_ms'] * 1e3:.1f}–{d['max_ms'] * 1e3:.1f})"
+
+
+def render_markdown(result: dict) -> str:
+    m, s = result["machine"], result["settings"]
+    lines = [
+        f"# Per-call overhead of a tiny op ({result['date']})",
+        "",
+        f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}.",
+        f"`Y[i] = X[i] + Z[i]` on 8 float32 elements against `torch.add`; µs per call: median over {s['rounds']} "
+        f"rounds of the mean of {s['calls']} calls (min-max of the rounds). Ratio: neoflow / PyTorch.",
+        "",
+        "| call | neoflow µs | PyTorch µs | ratio |",
+        "|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        lines.append(f"| {r['call']} | {us(r['neoflow'])} | {us(r['torch'])} | {r['ratio']:.2f}x |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    import neoflow
+    import torch
+
+    info = wl.machine_info(torch, neoflow)
+    rows = run(torch, neoflow, args)
+    result = {"date": datetime.date.today().isoformat(), "machine": info, "settings": vars(args), "rows": rows}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"overhead-{result['date']}-cpu"
+    md = render_markdown(result)
+    stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    stem.with_suffix(".md").write_text(md)
+    if wl.chart_libraries():
+        labels = [r["call"] for r in rows]
+        title = f"per-call overhead, tiny op, {info['cpu']}"
+        wl.bar_chart(rows, ("torch", "neoflow"), labels, "ms per call (log scale)", title, stem.with_suffix(".png"))
+    print(md)
+    print(f"wrote {stem}.json, .md, .png", file=sys.stderr)
+    return result
+
+
+if __name__ == "__main__":
+    main()

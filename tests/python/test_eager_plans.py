@@ -1,0 +1,80 @@
+"""Eager autograd calls reuse a plan per specialization (autograd._Plan):
+what the first call of a shape looked up, later calls only launch. These
+check that a reused plan never gives a wrong answer or skips a check."""
+
+import neoflow
+import pytest
+import torch
+
+D = torch.float64
+CELL = "Cn[b,u] = C[b,u] + X[b,u] * sigmoid(G[b,u])\nHn[b,u] = tanh(Cn[b,u]) * sigmoid(G[b,u + 4])"
+
+
+def reference(c, x, g):
+    cn = c + x * torch.sigmoid(g[:, :4])
+    return cn, torch.tanh(cn) * torch.sigmoid(g[:, 4:])
+
+
+def grads(outs, leaves, gs):
+    keep = [(o, g) for o, g in zip(outs, gs) if g is not None]
+    return torch.autograd.grad([o for o, _ in keep], leaves, [g for _, g in keep], allow_unused=True)
+
+
+@pytest.fixture(scope="module")
+def cell():
+    return neoflow.op(CELL, name="plan_cell", outputs=["Cn", "Hn"])
+
+
+def test_repeated_calls_with_changing_inputs_match_pytorch(cell):
+    """Many calls of one shape, their inputs' layout, the inputs needing a gradient and the output
+    gradients given changing between calls: every call's outputs and gradients match PyTorch's."""
+    torch.manual_seed(0)
+    for i in range(12):
+        c, x = torch.randn(3, 4, dtype=D), torch.randn(4, 3, dtype=D).t()  # x: a transposed view
+        g = torch.randn(3, 8, dtype=D)
+        if i % 3 == 1:
+            g = torch._neg_view(g)  # lazily negated: its memory is not negated
+        needs = [(True, True, True), (False, True, True), (True, False, False)][i % 3]
+        leaves = [t.detach().clone().requires_grad_(n) for t, n in zip((c, x, g), needs)]
+        refs = [t.detach().clone().requires_grad_(n) for t, n in zip((c, x, g), needs)]
+        out_grads = [torch.randn(3, 4, dtype=D), None if i % 2 else torch.randn(3, 4, dtype=D)]
+        got, want = cell(*leaves, sizes={"u": 4}), reference(*refs)
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a, b)
+        wrt = [t for t in leaves if t.requires_grad]
+        ref_wrt = [t for t in refs if t.requires_grad]
+        for a, b in zip(grads(got, wrt, out_grads), grads(want, ref_wrt, out_grads)):
+            torch.testing.assert_close(a, b)
+
+
+def test_double_backward_after_plans_exist(cell):
+    leaves = [torch.randn(*s, dtype=D, requires_grad=True) for s in [(3, 4), (3, 4), (3, 8)]]
+    for _ in range(2):  # the second call finds the plan
+        cn, hn = cell(*leaves, sizes={"u": 4})
+        (hn.sum() + cn.sum()).backward()
+    assert torch.autograd.gradgradcheck(lambda *t: cell(*t, sizes={"u": 4}), leaves)
+
+
+def test_bad_calls_are_still_refused_once_a_plan_exists(cell):
+    leaves = [torch.randn(*s, dtype=D, requires_grad=True) for s in [(3, 4), (3, 4), (3, 8)]]
+    cell(*leaves, sizes={"u": 4})
+    with pytest.raises(ValueError, match="dimensions"):
+        cell(leaves[0], leaves[1], torch.randn(24, dtype=D, requires_grad=True), sizes={"u": 4})
+    with pytest.raises(TypeError, match="dtype"):
+        cell(leaves[0], leaves[1], torch.ones(3, 8, dtype=torch.int64), sizes={"u": 4})
+    with pytest.raises(TypeError, match="takes 3 inputs"):
+        cell(leaves[0], leaves[1], sizes={"u": 4})
+
+
+def test_tuning_replaces_the_kernels_plans_launch(tmp_path):
+    """neoflow.tune forgets an op's kernels: calls after it use the rebuilt (tuned) kernels, not a plan's."""
+    mm = neoflow.op("Y[i,j] += A[i,k] * B[k,j]", name="plan_mm")
+    a, b = torch.randn(16, 24, requires_grad=True), torch.randn(24, 8, requires_grad=True)
+    mm(a, b).sum().backward()
+    before = [p.kernel for p in mm._plans.values()]
+    neoflow.tune(mm, a, b, trials=3, progress=False, force=True)
+    y = mm(a, b)
+    y.sum().backward()
+    after = [p.kernel for p in mm._plans.values()]
+    assert after and all(k is not old for k in after for old in before)
+    torch.testing.assert_close(y, a @ b)
