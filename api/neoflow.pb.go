@@ -1630,6 +1630,141 @@ func (x *BundleSaveResponse) GetWarnings() []string {
 	return nil
 }
 
+// TuneStatus reports the background tuner's kernels (NEOFLOW_TUNE=background).
+type BackgroundKernel struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Kernel   string        `protobuf:"bytes,1,opt,name=kernel,proto3" json:"kernel,omitempty"`                     // the op's name
+	RecordId string        `protobuf:"bytes,2,opt,name=record_id,json=recordId,proto3" json:"record_id,omitempty"` // its tuning record's id
+	Progress *TuneProgress `protobuf:"bytes,3,opt,name=progress,proto3" json:"progress,omitempty"`
+	Swapped  bool          `protobuf:"varint,4,opt,name=swapped,proto3" json:"swapped,omitempty"` // the tuned kernel replaced the default one in the calls
+	Error    string        `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`      // why tuning stopped early, if it did
+}
+
+func (x *BackgroundKernel) Reset() {
+	*x = BackgroundKernel{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_neoflow_proto_msgTypes[21]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *BackgroundKernel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackgroundKernel) ProtoMessage() {}
+
+func (x *BackgroundKernel) ProtoReflect() protoreflect.Message {
+	mi := &file_neoflow_proto_msgTypes[21]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackgroundKernel.ProtoReflect.Descriptor instead.
+func (*BackgroundKernel) Descriptor() ([]byte, []int) {
+	return file_neoflow_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *BackgroundKernel) GetKernel() string {
+	if x != nil {
+		return x.Kernel
+	}
+	return ""
+}
+
+func (x *BackgroundKernel) GetRecordId() string {
+	if x != nil {
+		return x.RecordId
+	}
+	return ""
+}
+
+func (x *BackgroundKernel) GetProgress() *TuneProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+func (x *BackgroundKernel) GetSwapped() bool {
+	if x != nil {
+		return x.Swapped
+	}
+	return false
+}
+
+func (x *BackgroundKernel) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type TuneStatusResponse struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Kernels []*BackgroundKernel `protobuf:"bytes,1,rep,name=kernels,proto3" json:"kernels,omitempty"`  // in the order they were queued
+	Pending int32               `protobuf:"varint,2,opt,name=pending,proto3" json:"pending,omitempty"` // queued or being tuned
+}
+
+func (x *TuneStatusResponse) Reset() {
+	*x = TuneStatusResponse{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_neoflow_proto_msgTypes[22]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *TuneStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TuneStatusResponse) ProtoMessage() {}
+
+func (x *TuneStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_neoflow_proto_msgTypes[22]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TuneStatusResponse.ProtoReflect.Descriptor instead.
+func (*TuneStatusResponse) Descriptor() ([]byte, []int) {
+	return file_neoflow_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *TuneStatusResponse) GetKernels() []*BackgroundKernel {
+	if x != nil {
+		return x.Kernels
+	}
+	return nil
+}
+
+func (x *TuneStatusResponse) GetPending() int32 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
 var File_neoflow_proto protoreflect.FileDescriptor
 
 var file_neoflow_proto_rawDesc = []byte{
@@ -1844,10 +1979,27 @@ var file_neoflow_proto_rawDesc = []byte{
 	0x72, 0x64, 0x73, 0x12, 0x1a, 0x0a, 0x08, 0x6d, 0x61, 0x6e, 0x69, 0x66, 0x65, 0x73, 0x74, 0x18,
 	0x03, 0x20, 0x01, 0x28, 0x09, 0x52, 0x08, 0x6d, 0x61, 0x6e, 0x69, 0x66, 0x65, 0x73, 0x74, 0x12,
 	0x1a, 0x0a, 0x08, 0x77, 0x61, 0x72, 0x6e, 0x69, 0x6e, 0x67, 0x73, 0x18, 0x04, 0x20, 0x03, 0x28,
-	0x09, 0x52, 0x08, 0x77, 0x61, 0x72, 0x6e, 0x69, 0x6e, 0x67, 0x73, 0x42, 0x24, 0x5a, 0x22, 0x67,
-	0x69, 0x74, 0x68, 0x75, 0x62, 0x2e, 0x63, 0x6f, 0x6d, 0x2f, 0x6e, 0x65, 0x6f, 0x66, 0x6c, 0x6f,
-	0x77, 0x2f, 0x6e, 0x65, 0x6f, 0x66, 0x6c, 0x6f, 0x77, 0x2f, 0x61, 0x70, 0x69, 0x3b, 0x61, 0x70,
-	0x69, 0x62, 0x06, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x33,
+	0x09, 0x52, 0x08, 0x77, 0x61, 0x72, 0x6e, 0x69, 0x6e, 0x67, 0x73, 0x22, 0xaa, 0x01, 0x0a, 0x10,
+	0x42, 0x61, 0x63, 0x6b, 0x67, 0x72, 0x6f, 0x75, 0x6e, 0x64, 0x4b, 0x65, 0x72, 0x6e, 0x65, 0x6c,
+	0x12, 0x16, 0x0a, 0x06, 0x6b, 0x65, 0x72, 0x6e, 0x65, 0x6c, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09,
+	0x52, 0x06, 0x6b, 0x65, 0x72, 0x6e, 0x65, 0x6c, 0x12, 0x1b, 0x0a, 0x09, 0x72, 0x65, 0x63, 0x6f,
+	0x72, 0x64, 0x5f, 0x69, 0x64, 0x18, 0x02, 0x20, 0x01, 0x28, 0x09, 0x52, 0x08, 0x72, 0x65, 0x63,
+	0x6f, 0x72, 0x64, 0x49, 0x64, 0x12, 0x31, 0x0a, 0x08, 0x70, 0x72, 0x6f, 0x67, 0x72, 0x65, 0x73,
+	0x73, 0x18, 0x03, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x15, 0x2e, 0x6e, 0x65, 0x6f, 0x66, 0x6c, 0x6f,
+	0x77, 0x2e, 0x54, 0x75, 0x6e, 0x65, 0x50, 0x72, 0x6f, 0x67, 0x72, 0x65, 0x73, 0x73, 0x52, 0x08,
+	0x70, 0x72, 0x6f, 0x67, 0x72, 0x65, 0x73, 0x73, 0x12, 0x18, 0x0a, 0x07, 0x73, 0x77, 0x61, 0x70,
+	0x70, 0x65, 0x64, 0x18, 0x04, 0x20, 0x01, 0x28, 0x08, 0x52, 0x07, 0x73, 0x77, 0x61, 0x70, 0x70,
+	0x65, 0x64, 0x12, 0x14, 0x0a, 0x05, 0x65, 0x72, 0x72, 0x6f, 0x72, 0x18, 0x05, 0x20, 0x01, 0x28,
+	0x09, 0x52, 0x05, 0x65, 0x72, 0x72, 0x6f, 0x72, 0x22, 0x63, 0x0a, 0x12, 0x54, 0x75, 0x6e, 0x65,
+	0x53, 0x74, 0x61, 0x74, 0x75, 0x73, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x33,
+	0x0a, 0x07, 0x6b, 0x65, 0x72, 0x6e, 0x65, 0x6c, 0x73, 0x18, 0x01, 0x20, 0x03, 0x28, 0x0b, 0x32,
+	0x19, 0x2e, 0x6e, 0x65, 0x6f, 0x66, 0x6c, 0x6f, 0x77, 0x2e, 0x42, 0x61, 0x63, 0x6b, 0x67, 0x72,
+	0x6f, 0x75, 0x6e, 0x64, 0x4b, 0x65, 0x72, 0x6e, 0x65, 0x6c, 0x52, 0x07, 0x6b, 0x65, 0x72, 0x6e,
+	0x65, 0x6c, 0x73, 0x12, 0x18, 0x0a, 0x07, 0x70, 0x65, 0x6e, 0x64, 0x69, 0x6e, 0x67, 0x18, 0x02,
+	0x20, 0x01, 0x28, 0x05, 0x52, 0x07, 0x70, 0x65, 0x6e, 0x64, 0x69, 0x6e, 0x67, 0x42, 0x24, 0x5a,
+	0x22, 0x67, 0x69, 0x74, 0x68, 0x75, 0x62, 0x2e, 0x63, 0x6f, 0x6d, 0x2f, 0x6e, 0x65, 0x6f, 0x66,
+	0x6c, 0x6f, 0x77, 0x2f, 0x6e, 0x65, 0x6f, 0x66, 0x6c, 0x6f, 0x77, 0x2f, 0x61, 0x70, 0x69, 0x3b,
+	0x61, 0x70, 0x69, 0x62, 0x06, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x33,
 }
 
 var (
@@ -1862,7 +2014,7 @@ func file_neoflow_proto_rawDescGZIP() []byte {
 	return file_neoflow_proto_rawDescData
 }
 
-var file_neoflow_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_neoflow_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_neoflow_proto_goTypes = []interface{}{
 	(*InitRequest)(nil),        // 0: neoflow.InitRequest
 	(*InitResponse)(nil),       // 1: neoflow.InitResponse
@@ -1885,30 +2037,34 @@ var file_neoflow_proto_goTypes = []interface{}{
 	(*TuneDBResponse)(nil),     // 18: neoflow.TuneDBResponse
 	(*BundleSaveRequest)(nil),  // 19: neoflow.BundleSaveRequest
 	(*BundleSaveResponse)(nil), // 20: neoflow.BundleSaveResponse
-	nil,                        // 21: neoflow.DefineRequest.ConstsEntry
-	nil,                        // 22: neoflow.SpecializeRequest.SizesEntry
-	nil,                        // 23: neoflow.GradRequest.SizesEntry
-	nil,                        // 24: neoflow.GradResponse.SizesEntry
-	nil,                        // 25: neoflow.TuneRequest.SizesEntry
+	(*BackgroundKernel)(nil),   // 21: neoflow.BackgroundKernel
+	(*TuneStatusResponse)(nil), // 22: neoflow.TuneStatusResponse
+	nil,                        // 23: neoflow.DefineRequest.ConstsEntry
+	nil,                        // 24: neoflow.SpecializeRequest.SizesEntry
+	nil,                        // 25: neoflow.GradRequest.SizesEntry
+	nil,                        // 26: neoflow.GradResponse.SizesEntry
+	nil,                        // 27: neoflow.TuneRequest.SizesEntry
 }
 var file_neoflow_proto_depIdxs = []int32{
-	21, // 0: neoflow.DefineRequest.consts:type_name -> neoflow.DefineRequest.ConstsEntry
+	23, // 0: neoflow.DefineRequest.consts:type_name -> neoflow.DefineRequest.ConstsEntry
 	5,  // 1: neoflow.SpecializeRequest.inputs:type_name -> neoflow.TensorType
-	22, // 2: neoflow.SpecializeRequest.sizes:type_name -> neoflow.SpecializeRequest.SizesEntry
+	24, // 2: neoflow.SpecializeRequest.sizes:type_name -> neoflow.SpecializeRequest.SizesEntry
 	7,  // 3: neoflow.SpecializeResponse.buffers:type_name -> neoflow.Buffer
 	5,  // 4: neoflow.GradRequest.inputs:type_name -> neoflow.TensorType
-	23, // 5: neoflow.GradRequest.sizes:type_name -> neoflow.GradRequest.SizesEntry
+	25, // 5: neoflow.GradRequest.sizes:type_name -> neoflow.GradRequest.SizesEntry
 	4,  // 6: neoflow.GradResponse.op:type_name -> neoflow.DefineResponse
-	24, // 7: neoflow.GradResponse.sizes:type_name -> neoflow.GradResponse.SizesEntry
+	26, // 7: neoflow.GradResponse.sizes:type_name -> neoflow.GradResponse.SizesEntry
 	5,  // 8: neoflow.TuneRequest.inputs:type_name -> neoflow.TensorType
-	25, // 9: neoflow.TuneRequest.sizes:type_name -> neoflow.TuneRequest.SizesEntry
+	27, // 9: neoflow.TuneRequest.sizes:type_name -> neoflow.TuneRequest.SizesEntry
 	16, // 10: neoflow.TuneResponse.progress:type_name -> neoflow.TuneProgress
-	2,  // 11: neoflow.DefineRequest.ConstsEntry.value:type_name -> neoflow.Scalar
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	16, // 11: neoflow.BackgroundKernel.progress:type_name -> neoflow.TuneProgress
+	21, // 12: neoflow.TuneStatusResponse.kernels:type_name -> neoflow.BackgroundKernel
+	2,  // 13: neoflow.DefineRequest.ConstsEntry.value:type_name -> neoflow.Scalar
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_neoflow_proto_init() }
@@ -2169,6 +2325,30 @@ func file_neoflow_proto_init() {
 				return nil
 			}
 		}
+		file_neoflow_proto_msgTypes[21].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*BackgroundKernel); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_neoflow_proto_msgTypes[22].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*TuneStatusResponse); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
 	}
 	file_neoflow_proto_msgTypes[2].OneofWrappers = []interface{}{
 		(*Scalar_Int)(nil),
@@ -2180,7 +2360,7 @@ func file_neoflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: file_neoflow_proto_rawDesc,
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -50,3 +50,10 @@ func nf_bundle_save(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *
 		return rt.SaveBundle(m.(*api.BundleSaveRequest))
 	})
 }
+
+//export nf_tune_status
+func nf_tune_status(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.int64_t) *C.char {
+	return control(req, reqLen, out, outLen, &api.Empty{}, func(proto.Message) (proto.Message, error) {
+		return rt.TuneStatus(), nil
+	})
+}

@@ -17,7 +17,8 @@ type Config struct {
 	CacheDir   string
 	Compiler   cc.Compiler
 	NumThreads int
-	// Tune is the NEOFLOW_TUNE mode: TuneOff, TuneDefault or TuneFull.
+	// Tune is the NEOFLOW_TUNE mode: TuneOff, TuneDefault, TuneFull or
+	// TuneBackground.
 	Tune string
 	// NVRTCDirs are searched for NVRTC, to compile CUDA kernels.
 	NVRTCDirs []string
@@ -72,10 +73,10 @@ func configFrom(req *api.InitRequest) (Config, error) {
 	}
 	switch t := req.GetTune(); t {
 	case "":
-	case TuneOff, TuneDefault, TuneFull:
+	case TuneOff, TuneDefault, TuneFull, TuneBackground:
 		cfg.Tune = t
 	default:
-		return Config{}, errors.Errorf("NEOFLOW_TUNE=%q: want off, default or full", t)
+		return Config{}, errors.Errorf("NEOFLOW_TUNE=%q: want off, default, full or background", t)
 	}
 	if n := req.GetNumThreads(); n > 0 {
 		cfg.NumThreads = int(n)

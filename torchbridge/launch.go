@@ -22,7 +22,7 @@ func (r *Runtime) Launch(id uint64, bufs unsafe.Pointer, nbufs int, nthreads int
 	if nthreads < 1 {
 		nthreads = 1
 	}
-	cc.CallRaw(l.fn, bufs, int64(nthreads))
+	cc.CallRaw(l.fn.Load(), bufs, int64(nthreads))
 	return nil
 }
 

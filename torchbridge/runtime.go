@@ -38,6 +38,8 @@ type Runtime struct {
 
 	bundled bundleState // the kernel bundle in use and what was launched (bundle.go)
 
+	bg background // NEOFLOW_TUNE=background: the tuner working behind the calls (background.go)
+
 	machineMu sync.Mutex    // guards rates; held while they are measured
 	rates     *fuse.Machine // the fusion reward's rates, once known (machine.go)
 
@@ -52,7 +54,9 @@ type Runtime struct {
 // launchable is what Launch needs of a built kernel: a C entry point, or
 // for a CUDA kernel its module loaded on its device.
 type launchable struct {
-	fn     uintptr
+	// fn is the C entry point; background tuning swaps a faster kernel's
+	// in (background.go), so launches load it atomically.
+	fn     atomic.Uintptr
 	nbufs  int
 	cuda   *cudadrv.Module
 	device int // the CUDA device ordinal of a CUDA kernel

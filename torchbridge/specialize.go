@@ -66,7 +66,10 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	resp.CSource = k.Source()
 	resp.CacheHit = k.Outcome() == cache.Hit || k.Outcome() == cache.Bundled
 	r.noteKernel(k)
-	resp.KernelId = r.registerKernel(k.Key(), &launchable{fn: k.Addr(), nbufs: k.NumBufs(), close: func() { _ = k.Close() }})
+	l := &launchable{nbufs: k.NumBufs(), close: func() { _ = k.Close() }}
+	l.fn.Store(k.Addr())
+	resp.KernelId = r.registerKernel(k.Key(), l)
+	r.tuneInBackground(spec, k, resp.KernelId)
 	r.remember(req, key, resp)
 	return resp, nil
 }

@@ -26,6 +26,10 @@ const (
 	// TuneFull tunes every kernel without a record on first use (Python
 	// drives the session) and stores the result.
 	TuneFull = "full"
+	// TuneBackground builds the default schedule of a kernel without a
+	// record and tunes it behind the calls, swapping the faster kernel in
+	// (background.go).
+	TuneBackground = "background"
 )
 
 // session is one kernel being tuned.

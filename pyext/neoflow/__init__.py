@@ -37,10 +37,11 @@ from .dsl import (
 from .errors import Error, ForkError
 from .memory import empty_cache, memory_stats
 from .op import Op
-from .tuning import KernelResult, TuneReport, tune, tune_session
+from .tuning import BackgroundKernel, KernelResult, TuneReport, background_status, tune, tune_session, wait_background
 from .version import __version__
 
 __all__ = [
+    "BackgroundKernel",
     "Error",
     "ForkError",
     "KernelResult",
@@ -48,6 +49,7 @@ __all__ = [
     "TuneReport",
     "__version__",
     "abs",
+    "background_status",
     "bundle",
     "configure",
     "empty_cache",
@@ -72,6 +74,7 @@ __all__ = [
     "tensor",
     "tune",
     "tune_session",
+    "wait_background",
     "where",
 ]
 

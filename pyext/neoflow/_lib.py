@@ -68,7 +68,14 @@ def _bind(lib: ctypes.CDLL) -> None:
         ctypes.POINTER(ctypes.c_int64),
     )
     names = ("nf_init", "nf_define", "nf_specialize", "nf_grad", "nf_release")
-    for name in names + ("nf_tune_begin", "nf_tune_step", "nf_tune_end", "nf_tunedb", "nf_bundle_save"):
+    for name in names + (
+        "nf_tune_begin",
+        "nf_tune_step",
+        "nf_tune_end",
+        "nf_tunedb",
+        "nf_bundle_save",
+        "nf_tune_status",
+    ):
         fn = getattr(lib, name)
         fn.argtypes = control
         fn.restype = ctypes.c_void_p

@@ -15,7 +15,7 @@ _current: dict | None = None
 _info: pb.InitResponse | None = None
 
 
-TUNE_MODES = ("off", "default", "full")
+TUNE_MODES = ("off", "default", "full", "background")
 
 # Called when a setting changes what kernels are built from (fusion): each
 # drops what it cached of the kernels built before (op.py registers one).
@@ -43,8 +43,11 @@ def configure(
     happens when a kernel is first built for new shapes: ``off`` (default
     schedules, the tuning database is ignored), ``default`` (the database's
     tuned schedule when it has one, else the default schedule; nothing is
-    tuned unless ``neoflow.tune`` asks) or ``full`` (a kernel without a
-    record is tuned there and then, with a progress bar, and stored).
+    tuned unless ``neoflow.tune`` asks), ``full`` (a kernel without a
+    record is tuned there and then, with a progress bar, and stored) or
+    ``background`` (a kernel without a record starts with its default
+    schedule at once and is tuned behind the calls, the faster kernel
+    swapped in between two calls; see ``neoflow.background_status``).
     Kernels already built stay in use. ``cpu_cache_mb`` bounds the freed
     output memory kept for reuse (NEOFLOW_CPU_CACHE_MB, default 1024; 0
     turns the cache off; see ``neoflow.memory``). ``idle_kernels``
@@ -164,7 +167,7 @@ def _idle(n: int | None) -> int:
 
 
 def tune_mode() -> str:
-    """The NEOFLOW_TUNE mode in force: off, default or full."""
+    """The NEOFLOW_TUNE mode in force: off, default, full or background."""
     ensure()
     return (_current or {}).get("tune") or "default"
 

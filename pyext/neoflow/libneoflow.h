@@ -109,6 +109,7 @@ extern char* nf_tune_step(void* req, int64_t reqLen, char** out, int64_t* outLen
 extern char* nf_tune_end(void* req, int64_t reqLen, char** out, int64_t* outLen);
 extern char* nf_tunedb(void* req, int64_t reqLen, char** out, int64_t* outLen);
 extern char* nf_bundle_save(void* req, int64_t reqLen, char** out, int64_t* outLen);
+extern char* nf_tune_status(void* req, int64_t reqLen, char** out, int64_t* outLen);
 
 #ifdef __cplusplus
 }

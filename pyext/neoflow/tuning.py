@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import sys
 import threading
 import time
@@ -283,3 +284,82 @@ class _Bar:
         end = "\r" if self.tty else ""
         sys.stderr.write(end + self._line(p) + note + ("\033[K\n" if self.tty else "\n"))
         sys.stderr.flush()
+
+
+_log = logging.getLogger("neoflow.tune")
+
+
+@dataclasses.dataclass
+class BackgroundKernel:
+    """A kernel tuned in the background (NEOFLOW_TUNE=background)."""
+
+    kernel: str
+    record_id: str
+    trials: int
+    budget: int
+    default_ms: float
+    best_ms: float
+    done: bool
+    swapped: bool  # the tuned kernel replaced the default one in the calls
+    error: str = ""
+
+    @property
+    def speedup(self) -> float:
+        return self.default_ms / self.best_ms if self.best_ms > 0 else 0.0
+
+
+def background_status() -> list[BackgroundKernel]:
+    """The kernels the background tuner has taken (NEOFLOW_TUNE=background,
+    ``configure(tune="background")``), in the order they were first built:
+    trials measured of the budget, default and best times so far, whether
+    the faster kernel is in use. Each change is also logged on the
+    ``neoflow.tune`` logger (INFO) when this is called."""
+    config.ensure()
+    resp = _lib.call("nf_tune_status", pb.Empty(), pb.TuneStatusResponse)
+    out = []
+    for k in resp.kernels:
+        p = k.progress
+        out.append(
+            BackgroundKernel(
+                kernel=k.kernel,
+                record_id=k.record_id,
+                trials=p.trials,
+                budget=p.budget,
+                default_ms=p.default_seconds * 1e3,
+                best_ms=p.best_seconds * 1e3,
+                done=p.done,
+                swapped=k.swapped,
+                error=k.error,
+            )
+        )
+    _log_changes(out)
+    return out
+
+
+_logged: dict = {}
+
+
+def _log_changes(kernels: list[BackgroundKernel]) -> None:
+    for k in kernels:
+        state = (k.trials, k.done, k.swapped, k.error)
+        if _logged.get(k.record_id) == state:
+            continue
+        _logged[k.record_id] = state
+        if k.error:
+            _log.warning("background tuning of %s stopped: %s", k.kernel, k.error)
+        elif k.done:
+            what = "swapped in" if k.swapped else "kept the default schedule"
+            _log.info("background tuning of %s done after %d trials: %.2fx, %s", k.kernel, k.trials, k.speedup, what)
+        else:
+            _log.info("background tuning of %s: %d/%d trials, best %.2fx", k.kernel, k.trials, k.budget, k.speedup)
+
+
+def wait_background(timeout: float | None = None, poll: float = 0.2) -> list[BackgroundKernel]:
+    """Waits until the background tuner has finished every kernel it took
+    (or ``timeout`` seconds passed) and returns ``background_status()``."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        status = background_status()
+        if all(k.done for k in status) or (deadline is not None and time.monotonic() >= deadline):
+            return status
+        time.sleep(poll)

@@ -1,0 +1,210 @@
+package torchbridge
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/autotune"
+	"github.com/neoflow/neoflow/autotune/tunedb"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/kernels"
+)
+
+// Background tuning (NEOFLOW_TUNE=background). A C kernel built for a
+// specialization without a tuning record is built with its default
+// schedules and returned at once; it is also queued for one worker
+// goroutine, which tunes the queued kernels one at a time (the genetic
+// search of autotune.Tuner, on its own buffers, never the caller's
+// tensors, with the calls' thread count), stores the record, and, when
+// the best schedule is faster than the default one, builds that kernel
+// and swaps its entry point into the kernel id the calls launch
+// (launchable.fn, loaded atomically by every launch): a call never waits
+// for tuning, and the kernel changes between two calls. The kernel it
+// replaces stays loaded until the id is unloaded. The worker keeps to a
+// share of the machine: after each trial it sleeps idleFactor times as
+// long as the trial took, so that on a machine whose cores the training
+// uses it takes about 1/(1+idleFactor) of them while it runs, and stops
+// when its trial budget (backgroundTrials) is spent.
+
+// idleFactor is how long the worker sleeps after a trial, in trial times.
+const idleFactor = 3
+
+// backgroundTrials is the trial budget of one kernel tuned in the
+// background.
+const backgroundTrials = 48
+
+// background is the queue of kernels to tune and what became of them.
+type background struct {
+	mu      sync.Mutex
+	order   []*bgJob
+	byID    map[string]*bgJob // by tuning record id
+	queue   []*bgJob
+	running bool
+}
+
+// bgJob is one kernel tuned in the background. Fields below spec are
+// guarded by background.mu.
+type bgJob struct {
+	name     string
+	spec     *ir.Spec
+	key      *api.TuneKey
+	recordID string
+	cacheKey string // the default kernel's, which kernel id runs
+	kernelID uint64
+
+	progress autotune.Progress
+	swapped  bool
+	err      string
+}
+
+// tuneInBackground queues spec's kernel k, launched as kernel id, when
+// the mode is background, k is a plain C kernel and no record exists.
+func (r *Runtime) tuneInBackground(spec *ir.Spec, k *kernels.Kernel, id uint64) {
+	if r.config().Tune != TuneBackground || k.Profiled() {
+		return
+	}
+	key := autotune.Key(spec, Version)
+	rid := tunedb.ID(key)
+	r.bg.mu.Lock()
+	known := r.bg.byID[rid] != nil
+	r.bg.mu.Unlock()
+	if known {
+		return
+	}
+	db, err := r.tuneDB()
+	if err != nil {
+		return
+	}
+	if _, ok, _ := db.Get(key); ok {
+		return // k was built with the record's schedules
+	}
+	job := &bgJob{name: opName(spec.Op), spec: spec, key: key, recordID: rid, cacheKey: k.Key(), kernelID: id}
+	r.bg.mu.Lock()
+	defer r.bg.mu.Unlock()
+	if r.bg.byID == nil {
+		r.bg.byID = map[string]*bgJob{}
+	}
+	if r.bg.byID[rid] != nil {
+		return
+	}
+	r.bg.byID[rid] = job
+	r.bg.order = append(r.bg.order, job)
+	r.bg.queue = append(r.bg.queue, job)
+	if !r.bg.running {
+		r.bg.running = true
+		go r.backgroundWorker()
+	}
+}
+
+func (r *Runtime) backgroundWorker() {
+	for {
+		r.bg.mu.Lock()
+		if len(r.bg.queue) == 0 {
+			r.bg.running = false
+			r.bg.mu.Unlock()
+			return
+		}
+		job := r.bg.queue[0]
+		r.bg.queue = r.bg.queue[1:]
+		r.bg.mu.Unlock()
+		if err := r.tuneJob(job); err != nil {
+			r.bg.mu.Lock()
+			job.err = err.Error()
+			job.progress.Done = true
+			r.bg.mu.Unlock()
+		}
+	}
+}
+
+// tuneJob tunes one kernel, stores its record and swaps the faster
+// kernel in.
+func (r *Runtime) tuneJob(job *bgJob) error {
+	b, err := r.kernelBuilder()
+	if err != nil {
+		return err
+	}
+	opts := autotune.Options{Trials: backgroundTrials, Timing: autotune.Timing{Threads: r.config().NumThreads}, Version: Version}
+	t, err := autotune.NewTuner(b, job.spec, opts)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	ctx := context.Background()
+	for {
+		start := time.Now()
+		p, err := t.Step(ctx)
+		if err != nil {
+			return err
+		}
+		r.bg.mu.Lock()
+		job.progress = p
+		job.progress.Done = false // done once the kernel is swapped in
+		r.bg.mu.Unlock()
+		if p.Done {
+			break
+		}
+		time.Sleep(idleFactor * time.Since(start))
+	}
+	rec := t.Record()
+	if rec != nil {
+		db, err := r.tuneDB()
+		if err != nil {
+			return err
+		}
+		if _, err := db.Put(rec); err != nil {
+			return err
+		}
+	}
+	p := t.Progress()
+	swapped := false
+	if p.Best > 0 && p.Best < p.Default {
+		if swapped, err = r.swapIn(ctx, b, job, t); err != nil {
+			return err
+		}
+	}
+	r.bg.mu.Lock()
+	job.progress, job.swapped = p, swapped
+	r.bg.mu.Unlock()
+	return nil
+}
+
+// swapIn builds the tuner's best kernel and makes job's kernel id launch
+// it, if the id still runs the default kernel it was queued with.
+func (r *Runtime) swapIn(ctx context.Context, b *kernels.Builder, job *bgJob, t *autotune.Tuner) (bool, error) {
+	k, err := b.BuildScheduled(ctx, job.spec, t.Best())
+	if err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	table := *r.table.Load()
+	if job.kernelID >= uint64(len(table)) || table[job.kernelID] == nil || table[job.kernelID].key != job.cacheKey {
+		r.mu.Unlock()
+		_ = k.Close() // unloaded meanwhile: the next specialization builds from the record
+		return false, nil
+	}
+	l := table[job.kernelID]
+	l.fn.Store(k.Addr())
+	prev := l.close
+	l.close = func() { prev(); _ = k.Close() }
+	r.mu.Unlock()
+	r.noteKernel(k)
+	return true, nil
+}
+
+// TuneStatus reports the kernels tuned in the background.
+func (r *Runtime) TuneStatus() *api.TuneStatusResponse {
+	r.bg.mu.Lock()
+	defer r.bg.mu.Unlock()
+	out := &api.TuneStatusResponse{}
+	for _, j := range r.bg.order {
+		p := progressProto(j.progress)
+		p.RecordId = j.recordID
+		out.Kernels = append(out.Kernels, &api.BackgroundKernel{Kernel: j.name, RecordId: j.recordID, Progress: p, Swapped: j.swapped, Error: j.err})
+		if !j.progress.Done {
+			out.Pending++
+		}
+	}
+	return out
+}
