@@ -189,7 +189,8 @@ func (r *Runtime) swapIn(ctx context.Context, b *kernels.Builder, job *bgJob, t 
 	prev := l.close
 	l.close = func() { prev(); _ = k.Close() }
 	r.mu.Unlock()
-	r.noteKernel(k)
+	r.noteKernel(k) // a bundle saved now carries the tuned kernel and the record that builds it
+	r.noteRecord(job.recordID)
 	return true, nil
 }
 
