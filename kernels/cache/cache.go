@@ -110,8 +110,12 @@ func (c *Cache) Stats() Stats {
 
 // Key is the cache key of a kernel source: a 64-digit hex SHA-256 over the
 // source, the compiler identity, the flags, the version and the host.
+// The leading tag changes when what an entry holds changes for the same
+// source: v2 names the kernel's symbol for its portable key (kernels'
+// Symbol), so a v1 entry, whose symbol is named for its cache key, is
+// never found.
 func (c *Cache) Key(source string) string {
-	return hashFields("neoflow kernel cache v1", source, c.ident, strings.Join(c.flags, "\x00"), c.cfg.Version, c.host)
+	return hashFields("neoflow kernel cache v2", source, c.ident, strings.Join(c.flags, "\x00"), c.cfg.Version, c.host)
 }
 
 // PortableKey is a C kernel's key in a kernel bundle: a SHA-256 over the
