@@ -22,25 +22,18 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
+import workloads_module
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _bench_workloads():
-    """bench/workloads.py as a module (its name would shadow the workloads package)."""
-    spec = importlib.util.spec_from_file_location("bench_workloads", Path(__file__).with_name("workloads.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-wl = _bench_workloads()
+wl = workloads_module.load()
 
 
 def parse_args(argv=None):

@@ -128,3 +128,23 @@ def test_gpu_benchmarks_smoke(tmp_path):
     result = json.loads(next(tmp_path.glob("gemm-*.json")).read_text())
     assert [v["name"] for v in result["variants"]] == ["torch.matmul", "neoflow (default schedule)", "neoflow (tuned)"]
     assert all(v["matches"] for v in result["variants"])
+
+
+@pytest.mark.parametrize(
+    "script,args",
+    [
+        ("overhead", ["--rounds", "1", "--calls", "5"]),
+        ("fusion", ["--rounds", "1", "--repeat", "1", "--warmup", "0", "--size", "small", "--workloads", "lltm"]),
+        ("dynamic", ["--size", "small", "--seconds", "2", "--repeat", "2", "--workloads", "lltm"]),
+    ],
+)
+def test_other_benches_run_and_write_their_files(tmp_path, script, args):
+    cmd = [sys.executable, str(ROOT / "bench" / f"{script}.py"), *args, "--out", str(tmp_path)]
+    if script != "overhead":
+        cmd.append("--no-compile")
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert {p.suffix for p in tmp_path.glob(f"{script}-*")} == {".json", ".md", ".png"}
+    result = json.loads(next(tmp_path.glob(f"{script}-*.json")).read_text())
+    assert result["machine"]["cpu"] and result["date"]
