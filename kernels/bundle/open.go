@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -202,8 +201,5 @@ func (b *Bundle) extract(e Entry, path string) error {
 	if err := fsutil.CheckPrivateDir(b.dir, true); err != nil {
 		return err
 	}
-	if err := fsutil.WriteFileAtomic(path, data, 0o700); err != nil {
-		return fmt.Errorf("extracting: %w", err)
-	}
-	return nil
+	return errors.Wrap(fsutil.WriteFileAtomic(path, data, 0o700), "extracting")
 }
