@@ -186,7 +186,7 @@ func (b *Builder) load(ctx context.Context, key, pkey, src string, spec *ir.Spec
 			return lib, path, cache.Bundled, err
 		}
 	}
-	lib, outcome, err := b.cache.Get(ctx, key, src, opName(spec))
+	lib, outcome, err := b.cache.Get(ctx, key, src, opName(spec), Symbol(spec.Op.Name, pkey))
 	if err != nil {
 		return nil, "", 0, errors.Wrapf(err, "building kernel %s", opName(spec))
 	}

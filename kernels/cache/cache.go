@@ -169,7 +169,9 @@ func validKey(key string) bool {
 // Get returns the loaded library of key, compiling source (the kernel of
 // op, a name for the metadata) when the entry is missing or corrupt. The
 // source compiled under a key must be a function of what the key covers.
-func (c *Cache) Get(ctx context.Context, key, source, op string) (*cc.Library, Outcome, error) {
+// An entry whose library lacks one of symbols (made by a neoflow that
+// named them otherwise) is corrupt too: it is deleted and rebuilt.
+func (c *Cache) Get(ctx context.Context, key, source, op string, symbols ...string) (*cc.Library, Outcome, error) {
 	a := artifact{
 		ext: ".so",
 		build: func(ctx context.Context, tmp string) error {
@@ -179,7 +181,7 @@ func (c *Cache) Get(ctx context.Context, key, source, op string) (*cc.Library, O
 			// The linker creates its output with the umask's mode; make it private.
 			return errors.Wrap(os.Chmod(tmp, 0o700), "kernel cache")
 		},
-		open: func(path string) (any, error) { return cc.Open(path) },
+		open: func(path string) (any, error) { return openWith(path, symbols) },
 		meta: Meta{SourceSHA256: sha256Hex([]byte(source)), Op: op, Compiler: c.ident, Flags: c.flags},
 	}
 	v, outcome, err := c.get(ctx, key, a)
@@ -187,6 +189,21 @@ func (c *Cache) Get(ctx context.Context, key, source, op string) (*cc.Library, O
 		return nil, 0, err
 	}
 	return v.(*cc.Library), outcome, nil
+}
+
+// openWith loads the library at path and checks that it defines symbols.
+func openWith(path string, symbols []string) (*cc.Library, error) {
+	lib, err := cc.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range symbols {
+		if _, err := lib.Symbol(s); err != nil {
+			_ = lib.Close()
+			return nil, errors.Errorf("no symbol %s in it", s)
+		}
+	}
+	return lib, nil
 }
 
 // GetImage returns the device code image of key, stored with extension

@@ -359,3 +359,34 @@ func TestHelperProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEntryWithoutTheSymbol: an entry whose library lacks the symbol the
+// caller needs (compiled by a neoflow that named its kernels otherwise,
+// under the same key) is corrupt: it is deleted and rebuilt from the
+// source, with a report.
+func TestEntryWithoutTheSymbol(t *testing.T) {
+	var logs []string
+	dir := t.TempDir()
+	c, err := New(Config{Dir: dir, Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := c.Key(testSrc)
+	lib, _, err := c.Get(context.Background(), key, testSrc, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = lib.Close()
+	renamed := strings.Replace(testSrc, "nf_test", "nf_test_v2", 1)
+	lib, outcome, err := c.Get(context.Background(), key, renamed, "new", "nf_test_v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lib.Close()
+	if _, err := lib.Symbol("nf_test_v2"); err != nil || outcome != Rebuilt {
+		t.Fatalf("outcome %v, symbol: %v", outcome, err)
+	}
+	if len(logs) != 1 || !strings.Contains(logs[0], "no symbol nf_test_v2") {
+		t.Fatalf("reports %q", logs)
+	}
+}
