@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import copy
 import datetime
-import json
 import os
 import statistics
 import sys
@@ -199,14 +198,8 @@ def main(argv=None) -> dict:
     info = wl.machine_info(torch, neoflow)
     rows = [bench(torch, neoflow, name, args, tmp) for name in args.workloads]
     result = {"date": datetime.date.today().isoformat(), "machine": info, "settings": vars(args), "rows": rows}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"dynamic-{result['date']}-cpu"
     md = render_markdown(result)
-    stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    stem.with_suffix(".md").write_text(md)
-    if wl.chart_libraries():
-        render_chart(result, stem.with_suffix(".png"))
+    wl.write_results(args.out, f"dynamic-{result['date']}-cpu", result, md, lambda p: render_chart(result, p))
     print(md)
     return result
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import random
 import statistics
@@ -279,14 +278,8 @@ def main(argv=None) -> dict:
             "total_s": time.perf_counter() - t0,
         },
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"fusion-{result['date']}-cpu"
     md = render_markdown(result)
-    stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    stem.with_suffix(".md").write_text(md)
-    if wl.chart_libraries():
-        render_chart(result, stem.with_suffix(".png"))
+    stem = wl.write_results(args.out, f"fusion-{result['date']}-cpu", result, md, lambda p: render_chart(result, p))
     print(md)
     print(f"wrote {stem}.json, .md, .png in {result['summary']['total_s']:.0f} s", file=sys.stderr)
     return result

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import statistics
 import sys
 import time
@@ -131,16 +130,13 @@ def main(argv=None) -> dict:
     info = wl.machine_info(torch, neoflow)
     rows = run(torch, neoflow, args)
     result = {"date": datetime.date.today().isoformat(), "machine": info, "settings": vars(args), "rows": rows}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"overhead-{result['date']}-cpu"
     md = render_markdown(result)
-    stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    stem.with_suffix(".md").write_text(md)
-    if wl.chart_libraries():
-        labels = [r["call"] for r in rows]
-        title = f"per-call overhead, tiny op, {info['cpu']}"
-        wl.bar_chart(rows, ("torch", "neoflow"), labels, "ms per call (log scale)", title, stem.with_suffix(".png"))
+    labels, title = [r["call"] for r in rows], f"per-call overhead, tiny op, {info['cpu']}"
+
+    def chart(path):
+        wl.bar_chart(rows, ("torch", "neoflow"), labels, "ms per call (log scale)", title, path)
+
+    stem = wl.write_results(args.out, f"overhead-{result['date']}-cpu", result, md, chart)
     print(md)
     print(f"wrote {stem}.json, .md, .png", file=sys.stderr)
     return result

@@ -436,6 +436,19 @@ def targets(ops: list[dict]) -> list[dict]:
     return out
 
 
+def write_results(out, name: str, result: dict, md: str, chart=None) -> Path:
+    """Writes ``<out>/<name>.json`` (result) and ``.md`` (md), and ``.png`` by ``chart(path)`` when given and
+    matplotlib is installed; returns the files' common stem."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / name
+    stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    stem.with_suffix(".md").write_text(md)
+    if chart is not None and chart_libraries():
+        chart(stem.with_suffix(".png"))
+    return stem
+
+
 def chart_libraries() -> bool:
     """Whether matplotlib, which draws the chart, is installed (pip install .[bench])."""
     try:
@@ -554,14 +567,9 @@ def main(argv=None) -> dict:
     }
     if args.device == "cuda":
         result["targets"] = targets(ops)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"workloads-{date}-{machine_tag(info)}{'-tuned' if args.tune else ''}"
+    name = f"workloads-{date}-{machine_tag(info)}{'-tuned' if args.tune else ''}"
     md = render_markdown(result)
-    stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    stem.with_suffix(".md").write_text(md)
-    if chart:
-        render_chart(result, stem.with_suffix(".png"))
+    stem = write_results(args.out, name, result, md, (lambda p: render_chart(result, p)) if chart else None)
     print(md)
     written = ".json, .md, .png" if chart else ".json, .md"
     print(f"wrote {stem}{written} in {result['summary']['total_s']:.0f} s", file=sys.stderr)

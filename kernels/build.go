@@ -78,15 +78,6 @@ func NewBuilder(opts Options) (*Builder, error) {
 	return &Builder{cache: c, schedules: opts.Schedules, logf: opts.Logf, nvrtc: &nvrtcOnce{dirs: opts.NVRTCDirs}, dump: opts.Dump, bundle: opts.Bundle}, nil
 }
 
-// Target is what this Builder compiles C kernels for, as a bundle
-// records it.
-func (b *Builder) Target() bundle.Target {
-	return bundle.Target{HostID: cache.HostID(), Host: cache.HostDescription(), Flags: b.cache.Flags()}
-}
-
-// CacheDir is the cache directory.
-func (b *Builder) CacheDir() string { return b.cache.Dir() }
-
 // Stats are the cache outcomes of this Builder's builds.
 func (b *Builder) Stats() cache.Stats { return b.cache.Stats() }
 

@@ -2,7 +2,6 @@ package bundle
 
 import (
 	"archive/zip"
-	"bytes"
 	"encoding/json"
 	"io"
 	"os"
@@ -21,7 +20,6 @@ import (
 type Bundle struct {
 	path     string
 	manifest Manifest
-	raw      []byte // manifest.json as read
 	byKey    map[string]Entry
 	dir      string // where kernels are extracted
 	records  []byte
@@ -42,15 +40,12 @@ func Open(path string, target Target, version string, dir string) (*Bundle, erro
 	}
 	defer zr.Close()
 	b := &Bundle{path: path, byKey: map[string]Entry{}, extracted: map[string]bool{}}
-	members := map[string]*zip.File{}
-	for _, f := range zr.File {
-		members[f.Name] = f
-	}
-	b.raw, err = readMember(members, manifestName, maxManifest)
+	members := byName(zr)
+	raw, err := readMember(members, manifestName, maxManifest)
 	if err != nil {
 		return nil, errors.Wrapf(err, "kernel bundle %s", path)
 	}
-	if err := json.Unmarshal(b.raw, &b.manifest); err != nil {
+	if err := json.Unmarshal(raw, &b.manifest); err != nil {
 		return nil, errors.Wrapf(err, "kernel bundle %s: unreadable manifest", path)
 	}
 	if err := b.check(target, version); err != nil {
@@ -67,7 +62,7 @@ func Open(path string, target Target, version string, dir string) (*Bundle, erro
 			return nil, errors.Wrapf(err, "kernel bundle %s: tuning records", path)
 		}
 	}
-	b.dir = filepath.Join(dir, sum(b.raw)[:16])
+	b.dir = filepath.Join(dir, sum(raw)[:16])
 	return b, nil
 }
 
@@ -99,6 +94,15 @@ func (b *Bundle) check(target Target, version string) error {
 
 func indent(text string) string {
 	return "  " + strings.ReplaceAll(strings.TrimSpace(text), "\n", "\n  ")
+}
+
+// byName indexes an archive's members by name.
+func byName(zr *zip.ReadCloser) map[string]*zip.File {
+	out := make(map[string]*zip.File, len(zr.File))
+	for _, f := range zr.File {
+		out[f.Name] = f
+	}
+	return out
 }
 
 // readMember reads member name of at most limit bytes.
@@ -136,9 +140,6 @@ func verified(members map[string]*zip.File, name string, size int64, sha string,
 
 // Manifest is the bundle's manifest.
 func (b *Bundle) Manifest() Manifest { return b.manifest }
-
-// ManifestJSON is manifest.json as the bundle holds it.
-func (b *Bundle) ManifestJSON() []byte { return bytes.Clone(b.raw) }
 
 // Path is the bundle's file.
 func (b *Bundle) Path() string { return b.path }
@@ -187,10 +188,7 @@ func (b *Bundle) extract(e Entry, path string) error {
 		return errors.Wrap(err, "reopening the bundle")
 	}
 	defer zr.Close()
-	members := map[string]*zip.File{}
-	for _, f := range zr.File {
-		members[f.Name] = f
-	}
+	members := byName(zr)
 	data, err := verified(members, e.File, e.Size, e.SHA256, maxKernel)
 	if err != nil {
 		return err

@@ -126,9 +126,6 @@ func (c *Cache) PortableKey(source string) string {
 	return hashFields("neoflow kernel bundle v1", source, strings.Join(c.flags, "\x00"), c.cfg.Version, c.host)
 }
 
-// Flags are the compiler flags kernels are built with.
-func (c *Cache) Flags() []string { return append([]string(nil), c.flags...) }
-
 // ImageKey is the cache key of a device kernel's source compiled by the
 // compiler described by compiler (its version, options and target
 // architecture): a SHA-256 over those and the version. The host's CPU

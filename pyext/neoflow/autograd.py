@@ -196,7 +196,7 @@ class _Plan:
         # Derived (and registered) now, as _keep does, for the same reason.
         self.gop, self.gsizes = op.grad_op(*tensors, sizes=sizes, wrt=list(wrt), saved=True)
         _ = self.gop.custom_op
-        returned = [self.kernel.buffers[i][0] for i in self.kernel.outputs + self.kernel.temps]
+        returned = [self.kernel.buffers[i][0] for i in self.kernel.returned]
         if all(n in returned for n in self.gop.saved):
             self.kept = [returned.index(n) for n in self.gop.saved]
         else:
