@@ -20,7 +20,8 @@ func TestMachineRatesAreMeasuredOnceAndKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := r.machineRates()
-	if m.BytesPerSec < 1e8 || m.OpsPerSec < 1e7 || m.NestSec < 0 || m.NestSec > 1e-2 || m.CallOps < 1 || m.CallOps > 1e4 {
+	if m.BytesPerSec < 1e8 || m.OpsPerSec < 1e7 || m.NestSec < 0 || m.NestSec > 1e-2 || m.CallOps < 1 || m.CallOps > 1e4 ||
+		m.LLCBytesPerSec < 1e8 || m.LLCBytes <= 0 || m.AccumulatorOps < 1 || m.AccumulatorOps > 1e3 {
 		t.Fatalf("implausible rates %+v (warnings %v)", m, r.takeWarnings())
 	}
 	path := filepath.Join(dir, machineFile)
@@ -40,11 +41,16 @@ func TestMachineRatesAreMeasuredOnceAndKept(t *testing.T) {
 		t.Fatalf("the kept rates were not read: %+v", got)
 	}
 	// Damaged, kept by a neoflow that did not measure the cost of a math
-	// call, or measured with another thread count: measured again.
+	// call, the last-level cache or accumulators, or measured with
+	// another thread count: measured again.
 	noCalls := strings.Replace(replaceRate(t, kept), `"CallOps":`, `"CallOps":0,"Old":`, 1)
-	for i, init := range []*api.InitRequest{{CacheDir: dir, NumThreads: 2}, {CacheDir: dir, NumThreads: 2}, {CacheDir: dir, NumThreads: 1}} {
-		if i < 2 {
-			if err := os.WriteFile(path, []byte([]string{"{not json", noCalls}[i]), 0o644); err != nil {
+	noLLC := strings.Replace(replaceRate(t, kept), `"LLCBytesPerSec":`, `"LLCBytesPerSec":0,"Old":`, 1)
+	noAcc := strings.Replace(replaceRate(t, kept), `"AccumulatorOps":`, `"AccumulatorOps":0,"Old":`, 1)
+	damaged := []string{"{not json", noCalls, noLLC, noAcc}
+	for i, init := range []*api.InitRequest{{CacheDir: dir, NumThreads: 2}, {CacheDir: dir, NumThreads: 2}, {CacheDir: dir, NumThreads: 2},
+		{CacheDir: dir, NumThreads: 2}, {CacheDir: dir, NumThreads: 1}} {
+		if i < len(damaged) {
+			if err := os.WriteFile(path, []byte(damaged[i]), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -26,9 +26,12 @@
 //     weight's and an input's gradient), where running them point by
 //     point computes what running them one after the other does. Its
 //     reward estimates the memory traffic of each nest from its loop
-//     order and a cache of Machine.CacheBytes (traffic.go), and charges
-//     a group's reduction members a load and a store of their
-//     accumulator per point. An elementwise statement that reads a
+//     order and a cache of Machine.CacheBytes (traffic.go; re-reads of
+//     a tensor that fits the last-level cache count at that cache's
+//     bandwidth), and charges a group's reduction members
+//     Machine.AccumulatorOps per point for keeping their partial sums
+//     in memory instead of registers (measured: a weight's and an
+//     input's gradient timed apart and fused). An elementwise statement that reads a
 //     reduction's output where it is stored joins the reduction as its
 //     epilogue (epilogue.go, loops.EpilogueMembers): it runs in the
 //     reduction's nest after each element's reduction, where the

@@ -135,9 +135,9 @@ func tryJoin(spec *ir.Spec, groups [][]*ir.BoundStmt, a, b int, opts Options) (*
 			why = "same points"
 		}
 		m := opts.Machine.orDefault()
-		dt := traffic(spec, ga, nestAxes(spec, ga), m.CacheBytes) + traffic(spec, gb, nestAxes(spec, gb), m.CacheBytes) -
-			traffic(spec, members, loops.GroupLoopAxes(members, g), m.CacheBytes)
-		dc := accumulatorOps(ga) + accumulatorOps(gb) - accumulatorOps(members)
+		dt := traffic(spec, ga, nestAxes(spec, ga), m) + traffic(spec, gb, nestAxes(spec, gb), m) -
+			traffic(spec, members, loops.GroupLoopAxes(members, g), m)
+		dc := accumulatorOps(ga, m.AccumulatorOps) + accumulatorOps(gb, m.AccumulatorOps) - accumulatorOps(members, m.AccumulatorOps)
 		r := m.reward(max(dt, bytes), dc, 1)
 		if r.R <= 0 {
 			return nil, fmt.Sprintf("%s stays out of %s's nest (%s): %s", tensorsOf(gb), ga[0].Stmt.Tensor, why, r)

@@ -107,3 +107,30 @@ func TestGroupLegality(t *testing.T) {
 	}
 	sameOutputs(t, spec, f, 3)
 }
+
+// Re-reads of an operand that fits the last-level cache cost its
+// bandwidth, not memory's: with accumulators as dear as this machine's
+// (measured: 6 to 11 units a point), the input gradient's 16 passes over
+// a 4 MiB W are cheaper than fusing, from a 32 MiB cache; from an 8 MiB
+// one (W then takes more than its quarter), they stream from memory and
+// the join pays.
+func TestLastLevelCacheRereads(t *testing.T) {
+	spec := specOf(t, "d_W[g,j] += d_G[b,g] * H[b,j]\nd_H[b,j] += d_G[b,g] * W[g,j]", nil,
+		[]string{"d_G", "H", "W"}, [][]int64{{16, 1024}, {16, 1024}, {1024, 1024}}, nil)
+	spec.DType = ir.Float32
+	m := Machine{BytesPerSec: 3e10, OpsPerSec: 2e11, NestSec: 1e-6, CallOps: 60, AccumulatorOps: 8,
+		CacheBytes: 1 << 20, LLCBytes: 32 << 20, LLCBytesPerSec: 1.5e11}
+	var notes Notes
+	if gs := groups(Group(spec, Options{Machine: m}, &notes)); len(gs) != 2 {
+		t.Errorf("W in the last-level cache: groups %v, want the two apart\n%s", gs, strings.Join(notes, "\n"))
+	}
+	m.LLCBytes = 8 << 20
+	notes = nil
+	f := Group(spec, Options{Machine: m}, &notes)
+	if gs := groups(f); len(gs) != 1 {
+		t.Errorf("W past the last-level cache: groups %v, want one\n%s", gs, strings.Join(notes, "\n"))
+	}
+	small := specOf(t, "d_W[g,j] += d_G[b,g] * H[b,j]\nd_H[b,j] += d_G[b,g] * W[g,j]", nil,
+		[]string{"d_G", "H", "W"}, [][]int64{{3, 5}, {3, 4}, {5, 4}}, nil)
+	sameOutputs(t, small, Group(small, Options{Machine: Machine{BytesPerSec: 1e10, OpsPerSec: 1e30, NestSec: 1}}, nil), 4)
+}

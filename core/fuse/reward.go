@@ -22,16 +22,41 @@ type Machine struct {
 	// one core): a loop re-reads from memory what its body touches
 	// beyond it (fuse-group's traffic estimate).
 	CacheBytes int64
+	// LLCBytes is the last-level cache, shared by the cores (the L3): a
+	// tensor that takes at most a quarter of it is re-read from there,
+	// not from memory.
+	LLCBytes int64
+	// LLCBytesPerSec is the bandwidth such re-reads stream at; 0 means
+	// BytesPerSec (no faster level known).
+	LLCBytesPerSec float64
+	// RereadBytesPerSec is the bandwidth at which a loop re-reads a
+	// tensor past the last-level cache: a contraction's schedule walks
+	// such an operand in strips of a few cache lines per row, which
+	// streams slower than a copy; 0 means BytesPerSec.
+	RereadBytesPerSec float64
+	// AccumulatorOps is what a reduction member of a fused group pays per
+	// point, in OpsPerSec's units, for keeping its partial sums in memory
+	// (a member alone keeps them in registers); 0 means
+	// DefaultAccumulatorOps.
+	AccumulatorOps int64
 }
 
 // DefaultMachine is used when no measurement is given: a modest CPU.
-var DefaultMachine = Machine{BytesPerSec: 2e10, OpsPerSec: 1e11, NestSec: 5e-6, CallOps: DefaultCallOps, CacheBytes: DefaultCacheBytes}
+var DefaultMachine = Machine{BytesPerSec: 2e10, OpsPerSec: 1e11, NestSec: 5e-6, CallOps: DefaultCallOps, AccumulatorOps: DefaultAccumulatorOps,
+	CacheBytes: DefaultCacheBytes, LLCBytes: DefaultLLCBytes, LLCBytesPerSec: 8e10}
 
 // DefaultCallOps is Machine.CallOps when none is known.
 const DefaultCallOps = 60
 
 // DefaultCacheBytes is Machine.CacheBytes when none is known.
 const DefaultCacheBytes = 1 << 20
+
+// DefaultAccumulatorOps is Machine.AccumulatorOps when none is known: a
+// load and a store.
+const DefaultAccumulatorOps = 2
+
+// DefaultLLCBytes is Machine.LLCBytes when none is known.
+const DefaultLLCBytes = 16 << 20
 
 func (m Machine) orDefault() Machine {
 	if m.BytesPerSec <= 0 || m.OpsPerSec <= 0 || m.NestSec < 0 {
@@ -42,6 +67,18 @@ func (m Machine) orDefault() Machine {
 	}
 	if m.CallOps <= 0 {
 		m.CallOps = DefaultCallOps
+	}
+	if m.AccumulatorOps <= 0 {
+		m.AccumulatorOps = DefaultAccumulatorOps
+	}
+	if m.LLCBytes <= 0 {
+		m.LLCBytes = DefaultLLCBytes
+	}
+	if m.RereadBytesPerSec <= 0 {
+		m.RereadBytesPerSec = m.BytesPerSec
+	}
+	if m.LLCBytesPerSec < m.BytesPerSec {
+		m.LLCBytesPerSec = m.BytesPerSec
 	}
 	return m
 }

@@ -20,18 +20,26 @@ func nestAxes(spec *ir.Spec, group []*ir.BoundStmt) []ir.Var {
 // traffic estimates the bytes a group of statements, run by the loops
 // axes (outermost first), reads from memory: each tensor read once per
 // run of the nest, times the extent of every loop that does not index it
-// and whose body touches more of it than cache bytes (the tensor's rows
-// are then fetched again on every iteration of that loop). A tensor
-// several members read counts once in a fused nest.
-func traffic(spec *ir.Spec, group []*ir.BoundStmt, axes []ir.Var, cache int64) int64 {
+// and whose body touches more of it than m.CacheBytes (the tensor's rows
+// are then fetched again on every iteration of that loop). The re-reads
+// of a tensor that fits the last-level cache (a quarter of
+// m.LLCBytes) come from there, the others from memory at
+// m.RereadBytesPerSec: they count in bytes streamed in equal time. A
+// tensor several members read counts once in a fused nest.
+func traffic(spec *ir.Spec, group []*ir.BoundStmt, axes []ir.Var, m Machine) int64 {
 	size := int64(spec.DType.Size())
-	var total int64
+	var total float64
 	for name, idx := range readAxes(group) {
 		t := spec.Tensor(name)
 		if t == nil {
 			continue
 		}
-		bytes := t.Elems() * size
+		once := t.Elems() * size
+		reread := m.BytesPerSec / m.RereadBytesPerSec
+		if once <= m.LLCBytes/4 {
+			reread = m.BytesPerSec / m.LLCBytesPerSec
+		}
+		bytes := float64(once)
 		for d, l := range axes {
 			if idx[l.Name] {
 				continue
@@ -42,13 +50,13 @@ func traffic(spec *ir.Spec, group []*ir.BoundStmt, axes []ir.Var, cache int64) i
 					fp *= in.Extent
 				}
 			}
-			if min(fp, t.Elems()*size) > cache {
-				bytes *= l.Extent
+			if min(fp, once) > m.CacheBytes {
+				bytes += bytes * float64(l.Extent-1) * reread
 			}
 		}
 		total += bytes
 	}
-	return total
+	return int64(total)
 }
 
 // readAxes maps each tensor the statements read to the axes its indices
@@ -81,15 +89,16 @@ func readAxes(sts []*ir.BoundStmt) map[string]map[string]bool {
 // accumulatorOps is the arithmetic a fused nest adds for its reduction
 // members (Cost's units): a member alone keeps its partial sums in
 // registers, in a group each point loads and stores its accumulator
-// element, two units per point and reduction member.
-func accumulatorOps(group []*ir.BoundStmt) int64 {
+// element, perPoint units (Machine.AccumulatorOps) per point and
+// reduction member.
+func accumulatorOps(group []*ir.BoundStmt, perPoint int64) int64 {
 	if len(group) < 2 {
 		return 0
 	}
 	var n int64
 	for _, st := range group {
 		if st.Stmt.Reduce != ir.Assign {
-			n += 2 * st.Points()
+			n += perPoint * st.Points()
 		}
 	}
 	return n

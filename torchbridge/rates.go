@@ -1,0 +1,275 @@
+package torchbridge
+
+import (
+	"math"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/core/fuse"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/parse"
+	"github.com/neoflow/neoflow/core/pipeline"
+	"github.com/neoflow/neoflow/core/sema"
+	"github.com/neoflow/neoflow/internal/hostbuf"
+	"github.com/neoflow/neoflow/kernels"
+)
+
+// rateKernel is one small kernel measureRates times: float32 inputs of
+// these shapes, its statements as written or (joined) in one fused group.
+type rateKernel struct {
+	src    string
+	inputs []string
+	shapes [][]int64
+	joined bool
+}
+
+func copyOf(n int64) rateKernel {
+	return rateKernel{src: "Y[i] = X[i]", inputs: []string{"X"}, shapes: [][]int64{{n}}}
+}
+
+func oneInput(src string, n int64) rateKernel {
+	return rateKernel{src: src, inputs: []string{"X"}, shapes: [][]int64{{n}}}
+}
+
+// The kernels, by their index in rateKernels' list.
+const (
+	rateCopy = iota
+	rateLLC
+	rateReread
+	rateArith
+	rateCalls
+	rateNests
+	rateOne
+	rateApart
+	rateFused
+)
+
+// Sizes: a copy past the caches, elementwise chains, nests; a contraction
+// re-reading a 16 MiB weight; a weight's and an input's gradient of an
+// RNN cell whose weight fits the level-2 cache.
+const (
+	rateN, rateM, rateK = 1 << 24, 1 << 20, 1 << 16
+	rereadB, rereadG    = 4, 4096
+	rereadJ             = 1024
+	accB, accG, accK    = 16, 2048, 64
+)
+
+// rateKernels lists what measureRates times (see there); llcN is the
+// elements of a copy that fills a quarter of the last-level cache.
+func rateKernels(llcN int64) (list []rateKernel, arith, calls string) {
+	arith = "X[i]"
+	for range 16 {
+		arith = "(" + arith + " * 0.999 + 0.001)"
+	}
+	calls = "X[i]"
+	for range 4 {
+		calls = "exp(tanh(sigmoid(" + calls + " * 0.25) * 0.5) * -0.5)"
+	}
+	nests := "T0[i] = X[i] + 1.0"
+	for k := 1; k < 16; k++ {
+		nests += "\nT" + strconv.Itoa(k) + "[i] = T" + strconv.Itoa(k-1) + "[i] + 1.0"
+	}
+	grads := "A[g, k] += D[b, g] * X[b, k]\nB[b, k] += D[b, g] * W[g, k]"
+	gradShapes := [][]int64{{accB, accG}, {accB, accK}, {accG, accK}}
+	list = []rateKernel{
+		rateCopy:   copyOf(rateN),
+		rateLLC:    copyOf(llcN),
+		rateReread: {src: "Y[b, j] += D[b, g] * U[g, j]", inputs: []string{"D", "U"}, shapes: [][]int64{{rereadB, rereadG}, {rereadG, rereadJ}}},
+		rateArith:  oneInput("Y[i] = "+arith, rateM),
+		rateCalls:  oneInput("Y[i] = "+calls, rateM),
+		rateNests:  oneInput(nests, rateK),
+		rateOne:    oneInput("Y[i] = X[i] + 1.0", 16*rateK),
+		rateApart:  {src: grads, inputs: []string{"D", "X", "W"}, shapes: gradShapes},
+		rateFused:  {src: grads, inputs: []string{"D", "X", "W"}, shapes: gradShapes, joined: true},
+	}
+	return list, arith, calls
+}
+
+// measureRates times small kernels, built at once (in parallel) and then
+// run one by one, in three rounds:
+//   - a copy of 16M floats (memory bandwidth, past the caches) and one of
+//     a quarter of the last-level cache (the bandwidth of re-reads from
+//     there);
+//   - an input's gradient of a contraction over a 16 MiB weight, which its
+//     schedule walks in strips 4 times (the bandwidth of re-reads from
+//     memory);
+//   - on 1M floats, a chain of products and sums (arithmetic, in
+//     fuse.Cost's units) and a chain of math functions (the cost of a call
+//     in those units); each chain reads the level below once: a chain that
+//     repeated a subexpression would be computed once by the C compiler
+//     and counted twice by fuse.Cost;
+//   - for the cost of a loop nest, 16 statements of 64K elements each
+//     (each its own parallel region) against one statement of 16 times as
+//     many;
+//   - a weight's and an input's gradient apart and fused: what
+//     the fused nest takes beyond the two, per point of each, is what a
+//     reduction member's accumulator costs in a group.
+func (r *Runtime) measureRates(threads int) (fuse.Machine, error) {
+	llc := cacheBytes(3, fuse.DefaultLLCBytes)
+	llcN := max(llc/4/8, 1<<10)
+	list, arith, calls := rateKernels(llcN)
+	ks, specs, err := r.buildRateKernels(list)
+	for _, k := range ks {
+		if k != nil {
+			defer func() { _ = k.Close() }()
+		}
+	}
+	if err != nil {
+		return fuse.Machine{}, err
+	}
+	// Rounds, each timing every kernel in turn, the apart and fused
+	// gradients next to each other (and in four more rounds: theirs is the
+	// smallest difference measured); each rate takes the median round: a
+	// single timing on a busy machine can be off by far more than the
+	// differences measured.
+	bufs := make([]*hostbuf.Buffers, len(list))
+	for i, spec := range specs {
+		bufs[i] = hostbuf.New(spec, uniform(spec))
+		defer bufs[i].Free()
+	}
+	rounds := make([][]float64, len(list))
+	for round := range 7 {
+		for i := range list {
+			if round >= 3 && i != rateApart && i != rateFused {
+				continue
+			}
+			v, err := timeLaunches(ks[i], bufs[i], threads)
+			if err != nil {
+				return fuse.Machine{}, err
+			}
+			rounds[i] = append(rounds[i], v)
+		}
+	}
+	t := make([]float64, len(list))
+	for i, vs := range rounds {
+		slices.Sort(vs)
+		t[i] = vs[len(vs)/2]
+	}
+	arithOps, err := chainCost(arith)
+	if err != nil {
+		return fuse.Machine{}, err
+	}
+	callOps, err := chainCost(calls)
+	if err != nil {
+		return fuse.Machine{}, err
+	}
+	opsPerSec := float64(arithOps) * rateM / max(t[rateArith], 1e-9)
+	const ncalls = 12
+	perCall := (t[rateCalls]*opsPerSec/rateM - float64(callOps)) / ncalls
+	acc := (t[rateFused] - t[rateApart]) * opsPerSec / (2 * accB * accG * accK)
+	return fuse.Machine{
+		BytesPerSec:       2 * 4 * rateN / t[rateCopy],
+		OpsPerSec:         opsPerSec,
+		NestSec:           max(t[rateNests]-t[rateOne], 0) / 15,
+		CallOps:           max(int64(math.Round(perCall)), 1),
+		LLCBytes:          llc,
+		LLCBytesPerSec:    float64(2*4*llcN) / t[rateLLC],
+		RereadBytesPerSec: 4 * rereadB * rereadG * rereadJ / t[rateReread],
+		AccumulatorOps:    max(int64(math.Round(acc)), 1),
+	}, nil
+}
+
+// buildRateKernels builds the list's kernels, as many at once as there
+// are CPUs; the kernels built are returned even on an error, to close.
+func (r *Runtime) buildRateKernels(list []rateKernel) ([]*kernels.Kernel, []*ir.Spec, error) {
+	b, err := r.kernelBuilder()
+	if err != nil {
+		return nil, nil, err
+	}
+	ks, specs, errs := make([]*kernels.Kernel, len(list)), make([]*ir.Spec, len(list)), make([]error, len(list))
+	sem := make(chan struct{}, max(runtime.NumCPU(), 1))
+	var wg sync.WaitGroup
+	for i, rk := range list {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if specs[i], errs[i] = rateSpec(rk); errs[i] == nil {
+				ks[i], errs[i] = b.BuildScheduled(r.buildContext(), specs[i], nil)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return ks, specs, err
+		}
+	}
+	return ks, specs, nil
+}
+
+// rateSpec is rk's op, specialized (and fused, when joined).
+func rateSpec(rk rateKernel) (*ir.Spec, error) {
+	op, err := parse.Parse(rk.src, parse.Options{Name: "nf_rates", Inputs: rk.inputs})
+	if err != nil {
+		return nil, err
+	}
+	if err := sema.Check(op); err != nil {
+		return nil, err
+	}
+	u := &pipeline.Unit{Op: op, DType: ir.Float32, Shapes: rk.shapes}
+	if err := pipeline.Run(u, "specialize"); err != nil {
+		return nil, err
+	}
+	if rk.joined {
+		// Rates under which every join pays: a loop nest costs a second.
+		u.Spec = fuse.Group(u.Spec, fuse.Options{Machine: fuse.Machine{BytesPerSec: 1e10, OpsPerSec: 1e30, NestSec: 1}}, nil)
+		if !slices.ContainsFunc(u.Spec.Stmts, func(st *ir.BoundStmt) bool { return st.Joined }) {
+			return nil, errors.Errorf("the rates kernel %q did not fuse", rk.src)
+		}
+	}
+	return u.Spec, nil
+}
+
+// chainCost is the fuse.Cost of a rates kernel's expression less its math
+// function calls.
+func chainCost(chain string) (int64, error) {
+	op, err := parse.Parse("Y[i] = "+chain, parse.Options{})
+	if err != nil {
+		return 0, err
+	}
+	return fuse.Cost(op.Stmts[0].RHS, 0), nil
+}
+
+// timeLaunches is the median of seven launches' seconds of k, after one.
+func timeLaunches(k *kernels.Kernel, bufs *hostbuf.Buffers, threads int) (float64, error) {
+	var times []float64
+	for i := range 8 {
+		start := time.Now()
+		if err := k.Launch(bufs.Ptr, threads); err != nil {
+			return 0, err
+		}
+		if i > 0 {
+			times = append(times, time.Since(start).Seconds())
+		}
+	}
+	slices.Sort(times)
+	return times[len(times)/2], nil
+}
+
+// uniform is inputs for spec's input tensors, uniform in [-1, 1) from a
+// linear congruential generator: math functions take longer on some
+// arguments than on others, so the values must look like data, and
+// drawing 16M of them with math/rand takes longer than the kernels take
+// to run.
+func uniform(spec *ir.Spec) [][]float64 {
+	var out [][]float64
+	x := uint64(1)
+	for _, t := range spec.Tensors {
+		if t.Role == ir.RoleInput {
+			v := make([]float64, max(t.Elems(), 1))
+			for i := range v {
+				x = x*6364136223846793005 + 1442695040888963407
+				v[i] = float64(x>>11)/(1<<52) - 1
+			}
+			out = append(out, v)
+		}
+	}
+	return out
+}
