@@ -7,9 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/neoflow/neoflow/core/fuse"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/parse"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/core/sema"
 	"github.com/neoflow/neoflow/internal/nvrtctest"
 	"github.com/neoflow/neoflow/internal/testops"
@@ -18,8 +20,9 @@ import (
 )
 
 // TestCUDACompiles compiles the CUDA module of every test op, its
-// gradient and every scatter op, in every dtype, with NVRTC to CUBIN for
-// sm_80 and sm_90: the generated source (the 16-bit conversions' inline
+// gradient (unfused and fused: epilogues in their reduction's kernel, a
+// group's contractions side by side in one) and every scatter op, in
+// every dtype, with NVRTC to CUBIN for sm_80 and sm_90: the generated source (the 16-bit conversions' inline
 // PTX included) is valid CUDA, with every launch's entry in the image.
 func TestCUDACompiles(t *testing.T) {
 	lib := nvrtctest.Library(t)
@@ -37,8 +40,15 @@ func TestCUDACompiles(t *testing.T) {
 					t.Fatal(err)
 				}
 				specs = append(specs, g)
+				if f, err := pipeline.Fuse(g, fuse.Options{}); err == nil && f != g {
+					specs = append(specs, f)
+				}
+			}
+			if f, err := pipeline.Fuse(s, fuse.Options{}); err == nil && f != s {
+				specs = append(specs, f)
 			}
 		}
+		specs = append(specs, epilogueSpec(t, dt), groupSpecSized(t, dt, [][]int64{{16, 96}, {16, 64}, {96, 64}}))
 		for _, o := range scatterOps {
 			s, err := o.Spec(dt)
 			if err != nil {

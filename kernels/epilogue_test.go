@@ -9,6 +9,7 @@ import (
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/parse"
 	"github.com/neoflow/neoflow/core/sema"
+	"github.com/neoflow/neoflow/internal/hostbuf"
 )
 
 // epilogueSpec is a contraction with two epilogue statements joined to
@@ -90,5 +91,42 @@ func TestEpilogueNotAttached(t *testing.T) {
 	other.Spatial = []ir.Var{{Name: "b", Extent: 6}}
 	if loops.EpilogueMembers([]*ir.BoundStmt{spec.Stmts[0], &other}) {
 		t.Fatal("a statement over other axes is an epilogue")
+	}
+}
+
+// TestEpilogueCUDAEmulated: on a GPU the epilogue statements run in the
+// reduction's kernel, one launch for the three statements, under each GPU
+// family: the tiled contraction (after each register element's store, in
+// its thread), the block reduction (in the thread that stores the
+// block's result) and the default one thread per element; every dtype
+// against the interpreter on the CUDA emulator.
+func TestEpilogueCUDAEmulated(t *testing.T) {
+	for _, dt := range []ir.DType{ir.Float32, ir.Float64, ir.Float16, ir.BFloat16} {
+		spec := epilogueSpec(t, dt)
+		tiled := loops.DefaultGPUTiling(spec, spec.Stmts[0])
+		if tiled == nil {
+			t.Fatal("the contraction has no GPU tiling")
+		}
+		variants := map[string]loops.Schedule{
+			"tiled":   {GPU: tiled},
+			"reduce":  {GPUReduce: &loops.GPUReduction{Threads: 64}},
+			"default": {VectorWidth: 1, Threads: 128, ParallelDepth: 2},
+		}
+		for name, s := range variants {
+			t.Run(fmt.Sprintf("%s_%s", dt, name), func(t *testing.T) {
+				scheds := []loops.Schedule{s, loops.GPUSchedule(spec, 1), loops.GPUSchedule(spec, 2)}
+				mod, err := CUDASource(spec, scheds, "nf_test")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(mod.Launches) != 1 {
+					t.Fatalf("%d launches, want 1 (the epilogue in the contraction's kernel)\n%s", len(mod.Launches), mod.Source)
+				}
+				if os.Getenv("NF_SHOW") != "" {
+					t.Log(mod.Source)
+				}
+				runCUDAEmulated(t, spec, scheds, hostbuf.RandomInputs(spec, false, 5), tolerance(dt))
+			})
+		}
 	}
 }

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/neoflow/neoflow/core/ir"
@@ -16,6 +17,12 @@ import (
 // second reading the first where it stores it, joined into two groups.
 func groupSpec(t *testing.T, dt ir.DType) *ir.Spec {
 	t.Helper()
+	return groupSpecSized(t, dt, [][]int64{{6, 40}, {6, 64}, {40, 64}})
+}
+
+// groupSpecSized is groupSpec for d_G, H and W of these shapes.
+func groupSpecSized(t *testing.T, dt ir.DType, shapes [][]int64) *ir.Spec {
+	t.Helper()
 	src := "d_W[g,j] += d_G[b,g] * H[b,j]\nd_H[b,j] += d_G[b,g] * W[g,j]\nE[b,j] = H[b,j] * 2.0 + 1.0\nF[b,j] = tanh(E[b,j]) * H[b,j]"
 	op, err := parse.Parse(src, parse.Options{Name: "grp", Inputs: []string{"d_G", "H", "W"}, Outputs: []string{"d_W", "d_H", "F"}})
 	if err != nil {
@@ -24,7 +31,7 @@ func groupSpec(t *testing.T, dt ir.DType) *ir.Spec {
 	if err := sema.Check(op); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := sema.Specialize(op, dt, [][]int64{{6, 40}, {6, 64}, {40, 64}}, nil)
+	spec, err := sema.Specialize(op, dt, shapes, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,4 +127,53 @@ func TestGroupedKernelCUDAEmulated(t *testing.T) {
 		}
 		runCUDAEmulated(t, spec, nil, hostbuf.RandomInputs(spec, false, 3), tolerance(dt))
 	}
+}
+
+// TestHorizontalKernelCUDAEmulated: where both contractions of the
+// weight's and the input's gradient get a GPU tiling of the same block
+// size, the group is one kernel, its grid the two members' grids side by
+// side (horizontal fusion); the elementwise group is another. Every
+// dtype against the interpreter on the CUDA emulator.
+func TestHorizontalKernelCUDAEmulated(t *testing.T) {
+	for _, dt := range []ir.DType{ir.Float32, ir.Float64, ir.Float16, ir.BFloat16} {
+		spec := groupSpecSized(t, dt, [][]int64{{16, 96}, {16, 64}, {96, 64}})
+		mod, err := CUDASource(spec, nil, "nf_test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nests []int
+		for _, l := range mod.Launches {
+			nests = append(nests, l.Nest)
+		}
+		if want := []int{0, 2}; fmt.Sprint(nests) != fmt.Sprint(want) {
+			t.Fatalf("%s: kernels for statements %v, want %v (d_W and d_H in one, E and F in one)\n%s", dt, nests, want, mod.Source)
+		}
+		if !strings.Contains(mod.Source, "} else if (blockIdx.x < ") {
+			t.Errorf("%s: the group's kernel does not split its grid between the members\n%s", dt, mod.Source)
+		}
+		runCUDAEmulated(t, spec, nil, hostbuf.RandomInputs(spec, false, 4), tolerance(dt))
+	}
+	// A member that reads what another writes cannot run beside it (no
+	// barrier spans the grid): two kernels.
+	src := "A[i,j] += X[i,k] * Y[k,j]\nB[i,j] += X[i,k] * A[k,j]"
+	op, err := parse.Parse(src, parse.Options{Name: "dep", Inputs: []string{"X", "Y"}, Outputs: []string{"B"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sema.Check(op); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := sema.Specialize(op, ir.Float32, [][]int64{{64, 64}, {64, 64}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Stmts[1].Joined = true
+	mod, err := CUDASource(spec, nil, "nf_test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mod.Launches) != 2 {
+		t.Errorf("dependent members: %d launches, want 2", len(mod.Launches))
+	}
+	runCUDAEmulated(t, spec, nil, hostbuf.RandomInputs(spec, false, 5), tolerance(ir.Float32))
 }

@@ -183,14 +183,19 @@
 // with the other axes between the chunk loop and the lanes, largest
 // footprint outermost); GPUSchedule gives a group of '=' statements one
 // grid-stride kernel (GPUGroupTiling) and lowers any other group member
-// by member, as does any schedule without Group (a tuned one).
+// by member, as does any schedule without Group (a tuned one); the CUDA
+// renderer then runs members lowered as block phases of one block size
+// side by side in one kernel (kernels/cgen, horizontal fusion).
 //
 // Epilogues. A reduction joined by '=' statements over its spatial axes
 // (EpilogueMembers) is lowered under its own schedule, and each of them
 // is stored right after every store of a complete element of its output
-// (epilogue.go): after a local accumulator's result, in the same lanes.
-// A CPU schedule that combines partial results into the output has no
-// such store, and the statements are then lowered after it.
+// (epilogue.go): after a local accumulator's result, in the same lanes;
+// on a GPU after a thread's store of its register tile's element (one
+// kernel for the group), or in the thread that stores a block
+// reduction's result (BlockCombine.Then). A schedule that combines
+// partial results into the output has no such store, and the statements
+// are then lowered after it.
 //
 // Otherwise statements run in order, each fully materializing its tensor
 // (temporaries included) before the next starts; each parallel loop is its

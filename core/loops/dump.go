@@ -86,6 +86,10 @@ func dumpNodes(b *strings.Builder, nodes []Node, depth int) {
 			fmt.Fprintf(b, "%ssync\n", ind)
 		case *BlockCombine:
 			fmt.Fprintf(b, "%scombine %s %s over the block into %s (scratch %s)\n", ind, n.Op, ir.ExprString(n.Value), ir.ExprString(n.Dst), n.Scratch)
+			if len(n.Then) > 0 {
+				fmt.Fprintf(b, "%sthen, in the storing thread\n", ind)
+				dumpNodes(b, n.Then, depth+1)
+			}
 		case *Store:
 			op := n.Op.String()
 			if n.Atomic {

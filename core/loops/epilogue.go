@@ -15,9 +15,12 @@ import (
 // the reduction's, lowered as it would be alone; the epilogue statements
 // are stored after every store of a complete element (a local
 // accumulator's result: the untiled lowering's, a reduction lane loop's
-// combined lanes, a tiled accumulator's). A schedule that combines
-// partial results into the output has no such store: the members are
-// then lowered one by one.
+// combined lanes, a tiled accumulator's; on a GPU, a thread's register
+// tile's or the default nest's, in the same thread, so the statement
+// costs no launch of its own, or, under a block reduction, in the thread
+// that stores the block's result). A schedule that combines partial
+// results into the output has no such store: the members are then
+// lowered one by one.
 
 // EpilogueMembers reports whether members (a statement and the ones
 // joined to it, in order) are a reduction writing its whole tensor
@@ -56,14 +59,18 @@ func sameAxes(a, b []ir.Var) bool {
 // attachEpilogue adds the epilogue statements eps to nest, the lowered
 // reduction: after every store of a complete element of its output, each
 // statement's store at that element. It reports false, changing nothing,
-// when the nest is not a CPU nest of one statement or stores anything
+// when the nest is not one statement's CPU or GPU nest or stores anything
 // into the output but complete elements (an identity fill, a partial
-// result combined in, a packed copy).
+// result combined in, a packed copy, an atomic add).
 func attachEpilogue(nest *Nest, eps []*ir.BoundStmt) bool {
-	if !nest.cpuLoops() || nest.Schedule.Group != nil || nest.Members != nil {
+	s := nest.Schedule
+	if s.Group != nil || nest.Members != nil || s.Scatter {
 		return false
 	}
 	r := nest.Stmt
+	if s.GPUReduce != nil {
+		return attachAfterCombine(nest.Body, r, eps)
+	}
 	final, ok := 0, true
 	walkStores(nest.Body, func(s *Store) {
 		if s.Dst.Tensor != r.Stmt.Tensor {
@@ -79,6 +86,33 @@ func attachEpilogue(nest *Nest, eps []*ir.BoundStmt) bool {
 	}
 	nest.Body = withEpilogue(nest.Body, r, eps)
 	return true
+}
+
+// attachAfterCombine adds eps to every BlockCombine in body that stores
+// r's output, to run in the storing thread after its store; false when
+// there is none.
+func attachAfterCombine(body []Node, r *ir.BoundStmt, eps []*ir.BoundStmt) bool {
+	found := false
+	var walk func([]Node)
+	walk = func(nodes []Node) {
+		for _, n := range nodes {
+			switch x := n.(type) {
+			case *BlockCombine:
+				if x.Dst.Tensor == r.Stmt.Tensor && len(x.Dst.Indices) == len(r.Spatial) {
+					x.Then = epilogueStores(r, x.Dst, eps)
+					found = true
+				}
+			case *Loop:
+				walk(x.Body)
+			case *Block:
+				walk(x.Body)
+			case *If:
+				walk(x.Body)
+			}
+		}
+	}
+	walk(body)
+	return found
 }
 
 // walkStores calls f on every Store in body.
@@ -105,15 +139,8 @@ func withEpilogue(body []Node, r *ir.BoundStmt, eps []*ir.BoundStmt) []Node {
 		out = append(out, n)
 		switch x := n.(type) {
 		case *Store:
-			if x.Dst.Tensor != r.Stmt.Tensor {
-				continue
-			}
-			env := map[string]ir.Expr{}
-			for d, ax := range r.Spatial {
-				env[ax.Name] = x.Dst.Indices[d]
-			}
-			for _, e := range eps {
-				out = append(out, &Store{Dst: outAccess(e, env), Op: ir.Assign, Value: Subst(e.Stmt.RHS, env)})
+			if x.Dst.Tensor == r.Stmt.Tensor {
+				out = append(out, epilogueStores(r, x.Dst, eps)...)
 			}
 		case *Loop:
 			x.Body = withEpilogue(x.Body, r, eps)
@@ -122,6 +149,19 @@ func withEpilogue(body []Node, r *ir.BoundStmt, eps []*ir.BoundStmt) []Node {
 		case *If:
 			x.Body = withEpilogue(x.Body, r, eps)
 		}
+	}
+	return out
+}
+
+// epilogueStores is the stores of eps at the element dst of r's output.
+func epilogueStores(r *ir.BoundStmt, dst *ir.Access, eps []*ir.BoundStmt) []Node {
+	env := map[string]ir.Expr{}
+	for d, ax := range r.Spatial {
+		env[ax.Name] = dst.Indices[d]
+	}
+	out := make([]Node, len(eps))
+	for k, e := range eps {
+		out[k] = &Store{Dst: outAccess(e, env), Op: ir.Assign, Value: Subst(e.Stmt.RHS, env)}
 	}
 	return out
 }

@@ -40,12 +40,15 @@ func (g *GPUReduction) String() string { return fmt.Sprintf("gpu reduce, threads
 // enclosing BindThread loop, by Op (in an unspecified order) and stores
 // the result in Dst (one store, by one thread). Scratch names a shared
 // Local of at least one element per warp. It is a barrier: every thread
-// of the block reaches it, and Scratch may be reused after it.
+// of the block reaches it, and Scratch may be reused after it. Then runs
+// in the thread that stores, right after its store (a reduction's
+// epilogue statements, epilogue.go): stores without barriers.
 type BlockCombine struct {
 	Op      ir.ReduceOp
 	Value   *ir.Access
 	Scratch string
 	Dst     *ir.Access
+	Then    []Node
 }
 
 func (*BlockCombine) node() {}

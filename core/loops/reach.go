@@ -72,6 +72,9 @@ func (c *reach) nodes(body []Node, ext, locals map[string]int64, guarded bool) e
 			if _, ok := locals[n.Scratch]; !ok {
 				return errors.Errorf("%s is used before its declaration", n.Scratch)
 			}
+			if err := c.nodes(n.Then, ext, locals, guarded); err != nil {
+				return err
+			}
 		case *If:
 			if err := c.expr(n.Cond, ext, locals, guarded); err != nil {
 				return err

@@ -72,42 +72,36 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 	mod := &CUDAModule{}
 	var body strings.Builder
 	r.b = &body
-	for _, n := range fn.Nests {
-		phs, err := phases(n.Body)
-		if err != nil {
+	all := make([][]phase, len(fn.Nests))
+	for k, n := range fn.Nests {
+		if all[k], err = phases(n.Body); err != nil {
 			return nil, errors.Wrapf(err, "cgen: statement %d", n.Index)
 		}
-		for _, ph := range phs {
-			entry := fmt.Sprintf("%s_k%d", symbol, len(mod.Launches))
-			l := Launch{Entry: entry, Nest: n.Index, Blocks: 1, Threads: 1}
-			switch {
-			case ph.blocks:
-				l.Threads = int(ph.threads)
-				l.Blocks = min(ph.iters, MaxBlocks)
-			case ph.loops != nil:
-				wide = wide || ph.iters > maxInt32Index
-				l.Threads = n.Schedule.Threads
-				if l.Threads == 0 {
-					l.Threads = loops.DefaultThreads
-				}
-				l.Blocks = min((ph.iters+int64(l.Threads)-1)/int64(l.Threads), MaxBlocks)
+	}
+	for k := 0; k < len(fn.Nests); {
+		if m := horizontalRun(fn.Spec, fn.Nests, all, k); m > 1 {
+			phs := make([]phase, m)
+			for j := range phs {
+				phs[j] = all[k+j][0]
 			}
-			fmt.Fprintf(&body, "\n// %s\nextern \"C\" __global__ void __launch_bounds__(%d) %s(%s)\n{\n", commentSafe(ir.StmtString(n.Stmt.Stmt)), l.Threads, entry, sig)
-			var err error
-			switch {
-			case ph.blocks:
-				err = r.blockStride(ph.loops, ph.iters)
-			case ph.loops != nil:
-				err = r.gridStride(ph.loops, ph.iters)
-			default:
-				err = r.nodes(ph.nodes, 1)
+			l, err := r.horizontal(fn.Nests[k:k+m], phs, fmt.Sprintf("%s_k%d", symbol, len(mod.Launches)), sig)
+			if err != nil {
+				return nil, errors.Wrapf(err, "cgen: statements %d to %d", fn.Nests[k].Index, fn.Nests[k+m-1].Index)
 			}
+			mod.Launches = append(mod.Launches, l)
+			k += m
+			continue
+		}
+		n := fn.Nests[k]
+		for _, ph := range all[k] {
+			l, w, err := r.phaseLaunch(n, ph, fmt.Sprintf("%s_k%d", symbol, len(mod.Launches)), sig)
 			if err != nil {
 				return nil, errors.Wrapf(err, "cgen: statement %d", n.Index)
 			}
-			body.WriteString("}\n")
+			wide = wide || w
 			mod.Launches = append(mod.Launches, l)
 		}
+		k++
 	}
 	var b strings.Builder
 	r.headerComment(&b, false, 0)
@@ -123,6 +117,35 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 	mod.Source = b.String()
 	mod.Aligned = r.vectors
 	return mod, nil
+}
+
+// phaseLaunch renders phase ph of nest n as the __global__ function
+// entry; wide reports a grid-stride space past 32-bit indices.
+func (r *renderer) phaseLaunch(n *loops.Nest, ph phase, entry, sig string) (l Launch, wide bool, err error) {
+	l = Launch{Entry: entry, Nest: n.Index, Blocks: 1, Threads: 1}
+	switch {
+	case ph.blocks:
+		l.Threads = int(ph.threads)
+		l.Blocks = min(ph.iters, MaxBlocks)
+	case ph.loops != nil:
+		wide = ph.iters > maxInt32Index
+		l.Threads = n.Schedule.Threads
+		if l.Threads == 0 {
+			l.Threads = loops.DefaultThreads
+		}
+		l.Blocks = min((ph.iters+int64(l.Threads)-1)/int64(l.Threads), MaxBlocks)
+	}
+	fmt.Fprintf(r.b, "\n// %s\nextern \"C\" __global__ void __launch_bounds__(%d) %s(%s)\n{\n", commentSafe(ir.StmtString(n.Stmt.Stmt)), l.Threads, entry, sig)
+	switch {
+	case ph.blocks:
+		err = r.blockStride(ph.loops, ph.iters)
+	case ph.loops != nil:
+		err = r.gridStride(ph.loops, ph.iters)
+	default:
+		err = r.nodes(ph.nodes, 1)
+	}
+	r.b.WriteString("}\n")
+	return l, wide, err
 }
 
 // phase is a parallel loop, as the perfectly nested loops it collapses
@@ -320,8 +343,9 @@ func (r *renderer) threads(l *loops.Loop, depth int) error {
 // blockCombine renders a BlockCombine: each warp folds its threads'
 // values by shuffles (offsets 16, 8, ..., 1), lane 0 of each warp puts
 // its warp's result in the scratch array, and after a barrier the first
-// warp folds those the same way and its lane 0 stores the result. A last
-// barrier lets the scratch array be reused.
+// warp folds those the same way and its lane 0 stores the result, then
+// runs the combine's Then nodes (a reduction's epilogue). A last barrier
+// lets the scratch array be reused.
 func (r *renderer) blockCombine(c *loops.BlockCombine, depth int) error {
 	if !r.cuda || r.block == 0 {
 		return errors.New("a block combine: only CUDA renders it, inside a thread loop")
@@ -375,8 +399,12 @@ func (r *renderer) blockCombine(c *loops.BlockCombine, depth int) error {
 	r.line(depth+1, "if (nf_tid < 32) {")
 	r.line(depth+2, "nf_v = nf_tid < %d ? %s[nf_tid] : %s;", r.block/32, scratch, r.floatLit(loops.Identity(c.Op)).s)
 	shuffle(depth + 2)
-	r.line(depth+2, "if (nf_tid == 0)")
+	r.line(depth+2, "if (nf_tid == 0) {")
 	r.line(depth+3, "%s = %s;", dst.s, result)
+	if err := r.nodes(c.Then, depth+3); err != nil {
+		return err
+	}
+	r.line(depth+2, "}")
 	r.line(depth+1, "}")
 	r.line(depth+1, "__syncthreads();")
 	r.line(depth, "}")

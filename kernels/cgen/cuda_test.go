@@ -58,6 +58,35 @@ func TestCUDAGolden(t *testing.T) {
 	}
 }
 
+// TestCUDAGoldenEpilogue: a contraction joined by its epilogue
+// statements (fuse-group's epilogue fusion; MI-LSTM's P and Hn after UH)
+// renders as one kernel, under the default GPU tiling, that stores the
+// epilogue's elements after each of the contraction's in the same thread.
+func TestCUDAGoldenEpilogue(t *testing.T) {
+	spec := mustSpec(t, testops.Op{Name: "epilogue", Src: "UH[b,g] += U[g,j] * H[b,j]\nP[b,g] = UH[b,g] * X[b,g]\nQ[b,g] = tanh(P[b,g])",
+		Inputs: []string{"U", "H", "X"}, Outputs: []string{"P", "Q"}, Shapes: [][]int64{{96, 64}, {16, 64}, {16, 96}}})
+	spec.Stmts[1].Joined, spec.Stmts[2].Joined = true, true
+	mod := cudaModule(t, spec)
+	if len(mod.Launches) != 1 {
+		t.Fatalf("%d launches, want 1", len(mod.Launches))
+	}
+	checkGolden(t, filepath.Join("testdata", "cuda", "epilogue_float32.cu"), mod.Source)
+}
+
+// TestCUDAGoldenHorizontal: a weight's and an input's gradient joined
+// into one group, each under its own GPU tiling of 256 threads, render as
+// one kernel whose blocks split between the two.
+func TestCUDAGoldenHorizontal(t *testing.T) {
+	spec := mustSpec(t, testops.Op{Name: "horizontal", Src: "d_W[g,j] += d_G[b,g] * H[b,j]\nd_H[b,j] += d_G[b,g] * W[g,j]",
+		Inputs: []string{"d_G", "H", "W"}, Shapes: [][]int64{{16, 96}, {16, 64}, {96, 64}}})
+	spec.Stmts[1].Joined = true
+	mod := cudaModule(t, spec)
+	if len(mod.Launches) != 1 || mod.Launches[0].Blocks != 4 {
+		t.Fatalf("launches %+v, want one of 3 + 1 blocks", mod.Launches)
+	}
+	checkGolden(t, filepath.Join("testdata", "cuda", "horizontal_float32.cu"), mod.Source)
+}
+
 // TestCUDAPatterns checks the shape of the rendering: launches per
 // phase, grid-stride loops, 32-bit indices for small tensors, the
 // atomic scatter and the guards.

@@ -86,7 +86,11 @@
 // variables from threadIdx.x, shared Locals are __shared__ arrays, a
 // loops.Sync is __syncthreads(), and a loops.BlockCombine folds a
 // register across the block with __shfl_down_sync in each warp, then
-// across the warps' results in shared memory. An atomic store (a scatter
+// across the warps' results in shared memory, its storing thread then
+// running the reduction's epilogue (loops.BlockCombine.Then). The nests of
+// a fused group's members lowered one by one as block loops of one block
+// size, none reading what another writes, are one function whose grid is
+// their grids side by side (cudagroup.go: horizontal fusion). An atomic store (a scatter
 // under loops.Schedule.Atomic) is an atomicAdd. The module compiles
 // without headers: it defines NAN and INFINITY itself. The C renderer
 // refuses GPU nodes.

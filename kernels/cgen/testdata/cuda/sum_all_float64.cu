@@ -36,8 +36,9 @@ extern "C" __global__ void __launch_bounds__(256) nf_kernel_k0(const double *__r
 					nf_v = nf_tid < 8 ? r_part[nf_tid] : 0.0;
 					for (int nf_o = 16; nf_o > 0; nf_o /= 2)
 						nf_v = nf_v + __shfl_down_sync(0xffffffffu, nf_v, nf_o);
-					if (nf_tid == 0)
+					if (nf_tid == 0) {
 						t_S[0] = nf_v;
+					}
 				}
 				__syncthreads();
 			}
