@@ -326,6 +326,22 @@ func (ss *stmtSpace) reductionLanes(g []int) bool {
 	return true
 }
 
+// registerTiled is the genome of the register-tiled heuristic (8 rows of
+// 4 vectors, the largest seed) for every reduction statement of its own
+// (not in a fused group, whose schedule is the group's), the default for
+// the others.
+func (sp *Space) registerTiled() []int {
+	g := sp.Default()
+	for i, ss := range sp.stmts {
+		st := sp.spec.Stmts[i]
+		grouped := st.Joined || i+1 < len(sp.spec.Stmts) && sp.spec.Stmts[i+1].Joined
+		if st.Stmt.Reduce != ir.Assign && !grouped {
+			ss.heuristic(sp.spec, g, 8, 4, 1, 3)
+		}
+	}
+	return g
+}
+
 // heuristic writes the register-tiled genes of the statement into g.
 func (ss *stmtSpace) heuristic(spec *ir.Spec, g []int, rows, vecs int64, acc, unroll int) {
 	st := ss.st

@@ -9,6 +9,7 @@ import (
 	"github.com/neoflow/neoflow/autotune"
 	"github.com/neoflow/neoflow/autotune/tunedb"
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/kernels"
 )
 
@@ -26,7 +27,8 @@ import (
 // share of the machine: after each trial it sleeps idleFactor times as
 // long as the trial took, so that on a machine whose cores the training
 // uses it takes about 1/(1+idleFactor) of them while it runs, and stops
-// when its trial budget (backgroundTrials) is spent.
+// when its trial budget (backgroundTrials) is spent. In the default mode
+// the same worker picks the first build's schedules instead (picks.go).
 
 // idleFactor is how long the worker sleeps after a trial, in trial times.
 const idleFactor = 3
@@ -54,15 +56,20 @@ type bgJob struct {
 	cacheKey string // the default kernel's, which kernel id runs
 	kernelID uint64
 
+	pick bool // a pick (picks.go), not a search
+
 	progress autotune.Progress
 	swapped  bool
 	err      string
 }
 
-// tuneInBackground queues spec's kernel k, launched as kernel id, when
-// the mode is background, k is a plain C kernel and no record exists.
+// tuneInBackground queues spec's kernel k, launched as kernel id, when k
+// is a plain C kernel and the mode is background and no tuned record
+// exists, or the mode is default, no record exists and the kernel is one
+// whose schedules are picked (autotune.Picks).
 func (r *Runtime) tuneInBackground(spec *ir.Spec, k *kernels.Kernel, id uint64) {
-	if r.config().Tune != TuneBackground || k.Profiled() {
+	mode := r.config().Tune
+	if mode != TuneBackground && mode != TuneDefault || k.Profiled() || mode == TuneDefault && !autotune.Picks(spec) {
 		return
 	}
 	key := autotune.Key(spec, Version)
@@ -77,10 +84,10 @@ func (r *Runtime) tuneInBackground(spec *ir.Spec, k *kernels.Kernel, id uint64) 
 	if err != nil {
 		return
 	}
-	if _, ok, _ := db.Get(key); ok {
+	if rec, ok, _ := db.Get(key); ok && (mode == TuneDefault || rec.GetTrials() > 0) {
 		return // k was built with the record's schedules
 	}
-	job := &bgJob{name: opName(spec.Op), spec: spec, key: key, recordID: rid, cacheKey: k.Key(), kernelID: id}
+	job := &bgJob{name: opName(spec.Op), spec: spec, key: key, recordID: rid, cacheKey: k.Key(), kernelID: id, pick: mode == TuneDefault}
 	r.bg.mu.Lock()
 	defer r.bg.mu.Unlock()
 	if r.bg.byID == nil {
@@ -109,7 +116,11 @@ func (r *Runtime) backgroundWorker() {
 		job := r.bg.queue[0]
 		r.bg.queue = r.bg.queue[1:]
 		r.bg.mu.Unlock()
-		if err := r.tuneJob(job); err != nil {
+		run := r.tuneJob
+		if job.pick {
+			run = r.pickJob
+		}
+		if err := run(job); err != nil {
 			r.bg.mu.Lock()
 			job.err = err.Error()
 			job.progress.Done = true
@@ -160,7 +171,7 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 	p := t.Progress()
 	swapped := false
 	if p.Best > 0 && p.Best < p.Default {
-		if swapped, err = r.swapIn(ctx, b, job, t); err != nil {
+		if swapped, err = r.swapIn(ctx, b, job, t.Best()); err != nil {
 			return err
 		}
 	}
@@ -170,10 +181,10 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 	return nil
 }
 
-// swapIn builds the tuner's best kernel and makes job's kernel id launch
+// swapIn builds job's kernel with scheds and makes job's kernel id launch
 // it, if the id still runs the default kernel it was queued with.
-func (r *Runtime) swapIn(ctx context.Context, b *kernels.Builder, job *bgJob, t *autotune.Tuner) (bool, error) {
-	k, err := b.BuildScheduled(ctx, job.spec, t.Best())
+func (r *Runtime) swapIn(ctx context.Context, b *kernels.Builder, job *bgJob, scheds []loops.Schedule) (bool, error) {
+	k, err := b.BuildScheduled(ctx, job.spec, scheds)
 	if err != nil {
 		return false, err
 	}

@@ -52,3 +52,80 @@ func TestBackgroundSwap(t *testing.T) {
 		t.Fatalf("database: %v", entries)
 	}
 }
+
+// In the default mode a kernel with enough work is built with its default
+// schedules at once, and the worker picks the faster of those and the
+// register-tiled ones per statement: a record of no trials, the picked
+// kernel swapped in where it differs. A later runtime builds with the
+// record at once and queues nothing, and tuning takes the kernel as
+// untuned. A small kernel is not picked.
+func TestDefaultModePicks(t *testing.T) {
+	dir := t.TempDir()
+	r := New()
+	if _, err := r.Init(&api.InitRequest{CacheDir: dir, NumThreads: 2}); err != nil {
+		t.Fatal(err)
+	}
+	def, err := r.Define(&api.DefineRequest{Source: "C[i,j] += A[i,k] * B[k,j]", Name: "pk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := []*api.TensorType{f64(256, 256), f64(256, 256)}
+	resp, err := r.Specialize(&api.SpecializeRequest{OpId: def.OpId, Inputs: ins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := *r.table.Load()
+	first := table[resp.KernelId].fn.Load()
+	var st *api.TuneStatusResponse
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if st = r.TuneStatus(); len(st.Kernels) == 1 && st.Pending == 0 {
+			break
+		}
+	}
+	if len(st.Kernels) != 1 || st.Pending != 0 || st.Kernels[0].Error != "" {
+		t.Fatalf("status %v", st)
+	}
+	k := st.Kernels[0]
+	if p := k.Progress; p.Trials != 2 || p.DefaultSeconds <= 0 || p.BestSeconds > p.DefaultSeconds {
+		t.Fatalf("progress %v", p)
+	}
+	if now := (*r.table.Load())[resp.KernelId].fn.Load(); k.Swapped != (now != first) {
+		t.Fatalf("swapped %v, entry point changed %v", k.Swapped, now != first)
+	}
+	db, err := r.tuneDB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := db.Find(k.RecordId)
+	if err != nil || e.Record.GetTrials() != 0 || len(e.Record.GetSchedules()) != 1 {
+		t.Fatalf("record %v, %v: want a pick", e.Record, err)
+	}
+	// A second runtime builds with the pick and queues nothing.
+	r2 := New()
+	if _, err := r2.Init(&api.InitRequest{CacheDir: dir, NumThreads: 2}); err != nil {
+		t.Fatal(err)
+	}
+	def2, err := r2.Define(&api.DefineRequest{Source: "C[i,j] += A[i,k] * B[k,j]", Name: "pk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r2.Specialize(&api.SpecializeRequest{OpId: def2.OpId, Inputs: ins}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r2.Specialize(&api.SpecializeRequest{OpId: def2.OpId, Inputs: []*api.TensorType{f64(16, 16), f64(16, 16)}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := r2.TuneStatus(); len(st.Kernels) != 0 {
+		t.Fatalf("second runtime queued %v", st)
+	}
+	tr, err := r2.TuneBegin(&api.TuneRequest{OpId: def2.OpId, Inputs: ins, Trials: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Already {
+		t.Fatal("tuning took the picked kernel as tuned")
+	}
+	if _, err := r2.TuneEnd(&api.TuneStepRequest{SessionId: tr.SessionId}); err != nil {
+		t.Fatal(err)
+	}
+}

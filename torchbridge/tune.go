@@ -56,8 +56,9 @@ func (r *Runtime) tuneDB() (*tunedb.DB, error) {
 	return r.db, nil
 }
 
-// tunedSchedules is the builder's Options.Schedules: the database's best
-// schedules for spec's CPU kernel on this machine, or nil (the defaults).
+// tunedSchedules is the builder's Options.Schedules: the database's
+// schedules for spec's CPU kernel on this machine (tuned, or picked,
+// picks.go), or nil (the defaults).
 func (r *Runtime) tunedSchedules(spec *ir.Spec) []loops.Schedule {
 	return r.recordSchedules(spec, autotune.Key(spec, Version))
 }
@@ -151,7 +152,7 @@ func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
 		return nil, err
 	}
 	if !req.GetForce() {
-		if rec, ok, _ := db.Get(key); ok {
+		if rec, ok, _ := db.Get(key); ok && rec.GetTrials() > 0 { // a pick is not tuned
 			resp.Already = true
 			resp.Progress = &api.TuneProgress{Trials: rec.GetTrials(), BestSeconds: rec.GetBestSeconds(), DefaultSeconds: rec.GetDefaultSeconds(), Done: true}
 			return resp, nil

@@ -33,7 +33,9 @@ func (db *DB) Get(k *api.TuneKey) (*api.TuneRecord, bool, error) {
 
 // Put stores r under r.Key unless the valid record already stored for
 // that key has a strictly smaller best_seconds: the faster record wins,
-// and on a tie r replaces the stored one. The read-compare-write happens
+// and on a tie r replaces the stored one. A record of no trials (a pick of
+// the first build's schedules) never replaces one with trials, which
+// always replaces it. The read-compare-write happens
 // under the id's file lock, so concurrent Puts from any processes keep the
 // fastest record. A corrupt stored record is reported, moved aside and
 // replaced. Put fails on a record without a key or without a positive
@@ -59,7 +61,12 @@ func (db *DB) Put(r *api.TuneRecord) (stored bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if old != nil && old.BestSeconds < r.BestSeconds {
+	// A record of no trials is a pick (the first build's measured choice,
+	// torchbridge): a tuned record replaces it, it never replaces one.
+	switch {
+	case old != nil && old.Trials > 0 && r.Trials == 0:
+		return false, nil
+	case old != nil && old.BestSeconds < r.BestSeconds && !(old.Trials == 0 && r.Trials > 0):
 		return false, nil
 	}
 	if err := fsutil.WriteFileAtomic(db.path(id), data, 0o600); err != nil {

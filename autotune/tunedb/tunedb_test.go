@@ -674,3 +674,23 @@ func TestHelperProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A record of no trials is a pick of the first build's schedules: a tuned
+// record replaces it even when it measured slower, and it never replaces
+// a tuned one.
+func TestPickAndTunedRecords(t *testing.T) {
+	db, _ := openDB(t, t.TempDir())
+	k := key("k")
+	pick := record(k, "pick", 1e-3)
+	pick.Trials = 0
+	mustPut(t, db, pick, true)
+	tuned := record(k, "tuned", 2e-3)
+	tuned.Trials = 16
+	mustPut(t, db, tuned, true)
+	faster := record(k, "faster pick", 1e-4)
+	faster.Trials = 0
+	mustPut(t, db, faster, false)
+	if got := mustGet(t, db, k); got.OpName != "tuned" {
+		t.Errorf("stored %q, want the tuned record", got.OpName)
+	}
+}

@@ -291,7 +291,9 @@ _log = logging.getLogger("neoflow.tune")
 
 @dataclasses.dataclass
 class BackgroundKernel:
-    """A kernel tuned in the background (NEOFLOW_TUNE=background)."""
+    """A kernel tuned in the background (NEOFLOW_TUNE=background), or whose
+    first schedules are picked there (the default mode: two candidates
+    measured, ``trials`` and ``budget`` 2)."""
 
     kernel: str
     record_id: str
@@ -310,7 +312,9 @@ class BackgroundKernel:
 
 def background_status() -> list[BackgroundKernel]:
     """The kernels the background tuner has taken (NEOFLOW_TUNE=background,
-    ``configure(tune="background")``), in the order they were first built:
+    ``configure(tune="background")``; in the default mode, the kernels whose
+    schedules it picks between the default and the register-tiled ones), in
+    the order they were first built:
     trials measured of the budget, default and best times so far, whether
     the faster kernel is in use. Each change is also logged on the
     ``neoflow.tune`` logger (INFO) when this is called."""

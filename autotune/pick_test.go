@@ -1,0 +1,69 @@
+package autotune
+
+import (
+	"context"
+	"testing"
+
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/internal/hostbuf"
+	"github.com/neoflow/neoflow/internal/testops"
+)
+
+// compose takes each statement's schedule from the faster candidate and
+// sums the times.
+func TestComposePicksPerStatement(t *testing.T) {
+	spec, err := (testops.Op{Name: "two", Src: "C[i,j] += A[i,k] * B[k,j]\nD[i,j] += A[i,k] * B[j,k]\nE[i,j] = D[i,j] * 2.0",
+		Inputs: []string{"A", "B"}, Shapes: [][]int64{{64, 64}, {64, 64}}}).Spec(ir.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := NewSpace(spec)
+	cands := [][]int{sp.Default(), sp.registerTiled()}
+	def, tiled := sp.Decode(cands[0]), sp.Decode(cands[1])
+	if def[1].String() == tiled[1].String() || def[2].String() != tiled[2].String() {
+		t.Fatalf("candidates %v and %v: want D's schedules to differ, E's not", def, tiled)
+	}
+	p := compose(sp, spec, cands, [][]float64{{1, 2, 1}, {3, 1, 1}})
+	if p.Tiled != 1 || p.Default != 4 || p.Best != 3 {
+		t.Fatalf("pick %+v: want the tiled schedule for D only, 4 s default, 3 s picked", p)
+	}
+	if p.Schedules[0].String() != def[0].String() || p.Schedules[1].String() != tiled[1].String() {
+		t.Errorf("schedules %v, want C's default and D's tiled", p.Schedules)
+	}
+	if p := compose(sp, spec, cands, [][]float64{{1, 1, 1}, {3, 2, 1}}); p.Schedules != nil || p.Tiled != 0 {
+		t.Errorf("defaults faster everywhere: pick %+v, want no schedules", p)
+	}
+}
+
+// PickDefaults measures a contraction with enough work and returns
+// schedules that compute what the interpreter does; a small one, and an
+// elementwise op, it leaves unmeasured.
+func TestPickDefaults(t *testing.T) {
+	b := testBuilder(t)
+	gemm, err := (testops.Op{Name: "gemm", Src: "C[i,j] += A[i,k] * B[k,j]", Inputs: []string{"A", "B"},
+		Shapes: [][]int64{{256, 256}, {256, 256}}}).Spec(ir.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := PickDefaults(context.Background(), b, gemm, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Default <= 0 || p.Best <= 0 || p.Best > p.Default {
+		t.Fatalf("pick %+v: want measured times, the picked no slower than the default", p)
+	}
+	checkAgainstInterp(t, b, gemm, p.Schedules, hostbuf.RandomInputs(gemm, false, 1), 2)
+	for _, o := range []testops.Op{
+		{Name: "small", Src: "C[i,j] += A[i,k] * B[k,j]", Inputs: []string{"A", "B"}, Shapes: [][]int64{{32, 32}, {32, 32}}},
+		{Name: "ew", Src: "C[i,j] = A[i,j] * 2.0", Inputs: []string{"A"}, Shapes: [][]int64{{2048, 2048}}},
+	} {
+		spec, err := o.Spec(ir.Float32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := PickDefaults(context.Background(), b, spec, 2)
+		if err != nil || p.Schedules != nil || p.Default != 0 {
+			t.Errorf("%s: pick %+v, %v: want none measured", o.Name, p, err)
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package torchbridge
+
+import (
+	"context"
+	"time"
+
+	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/autotune"
+)
+
+// Picked schedules (the default mode, NEOFLOW_TUNE unset). A C kernel
+// built for a specialization without a tuning record, with enough work
+// (autotune.Picks), is built with its default schedules and returned at
+// once, and queued for the background worker (background.go), which
+// measures the default and the register-tiled schedules on its own
+// buffers, takes the faster per statement (autotune.PickDefaults), keeps
+// that choice as a record of no trials in the tuning database (a later
+// process builds with it at once; tuning replaces it), and swaps the
+// picked kernel in where it differs. The first step pays nothing for it;
+// the pick lands a fraction of a second to a few seconds later (two
+// kernels compiled, each launched twice). NEOFLOW_TUNE=off turns it off.
+
+// pickJob picks job's schedules, keeps the record and swaps the kernel in.
+func (r *Runtime) pickJob(job *bgJob) error {
+	b, err := r.kernelBuilder()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads)
+	if err != nil {
+		return err
+	}
+	progress := autotune.Progress{Trials: 2, Budget: 2, Default: p.Default, Best: p.Best, Done: true}
+	if p.Best <= 0 {
+		r.bg.mu.Lock()
+		job.progress = progress
+		r.bg.mu.Unlock()
+		return nil
+	}
+	db, err := r.tuneDB()
+	if err != nil {
+		return err
+	}
+	rec := &api.TuneRecord{Key: job.key, OpName: job.spec.Op.Name, Schedules: autotune.ToProto(p.Decided()),
+		BestSeconds: p.Best, DefaultSeconds: p.Default, Created: time.Now().UTC().Format(time.RFC3339)}
+	if _, err := db.Put(rec); err != nil {
+		return err
+	}
+	swapped := false
+	if p.Schedules != nil {
+		if swapped, err = r.swapIn(ctx, b, job, p.Schedules); err != nil {
+			return err
+		}
+	}
+	r.bg.mu.Lock()
+	job.progress, job.swapped = progress, swapped
+	r.bg.mu.Unlock()
+	return nil
+}
