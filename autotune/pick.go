@@ -2,9 +2,11 @@ package autotune
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/pkg/errors"
@@ -16,15 +18,23 @@ import (
 )
 
 // Picking the first build's schedules. A kernel without a tuning record
-// is built with schedules chosen, statement by statement, between two
-// candidates measured once on the tuner's own buffers: the default
-// schedule and the register-tiled heuristic (8 rows of 4 vectors, the
-// search's usual winner for long contractions: GEMM 1024³ runs 10 ms
-// with it against 98 ms by default on the 2-core development machine,
-// while a contraction over a batch of 16 runs several times slower with
-// it). The two are built with per-statement timing at once, each is
-// launched twice (the second launch counts), and each statement takes the
-// faster one's schedule; segments of two genomes compose (Space.Decode).
+// is built with schedules chosen, statement by statement (a fused group as
+// one), among a few candidates measured once on the tuner's own buffers:
+// the default schedule, the register-tiled heuristic for the reductions
+// of their own (8 rows of 4 vectors, the search's usual winner for long
+// contractions: GEMM 1024³ runs 10 ms with it against 98 ms by default on
+// the 2-core development machine, while a contraction over a batch of 16
+// runs several times slower with it) and the search's seeds (Seeds: the
+// heuristic's other register tiles, lanes over a reduction, packed lanes,
+// the groups' tilings). All are built with per-statement timing at once,
+// each is launched twice (the second launch counts; a candidate whose
+// first launch takes more than slowFactor times the fastest first launch
+// so far is not launched again and not chosen), and each statement takes
+// the fastest one's schedule; segments of genomes compose (Space.Decode).
+
+// slowFactor drops a candidate whose first launch is that many times
+// slower than the fastest one's.
+const slowFactor = 3
 
 // PickMinOps is the work (points of the reduction statements) below
 // which a kernel keeps its default schedules unmeasured: two more builds
@@ -41,18 +51,29 @@ type Pick struct {
 	// Default and Best are the measured seconds of the default schedules
 	// and of the picked ones (the sum of the faster statements' times).
 	Default, Best float64
-	// Tiled counts the statements that took the register-tiled schedule.
-	Tiled int
+	// Changed counts the statements (fused groups) that took another
+	// schedule than the default.
+	Changed int
+	// Candidates is the schedules measured (the default included).
+	Candidates int
 }
 
 // Picks reports whether PickDefaults measures spec: enough work, and a
-// register-tiled schedule that differs from the default.
+// candidate that differs from the default.
 func Picks(spec *ir.Spec) bool {
-	if reductionPoints(spec) < PickMinOps {
-		return false
+	return reductionPoints(spec) >= PickMinOps && len(pickCandidates(NewSpace(spec))) > 1
+}
+
+// pickCandidates is the default genome, then the other candidates, each
+// once.
+func pickCandidates(sp *Space) [][]int {
+	out := [][]int{sp.Default()}
+	for _, g := range append([][]int{sp.registerTiled()}, sp.Seeds()...) {
+		if !slices.ContainsFunc(out, func(o []int) bool { return slices.Equal(o, g) }) {
+			out = append(out, g)
+		}
 	}
-	sp := NewSpace(spec)
-	return !slices.Equal(sp.Default(), sp.registerTiled())
+	return out
 }
 
 // Decided is one schedule per statement: the picked ones, or the defaults
@@ -64,23 +85,26 @@ func (p *Pick) Decided() []loops.Schedule {
 	return p.defaults
 }
 
-// PickDefaults measures spec's two candidate schedules with threads
-// threads and returns the faster per statement. Kernels with too little
-// work (PickMinOps), or where the heuristic changes nothing, are not
+// PickDefaults measures spec's candidate schedules with threads threads
+// and returns the fastest per statement. Kernels with too little work
+// (PickMinOps), or whose candidates are all the default, are not
 // measured.
 func PickDefaults(ctx context.Context, b *kernels.Builder, spec *ir.Spec, threads int) (*Pick, error) {
 	sp := NewSpace(spec)
-	cands := [][]int{sp.Default(), sp.registerTiled()}
-	if slices.Equal(cands[0], cands[1]) || reductionPoints(spec) < PickMinOps {
+	cands := pickCandidates(sp)
+	if len(cands) < 2 || reductionPoints(spec) < PickMinOps {
 		return &Pick{}, nil
 	}
 	ks := make([]*kernels.Kernel, len(cands))
 	errs := make([]error, len(cands))
+	sem := make(chan struct{}, max(runtime.NumCPU(), 1))
 	var wg sync.WaitGroup
 	for i, g := range cands {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			ks[i], errs[i] = b.BuildProfiled(ctx, spec, sp.Decode(g))
 		}()
 	}
@@ -98,40 +122,61 @@ func PickDefaults(ctx context.Context, b *kernels.Builder, spec *ir.Spec, thread
 	bufs := hostbuf.New(spec, hostbuf.RandomInputs(spec, false, 1))
 	defer bufs.Free()
 	times := make([][]float64, len(cands))
+	fastest := math.Inf(1)
 	for i, k := range ks {
-		t, err := statementTimes(k, bufs, threads)
+		t, err := statementTimes(k, bufs, threads, slowFactor*fastest)
 		if err != nil {
 			return nil, errors.Wrap(err, "picking the default schedules")
 		}
 		times[i] = t
+		if t != nil {
+			fastest = min(fastest, sum(t))
+		}
 	}
-	return compose(sp, spec, cands, times), nil
+	p := compose(sp, spec, cands, times)
+	p.Candidates = len(cands)
+	return p, nil
 }
 
-// compose takes each statement's segment (a fused group's members with
-// their lead's) from the candidate that ran it fastest.
+func sum(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+// compose takes each fused group's segments (a statement of its own is a
+// group of one) from the candidate that ran the group fastest; a
+// candidate without times (dropped as slow) is never taken. The default
+// (candidate 0) always has times.
 func compose(sp *Space, spec *ir.Spec, cands [][]int, times [][]float64) *Pick {
 	p := &Pick{}
 	g := slices.Clone(cands[0])
-	from := 0
-	for i := range spec.Stmts {
-		if !spec.Stmts[i].Joined {
-			from = 0
-			for c := range cands {
-				if times[c][i] < times[from][i] {
-					from = c
-				}
-			}
-			if from != 0 {
-				p.Tiled++
+	for lo := 0; lo < len(spec.Stmts); {
+		hi := lo + 1
+		for hi < len(spec.Stmts) && spec.Stmts[hi].Joined {
+			hi++
+		}
+		group := func(c int) float64 { return sum(times[c][lo:hi]) }
+		from := 0
+		for c := range cands {
+			if times[c] != nil && group(c) < group(from) {
+				from = c
 			}
 		}
-		lo, hi := sp.segment(i)
-		copy(g[lo:hi], cands[from][lo:hi])
-		p.Default += times[0][i]
-		p.Best += times[from][i]
+		if from != 0 {
+			p.Changed++
+		}
+		for i := lo; i < hi; i++ {
+			a, b := sp.segment(i)
+			copy(g[a:b], cands[from][a:b])
+		}
+		p.Default += group(0)
+		p.Best += group(from)
+		lo = hi
 	}
-	if p.Tiled > 0 {
+	if p.Changed > 0 {
 		p.Schedules = sp.Decode(g)
 	}
 	p.defaults = sp.Decode(cands[0])
@@ -139,18 +184,23 @@ func compose(sp *Space, spec *ir.Spec, cands [][]int, times [][]float64) *Pick {
 }
 
 // statementTimes launches profiled kernel k twice on bufs and returns the
-// second launch's seconds per statement.
-func statementTimes(k *kernels.Kernel, bufs *hostbuf.Buffers, threads int) ([]float64, error) {
+// second launch's seconds per statement, or nil when the first launch took
+// longer than limit seconds.
+func statementTimes(k *kernels.Kernel, bufs *hostbuf.Buffers, threads int, limit float64) ([]float64, error) {
 	n := len(k.Spec().Stmts)
 	times := make([]float64, max(n, 1))
 	var pin runtime.Pinner
 	pin.Pin(&times[0])
 	defer pin.Unpin()
 	ptrs := append(slices.Clone(bufs.Ptr), unsafe.Pointer(&times[0]))
-	for range 2 {
+	for i := range 2 {
 		clear(times)
+		start := time.Now()
 		if err := k.Launch(ptrs, threads); err != nil {
 			return nil, err
+		}
+		if i == 0 && time.Since(start).Seconds() > limit {
+			return nil, nil
 		}
 	}
 	return times[:n], nil

@@ -9,8 +9,8 @@ import (
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
-// compose takes each statement's schedule from the faster candidate and
-// sums the times.
+// compose takes each statement's schedule from the fastest candidate and
+// sums the times; a fused group goes by its members' total.
 func TestComposePicksPerStatement(t *testing.T) {
 	spec, err := (testops.Op{Name: "two", Src: "C[i,j] += A[i,k] * B[k,j]\nD[i,j] += A[i,k] * B[j,k]\nE[i,j] = D[i,j] * 2.0",
 		Inputs: []string{"A", "B"}, Shapes: [][]int64{{64, 64}, {64, 64}}}).Spec(ir.Float32)
@@ -24,13 +24,19 @@ func TestComposePicksPerStatement(t *testing.T) {
 		t.Fatalf("candidates %v and %v: want D's schedules to differ, E's not", def, tiled)
 	}
 	p := compose(sp, spec, cands, [][]float64{{1, 2, 1}, {3, 1, 1}})
-	if p.Tiled != 1 || p.Default != 4 || p.Best != 3 {
+	if p.Changed != 1 || p.Default != 4 || p.Best != 3 {
 		t.Fatalf("pick %+v: want the tiled schedule for D only, 4 s default, 3 s picked", p)
 	}
 	if p.Schedules[0].String() != def[0].String() || p.Schedules[1].String() != tiled[1].String() {
 		t.Errorf("schedules %v, want C's default and D's tiled", p.Schedules)
 	}
-	if p := compose(sp, spec, cands, [][]float64{{1, 1, 1}, {3, 2, 1}}); p.Schedules != nil || p.Tiled != 0 {
+	// A candidate dropped as slow (no times) is never taken.
+	spec.Stmts[2].Joined = true // E joins D: D alone would go tiled, the group stays default (2 + 1.5 < 1 + 3)
+	if p := compose(sp, spec, cands, [][]float64{{1, 2, 1.5}, {3, 1, 3}}); p.Changed != 0 {
+		t.Errorf("group: pick %+v, want the default for D and E", p)
+	}
+	spec.Stmts[2].Joined = false
+	if p := compose(sp, spec, append(cands, cands[1]), [][]float64{{1, 1, 1}, {3, 2, 1}, nil}); p.Schedules != nil || p.Changed != 0 {
 		t.Errorf("defaults faster everywhere: pick %+v, want no schedules", p)
 	}
 }

@@ -4,7 +4,10 @@ and forward+backward of the ops the tuner targets.
 In one process, with a fresh cache (cold tuning database):
 
 1. float32 GEMM 1024x1024x1024: torch.matmul, neoflow with the default
-   schedule, neoflow after ``neoflow.tune``; GFLOP/s and the ratio.
+   schedule (``NEOFLOW_TUNE=off``), neoflow untuned in the default mode
+   (the schedule picked in the background between the default and the
+   register-tiled one, once it landed), neoflow after ``neoflow.tune``;
+   GFLOP/s and the ratios.
 2. Memory-bound ops against the machine's copy bandwidth (``dst.copy_(src)``
    on preallocated 64 MiB tensors): elementwise and broadcast ops, timed as
    kernel launches on preallocated buffers (bytes read + written / time)
@@ -102,8 +105,16 @@ def gemm(args, out):
     op = neoflow.op("C[i,j] += A[i,k] * B[k,j]", name="gemm")
     flops = 2 * n**3
     t_torch = timeit(lambda: torch.matmul(a, b), args.repeat)
+    neoflow.configure(tune="off")
     run, _ = launcher(op, [a, b])
     t_default = timeit(run, max(5, args.repeat // 4))
+    neoflow.configure(tune="default")
+    picked = neoflow.op("C[i,j] += A[i,k] * B[k,j]", name="gemm_picked")
+    run, _ = launcher(picked, [a, b])
+    t0 = time.perf_counter()
+    neoflow.wait_background(timeout=120)
+    pick_s = time.perf_counter() - t0
+    t_torch_p, t_picked = alternate([lambda: torch.matmul(a, b), run], args.repeat)
     t0 = time.perf_counter()
     report = neoflow.tune(op, a, b, trials=args.trials, backward=False)
     tune_s = time.perf_counter() - t0
@@ -115,6 +126,10 @@ def gemm(args, out):
         "torch_ms": ms(t_torch),
         "torch_after_ms": ms(t_torch2),
         "default_ms": ms(t_default),
+        "picked_ms": ms(t_picked),
+        "torch_with_picked_ms": ms(t_torch_p),
+        "picked_vs_torch": t_torch_p[0] / t_picked[0],
+        "pick_seconds": pick_s,
         "tuned_ms": ms(t_tuned),
         "torch_gflops": flops / t_torch[0] / 1e9,
         "torch_after_gflops": flops / t_torch2[0] / 1e9,
@@ -132,9 +147,12 @@ def gemm(args, out):
     print(f"| torch.matmul | {spread(t_torch)} | {r['torch_gflops']:.1f} |")
     print(f"| torch.matmul (again, in turns with tuned) | {spread(t_torch2)} | {r['torch_after_gflops']:.1f} |")
     print(f"| neoflow default schedule | {spread(t_default)} | {r['default_gflops']:.1f} |")
+    print(f"| torch.matmul (in turns with untuned) | {spread(t_torch_p)} | {flops / t_torch_p[0] / 1e9:.1f} |")
+    print(f"| neoflow untuned (picked, {pick_s:.1f} s) | {spread(t_picked)} | {flops / t_picked[0] / 1e9:.1f} |")
     print(f"| neoflow tuned ({r['trials']} trials, {tune_s:.0f} s) | {spread(t_tuned)} | {r['tuned_gflops']:.1f} |")
     print(
-        f"\ntuned / torch.matmul throughput: {r['tuned_vs_torch']:.2f} "
+        f"\nuntuned / torch.matmul throughput: {r['picked_vs_torch']:.2f}; "
+        f"tuned / torch.matmul throughput: {r['tuned_vs_torch']:.2f} "
         f"({r['tuned_vs_torch_after']:.2f} against torch timed in turns with it); matches: {ok}\n",
         flush=True,
     )

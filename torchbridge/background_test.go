@@ -86,7 +86,7 @@ func TestDefaultModePicks(t *testing.T) {
 		t.Fatalf("status %v", st)
 	}
 	k := st.Kernels[0]
-	if p := k.Progress; p.Trials != 2 || p.DefaultSeconds <= 0 || p.BestSeconds > p.DefaultSeconds {
+	if p := k.Progress; p.Trials < 2 || p.DefaultSeconds <= 0 || p.BestSeconds > p.DefaultSeconds {
 		t.Fatalf("progress %v", p)
 	}
 	if now := (*r.table.Load())[resp.KernelId].fn.Load(); k.Swapped != (now != first) {

@@ -12,13 +12,14 @@ import (
 // built for a specialization without a tuning record, with enough work
 // (autotune.Picks), is built with its default schedules and returned at
 // once, and queued for the background worker (background.go), which
-// measures the default and the register-tiled schedules on its own
-// buffers, takes the faster per statement (autotune.PickDefaults), keeps
+// measures the default, register-tiled and the search's seed schedules on
+// its own buffers, takes the fastest per statement or fused group
+// (autotune.PickDefaults), keeps
 // that choice as a record of no trials in the tuning database (a later
 // process builds with it at once; tuning replaces it), and swaps the
 // picked kernel in where it differs. The first step pays nothing for it;
-// the pick lands a fraction of a second to a few seconds later (two
-// kernels compiled, each launched twice). NEOFLOW_TUNE=off turns it off.
+// the pick lands a second to a few seconds later (a dozen kernels
+// compiled, each launched twice). NEOFLOW_TUNE=off turns it off.
 
 // pickJob picks job's schedules, keeps the record and swaps the kernel in.
 func (r *Runtime) pickJob(job *bgJob) error {
@@ -31,7 +32,7 @@ func (r *Runtime) pickJob(job *bgJob) error {
 	if err != nil {
 		return err
 	}
-	progress := autotune.Progress{Trials: 2, Budget: 2, Default: p.Default, Best: p.Best, Done: true}
+	progress := autotune.Progress{Trials: p.Candidates, Budget: p.Candidates, Default: p.Default, Best: p.Best, Done: true}
 	if p.Best <= 0 {
 		r.bg.mu.Lock()
 		job.progress = progress

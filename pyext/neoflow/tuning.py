@@ -292,8 +292,8 @@ _log = logging.getLogger("neoflow.tune")
 @dataclasses.dataclass
 class BackgroundKernel:
     """A kernel tuned in the background (NEOFLOW_TUNE=background), or whose
-    first schedules are picked there (the default mode: two candidates
-    measured, ``trials`` and ``budget`` 2)."""
+    first schedules are picked there (the default mode: ``trials`` and
+    ``budget`` are the candidate schedules measured)."""
 
     kernel: str
     record_id: str
@@ -313,7 +313,7 @@ class BackgroundKernel:
 def background_status() -> list[BackgroundKernel]:
     """The kernels the background tuner has taken (NEOFLOW_TUNE=background,
     ``configure(tune="background")``; in the default mode, the kernels whose
-    schedules it picks between the default and the register-tiled ones), in
+    schedules it picks among the default, register-tiled and seed ones), in
     the order they were first built:
     trials measured of the budget, default and best times so far, whether
     the faster kernel is in use. Each change is also logged on the
