@@ -358,12 +358,61 @@ def _log_changes(kernels: list[BackgroundKernel]) -> None:
             _log.info("background tuning of %s: %d/%d trials, best %.2fx", k.kernel, k.trials, k.budget, k.speedup)
 
 
-def wait_background(timeout: float | None = None, poll: float = 0.2) -> list[BackgroundKernel]:
+def wait_background(timeout: float | None = None, poll: float = 0.2, progress: bool = False) -> list[BackgroundKernel]:
     """Waits until the background tuner has finished every kernel it took
-    (or ``timeout`` seconds passed) and returns ``background_status()``."""
+    (or ``timeout`` seconds passed) and returns ``background_status()``.
+    With ``progress=True`` a bar on stderr follows it: trials measured of
+    the kernels' budgets, the kernel being tuned and the best speedup so far
+    (tqdm's bar when tqdm is installed, a one-line bar otherwise)."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        status = background_status()
-        if all(k.done for k in status) or (deadline is not None and time.monotonic() >= deadline):
-            return status
-        time.sleep(poll)
+    bar = _BackgroundBar() if progress else None
+    try:
+        while True:
+            status = background_status()
+            if bar:
+                bar.update(status)
+            if all(k.done for k in status) or (deadline is not None and time.monotonic() >= deadline):
+                return status
+            time.sleep(poll)
+    finally:
+        if bar:
+            bar.close()
+
+
+class _BackgroundBar:
+    """wait_background's progress bar: tqdm's, or a line like _Bar's."""
+
+    def __init__(self):
+        try:
+            import tqdm  # optional
+        except ImportError:
+            tqdm = None
+        self.tqdm = tqdm.tqdm(desc="background tuning", unit="trial", file=sys.stderr) if tqdm else None
+        self.text = ""
+
+    def update(self, status: list[BackgroundKernel]) -> None:
+        total = sum(max(k.budget, 1) for k in status)
+        done = sum(min(k.trials, max(k.budget, 1)) if not k.done else max(k.budget, 1) for k in status)
+        running = next((k for k in status if not k.done), status[-1] if status else None)
+        best = max((k.speedup for k in status), default=0.0)
+        post = f"{running.kernel[:24]}, best {best:.2f}x" if running else "nothing queued"
+        if self.tqdm is not None:
+            self.tqdm.total = total
+            self.tqdm.n = done
+            self.tqdm.set_postfix_str(post, refresh=False)
+            self.tqdm.refresh()
+            return
+        filled = int(24 * done / total) if total else 24
+        text = f"background tuning [{'#' * filled}{'.' * (24 - filled)}] {done}/{total} trials, {post}"
+        if sys.stderr.isatty():
+            sys.stderr.write("\r" + text + "\033[K")
+        elif text != self.text:  # a log: each change once
+            sys.stderr.write(text + "\n")
+        self.text = text
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.tqdm is not None:
+            self.tqdm.close()
+        elif sys.stderr.isatty():
+            sys.stderr.write("\n")

@@ -74,3 +74,31 @@ def test_background_mode_is_a_valid_setting():
 def test_background_status_without_background_tuning():
     assert isinstance(neoflow.background_status(), list)
     assert threading.active_count() >= 1
+
+
+PICK_CHILD = textwrap.dedent(
+    """
+    import torch, neoflow
+    mm = neoflow.op("C[i,j] += A[i,k] * B[k,j]", name="pick_mm")
+    a, b = torch.randn(256, 256), torch.randn(256, 256)
+    torch.testing.assert_close(mm(a, b), a @ b, rtol=1e-4, atol=1e-3)
+    status = neoflow.wait_background(timeout=240, progress=True)
+    print("kernels", [(k.kernel, k.done, k.trials == k.budget >= 2, bool(k.error)) for k in status])
+    torch.testing.assert_close(mm(a, b), a @ b, rtol=1e-4, atol=1e-3)  # picked or not, still right
+    """
+)
+
+
+def test_default_mode_picks_schedules_in_the_background(tmp_path):
+    # The default mode: a kernel with enough work is picked behind the calls
+    # (autotune.PickDefaults), the bar on stderr shows it, and the pick is a
+    # record a later process builds with at once, queueing nothing.
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("NEOFLOW_TUNE", None)
+    out = subprocess.run([sys.executable, "-c", PICK_CHILD], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "kernels [('pick_mm', True, True, False)]" in out.stdout, out.stdout
+    assert "background tuning [" in out.stderr and "pick_mm" in out.stderr, out.stderr
+    again = subprocess.run([sys.executable, "-c", PICK_CHILD], env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "kernels []" in again.stdout, again.stdout
