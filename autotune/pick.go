@@ -56,6 +56,9 @@ type Pick struct {
 	Changed int
 	// Candidates is the schedules measured (the default included).
 	Candidates int
+	// Genome is the picked schedules' genome in NewSpace(spec), nil with
+	// Schedules (a seed for a search: Options.Seeds).
+	Genome []int
 }
 
 // Picks reports whether PickDefaults measures spec: enough work, and a
@@ -177,7 +180,7 @@ func compose(sp *Space, spec *ir.Spec, cands [][]int, times [][]float64) *Pick {
 		lo = hi
 	}
 	if p.Changed > 0 {
-		p.Schedules = sp.Decode(g)
+		p.Schedules, p.Genome = sp.Decode(g), g
 	}
 	p.defaults = sp.Decode(cands[0])
 	return p

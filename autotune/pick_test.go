@@ -2,6 +2,7 @@ package autotune
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/neoflow/neoflow/core/ir"
@@ -71,5 +72,31 @@ func TestPickDefaults(t *testing.T) {
 		if err != nil || p.Schedules != nil || p.Default != 0 {
 			t.Errorf("%s: pick %+v, %v: want none measured", o.Name, p, err)
 		}
+	}
+}
+
+// A pick's genome seeds a search: measured right after the default, so
+// the search's best is at least as fast as the pick up to noise.
+func TestPickSeedsTheSearch(t *testing.T) {
+	b := testBuilder(t)
+	gemm, err := (testops.Op{Name: "gemm", Src: "C[i,j] += A[i,k] * B[k,j]", Inputs: []string{"A", "B"},
+		Shapes: [][]int64{{256, 256}, {256, 256}}}).Spec(ir.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := NewSpace(gemm)
+	g := sp.registerTiled()
+	tu, err := NewTuner(b, gemm, Options{Trials: 2, Seed: 1, Seeds: [][]int{g, {1, 2}}, Timing: Timing{Threads: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tu.Close()
+	for range 2 {
+		if _, err := tu.Step(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := fmt.Sprint(tu.Best()), fmt.Sprint(sp.Decode(g)); tu.Progress().Best < tu.Progress().Default && got != want {
+		t.Errorf("after the default and the seed, best %s, want the seed's %s", got, want)
 	}
 }

@@ -36,6 +36,10 @@ type Options struct {
 	Timing  Timing
 	// Version is neoflow's version, part of the record's key.
 	Version string
+	// Seeds are genomes measured right after the default one, before the
+	// space's own seeds (a pick's, Pick.Genome); one of another length
+	// than the space's is ignored.
+	Seeds [][]int
 }
 
 // DefaultTrials is the trial budget when Options.Trials is 0.
@@ -172,7 +176,17 @@ func newTuner(spec *ir.Spec, sp schedSpace, opts Options) (*Tuner, error) {
 	if !opts.NoModel {
 		p.Model = costmodel.NewRidge(sp.Features, 0)
 	}
-	g, err := ga.New(sp.Cardinalities(), p, sp.Seeds()...)
+	seeds := sp.Seeds()
+	var extra [][]int
+	for _, x := range opts.Seeds {
+		if len(x) == len(sp.Cardinalities()) {
+			extra = append(extra, x)
+		}
+	}
+	if len(seeds) > 0 {
+		seeds = append(append(seeds[:1:1], extra...), seeds[1:]...)
+	}
+	g, err := ga.New(sp.Cardinalities(), p, seeds...)
 	if err != nil {
 		return nil, errors.Wrap(err, "autotune")
 	}

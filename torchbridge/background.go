@@ -28,8 +28,11 @@ import (
 // share of the machine: after each trial it sleeps idleFactor times as
 // long as the trial took, so that on a machine whose cores the training
 // uses it takes about 1/(1+idleFactor) of them while it runs, and stops
-// when its trial budget (backgroundTrials) is spent. In the default mode
-// the same worker picks the first build's schedules instead (picks.go).
+// when its trial budget (backgroundTrials) is spent. Before the search it
+// picks the kernel's schedules as the default mode does (picks.go) and
+// swaps the picked kernel in, seconds after the first call; the search
+// then starts from the pick's genome. In the default mode the worker only
+// picks.
 
 // idleFactor is how long the worker sleeps after a trial, in trial times.
 const idleFactor = 3
@@ -149,12 +152,26 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 		return err
 	}
 	opts := autotune.Options{Trials: backgroundTrials, Timing: autotune.Timing{Threads: r.config().NumThreads}, Version: Version}
+	ctx := context.Background()
+	// First the pick (seconds, not minutes): its kernel runs while the
+	// search goes on, which starts from its genome.
+	if autotune.Picks(job.spec) {
+		if p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads); err == nil && p.Schedules != nil {
+			swapped, err := r.swapIn(ctx, b, job, p.Schedules)
+			if err != nil {
+				return err
+			}
+			r.bg.mu.Lock()
+			job.swapped = swapped
+			r.bg.mu.Unlock()
+			opts.Seeds = [][]int{p.Genome}
+		}
+	}
 	t, err := autotune.NewTuner(b, job.spec, opts)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	ctx := context.Background()
 	for {
 		start := time.Now()
 		p, err := t.Step(ctx)
@@ -188,7 +205,7 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 		}
 	}
 	r.bg.mu.Lock()
-	job.progress, job.swapped = p, swapped
+	job.progress, job.swapped = p, swapped || job.swapped
 	r.bg.mu.Unlock()
 	return nil
 }
