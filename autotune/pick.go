@@ -5,7 +5,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -98,29 +97,14 @@ func PickDefaults(ctx context.Context, b *kernels.Builder, spec *ir.Spec, thread
 	if len(cands) < 2 || reductionPoints(spec) < PickMinOps {
 		return &Pick{}, nil
 	}
-	ks := make([]*kernels.Kernel, len(cands))
-	errs := make([]error, len(cands))
-	sem := make(chan struct{}, max(runtime.NumCPU(), 1))
-	var wg sync.WaitGroup
-	for i, g := range cands {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			ks[i], errs[i] = b.BuildProfiled(ctx, spec, sp.Decode(g))
-		}()
+	ks, err := kernels.BuildEach(len(cands), func(i int) (*kernels.Kernel, error) {
+		return b.BuildProfiled(ctx, spec, sp.Decode(cands[i]))
+	})
+	if err != nil {
+		return nil, errors.Wrap(err, "picking the default schedules")
 	}
-	wg.Wait()
 	for _, k := range ks {
-		if k != nil {
-			defer func() { _ = k.Close() }()
-		}
-	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, errors.Wrap(err, "picking the default schedules")
-		}
+		defer func() { _ = k.Close() }()
 	}
 	bufs := hostbuf.New(spec, hostbuf.RandomInputs(spec, false, 1))
 	defer bufs.Free()

@@ -73,8 +73,11 @@ type bgJob struct {
 // whose schedules are picked (autotune.Picks).
 func (r *Runtime) tuneInBackground(spec *ir.Spec, k *kernels.Kernel, id uint64) {
 	mode := r.config().Tune
-	if mode != TuneBackground && mode != TuneDefault || k.Profiled() || mode == TuneDefault && !autotune.Picks(spec) {
+	switch {
+	case k.Profiled(), mode != TuneBackground && mode != TuneDefault:
 		return
+	case mode == TuneDefault && !autotune.Picks(spec):
+		return // too little work to pick for
 	}
 	key := autotune.Key(spec, Version)
 	rid := tunedb.ID(key)

@@ -2,10 +2,8 @@ package torchbridge
 
 import (
 	"math"
-	"runtime"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/pkg/errors"
@@ -114,13 +112,11 @@ func (r *Runtime) measureRates(threads int) (fuse.Machine, error) {
 	llcN := max(llc/4/8, 1<<10)
 	list, arith, calls := rateKernels(llcN)
 	ks, specs, err := r.buildRateKernels(list)
-	for _, k := range ks {
-		if k != nil {
-			defer func() { _ = k.Close() }()
-		}
-	}
 	if err != nil {
 		return fuse.Machine{}, err
+	}
+	for _, k := range ks {
+		defer func() { _ = k.Close() }()
 	}
 	// Rounds, each timing every kernel in turn, the apart and fused
 	// gradients next to each other (and in four more rounds: theirs is the
@@ -175,33 +171,22 @@ func (r *Runtime) measureRates(threads int) (fuse.Machine, error) {
 }
 
 // buildRateKernels builds the list's kernels, as many at once as there
-// are CPUs; the kernels built are returned even on an error, to close.
+// are CPUs (kernels.BuildEach).
 func (r *Runtime) buildRateKernels(list []rateKernel) ([]*kernels.Kernel, []*ir.Spec, error) {
 	b, err := r.kernelBuilder()
 	if err != nil {
 		return nil, nil, err
 	}
-	ks, specs, errs := make([]*kernels.Kernel, len(list)), make([]*ir.Spec, len(list)), make([]error, len(list))
-	sem := make(chan struct{}, max(runtime.NumCPU(), 1))
-	var wg sync.WaitGroup
-	for i, rk := range list {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if specs[i], errs[i] = rateSpec(rk); errs[i] == nil {
-				ks[i], errs[i] = b.BuildScheduled(r.buildContext(), specs[i], nil)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
+	specs := make([]*ir.Spec, len(list))
+	ks, err := kernels.BuildEach(len(list), func(i int) (*kernels.Kernel, error) {
+		spec, err := rateSpec(list[i])
 		if err != nil {
-			return ks, specs, err
+			return nil, err
 		}
-	}
-	return ks, specs, nil
+		specs[i] = spec
+		return b.BuildScheduled(r.buildContext(), spec, nil)
+	})
+	return ks, specs, err
 }
 
 // rateSpec is rk's op, specialized (and fused, when joined).

@@ -1,0 +1,37 @@
+package kernels
+
+import (
+	"runtime"
+	"sync"
+)
+
+// BuildEach calls build(i) for every i < n, as many at once as there are
+// CPUs (each build mostly waits for the C compiler), and returns the
+// kernels in order. On an error it closes the kernels that were built and
+// returns the first error, by index.
+func BuildEach(n int, build func(i int) (*Kernel, error)) ([]*Kernel, error) {
+	ks, errs := make([]*Kernel, n), make([]error, n)
+	sem := make(chan struct{}, max(runtime.NumCPU(), 1))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ks[i], errs[i] = build(i)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			for _, k := range ks {
+				if k != nil {
+					_ = k.Close()
+				}
+			}
+			return nil, err
+		}
+	}
+	return ks, nil
+}
