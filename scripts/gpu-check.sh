@@ -71,8 +71,8 @@ note() { summary+=("$1"); }
 
 run_tests() {
   local timeout=()
-  "$PY" -c 'import pytest_timeout' 2>/dev/null && timeout=(--timeout 300)
-  (cd tests/python && "$PY" -m pytest -q -rfE -p no:cacheprovider "${timeout[@]}" \
+  "$PY" -c 'import pytest_timeout' 2>/dev/null && timeout=(--timeout "${NEOFLOW_TEST_TIMEOUT:-300}")
+  (cd tests/python && "$PY" -m pytest -q -rfE -p no:cacheprovider --durations=20 "${timeout[@]}" \
     --junitxml "$OUT/pytest-cuda.xml" test_cuda.py test_bench_smoke.py::test_gpu_benchmarks_smoke) 2>&1 | tee "$OUT/pytest-cuda.log"
   local rc=${PIPESTATUS[0]}
   note "tests: $(tail -1 "$OUT/pytest-cuda.log") (rc $rc)"

@@ -11,6 +11,7 @@ names bound to the tensors.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,10 +23,11 @@ import torch.nn.functional as F
 TABLE = Path(__file__).resolve().parents[2] / "internal" / "testops" / "ops.json"
 
 
-def idx(n: int, dim: int = 0) -> torch.Tensor:
+def idx(n: int, dim: int = 0, device=None) -> torch.Tensor:
     """arange(n) (int64) for references over index values: a row for
-    dim 0, a column (n, 1) for dim 1, so idx(5, 1) and idx(21) span a grid."""
-    a = torch.arange(n)
+    dim 0, a column (n, 1) for dim 1, so idx(5, 1) and idx(21) span a grid.
+    References make it on their inputs' device."""
+    a = torch.arange(n, device=device)
     return a.view(n, 1) if dim == 1 else a
 
 
@@ -79,7 +81,8 @@ def _make_reference(entry: dict) -> Callable:
     names = entry["inputs"]
 
     def reference(*tensors):
-        scope = {"torch": torch, "F": F, "idx": idx, **dict(zip(names, tensors))}
+        device = tensors[0].device if tensors else None
+        scope = {"torch": torch, "F": F, "idx": functools.partial(idx, device=device), **dict(zip(names, tensors))}
         dtype = tensors[0].dtype if tensors else torch.float64
         out = eval(code, scope)  # noqa: S307 - the repository's own table
         if isinstance(out, tuple):

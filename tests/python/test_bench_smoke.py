@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
+CUDA_ONLY = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -148,3 +150,14 @@ def test_other_benches_run_and_write_their_files(tmp_path, script, args):
     assert {p.suffix for p in tmp_path.glob(f"{script}-*")} == {".json", ".md", ".png"}
     result = json.loads(next(tmp_path.glob(f"{script}-*.json")).read_text())
     assert result["machine"]["cpu"] and result["date"]
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA_ONLY)])
+def test_gpu_profile_lists_both_models_kernels(device):
+    cmd = [sys.executable, str(ROOT / "bench" / "gpu_profile.py"), "shufflenet", "--size", "small", "--batch", "2"]
+    cmd += ["--steps", "1", "--top", "5", "--device", device]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "== shufflenet batch 2 eager: 1 steps" in proc.stdout
+    assert "== shufflenet batch 2 neoflow: 1 steps" in proc.stdout
+    assert ("Self CUDA" if device == "cuda" else "Self CPU") in proc.stdout, proc.stdout[-3000:]
