@@ -100,6 +100,21 @@
 // medians. On a busy machine a single lucky measurement otherwise passes
 // for a win, and a single unlucky one hides the fastest schedule.
 //
+// # Forward and backward together
+//
+// A gradient kernel reads its forward kernel's inputs and the outputs the
+// forward saved for it, which in training the forward has just written.
+// TuneJointly (joint.go), after both searches, times each kernel's
+// finalists (its kept best, its default and the fastest other schedules
+// it measured, JointTop each) in pairs as a training step runs them: the
+// forward, then the backward on the very buffers the forward wrote
+// (Pairs: same dtype, and every backward input named like a forward
+// tensor has its shape). The fastest pair replaces the choices made apart
+// only when it beats their pair by MinGain. torchbridge runs it when a
+// CPU gradient kernel's tuning ends and its forward kernel was tuned
+// lately in the process (neoflow.tune, tune_session); the forward's record
+// is then replaced (tunedb.DB.Replace), even by a schedule slower alone.
+//
 // # The database
 //
 // Tuner.Record is a protobuf TuneRecord keyed by Key: the kernel's

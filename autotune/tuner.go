@@ -109,6 +109,9 @@ type Tuner struct {
 	stmtGenes [][]int
 	// timed lists the successful trials (the default's included).
 	timed []timedGenome
+	// bench is the CPU tuner's measurement (nil on a GPU), which
+	// TuneJointly times pairs of kernels on.
+	bench *bench
 }
 
 // timedGenome is a measured genome and its median seconds.
@@ -142,7 +145,7 @@ func NewTuner(b *kernels.Builder, spec *ir.Spec, opts Options) (*Tuner, error) {
 		return nil, err
 	}
 	m := newBench(b, spec, opts.Timing)
-	t.target, t.measure, t.free = Target(), m.measure, m.free
+	t.target, t.measure, t.free, t.bench = Target(), m.measure, m.free, m
 	return t, nil
 }
 

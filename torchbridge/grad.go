@@ -38,10 +38,11 @@ func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "the gradient of op %s does not check (a neoflow bug)", opName(op))
 	}
+	r.mu.Lock()
+	r.gradOf[g.Op] = op
 	if req.GetSave() {
-		r.mu.Lock()
 		r.saving[g.Op] = true
-		r.mu.Unlock()
 	}
+	r.mu.Unlock()
 	return &api.GradResponse{Op: def, Sizes: g.Sizes, Explain: autodiff.Explain(g), Saved: g.Saved}, nil
 }

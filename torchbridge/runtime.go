@@ -24,6 +24,7 @@ type Runtime struct {
 	// without autograd, so no backward reads their temporaries and
 	// fusion keeps none of them whole (fuse).
 	saving      map[*ir.Op]bool
+	gradOf      map[*ir.Op]*ir.Op // a gradient op's forward op (Grad)
 	nextOp      uint64
 	builder     *kernels.Builder                              // for cfg; nil until first needed
 	specs       map[uint64]map[string]*api.SpecializeResponse // by op id, then specialization key
@@ -31,6 +32,7 @@ type Runtime struct {
 	db          *tunedb.DB                                    // for cfg; nil until first needed
 	sessions    map[uint64]*session                           // tuning sessions by id
 	nextSession uint64
+	tunedFwd    []*tunedKernel  // forward kernels tuned lately, kept for their gradient's joint pass (joint.go)
 	gpus        map[int]gpuInfo // by CUDA device ordinal
 	idle        []uint64        // loaded kernels nobody holds, least recently released first (loaded.go)
 
@@ -77,6 +79,7 @@ func New() *Runtime {
 	r := &Runtime{
 		ops:      map[uint64]*ir.Op{},
 		saving:   map[*ir.Op]bool{},
+		gradOf:   map[*ir.Op]*ir.Op{},
 		specs:    map[uint64]map[string]*api.SpecializeResponse{},
 		byCache:  map[string]uint64{},
 		sessions: map[uint64]*session{},

@@ -34,6 +34,7 @@ const (
 
 // session is one kernel being tuned.
 type session struct {
+	op    *ir.Op // the op registered, whose specialization's kernel is tuned
 	tuner *autotune.Tuner
 	ctx   context.Context
 	stop  context.CancelFunc
@@ -189,7 +190,7 @@ func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
 	r.mu.Lock()
 	r.nextSession++
 	id := r.nextSession
-	r.sessions[id] = &session{tuner: t, ctx: ctx, stop: stop}
+	r.sessions[id] = &session{op: op, tuner: t, ctx: ctx, stop: stop}
 	r.mu.Unlock()
 	resp.SessionId = id
 	resp.Budget = int32(max(req.GetTrials(), 0))
@@ -223,7 +224,10 @@ func (r *Runtime) TuneStep(req *api.TuneStepRequest) (*api.TuneProgress, error) 
 }
 
 // TuneEnd closes a session, storing its best schedules when asked. The
-// next specialization of that kernel builds with them.
+// next specialization of that kernel builds with them. A saved CPU
+// gradient kernel is first tuned jointly with its forward kernel when that
+// was tuned lately (joint.go); a saved CPU kernel of any other op is kept
+// for that.
 func (r *Runtime) TuneEnd(req *api.TuneStepRequest) (*api.TuneProgress, error) {
 	s, err := r.session(req.GetSessionId())
 	if err != nil {
@@ -233,24 +237,36 @@ func (r *Runtime) TuneEnd(req *api.TuneStepRequest) (*api.TuneProgress, error) {
 	delete(r.sessions, req.GetSessionId())
 	r.mu.Unlock()
 	s.stop()
-	defer s.tuner.Close()
-	out := progressProto(s.tuner.Progress())
-	if !req.GetSave() {
-		return out, nil
-	}
-	rec := s.tuner.Record()
-	if rec == nil {
-		return out, nil
+	kept := false
+	defer func() {
+		if !kept {
+			s.tuner.Close()
+		}
+	}()
+	if !req.GetSave() || s.tuner.Record() == nil {
+		return progressProto(s.tuner.Progress()), nil
 	}
 	db, err := r.tuneDB()
 	if err != nil {
 		return nil, err
 	}
-	stored, err := db.Put(rec)
+	joint, err := r.tuneWithForward(db, s.op, s.tuner)
+	if err != nil {
+		return nil, err
+	}
+	out := progressProto(s.tuner.Progress())
+	out.Joint, out.JointBeforeSeconds, out.JointAfterSeconds = joint.String(), joint.Before, joint.After
+	rec := s.tuner.Record()
+	put := db.Put
+	if joint.Changed {
+		put = db.Replace // the pair's choice, though maybe slower alone than a record's
+	}
+	stored, err := put(rec)
 	if err != nil {
 		return nil, err
 	}
 	out.RecordId, out.Stored = tunedb.ID(rec.GetKey()), stored
+	kept = r.keepForward(s.op, s.tuner)
 	r.forgetSpecs() // rebuild with the record
 	return out, nil
 }

@@ -41,6 +41,19 @@ func (db *DB) Get(k *api.TuneKey) (*api.TuneRecord, bool, error) {
 // replaced. Put fails on a record without a key or without a positive
 // finite best_seconds. It returns whether r was stored.
 func (db *DB) Put(r *api.TuneRecord) (stored bool, err error) {
+	return db.put(r, false)
+}
+
+// Replace stores r under r.Key whatever best_seconds the stored record
+// has (a tuned record only: a pick never replaces one with trials). It is
+// for a choice made by timing more than the kernel alone (the joint tuning
+// of a forward kernel with its gradient's, autotune.TuneJointly), which may
+// be slower alone than the record it replaces.
+func (db *DB) Replace(r *api.TuneRecord) (stored bool, err error) {
+	return db.put(r, true)
+}
+
+func (db *DB) put(r *api.TuneRecord, replace bool) (stored bool, err error) {
 	if problem := checkRecord(r); problem != "" {
 		return false, errors.Errorf("tuning database: cannot store the record: %s", problem)
 	}
@@ -66,7 +79,7 @@ func (db *DB) Put(r *api.TuneRecord) (stored bool, err error) {
 	switch {
 	case old != nil && old.Trials > 0 && r.Trials == 0:
 		return false, nil
-	case old != nil && old.BestSeconds < r.BestSeconds && !(old.Trials == 0 && r.Trials > 0):
+	case !replace && old != nil && old.BestSeconds < r.BestSeconds && !(old.Trials == 0 && r.Trials > 0):
 		return false, nil
 	}
 	if err := fsutil.WriteFileAtomic(db.path(id), data, 0o600); err != nil {

@@ -194,6 +194,28 @@ func TestFasterWins(t *testing.T) {
 	}
 }
 
+// Replace stores a slower record (a joint choice), but never a pick over
+// a tuned record.
+func TestReplace(t *testing.T) {
+	db, _ := openDB(t, t.TempDir())
+	k := key("k")
+	mustPut(t, db, record(k, "fast", 1e-3), true)
+	if stored, err := db.Replace(record(k, "joint", 2e-3)); err != nil || !stored {
+		t.Fatalf("Replace: stored %v, %v", stored, err)
+	}
+	if got := mustGet(t, db, k); got.OpName != "joint" || got.BestSeconds != 2e-3 {
+		t.Errorf("after Replace: %v", got)
+	}
+	pick := record(k, "pick", 1e-4)
+	pick.Trials = 0
+	if stored, err := db.Replace(pick); err != nil || stored {
+		t.Errorf("a pick replaced a tuned record: stored %v, %v", stored, err)
+	}
+	if _, err := db.Replace(record(k, "zero", 0)); err == nil {
+		t.Error("Replace stored an invalid record")
+	}
+}
+
 func TestDistinctIDs(t *testing.T) {
 	db, _ := openDB(t, t.TempDir())
 	base := key("k")

@@ -38,6 +38,11 @@ class KernelResult:
     failed: int = 0
     already: bool = False  # the database had a record; nothing was measured
     interrupted: bool = False
+    # A gradient kernel tuned on the CPU right after its forward kernel is then timed with it in
+    # pairs, as training runs them (the forward's outputs are the gradient's inputs): what that did.
+    joint: str = ""
+    joint_before_ms: float = 0.0  # that pass: the pair of the choices made apart, median ms
+    joint_after_ms: float = 0.0  # the pair kept
 
     @property
     def speedup(self) -> float:
@@ -239,6 +244,9 @@ def before_build(request: pb.SpecializeRequest) -> None:
             end.trials,
             failed=end.failed,
             interrupted=interrupted,
+            joint=end.joint,
+            joint_before_ms=end.joint_before_seconds * 1e3,
+            joint_after_ms=end.joint_after_seconds * 1e3,
         )
     )
     if interrupted:
@@ -283,6 +291,8 @@ class _Bar:
         note = " (interrupted: kept the best so far)" if interrupted else ""
         end = "\r" if self.tty else ""
         sys.stderr.write(end + self._line(p) + note + ("\033[K\n" if self.tty else "\n"))
+        if p.joint:
+            sys.stderr.write(f"  {self.kernel}: {p.joint}\n")
         sys.stderr.flush()
 
 
