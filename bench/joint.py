@@ -80,12 +80,12 @@ def render_markdown(result: dict) -> str:
         "finalists and its forward kernel's (3 each) are timed in pairs, forward then gradient on shared "
         "buffers, 3 rounds in turns; times are the pair's median.",
         "",
-        "| workload | gradient kernel | pair, choices made apart (ms) | pair kept (ms) | apart / kept | changed |",
-        "|---|---|---|---|---|---|",
+        "| workload | op | gradient kernel | pair, choices made apart (ms) | pair kept (ms) | apart / kept | changed |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         lines.append(
-            f"| {r['workload']} | {r['kernel']} | {r['apart_ms']:.3f} | {r['joint_ms']:.3f} | "
+            f"| {r['workload']} | {r['op']} | {r['kernel']} | {r['apart_ms']:.3f} | {r['joint_ms']:.3f} | "
             f"{r['apart_ms'] / r['joint_ms']:.2f}x | {'yes' if r['changed'] else 'no'} |"
         )
     summ = result["summary"]
@@ -109,7 +109,7 @@ def render_chart(result: dict, path: Path) -> None:
     wl.bar_chart(
         rows,
         ("apart", "kept"),
-        [f"{r['workload']}\n{r['kernel']}" for r in result["rows"]],
+        [f"{r['op']}\n{r['kernel']}" for r in result["rows"]],
         "forward + gradient pair, ms (log scale)",
         f"joint tuning, batch {result['settings']['batch']}, {result['machine']['cpu']}",
         path,
