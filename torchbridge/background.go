@@ -48,6 +48,43 @@ type background struct {
 	byID    map[string]*bgJob // by tuning record id
 	queue   []*bgJob
 	running bool
+	// lastBuild is when a specialization last started or finished building
+	// a kernel (waitQuiet).
+	lastBuild time.Time
+}
+
+// The worker starts a job once no kernel has been built for
+// quietAfterBuild, waiting at most quietMax: a training step's first
+// kernels are built one after another while it runs (the forward's, then
+// at the backward the gradient's), and a pick or a search measured then
+// would slow that first step (by about a second, measured on the MI-LSTM
+// step on two cores) and be measured on a busy machine.
+const (
+	quietAfterBuild = 500 * time.Millisecond
+	quietMax        = 10 * time.Second
+)
+
+// noteBuild records that a kernel build starts or ends now.
+func (r *Runtime) noteBuild() {
+	r.bg.mu.Lock()
+	r.bg.lastBuild = time.Now()
+	r.bg.mu.Unlock()
+}
+
+// waitQuiet returns once no kernel was built for quietAfterBuild, or
+// after quietMax.
+func (r *Runtime) waitQuiet() {
+	deadline := time.Now().Add(quietMax)
+	for {
+		r.bg.mu.Lock()
+		wait := time.Until(r.bg.lastBuild.Add(quietAfterBuild))
+		r.bg.mu.Unlock()
+		left := time.Until(deadline)
+		if wait <= 0 || left <= 0 {
+			return
+		}
+		time.Sleep(min(wait, left))
+	}
 }
 
 // bgJob is one kernel tuned in the background. Fields below spec are
@@ -131,6 +168,9 @@ func (r *Runtime) backgroundWorker() {
 			r.bg.mu.Unlock()
 			return
 		}
+		r.bg.mu.Unlock()
+		r.waitQuiet()
+		r.bg.mu.Lock()
 		job := r.bg.queue[0]
 		r.bg.queue = r.bg.queue[1:]
 		r.bg.mu.Unlock()

@@ -47,19 +47,25 @@ const (
 	rateFused
 )
 
-// Sizes: a copy past the caches, elementwise chains, nests; a contraction
+// Sizes: elementwise chains (the math calls' shorter), nests; a contraction
 // re-reading a 16 MiB weight; a weight's and an input's gradient of an
 // RNN cell whose weight fits the level-2 cache.
 const (
-	rateN, rateM, rateK = 1 << 24, 1 << 20, 1 << 16
-	rereadB, rereadG    = 4, 4096
-	rereadJ             = 1024
-	accB, accG, accK    = 16, 2048, 64
+	rateM, rateCallsM, rateK = 1 << 20, 1 << 18, 1 << 16
+	rereadB, rereadG         = 4, 4096
+	rereadJ                  = 1024
+	accB, accG, accK         = 16, 2048, 64
 )
 
-// rateKernels lists what measureRates times (see there); llcN is the
-// elements of a copy that fills a quarter of the last-level cache.
-func rateKernels(llcN int64) (list []rateKernel, arith, calls string) {
+// copyElems is the elements of the copy past the caches: its input and
+// output are each the size of the last-level cache (llc bytes), 16 MiB at
+// least.
+func copyElems(llc int64) int64 { return max(llc/4, 1<<22) }
+
+// rateKernels lists what measureRates times (see there); copyN is the
+// elements of the copy past the caches (copyElems), llcN those of a copy
+// that fills a quarter of the last-level cache.
+func rateKernels(copyN, llcN int64) (list []rateKernel, arith, calls string) {
 	arith = "X[i]"
 	for range 16 {
 		arith = "(" + arith + " * 0.999 + 0.001)"
@@ -75,11 +81,11 @@ func rateKernels(llcN int64) (list []rateKernel, arith, calls string) {
 	grads := "A[g, k] += D[b, g] * X[b, k]\nB[b, k] += D[b, g] * W[g, k]"
 	gradShapes := [][]int64{{accB, accG}, {accB, accK}, {accG, accK}}
 	list = []rateKernel{
-		rateCopy:   copyOf(rateN),
+		rateCopy:   copyOf(copyN),
 		rateLLC:    copyOf(llcN),
 		rateReread: {src: "Y[b, j] += D[b, g] * U[g, j]", inputs: []string{"D", "U"}, shapes: [][]int64{{rereadB, rereadG}, {rereadG, rereadJ}}},
 		rateArith:  oneInput("Y[i] = "+arith, rateM),
-		rateCalls:  oneInput("Y[i] = "+calls, rateM),
+		rateCalls:  oneInput("Y[i] = "+calls, rateCallsM),
 		rateNests:  oneInput(nests, rateK),
 		rateOne:    oneInput("Y[i] = X[i] + 1.0", 16*rateK),
 		rateApart:  {src: grads, inputs: []string{"D", "X", "W"}, shapes: gradShapes},
@@ -90,15 +96,15 @@ func rateKernels(llcN int64) (list []rateKernel, arith, calls string) {
 
 // measureRates times small kernels, built at once (in parallel) and then
 // run one by one, in three rounds:
-//   - a copy of 16M floats (memory bandwidth, past the caches) and one of
-//     a quarter of the last-level cache (the bandwidth of re-reads from
-//     there);
+//   - a copy whose input and output are each the size of the last-level
+//     cache (memory bandwidth, past the caches) and one of a quarter of
+//     that cache (the bandwidth of re-reads from there);
 //   - an input's gradient of a contraction over a 16 MiB weight, which its
 //     schedule walks in strips 4 times (the bandwidth of re-reads from
 //     memory);
-//   - on 1M floats, a chain of products and sums (arithmetic, in
-//     fuse.Cost's units) and a chain of math functions (the cost of a call
-//     in those units); each chain reads the level below once: a chain that
+//   - on 1M floats a chain of products and sums (arithmetic, in fuse.Cost's
+//     units), on 256K a chain of math functions (the cost of a call in
+//     those units); each chain reads the level below once: a chain that
 //     repeated a subexpression would be computed once by the C compiler
 //     and counted twice by fuse.Cost;
 //   - for the cost of a loop nest, 16 statements of 64K elements each
@@ -110,7 +116,8 @@ func rateKernels(llcN int64) (list []rateKernel, arith, calls string) {
 func (r *Runtime) measureRates(threads int) (fuse.Machine, error) {
 	llc := cacheBytes(3, fuse.DefaultLLCBytes)
 	llcN := max(llc/4/8, 1<<10)
-	list, arith, calls := rateKernels(llcN)
+	copyN := copyElems(llc)
+	list, arith, calls := rateKernels(copyN, llcN)
 	ks, specs, err := r.buildRateKernels(list)
 	if err != nil {
 		return fuse.Machine{}, err
@@ -156,10 +163,10 @@ func (r *Runtime) measureRates(threads int) (fuse.Machine, error) {
 	}
 	opsPerSec := float64(arithOps) * rateM / max(t[rateArith], 1e-9)
 	const ncalls = 12
-	perCall := (t[rateCalls]*opsPerSec/rateM - float64(callOps)) / ncalls
+	perCall := (t[rateCalls]*opsPerSec/rateCallsM - float64(callOps)) / ncalls
 	acc := (t[rateFused] - t[rateApart]) * opsPerSec / (2 * accB * accG * accK)
 	return fuse.Machine{
-		BytesPerSec:       2 * 4 * rateN / t[rateCopy],
+		BytesPerSec:       2 * 4 * float64(copyN) / t[rateCopy],
 		OpsPerSec:         opsPerSec,
 		NestSec:           max(t[rateNests]-t[rateOne], 0) / 15,
 		CallOps:           max(int64(math.Round(perCall)), 1),
@@ -222,10 +229,10 @@ func chainCost(chain string) (int64, error) {
 	return fuse.Cost(op.Stmts[0].RHS, 0), nil
 }
 
-// timeLaunches is the median of seven launches' seconds of k, after one.
+// timeLaunches is the median of five launches' seconds of k, after one.
 func timeLaunches(k *kernels.Kernel, bufs *hostbuf.Buffers, threads int) (float64, error) {
 	var times []float64
-	for i := range 8 {
+	for i := range 6 {
 		start := time.Now()
 		if err := k.Launch(bufs.Ptr, threads); err != nil {
 			return 0, err

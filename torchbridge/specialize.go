@@ -58,7 +58,9 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	if err != nil {
 		return nil, err
 	}
+	r.noteBuild()
 	k, err := builder.BuildContext(r.buildContext(), spec)
+	r.noteBuild()
 	resp.Warnings = r.takeWarnings()
 	if err != nil {
 		return nil, err
