@@ -11,6 +11,8 @@
 #   bench  bench/workloads.py --device cuda (neoflow against PyTorch eager
 #          and torch.compile; the capsule and LSTM-cell speed targets)
 #   gemm   bench/gemm.py --tune (float32 GEMM 4096^3 against torch.matmul)
+#   bandwidth  bench/bandwidth.py --device cuda (memory-bound ops against
+#          the measured copy bandwidth)
 #
 # Usage: scripts/gpu-check.sh STAGE... [--cpu-ok]
 # Logs and results go to $OUT (default /tmp/neoflow-gpu-check); the last
@@ -27,12 +29,12 @@ mkdir -p "$OUT"
 stages=() cpu_ok=0
 for a in "$@"; do
   case $a in
-    tests | bench | gemm) stages+=("$a") ;;
+    tests | bench | gemm | bandwidth) stages+=("$a") ;;
     --cpu-ok) cpu_ok=1 ;;
-    *) echo "gpu-check: unknown argument $a (stages: tests bench gemm; flag: --cpu-ok)" >&2; exit 2 ;;
+    *) echo "gpu-check: unknown argument $a (stages: tests bench gemm bandwidth; flag: --cpu-ok)" >&2; exit 2 ;;
   esac
 done
-[ ${#stages[@]} -gt 0 ] || { echo "usage: scripts/gpu-check.sh tests|bench|gemm... [--cpu-ok]" >&2; exit 2; }
+[ ${#stages[@]} -gt 0 ] || { echo "usage: scripts/gpu-check.sh tests|bench|gemm|bandwidth... [--cpu-ok]" >&2; exit 2; }
 
 whl=$(ls dist/neoflow-*.whl 2>/dev/null | head -1)
 [ -n "$whl" ] || { echo "gpu-check: no dist/neoflow-*.whl: build it with scripts/build-wheel.sh and bring dist/ along" >&2; exit 2; }
@@ -94,6 +96,15 @@ run_gemm() {
   "$PY" bench/gemm.py --tune "${NEOFLOW_GEMM_TRIALS:-48}" --out "$OUT" 2>&1 | tee "$OUT/gemm.log"
   local rc=${PIPESTATUS[0]}
   note "gemm: rc $rc; $(grep -m1 -i 'of torch.matmul' "$OUT/gemm.log" || true)"
+  return "$rc"
+}
+
+run_bandwidth() {
+  local dev=cuda
+  [ $gpu = 1 ] || dev=cpu
+  "$PY" bench/bandwidth.py --device "$dev" --out "$OUT" 2>&1 | tee "$OUT/bandwidth.log"
+  local rc=${PIPESTATUS[0]}
+  note "bandwidth: rc $rc; $(grep -m1 'Copy (' "$OUT/bandwidth.log" || true)"
   return "$rc"
 }
 

@@ -139,11 +139,12 @@ def test_gpu_benchmarks_smoke(tmp_path):
         ("fusion", ["--rounds", "1", "--repeat", "1", "--warmup", "0", "--size", "small", "--workloads", "lltm"]),
         ("dynamic", ["--size", "small", "--seconds", "2", "--repeat", "2", "--workloads", "lltm"]),
         ("joint", ["--size", "small", "--batch", "2", "--trials", "3", "--workloads", "lltm"]),
+        ("bandwidth", ["--mib", "4", "--repeat", "3"]),
     ],
 )
 def test_other_benches_run_and_write_their_files(tmp_path, script, args):
     cmd = [sys.executable, str(ROOT / "bench" / f"{script}.py"), *args, "--out", str(tmp_path)]
-    if script not in ("overhead", "joint"):
+    if script not in ("overhead", "joint", "bandwidth"):
         cmd.append("--no-compile")
     env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
