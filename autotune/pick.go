@@ -87,6 +87,11 @@ func (p *Pick) Decided() []loops.Schedule {
 	return p.defaults
 }
 
+// PickBuilds is how many candidates PickDefaults compiles at once: one
+// fewer than the CPUs (one at least), since picks run behind a training,
+// which keeps a CPU.
+var PickBuilds = max(runtime.NumCPU()-1, 1)
+
 // PickDefaults measures spec's candidate schedules with threads threads
 // and returns the fastest per statement. Kernels with too little work
 // (PickMinOps), or whose candidates are all the default, are not
@@ -97,7 +102,7 @@ func PickDefaults(ctx context.Context, b *kernels.Builder, spec *ir.Spec, thread
 	if len(cands) < 2 || reductionPoints(spec) < PickMinOps {
 		return &Pick{}, nil
 	}
-	ks, err := kernels.BuildEach(len(cands), func(i int) (*kernels.Kernel, error) {
+	ks, err := kernels.BuildEach(len(cands), PickBuilds, func(i int) (*kernels.Kernel, error) {
 		return b.BuildProfiled(ctx, spec, sp.Decode(cands[i]))
 	})
 	if err != nil {

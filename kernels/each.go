@@ -5,13 +5,16 @@ import (
 	"sync"
 )
 
-// BuildEach calls build(i) for every i < n, as many at once as there are
-// CPUs (each build mostly waits for the C compiler), and returns the
-// kernels in order. On an error it closes the kernels that were built and
-// returns the first error, by index.
-func BuildEach(n int, build func(i int) (*Kernel, error)) ([]*Kernel, error) {
+// BuildEach calls build(i) for every i < n, parallel at once (below 1:
+// as many as there are CPUs; each build mostly runs the C compiler), and
+// returns the kernels in order. On an error it closes the kernels that
+// were built and returns the first error, by index.
+func BuildEach(n, parallel int, build func(i int) (*Kernel, error)) ([]*Kernel, error) {
 	ks, errs := make([]*Kernel, n), make([]error, n)
-	sem := make(chan struct{}, max(runtime.NumCPU(), 1))
+	if parallel < 1 {
+		parallel = runtime.NumCPU()
+	}
+	sem := make(chan struct{}, max(parallel, 1))
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)

@@ -16,14 +16,14 @@ func TestBuildEach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks, err := BuildEach(3, func(int) (*Kernel, error) { return b.BuildScheduled(t.Context(), spec, nil) })
+	ks, err := BuildEach(3, 0, func(int) (*Kernel, error) { return b.BuildScheduled(t.Context(), spec, nil) })
 	if err != nil || len(ks) != 3 || ks[0] == nil || ks[2] == nil {
 		t.Fatalf("kernels %v, %v", ks, err)
 	}
 	for _, k := range ks {
 		_ = k.Close()
 	}
-	_, err = BuildEach(3, func(i int) (*Kernel, error) {
+	_, err = BuildEach(3, 0, func(i int) (*Kernel, error) {
 		if i > 0 {
 			return nil, errors.Errorf("build %d failed", i)
 		}

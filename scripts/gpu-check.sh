@@ -9,7 +9,8 @@
 #          bfloat16, a non-default stream, a CUDA graph, the GPU tuner) and
 #          the GPU benchmark smoke tests
 #   bench  bench/workloads.py --device cuda (neoflow against PyTorch eager
-#          and torch.compile; the capsule and LSTM-cell speed targets)
+#          and torch.compile; the capsule and LSTM-cell speed targets), with
+#          $NEOFLOW_BENCH_ARGS appended (e.g. "--batches 16 64 --tune 8")
 #   gemm   bench/gemm.py --tune (float32 GEMM 4096^3 against torch.matmul)
 #   bandwidth  bench/bandwidth.py --device cuda (memory-bound ops against
 #          the measured copy bandwidth)
@@ -86,6 +87,9 @@ run_bench() {
   [ $gpu = 1 ] || dev=cpu
   local args=(--device "$dev" --out "$OUT")
   [ "$dev" = cpu ] && args+=(--size small --batches 1 --repeat 2 --warmup 0 --no-compile --no-ops)
+  # NEOFLOW_BENCH_ARGS adds arguments, e.g. "--batches 16 64 --no-ops --tune 8" for a tuned run.
+  read -r -a extra <<<"${NEOFLOW_BENCH_ARGS:-}"
+  args+=("${extra[@]}")
   "$PY" bench/workloads.py "${args[@]}" 2>&1 | tee "$OUT/bench.log"
   local rc=${PIPESTATUS[0]}
   note "bench: rc $rc; $(ls "$OUT"/workloads-*.md 2>/dev/null | head -1)"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/neoflow/neoflow/api"
@@ -48,6 +49,9 @@ type background struct {
 	byID    map[string]*bgJob // by tuning record id
 	queue   []*bgJob
 	running bool
+	// busy is set while the worker compiles or times kernels, not while
+	// it sleeps between trials (Launch reads it).
+	busy atomic.Bool
 	// lastBuild is when a specialization last started or finished building
 	// a kernel (waitQuiet).
 	lastBuild time.Time
@@ -199,7 +203,10 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 	// First the pick (seconds, not minutes): its kernel runs while the
 	// search goes on, which starts from its genome.
 	if autotune.Picks(job.spec) {
-		if p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads); err == nil && p.Schedules != nil {
+		r.bg.busy.Store(true)
+		p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads)
+		r.bg.busy.Store(false)
+		if err == nil && p.Schedules != nil {
 			swapped, err := r.swapIn(ctx, b, job, p.Schedules)
 			if err != nil {
 				return err
@@ -217,7 +224,9 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 	defer t.Close()
 	for {
 		start := time.Now()
+		r.bg.busy.Store(true)
 		p, err := t.Step(ctx)
+		r.bg.busy.Store(false)
 		if err != nil {
 			return err
 		}

@@ -28,7 +28,9 @@ func (r *Runtime) pickJob(job *bgJob) error {
 		return err
 	}
 	ctx := context.Background()
+	r.bg.busy.Store(true)
 	p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads)
+	r.bg.busy.Store(false)
 	if err != nil {
 		return err
 	}

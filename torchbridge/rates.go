@@ -185,7 +185,7 @@ func (r *Runtime) buildRateKernels(list []rateKernel) ([]*kernels.Kernel, []*ir.
 		return nil, nil, err
 	}
 	specs := make([]*ir.Spec, len(list))
-	ks, err := kernels.BuildEach(len(list), func(i int) (*kernels.Kernel, error) {
+	ks, err := kernels.BuildEach(len(list), 0, func(i int) (*kernels.Kernel, error) {
 		spec, err := rateSpec(list[i])
 		if err != nil {
 			return nil, err
