@@ -17,9 +17,11 @@ import (
 // (autotune.PickDefaults), keeps
 // that choice as a record of no trials in the tuning database (a later
 // process builds with it at once; tuning replaces it), and swaps the
-// picked kernel in where it differs. The first step pays nothing for it;
-// the pick lands a second to a few seconds later (a dozen kernels
-// compiled, each launched twice). NEOFLOW_TUNE=off turns it off.
+// picked kernel in where it differs. The first step pays nothing for it:
+// the worker waits until no kernel was built for a while (waitQuiet) and
+// leaves the training a CPU (autotune.PickBuilds, Runtime.launchThreads);
+// the pick lands seconds later (a dozen kernels compiled, each launched
+// twice). NEOFLOW_TUNE=off turns it off.
 
 // pickJob picks job's schedules, keeps the record and swaps the kernel in.
 func (r *Runtime) pickJob(job *bgJob) error {

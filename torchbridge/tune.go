@@ -251,8 +251,9 @@ func (r *Runtime) TuneEnd(req *api.TuneStepRequest) (*api.TuneProgress, error) {
 		return nil, err
 	}
 	joint, err := r.tuneWithForward(db, s.op, s.tuner)
-	if err != nil {
-		return nil, err
+	if err != nil { // the kernel's own search stands: store it
+		r.warnf("tuning %s together with its forward kernel failed, keeping the choices made apart: %v", opName(s.op), err)
+		joint = autotune.Joint{}
 	}
 	out := progressProto(s.tuner.Progress())
 	out.Joint, out.JointBeforeSeconds, out.JointAfterSeconds = joint.String(), joint.Before, joint.After
