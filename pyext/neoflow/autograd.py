@@ -15,11 +15,14 @@ tensors' dependence on the inputs.
 
 from __future__ import annotations
 
+import concurrent.futures
+import os
 import threading
 import weakref
 
 import torch
 
+from . import config
 from .sizes import parse_sizes_text
 
 # Registration happens when an op is defined (Op._setup), outside any traced
@@ -177,20 +180,57 @@ def _make_custom_op(name: str, n_inputs: int):
     return custom
 
 
+# Gradient kernels are built ahead, on a helper thread, while the forward
+# pass and the loss run (_Plan): the C compiler then works beside them and
+# beside the other gradient kernels' builds instead of after them, at the
+# first backward. Made on first use; a forked child makes its own.
+_ahead: concurrent.futures.ThreadPoolExecutor | None = None
+_ahead_lock = threading.Lock()
+
+
+def _ahead_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _ahead
+    with _ahead_lock:
+        if _ahead is None:
+            workers = max(1, min(4, os.cpu_count() or 1))
+            _ahead = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="neoflow-grad-ahead")
+        return _ahead
+
+
+def _forget_ahead_pool() -> None:
+    global _ahead
+    _ahead = None  # its threads did not survive the fork
+
+
+os.register_at_fork(after_in_child=_forget_ahead_pool)
+
+
+def _may_build_ahead(tensors) -> bool:
+    """Whether a gradient kernel may be built on a helper thread: CPU tensors (a CUDA build stays on the
+    calling thread and its device), outside torch.compile's tracing and any tuning (a build under
+    neoflow.tune, tune_session or NEOFLOW_TUNE=full tunes the kernel, from the caller's thread)."""
+    if config.tuning_now.is_set() or config.tune_mode() == "full" or torch.compiler.is_compiling():
+        return False
+    return all(t.is_cpu for t in tensors)
+
+
 class _Plan:
     """What an eager autograd call of one specialization needs, looked up
     once (Op._plans) instead of on every call: the forward kernel, the
     positions among its returned tensors (outputs, then temporaries) of
     those the saving gradient op reads (None: the kernel keeps one of them
     in no buffer, and the gradient recomputes), that gradient op with its
-    sizes, and its kernel once the first backward has built it."""
+    sizes, and its kernel once the first backward has built it. On the CPU
+    that kernel's build starts when the plan is made (grad_future), on a
+    helper thread, with stand-in tensors of the shapes the backward will
+    pass; the backward waits for it and then finds the kernel built."""
 
-    __slots__ = ("kernel", "kept", "gop", "gsizes", "grad_kernel")
+    __slots__ = ("kernel", "kept", "gop", "gsizes", "grad_kernel", "grad_future")
 
     def __init__(self, op, tensors, sizes: dict, wrt):
         op._check(tensors)  # what it checks, the plan's key fixes: calls that find the plan need no check
         self.kernel = op.specialize(*tensors, sizes=sizes)
-        self.kept, self.gop, self.gsizes, self.grad_kernel = [], None, None, None
+        self.kept, self.gop, self.gsizes, self.grad_kernel, self.grad_future = [], None, None, None, None
         if not any(wrt):
             return
         # Derived (and registered) now, as _keep does, for the same reason.
@@ -201,6 +241,29 @@ class _Plan:
             self.kept = [returned.index(n) for n in self.gop.saved]
         else:
             self.kept = None
+            return
+        if _may_build_ahead(tensors):
+            shapes = {name: shape for name, _, shape in self.kernel.buffers}
+            grads = [self.kernel.buffers[i][2] for i in self.kernel.outputs]
+            like = [(t.dtype, tuple(t.shape)) for t in tensors]
+            like += [(self.kernel.dtype, s) for s in grads] + [(self.kernel.dtype, shapes[n]) for n in self.gop.saved]
+            self.grad_future = _ahead_pool().submit(_build_grad, self.gop, like, self.gsizes)
+
+    def grad_kernel_for(self, args):
+        """The gradient op's kernel for the backward's arguments: built ahead, or now."""
+        if self.grad_kernel is None:
+            if self.grad_future is not None:
+                try:
+                    self.grad_future.result()
+                except Exception:  # noqa: BLE001 - specialize below builds again and raises it
+                    pass
+            self.grad_kernel = self.gop.specialize(*args, sizes=self.gsizes)
+        return self.grad_kernel
+
+
+def _build_grad(gop, like, sizes) -> None:
+    """Builds gop's kernel for tensors of these (dtype, shape)s: its specialization cache then holds it."""
+    gop.specialize(*[torch.empty(shape, dtype=dtype) for dtype, shape in like], sizes=sizes)
 
 
 def _plan(op, tensors, sizes: dict, wrt) -> _Plan:
@@ -245,9 +308,7 @@ def make_function(op):
                 return (None, *_backward(op, tensors, ctx.sizes, list(grads), needs, kept))
             grads = _zeros_for_missing(op, tensors, ctx.sizes, grads[: len(op.outputs)])
             args = (*tensors, *grads, *[kept[n] for n in plan.gop.saved])
-            if plan.grad_kernel is None:
-                plan.grad_kernel = plan.gop.specialize(*args, sizes=plan.gsizes)
-            it = iter(plan.gop._launch(args, plan.gsizes, kernel=plan.grad_kernel))
+            it = iter(plan.gop._launch(args, plan.gsizes, kernel=plan.grad_kernel_for(args)))
             return (None, *[next(it) if w else None for w in needs])
 
     Function.__name__ = Function.__qualname__ = f"{op.name or 'op'}_Function"

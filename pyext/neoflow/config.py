@@ -166,6 +166,11 @@ def _idle(n: int | None) -> int:
     return -1 if n == 0 else n
 
 
+# Set while neoflow.tune or neoflow.tune_session runs (tuning.py): a kernel
+# built then is tuned first, from the caller's thread.
+tuning_now = threading.Event()
+
+
 def tune_mode() -> str:
     """The NEOFLOW_TUNE mode in force: off, default, full or background."""
     ensure()

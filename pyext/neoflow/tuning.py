@@ -106,11 +106,13 @@ def _activate(state: _State, who: str):
         if _active is not None:
             raise RuntimeError(f"{who}: neoflow is already tuning")
         _active = state
+        config.tuning_now.set()
     try:
         yield state.report
     finally:
         with _lock:
             _active = None
+            config.tuning_now.clear()
         state.report.interrupted = state.stopped
 
 

@@ -78,3 +78,40 @@ def test_tuning_replaces_the_kernels_plans_launch(tmp_path):
     after = [p.kernel for p in mm._plans.values()]
     assert after and all(k is not old for k in after for old in before)
     torch.testing.assert_close(y, a @ b)
+
+
+def test_gradient_kernel_is_built_during_the_forward():
+    """On the CPU the first forward of a shape starts building the saving gradient op's kernel on a
+    helper thread; the backward then finds it built and its gradients match PyTorch's."""
+    op = neoflow.op(CELL, name="plan_cell_ahead", outputs=["Cn", "Hn"])
+    torch.manual_seed(3)
+    c, x, g = (torch.randn(*s, dtype=D, requires_grad=True) for s in ((5, 4), (5, 4), (5, 8)))
+    cn, hn = op(c, x, g, sizes={"u": 4})
+    (plan,) = op._plans.values()
+    assert plan.grad_future is not None and plan.grad_kernel is None
+    plan.grad_future.result(timeout=120)
+    assert plan.gop._kernels, "the gradient kernel was not built ahead"
+    built = next(iter(plan.gop._kernels.values()))
+    gc_, gh = torch.randn(5, 4, dtype=D), torch.randn(5, 4, dtype=D)
+    got = torch.autograd.grad((cn, hn), (c, x, g), (gc_, gh))
+    assert plan.grad_kernel is built, "the backward built the gradient kernel again"
+    refs = [t.detach().clone().requires_grad_() for t in (c, x, g)]
+    want = torch.autograd.grad(reference(*refs), refs, (gc_, gh))
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+
+
+def test_no_gradient_kernel_is_built_ahead_while_tuning(tmp_path):
+    """Under a tuning session a build tunes the kernel from the caller's thread: nothing is built ahead."""
+    neoflow.configure(cache_dir=tmp_path / "cache")
+    try:
+        op = neoflow.op(CELL, name="plan_cell_tuned", outputs=["Cn", "Hn"])
+        c, x, g = (torch.randn(*s, dtype=D, requires_grad=True) for s in ((3, 4), (3, 4), (3, 8)))
+        with neoflow.tune_session(trials=2, progress=False) as report:
+            cn, hn = op(c, x, g, sizes={"u": 4})
+            (plan,) = op._plans.values()
+            assert plan.grad_future is None
+            (cn.sum() + hn.sum()).backward()
+        assert [r.kernel for r in report] == ["plan_cell_tuned", "plan_cell_tuned_grad"]
+    finally:
+        neoflow.configure()
