@@ -1,7 +1,6 @@
 package autotune
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -184,21 +183,14 @@ func (t *Tuner) Spec() *ir.Spec { return t.spec }
 // finalists is the kept best genome, the default, then the fastest other
 // distinct genomes measured, n in all at most.
 func (t *Tuner) finalists(n int) [][]int {
-	out := [][]int{t.best}
-	keys := map[string]bool{schedKey(t.space.Decode(t.best)): true}
-	add := func(g []int) {
-		if k := schedKey(t.space.Decode(g)); len(out) < n && !keys[k] {
-			keys[k] = true
-			out = append(out, g)
+	set := t.distinct(t.best, t.space.Default())
+	for _, c := range t.fastest() {
+		if len(set.list) >= n {
+			break
 		}
+		set.add(c.g)
 	}
-	add(t.space.Default())
-	sorted := slices.Clone(t.timed)
-	slices.SortStableFunc(sorted, func(a, b timedGenome) int { return cmp.Compare(a.secs, b.secs) })
-	for _, c := range sorted {
-		add(c.g)
-	}
-	return out
+	return set.list
 }
 
 // adopt makes g the kept best, with the lowest time its search measured

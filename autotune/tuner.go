@@ -271,26 +271,20 @@ func (t *Tuner) Step(ctx context.Context) (Progress, error) {
 // moment. Progress then reports those medians.
 func (t *Tuner) confirm(ctx context.Context) error {
 	def := t.space.Default()
-	defKey := schedKey(t.space.Decode(def))
-	cands := [][]int{def}
-	keys := map[string]bool{defKey: true}
-	sorted := slices.Clone(t.timed)
-	slices.SortStableFunc(sorted, func(a, b timedGenome) int { return cmp.Compare(a.secs, b.secs) })
-	for _, c := range sorted {
-		if k := schedKey(t.space.Decode(c.g)); !keys[k] && len(cands) <= ConfirmTop {
-			keys[k] = true
-			cands = append(cands, c.g)
+	set := t.distinct(def)
+	for _, c := range t.fastest() {
+		if len(set.list) > ConfirmTop {
+			break
 		}
+		set.add(c.g)
 	}
-	if len(cands) == 1 {
+	if len(set.list) == 1 {
 		return nil
 	}
-	for _, g := range t.reverts(cands[1]) {
-		if k := schedKey(t.space.Decode(g)); !keys[k] {
-			keys[k] = true
-			cands = append(cands, g)
-		}
+	for _, g := range t.reverts(set.list[1]) {
+		set.add(g)
 	}
+	cands := set.list
 	times := make([][]float64, len(cands))
 	for range ConfirmRounds {
 		for i, g := range cands {
@@ -317,6 +311,38 @@ func (t *Tuner) confirm(ctx context.Context) error {
 	}
 	t.best, t.prog.Best = cands[b], meds[b]
 	return nil
+}
+
+// genomeSet lists genomes whose schedules differ, in the order added.
+type genomeSet struct {
+	t    *Tuner
+	list [][]int
+	keys map[string]bool
+}
+
+// distinct is a genomeSet holding gs (a genome repeating an earlier one's
+// schedules left out).
+func (t *Tuner) distinct(gs ...[]int) *genomeSet {
+	s := &genomeSet{t: t, keys: map[string]bool{}}
+	for _, g := range gs {
+		s.add(g)
+	}
+	return s
+}
+
+// add appends g unless a genome of the same schedules is there.
+func (s *genomeSet) add(g []int) {
+	if k := schedKey(s.t.space.Decode(g)); !s.keys[k] {
+		s.keys[k] = true
+		s.list = append(s.list, g)
+	}
+}
+
+// fastest is the successful trials, fastest first.
+func (t *Tuner) fastest() []timedGenome {
+	sorted := slices.Clone(t.timed)
+	slices.SortStableFunc(sorted, func(a, b timedGenome) int { return cmp.Compare(a.secs, b.secs) })
+	return sorted
 }
 
 // reverts are genome g with one statement's gene segment set back to the

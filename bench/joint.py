@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import math
 import sys
 import tempfile
 import time
@@ -135,8 +134,8 @@ def main(argv=None) -> dict:
         "summary": {
             "pairs": len(rows),
             "changed": len(changed),
-            "geomean": math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else 1.0,
-            "geomean_changed": math.exp(sum(map(math.log, changed)) / len(changed)) if changed else 1.0,
+            "geomean": wl.geomean(ratios) or 1.0,
+            "geomean_changed": wl.geomean(changed) or 1.0,
         },
     }
     md = render_markdown(result)
