@@ -1,4 +1,4 @@
-"""float32 GEMM on the GPU: neoflow against torch.matmul and torch.compile.
+"""GEMM on the GPU (float32, or float16/bfloat16 with --dtype): neoflow against torch.matmul and torch.compile.
 
 In one process, on the same inputs ``A [n, n] @ B [n, n]`` (default n =
 4096), times
@@ -42,6 +42,12 @@ def parse_args(argv=None):
     ap.add_argument("--repeat", type=int, default=20, help="timed calls per variant")
     ap.add_argument("--tune", type=int, default=0, metavar="TRIALS", help="also time neoflow tuned with this budget")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument(
+        "--dtype",
+        default="float32",
+        choices=["float32", "float16", "bfloat16"],
+        help="the operands' dtype (16-bit: float32 accumulation, on Tensor Cores where neoflow can)",
+    )
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"), help="output directory")
     args = ap.parse_args(argv)
     if args.n < 1 or args.repeat < 1 or args.tune < 0:
@@ -67,7 +73,7 @@ def time_cuda(torch, fn, repeat: int, warmup: int = 3) -> dict:
 def render_markdown(result: dict) -> str:
     m, n = result["machine"], result["n"]
     lines = [
-        f"# float32 GEMM {n}x{n}x{n}, {result['date']}",
+        f"# {result.get('dtype', 'float32')} GEMM {n}x{n}x{n}, {result['date']}",
         "",
         f"GPU {m['gpu']} (CUDA {m['cuda']}), torch {m['torch']}, neoflow {m['neoflow']}; TF32 off. "
         f"Median (min–max) of {result['repeat']} calls after 3 warm-ups, each timed with CUDA events.",
@@ -106,9 +112,10 @@ def main(argv=None) -> dict:
     torch.set_float32_matmul_precision("highest")
     n = args.n
     gen = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(n, n, device="cuda", generator=gen)
-    b = torch.randn(n, n, device="cuda", generator=gen)
-    want = torch.matmul(a, b)
+    dtype = getattr(torch, args.dtype)
+    a = torch.randn(n, n, device="cuda", generator=gen).to(dtype)
+    b = torch.randn(n, n, device="cuda", generator=gen).to(dtype)
+    want = torch.matmul(a.double(), b.double())
     flop = 2.0 * n * n * n
     op = neoflow.op("C[i,j] += A[i,k] * B[k,j]", name="gemm")
 
@@ -136,7 +143,9 @@ def main(argv=None) -> dict:
     scale = want.abs().max().item()
     for r in rows:
         got = r.pop("got")
-        r["matches"] = bool(((got - want).abs().max().item()) <= 1e-4 * scale * max(1.0, n / 256))
+        # float32 sums of n products: 1e-4 of the largest value per 256 terms; a 16-bit result also rounds once.
+        tol = 1e-4 * max(1.0, n / 256) + (0 if dtype == torch.float32 else 2.0 ** -7)
+        r["matches"] = bool(((got.double() - want).abs().max().item()) <= tol * scale)
         r["tflops"] = flop / (r["time"]["median_ms"] * 1e-3) / 1e12
         r["vs_matmul"] = base / r["time"]["median_ms"]
     result = {
@@ -148,6 +157,7 @@ def main(argv=None) -> dict:
             "neoflow": neoflow.__version__,
         },
         "n": n,
+        "dtype": args.dtype,
         "repeat": args.repeat,
         "variants": rows,
         "tuning": tuning,
@@ -155,7 +165,8 @@ def main(argv=None) -> dict:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tag = re.sub(r"[^a-z0-9]+", "-", result["machine"]["gpu"].lower()).strip("-")
-    stem = out / f"gemm-{result['date']}-{tag}"
+    suffix = "" if args.dtype == "float32" else "-" + args.dtype
+    stem = out / f"gemm-{result['date']}-{tag}{suffix}"
     md = render_markdown(result)
     stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     stem.with_suffix(".md").write_text(md)
