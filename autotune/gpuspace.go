@@ -33,6 +33,9 @@ type gpuStmtSpace struct {
 	// steps lists, per reduction axis, its step choices (divisors).
 	steps [][]int64
 	reads int // stageable reads with a gene, at most maxStageGenes
+	// mma: the statement is a 16-bit contraction (loops.MatchMMA); mode 3
+	// runs it on Tensor Cores with the tile of its last gene (mmaTiles).
+	mma bool
 }
 
 // Gene layout of a reduction statement (n spatial, m reduction axes):
@@ -44,6 +47,8 @@ type gpuStmtSpace struct {
 //	step[k]     m genes: the step of the axis, a divisor of its extent
 //	stage[r]    one gene per stageable read (at most maxStageGenes): 1
 //	            stages it in shared memory
+//	mma         only for a 16-bit contraction: the Tensor Core tile of
+//	            mode 3 (mmaTiles)
 //
 // Decode repairs what would not lower: threads beyond an axis's extent or
 // the block's 1024 are halved, registers cut to the extent and to 256 in
@@ -61,7 +66,22 @@ var (
 	// gpuBlockThreads are the block sizes of a grid-stride kernel, the
 	// default (loops.DefaultThreads) first so that gene 0 is the default.
 	gpuBlockThreads = []int{loops.DefaultThreads, 64, 128, 512, 1024}
+	// mmaTiles are the Tensor Core tiles (BM x BN, warps) of mode 3.
+	mmaTiles = func() []loops.MMATiling {
+		var out []loops.MMATiling
+		for _, w := range []int64{0, 4} {
+			for _, m := range loops.MMATiles {
+				for _, n := range loops.MMATiles {
+					out = append(out, loops.MMATiling{BM: m, BN: n, Warps: w})
+				}
+			}
+		}
+		return out
+	}()
 )
+
+// gpuModeMMA is the mode gene's value of a Tensor Core schedule.
+const gpuModeMMA = 3
 
 // maxStageGenes caps the reads of a statement with a stage gene.
 const maxStageGenes = 4
@@ -85,7 +105,13 @@ func NewGPUSpace(spec *ir.Spec) *GPUSpace {
 			sp.stmts = append(sp.stmts, ss)
 			continue
 		}
-		sp.card = append(sp.card, 3, len(gpuReduceThreads))
+		_, err := loops.MatchMMA(spec, st)
+		ss.mma = err == nil
+		modes := 3
+		if ss.mma {
+			modes = gpuModeMMA + 1
+		}
+		sp.card = append(sp.card, modes, len(gpuReduceThreads))
 		for range st.Spatial {
 			sp.card = append(sp.card, maxThreadsLog+1)
 		}
@@ -101,6 +127,9 @@ func NewGPUSpace(spec *ir.Spec) *GPUSpace {
 		for range ss.reads {
 			sp.card = append(sp.card, 2)
 		}
+		if ss.mma {
+			sp.card = append(sp.card, len(mmaTiles))
+		}
 		sp.stmts = append(sp.stmts, ss)
 	}
 	return sp
@@ -112,7 +141,7 @@ func NewGPUSpace(spec *ir.Spec) *GPUSpace {
 // tiling nor a block reduction. A statement joined to a group has none of
 // its own (the group's lead schedules the kernel).
 func gridStride(st *ir.BoundStmt, def loops.Schedule) bool {
-	if st.Joined || def.GPU != nil || def.GPUReduce != nil {
+	if st.Joined || def.GPU != nil || def.GPUReduce != nil || def.MMA != nil {
 		return false
 	}
 	return def.Group != nil || def.ParallelDepth > 0
@@ -181,6 +210,9 @@ func (ss *gpuStmtSpace) decode(spec *ir.Spec, g []int) loops.Schedule {
 		}
 	case 2:
 		return loops.Schedule{GPUReduce: &loops.GPUReduction{Threads: gpuReduceThreads[genes[gpuGeneBlock]]}}
+	case gpuModeMMA:
+		t := mmaTiles[genes[ss.mmaGene()]]
+		return loops.Schedule{MMA: &t}
 	}
 	return loops.GPUSchedule(spec, ss.index)
 }
@@ -221,6 +253,12 @@ func (ss *gpuStmtSpace) tiling(spec *ir.Spec, genes []int) *loops.GPUTiling {
 	return t
 }
 
+// mmaGene is the position of the Tensor Core tile gene in the
+// statement's segment.
+func (ss *gpuStmtSpace) mmaGene() int {
+	return gpuFixedGenes + 2*len(ss.st.Spatial) + len(ss.steps) + ss.reads
+}
+
 func tileRegs(t *loops.GPUTiling) int64 {
 	r := int64(1)
 	for _, a := range t.Spatial {
@@ -232,7 +270,9 @@ func tileRegs(t *loops.GPUTiling) int64 {
 // Seeds are the genomes the GPU search starts from: the default, for
 // each reduction statement the tilings of 64, 128 and 256 threads with 1,
 // 4 and 16 registers, steps of up to 8 and 16 iterations, every read
-// staged, the block reductions of 128 and 256 threads, and every
+// staged, the block reductions of 128 and 256 threads, the Tensor Core
+// tiles 128x128, 64x128 and 64x64 of 8 warps and 128x128 of 4 of a 16-bit
+// contraction, and every
 // grid-stride kernel (a fused group's included) in blocks of 128 and of
 // 512 threads.
 func (sp *GPUSpace) Seeds() [][]int {
@@ -259,6 +299,15 @@ func (sp *GPUSpace) Seeds() [][]int {
 		for _, ss := range sp.stmts {
 			if !ss.fixed {
 				g[ss.off+gpuGeneMode], g[ss.off+gpuGeneBlock] = 2, b
+			}
+		}
+		add(g)
+	}
+	for _, t := range []loops.MMATiling{{BM: 128, BN: 128}, {BM: 64, BN: 128}, {BM: 64, BN: 64}, {BM: 128, BN: 128, Warps: 4}} {
+		g := sp.Default()
+		for _, ss := range sp.stmts {
+			if ss.mma {
+				g[ss.off+gpuGeneMode], g[ss.off+ss.mmaGene()] = gpuModeMMA, slices.Index(mmaTiles, t)
 			}
 		}
 		add(g)

@@ -158,3 +158,67 @@ func TestGPUGroupBlocks(t *testing.T) {
 		t.Fatal("no fused group of the test ops has a block-size gene")
 	}
 }
+
+// TestGPUSpaceTensorCores: a 16-bit contraction's space has the Tensor
+// Core mode, its seeds try three tiles (and the default's), every genome of that mode decodes
+// to an MMA schedule that survives the database form and computes what
+// the interpreter does on the emulator.
+func TestGPUSpaceTensorCores(t *testing.T) {
+	o := testops.Op{Name: "gemm", Src: "C[i,j] += A[i,k] * B[k,j]", Shapes: [][]int64{{40, 48}, {48, 72}}}
+	spec, err := o.Spec(ir.BFloat16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := NewGPUSpace(spec)
+	if !sp.stmts[0].mma || sp.card[gpuGeneMode] != gpuModeMMA+1 {
+		t.Fatalf("space %+v has no Tensor Core mode", sp.stmts[0])
+	}
+	tiles := map[loops.MMATiling]bool{}
+	for _, g := range sp.Seeds() {
+		if s := sp.Decode(g)[0]; s.MMA != nil {
+			tiles[*s.MMA] = true
+		}
+	}
+	if len(tiles) < 3 {
+		t.Fatalf("the seeds try the tiles %v, want three besides the default", tiles)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 4 {
+		g := randomGenome(rng, sp.Cardinalities())
+		g[gpuGeneMode] = gpuModeMMA
+		scheds := sp.Decode(g)
+		if scheds[0].MMA == nil {
+			t.Fatalf("genome %v decoded to %v", g, scheds)
+		}
+		back, err := FromProto(ToProto(scheds))
+		if err != nil || !reflect.DeepEqual(back, scheds) {
+			t.Fatalf("schedules %v came back from the database form as %v (%v)", scheds, back, err)
+		}
+		mod, err := kernels.CUDASource(spec, scheds, "nf_space")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			k, err := cudaemu.Compile(context.Background(), spec, mod, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			inputs := hostbuf.RandomInputs(spec, false, uint64(i))
+			want, err := interp.Run(spec, inputs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bufs := hostbuf.New(spec, inputs)
+			if err := k.Run(bufs.Ptr); err != nil {
+				t.Fatal(err)
+			}
+			got := bufs.Get(2)
+			for j := range want[2] {
+				if math.Abs(got[j]-want[2][j]) > 1e-2*(1+math.Abs(want[2][j])) {
+					t.Fatalf("%v: C[%d] = %v, interpreter says %v", scheds, j, got[j], want[2][j])
+				}
+			}
+			bufs.Free()
+		}
+	}
+}

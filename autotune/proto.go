@@ -52,6 +52,9 @@ func ToProto(scheds []loops.Schedule) []*api.StmtSchedule {
 		if g := s.GPUReduce; g != nil {
 			p.GpuReduce = &api.GPUReduction{Threads: g.Threads}
 		}
+		if t := s.MMA; t != nil {
+			p.Mma = &api.MMATiling{Bm: t.BM, Bn: t.BN, Warps: t.Warps}
+		}
 		if g := s.Group; g != nil {
 			pg := &api.GroupTiling{Loops: g.Loops, Parallel: int32(g.Parallel), Vector: g.Vector}
 			for _, sp := range g.Splits {
@@ -115,6 +118,9 @@ func FromProto(ps []*api.StmtSchedule) ([]loops.Schedule, error) {
 		}
 		if pg := p.GpuReduce; pg != nil {
 			s.GPUReduce = &loops.GPUReduction{Threads: pg.Threads}
+		}
+		if pt := p.Mma; pt != nil {
+			s.MMA = &loops.MMATiling{BM: pt.Bm, BN: pt.Bn, Warps: pt.Warps}
 		}
 		if pg := p.Group; pg != nil {
 			g := &loops.GroupTiling{Loops: pg.Loops, Parallel: int(pg.Parallel), Vector: pg.Vector}

@@ -76,12 +76,13 @@ func TestProtoRoundTripFields(t *testing.T) {
 			Stage:   []int{0, 1},
 		},
 		GPUReduce: &loops.GPUReduction{Threads: 64},
+		MMA:       &loops.MMATiling{BM: 64, BN: 128, Warps: 4},
 		Group: &loops.GroupTiling{
 			Splits: []loops.Split{{Axis: "j", Factors: []int64{2, 8}}},
 			Loops:  []string{"j.t0", "k", "j.t1", "j.t2"}, Parallel: 1, Vector: true, AccAt: []int{1, 4},
 		},
 	}}
-	for _, v := range []reflect.Value{reflect.ValueOf(want[0]), reflect.ValueOf(*want[0].Tiling), reflect.ValueOf(*want[0].GPU), reflect.ValueOf(*want[0].GPUReduce), reflect.ValueOf(*want[0].Group)} {
+	for _, v := range []reflect.Value{reflect.ValueOf(want[0]), reflect.ValueOf(*want[0].Tiling), reflect.ValueOf(*want[0].GPU), reflect.ValueOf(*want[0].GPUReduce), reflect.ValueOf(*want[0].MMA), reflect.ValueOf(*want[0].Group)} {
 		typ := v.Type()
 		for i := range typ.NumField() {
 			if v.Field(i).IsZero() {

@@ -96,7 +96,9 @@ def render_markdown(result: dict) -> str:
     ]
     if result.get("tuning"):
         t = result["tuning"]
-        lines += [f"Tuning: {t['trials']} trials in {t['seconds']:.0f} s; the tuner timed {t['best_ms']:.3f} ms.", ""]
+        sched = f" Tensor Core schedule picked: {t['schedule']}." if t.get("schedule") else ""
+        timed = f"the tuner timed {t['best_ms']:.3f} ms"
+        lines += [f"Tuning: {t['trials']} trials in {t['seconds']:.0f} s; {timed}.{sched}", ""]
     return "\n".join(lines)
 
 
@@ -135,6 +137,8 @@ def main(argv=None) -> dict:
         t0 = time.perf_counter()
         (rep,) = neoflow.tune(op, a, b, trials=args.tune, backward=False)
         tuning = {"trials": rep.trials, "seconds": time.perf_counter() - t0, "best_ms": rep.best_ms}
+        src = op.specialize(a, b).cuda_source
+        tuning["schedule"] = next((ln[3:] for ln in src.splitlines() if ln.startswith("// mma ")), None)
         fn = lambda: op(a, b)  # noqa: E731 - rebuilt with the record on its next call
         got = fn()
         rows.append({"name": "neoflow (tuned)", "first_s": 0.0, "time": time_cuda(torch, fn, args.repeat), "got": got})
@@ -144,7 +148,7 @@ def main(argv=None) -> dict:
     for r in rows:
         got = r.pop("got")
         # float32 sums of n products: 1e-4 of the largest value per 256 terms; a 16-bit result also rounds once.
-        tol = 1e-4 * max(1.0, n / 256) + (0 if dtype == torch.float32 else 2.0 ** -7)
+        tol = 1e-4 * max(1.0, n / 256) + (0 if dtype == torch.float32 else 2.0**-7)
         r["matches"] = bool(((got.double() - want).abs().max().item()) <= tol * scale)
         r["tflops"] = flop / (r["time"]["median_ms"] * 1e-3) / 1e12
         r["vs_matmul"] = base / r["time"]["median_ms"]

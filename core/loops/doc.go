@@ -146,7 +146,10 @@
 // MaxSharedPackElems elements together.
 //
 // GPU statements. GPUSchedule (gpu.go) schedules a statement for CUDA.
-// A reduction with few points (under 2048) and long reductions (256
+// A float16 or bfloat16 contraction of two plain reads (MatchMMA) gets an
+// MMATiling (mma.go) and lowers to one MMA node, which the CUDA backend
+// renders as a Tensor Core kernel (mma.sync tiles; kernels/cgen/mma.go):
+// the lowering passes only its axis groups and strides. A reduction with few points (under 2048) and long reductions (256
 // iterations or more) is a GPUReduction (gpureduce.go): a block per point
 // (BindBlock), its threads (BindThread) each folding a strided share of
 // the reduction into a register, combined across the block by a

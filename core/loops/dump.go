@@ -84,6 +84,8 @@ func dumpNodes(b *strings.Builder, nodes []Node, depth int) {
 			fmt.Fprintf(b, "%s%s %s[%d]\n", ind, kind, n.Name, n.Len)
 		case *Sync:
 			fmt.Fprintf(b, "%ssync\n", ind)
+		case *MMA:
+			fmt.Fprintf(b, "%s%s: %s = %s x %s, batch %v, m %v, n %v, k %v\n", ind, n.Tiling.String(), n.C, n.A, n.B, n.Batch, n.M, n.N, n.K)
 		case *BlockCombine:
 			fmt.Fprintf(b, "%scombine %s %s over the block into %s (scratch %s)\n", ind, n.Op, ir.ExprString(n.Value), ir.ExprString(n.Dst), n.Scratch)
 			if len(n.Then) > 0 {

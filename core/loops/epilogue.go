@@ -64,7 +64,7 @@ func sameAxes(a, b []ir.Var) bool {
 // result combined in, a packed copy, an atomic add).
 func attachEpilogue(nest *Nest, eps []*ir.BoundStmt) bool {
 	s := nest.Schedule
-	if s.Group != nil || nest.Members != nil || s.Scatter {
+	if s.Group != nil || nest.Members != nil || s.Scatter || s.MMA != nil {
 		return false
 	}
 	r := nest.Stmt

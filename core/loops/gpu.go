@@ -19,6 +19,9 @@ const DefaultThreads = 256
 // distributed over threads too, combining into the tensor atomically
 // (Schedule.Atomic).
 //
+// A 16-bit contraction (MatchMMA) runs on Tensor Cores, by its
+// DefaultMMATiling.
+//
 // The first statement of a fused group whose members are all '='
 // statements gets the group's GPUGroupTiling: one kernel computes them
 // all.
@@ -28,6 +31,10 @@ func GPUSchedule(spec *ir.Spec, i int) Schedule {
 		return Schedule{Group: g, Threads: DefaultThreads}
 	}
 	st := spec.Stmts[i]
+	if m, err := MatchMMA(spec, st); err == nil {
+		t := DefaultMMATiling(m)
+		return Schedule{MMA: &t}
+	}
 	tiled := DefaultGPUTiling(spec, st)
 	if g := DefaultGPUReduction(st, tiled); g != nil {
 		return Schedule{GPUReduce: g}

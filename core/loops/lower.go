@@ -90,6 +90,8 @@ func LowerNest(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 	nest := &Nest{Index: i, Stmt: st, Schedule: s}
 	var err error
 	switch {
+	case s.MMA != nil:
+		err = lowerMMA(spec, nest, s.MMA)
 	case s.GPUReduce != nil:
 		err = lowerGPUReduce(nest, s.GPUReduce)
 	case s.GPU != nil:
@@ -118,7 +120,7 @@ func LowerNest(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 // and scatter nests place their guards themselves).
 func (n *Nest) cpuLoops() bool {
 	s := n.Schedule
-	return s.GPU == nil && s.GPUReduce == nil && !s.Scatter
+	return s.GPU == nil && s.GPUReduce == nil && s.MMA == nil && !s.Scatter
 }
 
 // HoistFunc is the "hoist-guards" pass: HoistGuards on the body of every

@@ -64,6 +64,9 @@ type Schedule struct {
 	// reduction instead (see GPUReduction); only a CUDA backend renders
 	// it, and every other field must be unset.
 	GPUReduce *GPUReduction
+	// MMA, when set, runs a 16-bit contraction on Tensor Cores (MMATiling;
+	// CUDA only); every other field must be unset.
+	MMA *MMATiling
 	// Group, when set on the first statement of a fused group
 	// (ir.BoundStmt.Joined), lowers the group as one CPU loop nest
 	// (GroupTiling); every other field must be unset, and the members'
@@ -82,6 +85,9 @@ func (s Schedule) String() string {
 	}
 	if s.GPUReduce != nil {
 		return s.GPUReduce.String()
+	}
+	if s.MMA != nil {
+		return s.MMA.String()
 	}
 	if s.GPU != nil {
 		return s.GPU.String()
@@ -499,10 +505,16 @@ func (s Schedule) check(st *ir.BoundStmt) error {
 		return errors.Errorf("threads per block %d: want a multiple of 32 up to %d, or 0", s.Threads, MaxGPUThreads)
 	}
 	if s.Group != nil {
-		if s.Scatter || s.Atomic || s.Tiling != nil || s.GPU != nil || s.GPUReduce != nil || s.VectorWidth > 1 {
+		if s.Scatter || s.Atomic || s.Tiling != nil || s.GPU != nil || s.GPUReduce != nil || s.MMA != nil || s.VectorWidth > 1 {
 			return errors.New("a fused group's schedule cannot scatter or be tiled otherwise too")
 		}
 		return nil // lowerGroup checks the rest against the members
+	}
+	if s.MMA != nil {
+		if s.Scatter || s.Atomic || s.Tiling != nil || s.GPU != nil || s.GPUReduce != nil {
+			return errors.New("a Tensor Core schedule cannot scatter or be tiled otherwise too")
+		}
+		return nil // lowerMMA checks the rest
 	}
 	if s.GPUReduce != nil {
 		if s.Scatter || s.Tiling != nil || s.GPU != nil {

@@ -71,6 +71,7 @@ template <typename T> static inline T nf_shfl(unsigned mask, T v, int src) {
 	return r;
 }
 template <typename T> static inline T __shfl_down_sync(unsigned mask, T v, unsigned d) { return nf_shfl(mask, v, nf_cur % 32 + (int)d < 32 ? nf_cur + (int)d : -1); }
+template <typename T> static inline T __shfl_sync(unsigned mask, T v, int lane) { return nf_shfl(mask, v, (nf_cur / 32) * 32 + (lane & 31)); }
 template <typename T> static inline T __shfl_xor_sync(unsigned mask, T v, int m) { return nf_shfl(mask, v, (nf_cur / 32) * 32 + ((nf_cur % 32) ^ m)); }
 static void (*nf_entry)(void);
 static void nf_fiber(void) {
@@ -114,9 +115,11 @@ static const char *nf_run(void (*fn)(void), unsigned blocks, unsigned threads) {
 struct float4 { float x, y, z, w; };
 struct double2 { double x, y; };
 struct uint2 { unsigned int x, y; };
+struct uint4 { unsigned int x, y, z, w; };
 static inline float4 make_float4(float x, float y, float z, float w) { float4 v = {x, y, z, w}; return v; }
 static inline double2 make_double2(double x, double y) { double2 v = {x, y}; return v; }
 static inline uint2 make_uint2(unsigned int x, unsigned int y) { uint2 v = {x, y}; return v; }
+static inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w) { uint4 v = {x, y, z, w}; return v; }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
 static inline float atomicAdd(float *p, float v) { float o = *p; *p = o + v; return o; }
 static inline double atomicAdd(double *p, double v) { double o = *p; *p = o + v; return o; }

@@ -74,6 +74,9 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 	r.b = &body
 	all := make([][]phase, len(fn.Nests))
 	for k, n := range fn.Nests {
+		if mmaNode(n) != nil {
+			continue // one launch of its own, below
+		}
 		if all[k], err = phases(n.Body); err != nil {
 			return nil, errors.Wrapf(err, "cgen: statement %d", n.Index)
 		}
@@ -93,6 +96,15 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 			continue
 		}
 		n := fn.Nests[k]
+		if m := mmaNode(n); m != nil {
+			l, err := r.mmaLaunch(n, m, fmt.Sprintf("%s_k%d", symbol, len(mod.Launches)), sig)
+			if err != nil {
+				return nil, errors.Wrapf(err, "cgen: statement %d", n.Index)
+			}
+			mod.Launches = append(mod.Launches, l)
+			k++
+			continue
+		}
 		for _, ph := range all[k] {
 			l, w, err := r.phaseLaunch(n, ph, fmt.Sprintf("%s_k%d", symbol, len(mod.Launches)), sig)
 			if err != nil {
@@ -117,6 +129,16 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 	mod.Source = b.String()
 	mod.Aligned = r.vectors
 	return mod, nil
+}
+
+// mmaNode is the MMA node that makes up nest n's body, nil when it has
+// none.
+func mmaNode(n *loops.Nest) *loops.MMA {
+	if len(n.Body) != 1 {
+		return nil
+	}
+	m, _ := n.Body[0].(*loops.MMA)
+	return m
 }
 
 // phaseLaunch renders phase ph of nest n as the __global__ function

@@ -33,7 +33,10 @@ func (r *renderer) halfText() string {
 	if r.stype == "" {
 		return ""
 	}
-	if r.used["nf_atomic_add"] {
+	// nf_ld that only the portable nf_mma calls is left out on sm_80 and
+	// later, where NVRTC would warn that nothing references it.
+	ldForMMA := r.used["nf_mma"] && !r.used["nf_ld"] && !r.used["nf_atomic_add"]
+	if r.used["nf_atomic_add"] || r.used["nf_mma"] {
 		r.used["nf_ld"], r.used["nf_st"] = true, true
 	}
 	var b strings.Builder
@@ -43,9 +46,17 @@ func (r *renderer) halfText() string {
 		conv = f16Conversions
 	}
 	for i, name := range []string{"nf_ld", "nf_st", "nf_atomic_add"} {
-		if r.used[name] {
-			b.WriteString(strings.ReplaceAll([]string{conv[0], conv[1], atomicAdd16}[i], "$S", r.stype))
+		if !r.used[name] {
+			continue
 		}
+		text := strings.ReplaceAll([]string{conv[0], conv[1], atomicAdd16}[i], "$S", r.stype)
+		if name == "nf_ld" && ldForMMA {
+			text = "#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 800\n" + text + "#endif\n"
+		}
+		b.WriteString(text)
+	}
+	if r.used["nf_mma"] {
+		b.WriteString(mmaText(r.spec.DType))
 	}
 	return b.String()
 }

@@ -86,6 +86,38 @@ def test_half_forward_and_backward(case, half):
         torch.testing.assert_close(a.float(), b, **HALF_TOL[half])
 
 
+# 16-bit contractions that run on Tensor Cores (mma.sync), in every operand layout the kernel copies
+# differently, with edge tiles in M, N and K, and each one's gradients (contractions too).
+MMA_CASES = [
+    ("C[i,j] += A[i,k] * B[k,j]", [(256, 512), (512, 384)], lambda a, b: a @ b),
+    ("C[i,j] += A[i,k] * B[k,j]", [(100, 70), (70, 130)], lambda a, b: a @ b),
+    ("C[i,j] += A[i,k] * B[j,k]", [(192, 96), (160, 96)], lambda a, b: a @ b.T),
+    ("C[i,j] += A[k,i] * B[k,j]", [(48, 72), (48, 200)], lambda a, b: a.T @ b),
+    ("C[i,j] += A[i,k] * B[k,j]", [(33, 12), (12, 17)], lambda a, b: a @ b),
+    ("C[b,i,j] += A[b,i,k] * B[b,k,j]", [(4, 64, 40), (4, 40, 96)], torch.bmm),
+    ("Y[b,t,o] += X[b,t,i] * W[o,i]", [(3, 50, 64), (80, 64)], lambda x, w: x @ w.T),
+]
+
+
+@pytest.mark.parametrize("half", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("src,shapes,ref", MMA_CASES, ids=[f"{c[0]}-{c[1]}" for c in MMA_CASES])
+def test_tensor_core_contractions(src, shapes, ref, half):
+    op = neoflow.op(src)
+    xs = [torch.randn(*s, device=DEV).to(half).requires_grad_(True) for s in shapes]
+    assert "mma.sync.aligned.m16n8k16" in op.specialize(*xs).cuda_source
+    out = op(*xs)
+    ys = [x.detach().float().requires_grad_(True) for x in xs]
+    want = ref(*ys)
+    k = max(s[-1] for s in shapes)  # float32 sums of up to k products, rounded once to 16 bits
+    tol = {"rtol": HALF_TOL[half]["rtol"], "atol": HALF_TOL[half]["atol"] * max(1.0, k / 64)}
+    torch.testing.assert_close(out.float(), want, **tol)
+    g = torch.randn_like(out)
+    got = torch.autograd.grad(out, xs, g)
+    for a, b in zip(got, torch.autograd.grad(want, ys, g.float())):
+        assert a.dtype == half
+        torch.testing.assert_close(a.float(), b, rtol=tol["rtol"], atol=tol["atol"] * 4)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_gradcheck_on_the_gpu(case):
     tensors = [t.requires_grad_(True) for t in _cuda(case.inputs("test", torch.float64))]
