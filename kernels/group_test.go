@@ -132,8 +132,9 @@ func TestGroupedKernelCUDAEmulated(t *testing.T) {
 // TestHorizontalKernelCUDAEmulated: where both contractions of the
 // weight's and the input's gradient get a GPU tiling of the same block
 // size, the group is one kernel, its grid the two members' grids side by
-// side (horizontal fusion); the elementwise group is another. Every
-// dtype against the interpreter on the CUDA emulator.
+// side (horizontal fusion); the elementwise group is another. In 16 bits
+// each contraction is a Tensor Core kernel of its own. Every dtype against
+// the interpreter on the CUDA emulator.
 func TestHorizontalKernelCUDAEmulated(t *testing.T) {
 	for _, dt := range []ir.DType{ir.Float32, ir.Float64, ir.Float16, ir.BFloat16} {
 		spec := groupSpecSized(t, dt, [][]int64{{16, 96}, {16, 64}, {96, 64}})
@@ -144,6 +145,13 @@ func TestHorizontalKernelCUDAEmulated(t *testing.T) {
 		var nests []int
 		for _, l := range mod.Launches {
 			nests = append(nests, l.Nest)
+		}
+		if dt.Half() {
+			if want := []int{0, 1, 2}; fmt.Sprint(nests) != fmt.Sprint(want) || strings.Count(mod.Source, "nf_mma(nf_acc") != 2 {
+				t.Fatalf("%s: kernels for statements %v, want %v, both contractions on Tensor Cores\n%s", dt, nests, want, mod.Source)
+			}
+			runCUDAEmulated(t, spec, nil, hostbuf.RandomInputs(spec, false, 4), tolerance(dt))
+			continue
 		}
 		if want := []int{0, 2}; fmt.Sprint(nests) != fmt.Sprint(want) {
 			t.Fatalf("%s: kernels for statements %v, want %v (d_W and d_H in one, E and F in one)\n%s", dt, nests, want, mod.Source)

@@ -26,7 +26,9 @@ import (
 // multiplications, into registers, and stored into the other of two
 // shared buffers after them), and each warp multiplies its part of the
 // tile with mma.sync m16n8k16 instructions, accumulating in float32
-// registers; the result is rounded once when stored. Only a CUDA backend renders it (an
+// registers; the result is rounded once when stored. A statement joined
+// to a fused group (a weight's and an input's gradient) runs as its own
+// kernel, as a group's members may. Only a CUDA backend renders it (an
 // MMA node); before sm_80 the multiplication runs as warp shuffles and
 // float arithmetic, correct but slow.
 type MMATiling struct {
@@ -96,8 +98,8 @@ func MatchMMA(spec *ir.Spec, st *ir.BoundStmt) (*MMA, error) {
 	if s.Reduce != ir.Sum || len(st.Reduction) == 0 {
 		return nil, errors.New("not a sum over reduction axes")
 	}
-	if st.Offset != nil || st.Joined {
-		return nil, errors.New("a part of its tensor or a member of a fused group")
+	if st.Offset != nil {
+		return nil, errors.New("a part of its tensor")
 	}
 	mul, ok := s.RHS.(*ir.Binary)
 	if !ok || mul.Op != ir.Mul {

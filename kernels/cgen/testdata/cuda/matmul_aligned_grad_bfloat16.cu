@@ -10,12 +10,14 @@ typedef int nf_i;
 
 typedef unsigned short nf_bf16;
 
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 800
 static __device__ __forceinline__ float nf_ld(nf_bf16 h)
 {
 	union { unsigned int u; float f; } x = {(unsigned int)h << 16};
 	return x.f;
 }
 
+#endif
 static __device__ __forceinline__ nf_bf16 nf_st(float f)
 {
 	union { float f; unsigned int u; } x = {f};
@@ -23,101 +25,362 @@ static __device__ __forceinline__ nf_bf16 nf_st(float f)
 	return (nf_bf16)((x.u + 0x7fffu + ((x.u >> 16) & 1u)) >> 16);
 }
 
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 800
+static __device__ __forceinline__ float nf_lo(unsigned x) { return nf_ld((unsigned short)(x & 0xffffu)); }
+static __device__ __forceinline__ float nf_hi(unsigned x) { return nf_ld((unsigned short)(x >> 16)); }
+#endif
+
+static __device__ __forceinline__ void nf_mma(float *d, const unsigned *a, const unsigned *b)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+		: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+		: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+	const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+	for (int s = 0; s < 4; s++) {
+		const int ra = g * 4 + s, rb0 = 2 * t * 4 + s, rb1 = (2 * t + 1) * 4 + s;
+		const unsigned a0 = __shfl_sync(0xffffffffu, a[0], ra), a1 = __shfl_sync(0xffffffffu, a[1], ra);
+		const unsigned a2 = __shfl_sync(0xffffffffu, a[2], ra), a3 = __shfl_sync(0xffffffffu, a[3], ra);
+		const unsigned b00 = __shfl_sync(0xffffffffu, b[0], rb0), b01 = __shfl_sync(0xffffffffu, b[1], rb0);
+		const unsigned b10 = __shfl_sync(0xffffffffu, b[0], rb1), b11 = __shfl_sync(0xffffffffu, b[1], rb1);
+		d[0] += nf_lo(a0) * nf_lo(b00) + nf_hi(a0) * nf_hi(b00) + nf_lo(a2) * nf_lo(b01) + nf_hi(a2) * nf_hi(b01);
+		d[1] += nf_lo(a0) * nf_lo(b10) + nf_hi(a0) * nf_hi(b10) + nf_lo(a2) * nf_lo(b11) + nf_hi(a2) * nf_hi(b11);
+		d[2] += nf_lo(a1) * nf_lo(b00) + nf_hi(a1) * nf_hi(b00) + nf_lo(a3) * nf_lo(b01) + nf_hi(a3) * nf_hi(b01);
+		d[3] += nf_lo(a1) * nf_lo(b10) + nf_hi(a1) * nf_hi(b10) + nf_lo(a3) * nf_lo(b11) + nf_hi(a3) * nf_hi(b11);
+	}
+#endif
+}
+
+
+static __device__ __forceinline__ nf_i nf_kernel_k0_am(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 48;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k0_ak(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 1;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k0_bn(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 48;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k0_bk(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 1;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k0_cm(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 32;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k0_cn(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 1;
+	return o;
+}
 
 // d_A[i, k] += d_C[i, j] * B[k, j]
+// mma 32x32
 extern "C" __global__ void __launch_bounds__(256) nf_kernel_k0(const nf_bf16 *__restrict__ t_A, const nf_bf16 *__restrict__ t_B, const nf_bf16 *__restrict__ t_d_C, nf_bf16 *__restrict__ t_d_A, nf_bf16 *__restrict__ t_d_B)
 {
-	for (nf_i nf_blk = blockIdx.x; nf_blk < 2; nf_blk += gridDim.x) {
-		const nf_i vb_i = nf_blk;
-		__shared__ __align__(16) float r_sh0[512];
-		__shared__ __align__(16) float r_sh1[512];
-		{ // 256 threads
-			const nf_i nf_tid = threadIdx.x;
-			const nf_i vt_k = nf_tid % 32;
-			const nf_i vt_i = nf_tid / 32;
-			float r_acc[4];
-			#pragma unroll
-			for (nf_i vr_i = 0; vr_i < 4; vr_i++) {
-				r_acc[vr_i] = 0.0f;
-			}
-			for (nf_i vo_j = 0; vo_j < 3; vo_j++) {
-				if (vt_i * 32 + vt_k < 128) {
-					{
-						const uint2 nf_w = *(const uint2 *)&t_d_C[(vb_i * 32 + (vt_i * 32 + vt_k) % 128 * 4 / 16) * 48 + vo_j * 16 + (vt_i * 32 + vt_k) % 128 * 4 % 16];
-						*(float4 *)&r_sh0[(vt_i * 32 + vt_k) % 128 * 4] = make_float4(nf_ld((nf_bf16)(nf_w.x & 0xffffu)), nf_ld((nf_bf16)(nf_w.x >> 16)), nf_ld((nf_bf16)(nf_w.y & 0xffffu)), nf_ld((nf_bf16)(nf_w.y >> 16)));
-					}
-				}
-				if (vt_i * 32 + vt_k < 128) {
-					{
-						const uint2 nf_w = *(const uint2 *)&t_B[(vt_i * 32 + vt_k) % 128 * 4 / 16 * 48 + vo_j * 16 + (vt_i * 32 + vt_k) % 128 * 4 % 16];
-						*(float4 *)&r_sh1[(vt_i * 32 + vt_k) % 128 * 4] = make_float4(nf_ld((nf_bf16)(nf_w.x & 0xffffu)), nf_ld((nf_bf16)(nf_w.x >> 16)), nf_ld((nf_bf16)(nf_w.y & 0xffffu)), nf_ld((nf_bf16)(nf_w.y >> 16)));
-					}
-				}
-				__syncthreads();
-				#pragma unroll
-				for (nf_i vi_j = 0; vi_j < 16; vi_j++) {
-					#pragma unroll
-					for (nf_i vr_i = 0; vr_i < 4; vr_i++) {
-						r_acc[vr_i] += r_sh0[(vr_i * 8 + vt_i) * 16 + vi_j] * r_sh1[vt_k * 16 + vi_j];
-					}
-				}
-				__syncthreads();
-			}
-			#pragma unroll
-			for (nf_i vr_i = 0; vr_i < 4; vr_i++) {
-				t_d_A[(vb_i * 32 + vr_i * 8 + vt_i) * 32 + vt_k] = nf_st(r_acc[vr_i]);
-			}
+	__shared__ __align__(16) unsigned short nf_sa[2][1280], nf_sb[2][1280];
+	const int nf_lane = threadIdx.x & 31, nf_g = nf_lane >> 2, nf_t = nf_lane & 3;
+	const int nf_wm = (threadIdx.x >> 5) / 4, nf_wn = (threadIdx.x >> 5) % 4;
+	for (nf_i nf_tile = blockIdx.x; nf_tile < 2; nf_tile += gridDim.x) {
+		nf_i nf_q = nf_tile;
+		const nf_i nf_n0 = nf_q % 1 * 32;
+		nf_q /= 1;
+		const nf_i nf_m0 = nf_q % 2 * 32;
+		nf_q /= 2;
+		nf_i nf_oa = 0, nf_ob = 0, nf_oc = 0;
+		float nf_acc[1][1][4];
+		for (int i = 0; i < 1; i++) for (int j = 0; j < 1; j++) for (int e = 0; e < 4; e++) nf_acc[i][j][e] = 0.0f;
+		uint4 nf_ra[1];
+		uint4 nf_rb[1];
+		#pragma unroll
+		for (int u = 0; u < 1; u++) {
+			const int e = threadIdx.x + u * 256;
+			if (e >= 128) break;
+			const int rr = e >> 2, cc = (e & 3) * 8;
+			const nf_i m = nf_m0 + rr, k = 0 + cc;
+			nf_ra[u] = m < 64 && k < 48 ? *(const uint4 *)&t_d_C[nf_oa + nf_kernel_k0_am(m) + nf_kernel_k0_ak(k)] : make_uint4(0, 0, 0, 0);
 		}
+		#pragma unroll
+		for (int u = 0; u < 1; u++) {
+			const int e = threadIdx.x + u * 256;
+			if (e >= 128) break;
+			const int rr = e >> 2, cc = (e & 3) * 8;
+			const nf_i m = nf_n0 + rr, k = 0 + cc;
+			nf_rb[u] = m < 32 && k < 48 ? *(const uint4 *)&t_B[nf_ob + nf_kernel_k0_bn(m) + nf_kernel_k0_bk(k)] : make_uint4(0, 0, 0, 0);
+		}
+		#pragma unroll
+		for (int u = 0; u < 1; u++) {
+			const int e = threadIdx.x + u * 256;
+			if (e >= 128) break;
+			const int rr = e >> 2, cc = (e & 3) * 8;
+			*(uint4 *)&nf_sa[0][rr * 40 + cc] = nf_ra[u];
+		}
+		#pragma unroll
+		for (int u = 0; u < 1; u++) {
+			const int e = threadIdx.x + u * 256;
+			if (e >= 128) break;
+			const int rr = e >> 2, cc = (e & 3) * 8;
+			*(uint4 *)&nf_sb[0][rr * 40 + cc] = nf_rb[u];
+		}
+		__syncthreads();
+		for (nf_i nf_k0 = 0, nf_buf = 0; nf_k0 < 48; nf_k0 += 32, nf_buf ^= 1) {
+			const bool nf_more = nf_k0 + 32 < 48;
+			if (nf_more) {
+				#pragma unroll
+				for (int u = 0; u < 1; u++) {
+					const int e = threadIdx.x + u * 256;
+					if (e >= 128) break;
+					const int rr = e >> 2, cc = (e & 3) * 8;
+					const nf_i m = nf_m0 + rr, k = nf_k0 + 32 + cc;
+					nf_ra[u] = m < 64 && k < 48 ? *(const uint4 *)&t_d_C[nf_oa + nf_kernel_k0_am(m) + nf_kernel_k0_ak(k)] : make_uint4(0, 0, 0, 0);
+				}
+				#pragma unroll
+				for (int u = 0; u < 1; u++) {
+					const int e = threadIdx.x + u * 256;
+					if (e >= 128) break;
+					const int rr = e >> 2, cc = (e & 3) * 8;
+					const nf_i m = nf_n0 + rr, k = nf_k0 + 32 + cc;
+					nf_rb[u] = m < 32 && k < 48 ? *(const uint4 *)&t_B[nf_ob + nf_kernel_k0_bn(m) + nf_kernel_k0_bk(k)] : make_uint4(0, 0, 0, 0);
+				}
+			}
+			const unsigned short *nf_ta = nf_sa[nf_buf], *nf_tb = nf_sb[nf_buf];
+			#pragma unroll
+			for (int nf_kk = 0; nf_kk < 32; nf_kk += 16) {
+				unsigned nf_fa[1][4], nf_fb[1][2];
+				#pragma unroll
+				for (int i = 0; i < 1; i++) {
+					const unsigned short *p = &nf_ta[(nf_wm * 16 + i * 16 + nf_g) * 40 + nf_kk + 2 * nf_t];
+					nf_fa[i][0] = *(const unsigned *)p;
+					nf_fa[i][1] = *(const unsigned *)(p + 320);
+					nf_fa[i][2] = *(const unsigned *)(p + 8);
+					nf_fa[i][3] = *(const unsigned *)(p + 328);
+				}
+				#pragma unroll
+				for (int j = 0; j < 1; j++) {
+					const unsigned short *p = &nf_tb[(nf_wn * 8 + j * 8 + nf_g) * 40 + nf_kk + 2 * nf_t];
+					nf_fb[j][0] = *(const unsigned *)p;
+					nf_fb[j][1] = *(const unsigned *)(p + 8);
+				}
+				#pragma unroll
+				for (int i = 0; i < 1; i++)
+					#pragma unroll
+					for (int j = 0; j < 1; j++) nf_mma(nf_acc[i][j], nf_fa[i], nf_fb[j]);
+			}
+			if (nf_more) {
+				#pragma unroll
+				for (int u = 0; u < 1; u++) {
+					const int e = threadIdx.x + u * 256;
+					if (e >= 128) break;
+					const int rr = e >> 2, cc = (e & 3) * 8;
+					*(uint4 *)&nf_sa[nf_buf ^ 1][rr * 40 + cc] = nf_ra[u];
+				}
+				#pragma unroll
+				for (int u = 0; u < 1; u++) {
+					const int e = threadIdx.x + u * 256;
+					if (e >= 128) break;
+					const int rr = e >> 2, cc = (e & 3) * 8;
+					*(uint4 *)&nf_sb[nf_buf ^ 1][rr * 40 + cc] = nf_rb[u];
+				}
+			}
+			__syncthreads();
+		}
+		for (int i = 0; i < 1; i++)
+			for (int j = 0; j < 1; j++)
+				for (int h = 0; h < 2; h++) {
+					const nf_i m = nf_m0 + nf_wm * 16 + i * 16 + nf_g + 8 * h, n = nf_n0 + nf_wn * 8 + j * 8 + 2 * nf_t;
+					if (m >= 64) continue;
+					const nf_i o = nf_oc + nf_kernel_k0_cm(m);
+					if (n < 32) t_d_A[o + nf_kernel_k0_cn(n)] = nf_st(nf_acc[i][j][2 * h]);
+					if (n + 1 < 32) t_d_A[o + nf_kernel_k0_cn(n + 1)] = nf_st(nf_acc[i][j][2 * h + 1]);
+				}
 	}
 }
 
+static __device__ __forceinline__ nf_i nf_kernel_k1_am(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 1;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k1_ak(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 32;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k1_bn(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 1;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k1_bk(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 48;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k1_cm(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 48;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k1_cn(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 1;
+	return o;
+}
+
 // d_B[k, j] += d_C[i, j] * A[i, k]
+// mma 32x32
 extern "C" __global__ void __launch_bounds__(256) nf_kernel_k1(const nf_bf16 *__restrict__ t_A, const nf_bf16 *__restrict__ t_B, const nf_bf16 *__restrict__ t_d_C, nf_bf16 *__restrict__ t_d_A, nf_bf16 *__restrict__ t_d_B)
 {
-	for (nf_i nf_blk = blockIdx.x; nf_blk < 2; nf_blk += gridDim.x) {
-		const nf_i vb_j = nf_blk;
-		__shared__ __align__(16) float r_sh0[512];
-		__shared__ __align__(16) float r_sh1[512];
-		{ // 256 threads
-			const nf_i nf_tid = threadIdx.x;
-			const nf_i vt_j = nf_tid % 32;
-			const nf_i vt_k = nf_tid / 32;
-			float r_acc[4];
-			#pragma unroll
-			for (nf_i vr_k = 0; vr_k < 4; vr_k++) {
-				r_acc[vr_k] = 0.0f;
-			}
-			for (nf_i vo_i = 0; vo_i < 4; vo_i++) {
-				if (vt_k * 32 + vt_j < 128) {
-					{
-						const uint2 nf_w = vb_j * 32 + (vt_k * 32 + vt_j) % 128 * 4 % 32 < 48 ? *(const uint2 *)&t_d_C[(vo_i * 16 + (vt_k * 32 + vt_j) % 128 * 4 / 32) * 48 + vb_j * 32 + (vt_k * 32 + vt_j) % 128 * 4 % 32] : make_uint2(0u, 0u);
-						*(float4 *)&r_sh0[(vt_k * 32 + vt_j) % 128 * 4] = make_float4(nf_ld((nf_bf16)(nf_w.x & 0xffffu)), nf_ld((nf_bf16)(nf_w.x >> 16)), nf_ld((nf_bf16)(nf_w.y & 0xffffu)), nf_ld((nf_bf16)(nf_w.y >> 16)));
-					}
-				}
-				if (vt_k * 32 + vt_j < 128) {
-					{
-						const uint2 nf_w = *(const uint2 *)&t_A[(vo_i * 16 + (vt_k * 32 + vt_j) % 128 * 4 / 32) * 32 + (vt_k * 32 + vt_j) % 128 * 4 % 32];
-						*(float4 *)&r_sh1[(vt_k * 32 + vt_j) % 128 * 4] = make_float4(nf_ld((nf_bf16)(nf_w.x & 0xffffu)), nf_ld((nf_bf16)(nf_w.x >> 16)), nf_ld((nf_bf16)(nf_w.y & 0xffffu)), nf_ld((nf_bf16)(nf_w.y >> 16)));
-					}
-				}
-				__syncthreads();
-				#pragma unroll
-				for (nf_i vi_i = 0; vi_i < 16; vi_i++) {
-					#pragma unroll
-					for (nf_i vr_k = 0; vr_k < 4; vr_k++) {
-						if (vb_j * 32 + vt_j < 48) {
-							r_acc[vr_k] += r_sh0[vi_i * 32 + vt_j] * r_sh1[vi_i * 32 + vr_k * 8 + vt_k];
-						}
-					}
-				}
-				__syncthreads();
-			}
-			#pragma unroll
-			for (nf_i vr_k = 0; vr_k < 4; vr_k++) {
-				if (vb_j * 32 + vt_j < 48) {
-					t_d_B[(vr_k * 8 + vt_k) * 48 + vb_j * 32 + vt_j] = nf_st(r_acc[vr_k]);
-				}
-			}
+	__shared__ __align__(16) unsigned short nf_sa[2][1280], nf_sb[2][1280];
+	const int nf_lane = threadIdx.x & 31, nf_g = nf_lane >> 2, nf_t = nf_lane & 3;
+	const int nf_wm = (threadIdx.x >> 5) / 4, nf_wn = (threadIdx.x >> 5) % 4;
+	for (nf_i nf_tile = blockIdx.x; nf_tile < 2; nf_tile += gridDim.x) {
+		nf_i nf_q = nf_tile;
+		const nf_i nf_n0 = nf_q % 2 * 32;
+		nf_q /= 2;
+		const nf_i nf_m0 = nf_q % 1 * 32;
+		nf_q /= 1;
+		nf_i nf_oa = 0, nf_ob = 0, nf_oc = 0;
+		float nf_acc[1][1][4];
+		for (int i = 0; i < 1; i++) for (int j = 0; j < 1; j++) for (int e = 0; e < 4; e++) nf_acc[i][j][e] = 0.0f;
+		uint4 nf_ra[1];
+		uint4 nf_rb[1];
+		#pragma unroll
+		for (int u = 0; u < 1; u++) {
+			const int e = threadIdx.x + u * 256;
+			if (e >= 128) break;
+			const int cc = e & 31, rr = (e >> 5) * 8;
+			const nf_i m = nf_m0 + rr, k = 0 + cc;
+			nf_ra[u] = m < 32 && k < 64 ? *(const uint4 *)&t_A[nf_oa + nf_kernel_k1_am(m) + nf_kernel_k1_ak(k)] : make_uint4(0, 0, 0, 0);
 		}
+		#pragma unroll
+		for (int u = 0; u < 1; u++) {
+			const int e = threadIdx.x + u * 256;
+			if (e >= 128) break;
+			const int cc = e & 31, rr = (e >> 5) * 8;
+			const nf_i m = nf_n0 + rr, k = 0 + cc;
+			nf_rb[u] = m < 48 && k < 64 ? *(const uint4 *)&t_d_C[nf_ob + nf_kernel_k1_bn(m) + nf_kernel_k1_bk(k)] : make_uint4(0, 0, 0, 0);
+		}
+		#pragma unroll
+		for (int u = 0; u < 1; u++) {
+			const int e = threadIdx.x + u * 256;
+			if (e >= 128) break;
+			const int cc = e & 31, rr = (e >> 5) * 8;
+			const unsigned short *h = (const unsigned short *)&nf_ra[u];
+			for (int j = 0; j < 8; j++) nf_sa[0][(rr + j) * 40 + cc] = h[j];
+		}
+		#pragma unroll
+		for (int u = 0; u < 1; u++) {
+			const int e = threadIdx.x + u * 256;
+			if (e >= 128) break;
+			const int cc = e & 31, rr = (e >> 5) * 8;
+			const unsigned short *h = (const unsigned short *)&nf_rb[u];
+			for (int j = 0; j < 8; j++) nf_sb[0][(rr + j) * 40 + cc] = h[j];
+		}
+		__syncthreads();
+		for (nf_i nf_k0 = 0, nf_buf = 0; nf_k0 < 64; nf_k0 += 32, nf_buf ^= 1) {
+			const bool nf_more = nf_k0 + 32 < 64;
+			if (nf_more) {
+				#pragma unroll
+				for (int u = 0; u < 1; u++) {
+					const int e = threadIdx.x + u * 256;
+					if (e >= 128) break;
+					const int cc = e & 31, rr = (e >> 5) * 8;
+					const nf_i m = nf_m0 + rr, k = nf_k0 + 32 + cc;
+					nf_ra[u] = m < 32 && k < 64 ? *(const uint4 *)&t_A[nf_oa + nf_kernel_k1_am(m) + nf_kernel_k1_ak(k)] : make_uint4(0, 0, 0, 0);
+				}
+				#pragma unroll
+				for (int u = 0; u < 1; u++) {
+					const int e = threadIdx.x + u * 256;
+					if (e >= 128) break;
+					const int cc = e & 31, rr = (e >> 5) * 8;
+					const nf_i m = nf_n0 + rr, k = nf_k0 + 32 + cc;
+					nf_rb[u] = m < 48 && k < 64 ? *(const uint4 *)&t_d_C[nf_ob + nf_kernel_k1_bn(m) + nf_kernel_k1_bk(k)] : make_uint4(0, 0, 0, 0);
+				}
+			}
+			const unsigned short *nf_ta = nf_sa[nf_buf], *nf_tb = nf_sb[nf_buf];
+			#pragma unroll
+			for (int nf_kk = 0; nf_kk < 32; nf_kk += 16) {
+				unsigned nf_fa[1][4], nf_fb[1][2];
+				#pragma unroll
+				for (int i = 0; i < 1; i++) {
+					const unsigned short *p = &nf_ta[(nf_wm * 16 + i * 16 + nf_g) * 40 + nf_kk + 2 * nf_t];
+					nf_fa[i][0] = *(const unsigned *)p;
+					nf_fa[i][1] = *(const unsigned *)(p + 320);
+					nf_fa[i][2] = *(const unsigned *)(p + 8);
+					nf_fa[i][3] = *(const unsigned *)(p + 328);
+				}
+				#pragma unroll
+				for (int j = 0; j < 1; j++) {
+					const unsigned short *p = &nf_tb[(nf_wn * 8 + j * 8 + nf_g) * 40 + nf_kk + 2 * nf_t];
+					nf_fb[j][0] = *(const unsigned *)p;
+					nf_fb[j][1] = *(const unsigned *)(p + 8);
+				}
+				#pragma unroll
+				for (int i = 0; i < 1; i++)
+					#pragma unroll
+					for (int j = 0; j < 1; j++) nf_mma(nf_acc[i][j], nf_fa[i], nf_fb[j]);
+			}
+			if (nf_more) {
+				#pragma unroll
+				for (int u = 0; u < 1; u++) {
+					const int e = threadIdx.x + u * 256;
+					if (e >= 128) break;
+					const int cc = e & 31, rr = (e >> 5) * 8;
+					const unsigned short *h = (const unsigned short *)&nf_ra[u];
+					for (int j = 0; j < 8; j++) nf_sa[nf_buf ^ 1][(rr + j) * 40 + cc] = h[j];
+				}
+				#pragma unroll
+				for (int u = 0; u < 1; u++) {
+					const int e = threadIdx.x + u * 256;
+					if (e >= 128) break;
+					const int cc = e & 31, rr = (e >> 5) * 8;
+					const unsigned short *h = (const unsigned short *)&nf_rb[u];
+					for (int j = 0; j < 8; j++) nf_sb[nf_buf ^ 1][(rr + j) * 40 + cc] = h[j];
+				}
+			}
+			__syncthreads();
+		}
+		for (int i = 0; i < 1; i++)
+			for (int j = 0; j < 1; j++)
+				for (int h = 0; h < 2; h++) {
+					const nf_i m = nf_m0 + nf_wm * 16 + i * 16 + nf_g + 8 * h, n = nf_n0 + nf_wn * 8 + j * 8 + 2 * nf_t;
+					if (m >= 32) continue;
+					const nf_i o = nf_oc + nf_kernel_k1_cm(m);
+					if (n < 48) t_d_B[o + nf_kernel_k1_cn(n)] = nf_st(nf_acc[i][j][2 * h]);
+					if (n + 1 < 48) t_d_B[o + nf_kernel_k1_cn(n + 1)] = nf_st(nf_acc[i][j][2 * h + 1]);
+				}
 	}
 }

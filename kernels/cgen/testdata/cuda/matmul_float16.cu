@@ -9,6 +9,7 @@ typedef int nf_i;
 
 typedef unsigned short nf_half;
 
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 800
 static __device__ __forceinline__ float nf_ld(nf_half h)
 {
 #ifdef __CUDA_ARCH__
@@ -27,6 +28,7 @@ static __device__ __forceinline__ float nf_ld(nf_half h)
 #endif
 }
 
+#endif
 #ifndef __CUDA_ARCH__
 static inline unsigned int nf_round_shift(unsigned int x, unsigned int s)
 {
@@ -52,53 +54,186 @@ static __device__ __forceinline__ nf_half nf_st(float f)
 #endif
 }
 
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 800
+static __device__ __forceinline__ float nf_lo(unsigned x) { return nf_ld((unsigned short)(x & 0xffffu)); }
+static __device__ __forceinline__ float nf_hi(unsigned x) { return nf_ld((unsigned short)(x >> 16)); }
+#endif
+
+static __device__ __forceinline__ void nf_mma(float *d, const unsigned *a, const unsigned *b)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+		: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+		: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+	const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+	for (int s = 0; s < 4; s++) {
+		const int ra = g * 4 + s, rb0 = 2 * t * 4 + s, rb1 = (2 * t + 1) * 4 + s;
+		const unsigned a0 = __shfl_sync(0xffffffffu, a[0], ra), a1 = __shfl_sync(0xffffffffu, a[1], ra);
+		const unsigned a2 = __shfl_sync(0xffffffffu, a[2], ra), a3 = __shfl_sync(0xffffffffu, a[3], ra);
+		const unsigned b00 = __shfl_sync(0xffffffffu, b[0], rb0), b01 = __shfl_sync(0xffffffffu, b[1], rb0);
+		const unsigned b10 = __shfl_sync(0xffffffffu, b[0], rb1), b11 = __shfl_sync(0xffffffffu, b[1], rb1);
+		d[0] += nf_lo(a0) * nf_lo(b00) + nf_hi(a0) * nf_hi(b00) + nf_lo(a2) * nf_lo(b01) + nf_hi(a2) * nf_hi(b01);
+		d[1] += nf_lo(a0) * nf_lo(b10) + nf_hi(a0) * nf_hi(b10) + nf_lo(a2) * nf_lo(b11) + nf_hi(a2) * nf_hi(b11);
+		d[2] += nf_lo(a1) * nf_lo(b00) + nf_hi(a1) * nf_hi(b00) + nf_lo(a3) * nf_lo(b01) + nf_hi(a3) * nf_hi(b01);
+		d[3] += nf_lo(a1) * nf_lo(b10) + nf_hi(a1) * nf_hi(b10) + nf_lo(a3) * nf_lo(b11) + nf_hi(a3) * nf_hi(b11);
+	}
+#endif
+}
+
+
+static __device__ __forceinline__ nf_i nf_kernel_k0_am(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 20;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k0_ak(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 1;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k0_bn(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 1;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k0_bk(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 37;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k0_cm(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 37;
+	return o;
+}
+
+static __device__ __forceinline__ nf_i nf_kernel_k0_cn(nf_i q)
+{
+	nf_i o = 0;
+	o += q * 1;
+	return o;
+}
 
 // C[i, j] += A[i, k] * B[k, j]
+// mma 32x32
 extern "C" __global__ void __launch_bounds__(256) nf_kernel_k0(const nf_half *__restrict__ t_A, const nf_half *__restrict__ t_B, nf_half *__restrict__ t_C)
 {
-	for (nf_i nf_blk = blockIdx.x; nf_blk < 4; nf_blk += gridDim.x) {
-		const nf_i vb_j = nf_blk % 2;
-		const nf_i vb_i = nf_blk / 2;
-		__shared__ __align__(16) float r_sh0[512];
-		__shared__ __align__(16) float r_sh1[512];
-		{ // 256 threads
-			const nf_i nf_tid = threadIdx.x;
-			const nf_i vt_j = nf_tid % 32;
-			const nf_i vt_i = nf_tid / 32;
-			float r_acc[4];
-			#pragma unroll
-			for (nf_i vr_i = 0; vr_i < 4; vr_i++) {
-				r_acc[vr_i] = 0.0f;
-			}
-			for (nf_i vo_k = 0; vo_k < 2; vo_k++) {
-				for (nf_i vc_sh0 = 0; vc_sh0 < 2; vc_sh0++) {
-					if (vc_sh0 * 256 + vt_i * 32 + vt_j < 320) {
-						r_sh0[vc_sh0 * 256 + vt_i * 32 + vt_j] = vb_i * 32 + (vc_sh0 * 256 + vt_i * 32 + vt_j) / 10 % 32 < 33 ? nf_ld(t_A[(vb_i * 32 + (vc_sh0 * 256 + vt_i * 32 + vt_j) / 10 % 32) * 20 + vo_k * 10 + (vc_sh0 * 256 + vt_i * 32 + vt_j) % 10]) : 0.0f;
-					}
-				}
-				for (nf_i vc_sh1 = 0; vc_sh1 < 2; vc_sh1++) {
-					if (vc_sh1 * 256 + vt_i * 32 + vt_j < 320) {
-						r_sh1[vc_sh1 * 256 + vt_i * 32 + vt_j] = vb_j * 32 + (vc_sh1 * 256 + vt_i * 32 + vt_j) % 32 < 37 ? nf_ld(t_B[(vo_k * 10 + (vc_sh1 * 256 + vt_i * 32 + vt_j) / 32 % 10) * 37 + vb_j * 32 + (vc_sh1 * 256 + vt_i * 32 + vt_j) % 32]) : 0.0f;
-					}
-				}
-				__syncthreads();
-				#pragma unroll
-				for (nf_i vi_k = 0; vi_k < 10; vi_k++) {
-					#pragma unroll
-					for (nf_i vr_i = 0; vr_i < 4; vr_i++) {
-						if ((vb_i * 32 + vr_i * 8 + vt_i < 33) & (vb_j * 32 + vt_j < 37)) {
-							r_acc[vr_i] += r_sh0[(vr_i * 8 + vt_i) * 10 + vi_k] * r_sh1[vi_k * 32 + vt_j];
-						}
-					}
-				}
-				__syncthreads();
-			}
-			#pragma unroll
-			for (nf_i vr_i = 0; vr_i < 4; vr_i++) {
-				if ((vb_i * 32 + vr_i * 8 + vt_i < 33) & (vb_j * 32 + vt_j < 37)) {
-					t_C[(vb_i * 32 + vr_i * 8 + vt_i) * 37 + vb_j * 32 + vt_j] = nf_st(r_acc[vr_i]);
-				}
-			}
+	__shared__ __align__(16) unsigned short nf_sa[2][1280], nf_sb[2][1280];
+	const int nf_lane = threadIdx.x & 31, nf_g = nf_lane >> 2, nf_t = nf_lane & 3;
+	const int nf_wm = (threadIdx.x >> 5) / 4, nf_wn = (threadIdx.x >> 5) % 4;
+	for (nf_i nf_tile = blockIdx.x; nf_tile < 4; nf_tile += gridDim.x) {
+		nf_i nf_q = nf_tile;
+		const nf_i nf_n0 = nf_q % 2 * 32;
+		nf_q /= 2;
+		const nf_i nf_m0 = nf_q % 2 * 32;
+		nf_q /= 2;
+		nf_i nf_oa = 0, nf_ob = 0, nf_oc = 0;
+		float nf_acc[1][1][4];
+		for (int i = 0; i < 1; i++) for (int j = 0; j < 1; j++) for (int e = 0; e < 4; e++) nf_acc[i][j][e] = 0.0f;
+		unsigned short nf_ra[4];
+		unsigned short nf_rb[4];
+		#pragma unroll
+		for (int u = 0; u < 4; u++) {
+			const int e = threadIdx.x + u * 256;
+			const int rr = e >> 5, cc = e & 31;
+			const nf_i m = nf_m0 + rr, k = 0 + cc;
+			nf_ra[u] = m < 33 && k < 20 ? t_A[nf_oa + nf_kernel_k0_am(m) + nf_kernel_k0_ak(k)] : (unsigned short)0;
 		}
+		#pragma unroll
+		for (int u = 0; u < 4; u++) {
+			const int e = threadIdx.x + u * 256;
+			const int rr = e % 32, cc = e / 32;
+			const nf_i m = nf_n0 + rr, k = 0 + cc;
+			nf_rb[u] = m < 37 && k < 20 ? t_B[nf_ob + nf_kernel_k0_bn(m) + nf_kernel_k0_bk(k)] : (unsigned short)0;
+		}
+		#pragma unroll
+		for (int u = 0; u < 4; u++) {
+			const int e = threadIdx.x + u * 256;
+			const int rr = e >> 5, cc = e & 31;
+			nf_sa[0][rr * 40 + cc] = nf_ra[u];
+		}
+		#pragma unroll
+		for (int u = 0; u < 4; u++) {
+			const int e = threadIdx.x + u * 256;
+			const int rr = e % 32, cc = e / 32;
+			nf_sb[0][rr * 40 + cc] = nf_rb[u];
+		}
+		__syncthreads();
+		for (nf_i nf_k0 = 0, nf_buf = 0; nf_k0 < 20; nf_k0 += 32, nf_buf ^= 1) {
+			const bool nf_more = nf_k0 + 32 < 20;
+			if (nf_more) {
+				#pragma unroll
+				for (int u = 0; u < 4; u++) {
+					const int e = threadIdx.x + u * 256;
+					const int rr = e >> 5, cc = e & 31;
+					const nf_i m = nf_m0 + rr, k = nf_k0 + 32 + cc;
+					nf_ra[u] = m < 33 && k < 20 ? t_A[nf_oa + nf_kernel_k0_am(m) + nf_kernel_k0_ak(k)] : (unsigned short)0;
+				}
+				#pragma unroll
+				for (int u = 0; u < 4; u++) {
+					const int e = threadIdx.x + u * 256;
+					const int rr = e % 32, cc = e / 32;
+					const nf_i m = nf_n0 + rr, k = nf_k0 + 32 + cc;
+					nf_rb[u] = m < 37 && k < 20 ? t_B[nf_ob + nf_kernel_k0_bn(m) + nf_kernel_k0_bk(k)] : (unsigned short)0;
+				}
+			}
+			const unsigned short *nf_ta = nf_sa[nf_buf], *nf_tb = nf_sb[nf_buf];
+			#pragma unroll
+			for (int nf_kk = 0; nf_kk < 32; nf_kk += 16) {
+				unsigned nf_fa[1][4], nf_fb[1][2];
+				#pragma unroll
+				for (int i = 0; i < 1; i++) {
+					const unsigned short *p = &nf_ta[(nf_wm * 16 + i * 16 + nf_g) * 40 + nf_kk + 2 * nf_t];
+					nf_fa[i][0] = *(const unsigned *)p;
+					nf_fa[i][1] = *(const unsigned *)(p + 320);
+					nf_fa[i][2] = *(const unsigned *)(p + 8);
+					nf_fa[i][3] = *(const unsigned *)(p + 328);
+				}
+				#pragma unroll
+				for (int j = 0; j < 1; j++) {
+					const unsigned short *p = &nf_tb[(nf_wn * 8 + j * 8 + nf_g) * 40 + nf_kk + 2 * nf_t];
+					nf_fb[j][0] = *(const unsigned *)p;
+					nf_fb[j][1] = *(const unsigned *)(p + 8);
+				}
+				#pragma unroll
+				for (int i = 0; i < 1; i++)
+					#pragma unroll
+					for (int j = 0; j < 1; j++) nf_mma(nf_acc[i][j], nf_fa[i], nf_fb[j]);
+			}
+			if (nf_more) {
+				#pragma unroll
+				for (int u = 0; u < 4; u++) {
+					const int e = threadIdx.x + u * 256;
+					const int rr = e >> 5, cc = e & 31;
+					nf_sa[nf_buf ^ 1][rr * 40 + cc] = nf_ra[u];
+				}
+				#pragma unroll
+				for (int u = 0; u < 4; u++) {
+					const int e = threadIdx.x + u * 256;
+					const int rr = e % 32, cc = e / 32;
+					nf_sb[nf_buf ^ 1][rr * 40 + cc] = nf_rb[u];
+				}
+			}
+			__syncthreads();
+		}
+		for (int i = 0; i < 1; i++)
+			for (int j = 0; j < 1; j++)
+				for (int h = 0; h < 2; h++) {
+					const nf_i m = nf_m0 + nf_wm * 16 + i * 16 + nf_g + 8 * h, n = nf_n0 + nf_wn * 8 + j * 8 + 2 * nf_t;
+					if (m >= 33) continue;
+					const nf_i o = nf_oc + nf_kernel_k0_cm(m);
+					if (n < 37) t_C[o + nf_kernel_k0_cn(n)] = nf_st(nf_acc[i][j][2 * h]);
+					if (n + 1 < 37) t_C[o + nf_kernel_k0_cn(n + 1)] = nf_st(nf_acc[i][j][2 * h + 1]);
+				}
 	}
 }
