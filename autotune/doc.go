@@ -122,7 +122,12 @@
 // the Target (CPU model and ISA features) and the neoflow version.
 // Package tunedb stores records, the faster record winning, safely across
 // processes; kernels.Options.Schedules applies a record whenever the
-// kernel is built.
+// kernel is built. A record also carries its Family (the key less the
+// extents) and the best genome: WarmStart (warm.go) projects the record
+// of a kernel's nearest shape (ShapeDistance) onto a new shape's space,
+// every gene kept but the split and step genes, which take the choice
+// nearest the old factors, and torchbridge builds the new shape with it
+// and seeds its picks and searches with it.
 //
 // # The CUDA space
 //

@@ -92,13 +92,18 @@ func (p *Pick) Decided() []loops.Schedule {
 // which keeps a CPU.
 var PickBuilds = max(runtime.NumCPU()-1, 1)
 
-// PickDefaults measures spec's candidate schedules with threads threads
-// and returns the fastest per statement. Kernels with too little work
-// (PickMinOps), or whose candidates are all the default, are not
-// measured.
-func PickDefaults(ctx context.Context, b *kernels.Builder, spec *ir.Spec, threads int) (*Pick, error) {
+// PickDefaults measures spec's candidate schedules with threads threads,
+// extra genomes (a warm start's) among them, and returns the fastest per
+// statement. Kernels with too little work (PickMinOps), or whose
+// candidates are all the default, are not measured.
+func PickDefaults(ctx context.Context, b *kernels.Builder, spec *ir.Spec, threads int, extra [][]int) (*Pick, error) {
 	sp := NewSpace(spec)
 	cands := pickCandidates(sp)
+	for _, g := range extra {
+		if len(g) == len(sp.card) && !slices.ContainsFunc(cands, func(o []int) bool { return slices.Equal(o, g) }) {
+			cands = append(cands, g)
+		}
+	}
 	if len(cands) < 2 || reductionPoints(spec) < PickMinOps {
 		return &Pick{}, nil
 	}

@@ -52,7 +52,7 @@ func TestPickDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := PickDefaults(context.Background(), b, gemm, 2)
+	p, err := PickDefaults(context.Background(), b, gemm, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestPickDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := PickDefaults(context.Background(), b, spec, 2)
+		p, err := PickDefaults(context.Background(), b, spec, 2, nil)
 		if err != nil || p.Schedules != nil || p.Default != 0 {
 			t.Errorf("%s: pick %+v, %v: want none measured", o.Name, p, err)
 		}

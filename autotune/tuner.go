@@ -515,7 +515,18 @@ func (t *Tuner) Record() *api.TuneRecord {
 		Failures:       t.fails,
 		Created:        time.Now().UTC().Format(time.RFC3339),
 		Seed:           t.opts.Seed,
+		Family:         Family(t.spec, t.opts.Version, t.target),
+		Genome:         RecordGenome(t.best),
 	}
+}
+
+// RecordGenome is genome g as a record stores it.
+func RecordGenome(g []int) []int32 {
+	out := make([]int32, len(g))
+	for i, x := range g {
+		out[i] = int32(x)
+	}
+	return out
 }
 
 // scaledGenes is every gene of g scaled to [0, 1] by its cardinality.

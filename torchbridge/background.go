@@ -198,13 +198,14 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 	if err != nil {
 		return err
 	}
-	opts := autotune.Options{Trials: backgroundTrials, Timing: autotune.Timing{Threads: r.config().NumThreads}, Version: Version}
+	warm := r.warmSeeds(job.spec, job.key, false)
+	opts := autotune.Options{Trials: backgroundTrials, Timing: autotune.Timing{Threads: r.config().NumThreads}, Version: Version, Seeds: warm}
 	ctx := context.Background()
 	// First the pick (seconds, not minutes): its kernel runs while the
 	// search goes on, which starts from its genome.
 	if autotune.Picks(job.spec) {
 		r.bg.busy.Store(true)
-		p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads)
+		p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads, warm)
 		r.bg.busy.Store(false)
 		if err == nil && p.Schedules != nil {
 			swapped, err := r.swapIn(ctx, b, job, p.Schedules)
@@ -214,7 +215,7 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 			r.bg.mu.Lock()
 			job.swapped = swapped
 			r.bg.mu.Unlock()
-			opts.Seeds = [][]int{p.Genome}
+			opts.Seeds = append(opts.Seeds, p.Genome)
 		}
 	}
 	t, err := autotune.NewTuner(b, job.spec, opts)
@@ -248,6 +249,7 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 		if _, err := db.Put(rec); err != nil {
 			return err
 		}
+		r.stored(rec)
 	}
 	p := t.Progress()
 	swapped := false

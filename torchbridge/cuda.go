@@ -47,7 +47,7 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp
 		if err != nil {
 			return nil, err
 		}
-		scheds = r.recordSchedules(spec, key)
+		scheds = r.recordSchedules(spec, key, true)
 	}
 	k, err := builder.BuildCUDATuned(r.buildContext(), spec, scheds, gpu.arch)
 	resp.Warnings = r.takeWarnings()

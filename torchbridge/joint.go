@@ -72,9 +72,11 @@ func (r *Runtime) tuneWithForward(db *tunedb.DB, op *ir.Op, bwd *autotune.Tuner)
 		return j, err
 	}
 	if j.Changed {
-		if _, err := db.Replace(fwd.tuner.Record()); err != nil {
+		rec := fwd.tuner.Record()
+		if _, err := db.Replace(rec); err != nil {
 			return j, err
 		}
+		r.stored(rec)
 	}
 	return j, nil
 }

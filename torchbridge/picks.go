@@ -31,7 +31,7 @@ func (r *Runtime) pickJob(job *bgJob) error {
 	}
 	ctx := context.Background()
 	r.bg.busy.Store(true)
-	p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads)
+	p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads, r.warmSeeds(job.spec, job.key, false))
 	r.bg.busy.Store(false)
 	if err != nil {
 		return err
@@ -48,10 +48,12 @@ func (r *Runtime) pickJob(job *bgJob) error {
 		return err
 	}
 	rec := &api.TuneRecord{Key: job.key, OpName: job.spec.Op.Name, Schedules: autotune.ToProto(p.Decided()),
-		BestSeconds: p.Best, DefaultSeconds: p.Default, Created: time.Now().UTC().Format(time.RFC3339)}
+		BestSeconds: p.Best, DefaultSeconds: p.Default, Created: time.Now().UTC().Format(time.RFC3339),
+		Family: autotune.Family(job.spec, Version, job.key.GetTarget()), Genome: autotune.RecordGenome(p.Genome)}
 	if _, err := db.Put(rec); err != nil {
 		return err
 	}
+	r.stored(rec)
 	swapped := false
 	if p.Schedules != nil {
 		if swapped, err = r.swapIn(ctx, b, job, p.Schedules); err != nil {

@@ -42,6 +42,8 @@ type Runtime struct {
 
 	bg background // NEOFLOW_TUNE=background: the tuner working behind the calls (background.go)
 
+	warm warmIndex // records by family, for a new shape's warm start (warm.go)
+
 	machineMu sync.Mutex    // guards rates; held while they are measured
 	rates     *fuse.Machine // the fusion reward's rates, once known (machine.go)
 

@@ -59,22 +59,28 @@ func (r *Runtime) tuneDB() (*tunedb.DB, error) {
 
 // tunedSchedules is the builder's Options.Schedules: the database's
 // schedules for spec's CPU kernel on this machine (tuned, or picked,
-// picks.go), or nil (the defaults).
+// picks.go), else those of its nearest shape's record projected onto it
+// (warm.go), or nil (the defaults).
 func (r *Runtime) tunedSchedules(spec *ir.Spec) []loops.Schedule {
-	return r.recordSchedules(spec, autotune.Key(spec, Version))
+	return r.recordSchedules(spec, autotune.Key(spec, Version), false)
 }
 
 // recordSchedules is the schedules of the database's record under key,
-// or nil. A record that does not fit the spec is reported and ignored.
-func (r *Runtime) recordSchedules(spec *ir.Spec, key *api.TuneKey) []loops.Schedule {
+// else of the warm start from its nearest shape (the CUDA space when
+// gpu), or nil. A record that does not fit the spec is reported and
+// ignored.
+func (r *Runtime) recordSchedules(spec *ir.Spec, key *api.TuneKey, gpu bool) []loops.Schedule {
 	db, err := r.tuneDB()
 	if err != nil {
 		r.warnf("tuning database unavailable, using default schedules: %v", err)
 		return nil
 	}
 	rec, ok, err := db.Get(key)
-	if err != nil || !ok {
+	if err != nil {
 		return nil
+	}
+	if !ok {
+		return r.warmDefault(spec, key, gpu)
 	}
 	scheds, err := autotune.FromProto(rec.GetSchedules())
 	if err == nil && len(scheds) != len(spec.Stmts) {
@@ -173,6 +179,7 @@ func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
 		Seed:    req.GetSeed(),
 		Timing:  autotune.Timing{Threads: threads},
 		Version: Version,
+		Seeds:   r.warmSeeds(spec, key, ord >= 0),
 	}
 	var t *autotune.Tuner
 	if ord >= 0 {
@@ -266,6 +273,7 @@ func (r *Runtime) TuneEnd(req *api.TuneStepRequest) (*api.TuneProgress, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.stored(rec)
 	out.RecordId, out.Stored = tunedb.ID(rec.GetKey()), stored
 	kept = r.keepForward(s.op, s.tuner)
 	r.forgetSpecs() // rebuild with the record

@@ -257,6 +257,25 @@ def test_tuned_schedule_is_applied(tune_cache):
     torch.testing.assert_close(op(a, b), a @ b, **F32)
 
 
+def test_new_shape_warm_starts_from_the_nearest_tuned_one(tune_cache):
+    """A shape without a record builds with the schedule of the nearest tuned shape of the op, projected
+    onto it (when that tuning beat the defaults by 1.25x), computes the right result, and the database
+    records carry the family and genome that make this work; another dtype does not take it."""
+    op = neoflow.op(MATMUL, name="tune_warm")
+    a, b = torch.randn(256, 256), torch.randn(256, 256)
+    (rep,) = neoflow.tune(op, a, b, trials=8, backward=False, progress=False)
+    (path,) = records(tune_cache)
+    rec = tune_pb2.TuneRecord()
+    rec.ParseFromString(path.read_bytes()[len(MAGIC) + 40 :])
+    assert rec.family and len(rec.genome) > 0
+    x, y = torch.randn(240, 256), torch.randn(256, 272)
+    default_src = op.c_source(x, y)
+    warm_src = normalized(op.specialize(x, y).c_source)
+    assert (warm_src != default_src) == (rep.default_ms >= 1.25 * rep.best_ms), (rep.default_ms, rep.best_ms)
+    torch.testing.assert_close(op(x, y), x @ y, rtol=1e-4, atol=1e-4)  # sums of 256 products
+    assert normalized(op.specialize(x.double(), y.double()).c_source) == op.c_source(x.double(), y.double())
+
+
 def test_tune_full_tunes_new_shapes_on_first_use(tune_cache, capfd):
     neoflow.configure(tune="full")
     op = neoflow.op("Y[i] = X[i] * 2.0", name="tune_full_double")

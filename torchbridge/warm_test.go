@@ -1,0 +1,89 @@
+package torchbridge
+
+import (
+	"reflect"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/autotune"
+)
+
+// A kernel tuned at one shape warm starts the same op at another: the
+// record's genome projected onto the new shape seeds its search (and its
+// picks), and builds its first kernel where the record's tuning gained
+// enough over the defaults; a kernel of another dtype finds nothing.
+func TestWarmStartFromTheNearestShape(t *testing.T) {
+	r := newRuntime(t)
+	def, err := r.Define(&api.DefineRequest{Source: "C[i,j] += A[i,k] * B[k,j]", Name: "warm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuned := []*api.TensorType{f64(64, 48), f64(48, 64)}
+	tr, err := r.TuneBegin(&api.TuneRequest{OpId: def.OpId, Inputs: tuned, Trials: 6, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p, err := r.TuneStep(&api.TuneStepRequest{SessionId: tr.SessionId})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Done {
+			break
+		}
+	}
+	if _, err := r.TuneEnd(&api.TuneStepRequest{SessionId: tr.SessionId, Save: true}); err != nil {
+		t.Fatal(err)
+	}
+	op, dt, shapes, err := r.opInputs(def.OpId, []*api.TensorType{f64(80, 48), f64(48, 72)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _, err := r.specialize(op, dt, shapes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := autotune.Key(spec, Version)
+	rec := r.nearestRecord(spec, key)
+	if rec == nil || rec.GetTrials() == 0 || len(rec.GetGenome()) == 0 {
+		t.Fatalf("nearest record %v", rec)
+	}
+	g, want, ok := autotune.WarmStart(spec, rec, false)
+	if !ok {
+		t.Fatal("the tuned record does not project")
+	}
+	// The first build takes the projection where the record's tuning
+	// gained WarmGain over its defaults, else the defaults.
+	gained := proto.Clone(rec).(*api.TuneRecord)
+	gained.BestSeconds, gained.DefaultSeconds = 1, 2
+	r.stored(gained)
+	if got := r.tunedSchedules(spec); !reflect.DeepEqual(got, want) {
+		t.Fatalf("schedules %v, want the warm start's %v", got, want)
+	}
+	flat := proto.Clone(rec).(*api.TuneRecord)
+	flat.BestSeconds, flat.DefaultSeconds = 1, 1.1
+	r.stored(flat)
+	if got := r.tunedSchedules(spec); got != nil {
+		t.Fatalf("schedules %v from a record that gained 10%%, want the defaults", got)
+	}
+	if seeds := r.warmSeeds(spec, key, false); len(seeds) != 1 || !reflect.DeepEqual(seeds[0], g) {
+		t.Fatalf("seeds %v", seeds)
+	}
+	if _, err := r.Specialize(&api.SpecializeRequest{OpId: def.OpId, Inputs: []*api.TensorType{f64(80, 48), f64(48, 72)}}); err != nil {
+		t.Fatal(err)
+	}
+	// float32 is another family.
+	op32, dt32, shapes32, err := r.opInputs(def.OpId, []*api.TensorType{{Dtype: "float32", Shape: []int64{80, 48}}, {Dtype: "float32", Shape: []int64{48, 72}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec32, _, err := r.specialize(op32, dt32, shapes32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := r.nearestRecord(spec32, autotune.Key(spec32, Version)); rec != nil {
+		t.Fatalf("a float32 kernel found the float64 record %v", rec.GetKey())
+	}
+}
