@@ -170,6 +170,14 @@ func walkCall(e *ir.Call, gs []guard, f ir.Expr, walk func(ir.Expr, []guard, ir.
 		d = where(bin(ir.Gt, a, flit(0)), flit(1), where(bin(ir.Lt, a, flit(0)), flit(-1), zero()))
 	case ir.FuncErf:
 		d = mul(flit(twoOverSqrtPi), call(ir.FuncExp, neg(mul(a, a))))
+	case ir.FuncAtan2:
+		// atan2(y, x): d/dy = x / (x² + y²), d/dx = -y / (x² + y²).
+		x := e.Args[1]
+		r2 := add(mul(a, a), mul(x, x))
+		if err := walk(a, gs, mul(f, div(x, r2))); err != nil {
+			return err
+		}
+		return walk(x, gs, mul(f, neg(div(a, r2))))
 	case ir.FuncPow:
 		b := e.Args[1]
 		if err := walk(a, gs, mul(f, mul(b, call(ir.FuncPow, a, sub(b, flit(1)))))); err != nil {
@@ -190,7 +198,10 @@ func walkCall(e *ir.Call, gs []guard, f ir.Expr, walk func(ir.Expr, []guard, ir.
 		}
 		return walk(b, gs, mul(f, where(pickA, zero(), flit(1))))
 	default:
-		return errors.Errorf("autodiff: no derivative rule for function %s", e.Fn)
+		var ok bool
+		if d, ok = unaryDerivative(e.Fn, a); !ok {
+			return errors.Errorf("autodiff: no derivative rule for function %s", e.Fn)
+		}
 	}
 	return walk(a, gs, mul(f, d))
 }

@@ -35,3 +35,22 @@ func absInt(a int64) int64 {
 	}
 	return a
 }
+
+// softplus is torch.nn.functional.softplus's: x above 20, else log1p(exp(x)).
+func softplus(x float64) float64 {
+	if x > 20 {
+		return x
+	}
+	return math.Log1p(math.Exp(x))
+}
+
+// sign is torch.sign's: -1, 0 or 1, and 0 for NaN.
+func sign(x float64) float64 {
+	switch {
+	case x > 0:
+		return 1
+	case x < 0:
+		return -1
+	}
+	return 0
+}

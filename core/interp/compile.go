@@ -209,13 +209,18 @@ func (c *compiler) value(e ir.Expr) (valueFn, error) {
 			return nil, errors.Errorf("interp: %s takes %d arguments, got %d", e.Fn, e.Fn.Arity(), len(args))
 		}
 		if len(args) == 2 {
-			f2 := map[ir.Func]func(a, b float64) float64{ir.FuncPow: math.Pow, ir.FuncMin: minValue, ir.FuncMax: maxValue}[e.Fn]
+			f2 := map[ir.Func]func(a, b float64) float64{ir.FuncPow: math.Pow, ir.FuncMin: minValue, ir.FuncMax: maxValue, ir.FuncAtan2: math.Atan2}[e.Fn]
 			a, b := args[0], args[1]
 			return func(env []int64) float64 { return f2(a(env), b(env)) }, nil
 		}
 		f1, ok := map[ir.Func]func(float64) float64{
 			ir.FuncExp: math.Exp, ir.FuncLog: math.Log, ir.FuncSqrt: math.Sqrt, ir.FuncRsqrt: rsqrt,
 			ir.FuncTanh: math.Tanh, ir.FuncSigmoid: sigmoid, ir.FuncRelu: relu, ir.FuncAbs: math.Abs, ir.FuncErf: math.Erf,
+			ir.FuncSin: math.Sin, ir.FuncCos: math.Cos, ir.FuncTan: math.Tan, ir.FuncAsin: math.Asin, ir.FuncAcos: math.Acos,
+			ir.FuncAtan: math.Atan, ir.FuncSinh: math.Sinh, ir.FuncCosh: math.Cosh, ir.FuncLog1p: math.Log1p,
+			ir.FuncExpm1: math.Expm1, ir.FuncLog2: math.Log2, ir.FuncExp2: math.Exp2, ir.FuncSoftplus: softplus,
+			ir.FuncFloor: math.Floor, ir.FuncCeil: math.Ceil, ir.FuncRound: math.RoundToEven, ir.FuncTrunc: math.Trunc,
+			ir.FuncSign: sign,
 		}[e.Fn]
 		if !ok {
 			break

@@ -16,7 +16,11 @@
 //   - where evaluates only the selected branch, so a guarded access that
 //     would be out of bounds is never performed.
 //   - sigmoid(x) = 1/(1+exp(-x)), relu(x) = max(x, 0), rsqrt(x) =
-//     1/sqrt(x), erf is math.Erf; min, max and abs apply to indices and
+//     1/sqrt(x), erf is math.Erf, the trigonometric, hyperbolic, log1p,
+//     expm1, log2, exp2, floor, ceil and trunc functions are package math's,
+//     round is math.RoundToEven (torch.round), sign is 0 at 0 and NaN
+//     (torch.sign), softplus(x) is x above 20, else log1p(exp(x))
+//     (torch's threshold); min, max and abs apply to indices and
 //     values. On values max, min, relu and the max=/min= folds follow the
 //     exact rule of core/ir (max(a, b) = a > b || a != a ? a : b), not
 //     math.Max: NaN propagates even against an infinity and of two equal

@@ -99,9 +99,13 @@ type Binary struct {
 // Func is a built-in math function.
 type Func int
 
-// Built-in functions. FuncMin, FuncMax and FuncPow take two arguments, the
-// rest one. FuncMin, FuncMax and FuncAbs keep the kind of their arguments (index or value);
-// the others produce KindValue.
+// Built-in functions. FuncMin, FuncMax, FuncPow and FuncAtan2 take two
+// arguments, the rest one. FuncMin, FuncMax and FuncAbs keep the kind of
+// their arguments (index or value); the others produce KindValue. FuncRound
+// rounds half to even (torch.round); FuncSign is 0 at 0 and at NaN
+// (torch.sign); FuncSoftplus is x above 20, else log1p(exp(x))
+// (torch.nn.functional.softplus). clamp(x, lo, hi) is no function of its
+// own: the parser reads it as min(max(x, lo), hi).
 const (
 	FuncExp Func = iota
 	FuncLog
@@ -115,6 +119,27 @@ const (
 	FuncMin
 	FuncMax
 	FuncErf
+	FuncSin
+	FuncCos
+	FuncTan
+	FuncAsin
+	FuncAcos
+	FuncAtan
+	FuncAtan2
+	FuncSinh
+	FuncCosh
+	FuncLog1p
+	FuncExpm1
+	FuncLog2
+	FuncExp2
+	FuncSoftplus
+	FuncFloor
+	FuncCeil
+	FuncRound
+	FuncTrunc
+	FuncSign
+	// NumFuncs counts the functions: each Func is below it.
+	NumFuncs
 )
 
 // Call applies a built-in function.
@@ -151,7 +176,9 @@ func (*Binary) exprNode()   {}
 func (*Call) exprNode()     {}
 func (*Where) exprNode()    {}
 
-var funcNames = [...]string{"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "abs", "pow", "min", "max", "erf"}
+var funcNames = [NumFuncs]string{"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "abs", "pow", "min", "max", "erf",
+	"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "log1p", "expm1", "log2", "exp2", "softplus",
+	"floor", "ceil", "round", "trunc", "sign"}
 
 // String is the function's name in the expression language.
 func (f Func) String() string { return funcNames[f] }
@@ -159,7 +186,7 @@ func (f Func) String() string { return funcNames[f] }
 // Arity is the number of arguments the function takes.
 func (f Func) Arity() int {
 	switch f {
-	case FuncPow, FuncMin, FuncMax:
+	case FuncPow, FuncMin, FuncMax, FuncAtan2:
 		return 2
 	}
 	return 1

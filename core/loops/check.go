@@ -99,7 +99,7 @@ func checkStmt(spec *ir.Spec, st *ir.BoundStmt) error {
 				err = errors.Errorf("%s: reads %s with %d indices, rank %d", s.Tensor, e.Tensor, len(e.Indices), len(t.Shape))
 			}
 		case *ir.Call:
-			if e.Fn < ir.FuncExp || e.Fn > ir.FuncErf || len(e.Args) != e.Fn.Arity() {
+			if e.Fn < 0 || e.Fn >= ir.NumFuncs || len(e.Args) != e.Fn.Arity() {
 				err = errors.Errorf("%s: bad call of function %d with %d arguments", s.Tensor, int(e.Fn), len(e.Args))
 			}
 		}

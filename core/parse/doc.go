@@ -56,8 +56,9 @@
 // # Identifiers
 //
 // An identifier followed by '[' is a tensor access; followed by '(' it is a
-// call of a built-in function (ir.LookupFunc, with its arity checked) or of
-// where(cond, then, else). Otherwise it is an *ir.Const when Options.Consts
+// call of a built-in function (ir.LookupFunc, with its arity checked), of
+// where(cond, then, else), or of clamp(x, lo, hi), read as
+// min(max(x, lo), hi). Otherwise it is an *ir.Const when Options.Consts
 // names it (the node carries the constant's value), else an *ir.Index. A
 // constant may not name a tensor or appear on a left-hand side. Function
 // names are not reserved: "exp" without '(' is an index variable.

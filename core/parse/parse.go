@@ -419,6 +419,14 @@ func (p *parser) parseCall(name token) ir.Expr {
 		}
 		return &ir.Where{Pos: name.pos, Cond: args[0], Then: args[1], Else: args[2]}
 	}
+	if name.text == "clamp" {
+		args := p.parseList(tRParen)
+		if len(args) != 3 {
+			p.fail(name.pos, "clamp takes 3 arguments (x, lo, hi), got %d", len(args))
+		}
+		inner := &ir.Call{Pos: name.pos, Fn: ir.FuncMax, Args: []ir.Expr{args[0], args[1]}}
+		return &ir.Call{Pos: name.pos, Fn: ir.FuncMin, Args: []ir.Expr{inner, args[2]}}
+	}
 	fn, ok := ir.LookupFunc(name.text)
 	if !ok {
 		p.fail(name.pos, "unknown function %s", name.text)

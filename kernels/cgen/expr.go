@@ -394,8 +394,14 @@ func (r *renderer) callExpr(e *ir.Call) (cexpr, error) {
 		return cexpr{}, errors.Errorf("%s of an index", e.Fn)
 	}
 	switch e.Fn {
-	case ir.FuncExp, ir.FuncLog, ir.FuncSqrt, ir.FuncTanh, ir.FuncPow, ir.FuncErf:
+	case ir.FuncExp, ir.FuncLog, ir.FuncSqrt, ir.FuncTanh, ir.FuncPow, ir.FuncErf,
+		ir.FuncSin, ir.FuncCos, ir.FuncTan, ir.FuncAsin, ir.FuncAcos, ir.FuncAtan, ir.FuncAtan2, ir.FuncSinh, ir.FuncCosh,
+		ir.FuncLog1p, ir.FuncExpm1, ir.FuncLog2, ir.FuncExp2, ir.FuncFloor, ir.FuncCeil, ir.FuncTrunc:
 		return r.call(r.math(e.Fn.String()), k, args...), nil
+	case ir.FuncRound: // rint rounds half to even in the default rounding mode, as torch.round
+		return r.call(r.math("rint"), k, args...), nil
+	case ir.FuncSoftplus, ir.FuncSign:
+		return r.call("nf_"+e.Fn.String(), k, args...), nil
 	case ir.FuncAbs:
 		return r.call(r.math("fabs"), k, args...), nil
 	case ir.FuncRsqrt, ir.FuncSigmoid, ir.FuncRelu, ir.FuncMin, ir.FuncMax:

@@ -36,6 +36,8 @@ var helpers = []helper{
 	{"nf_min", `$Q $T nf_min($T a, $T b) { return (a < b) | (a != a) ? a : b; }`},
 	{"nf_relu", `$Q $T nf_relu($T x) { return (x > 0) | (x != x) ? x : 0; }`},
 	{"nf_sigmoid", `$Q $T nf_sigmoid($T x) { return 1 / (1 + exp$F(-x)); }`},
+	{"nf_softplus", `$Q $T nf_softplus($T x) { return x > 20 ? x : log1p$F(exp$F(x)); }`},
+	{"nf_sign", `$Q $T nf_sign($T x) { return (x > 0) - (x < 0); }`},
 	{"nf_rsqrt", `$Q $T nf_rsqrt($T x) { return 1 / sqrt$F(x); }`},
 	{"nf_mod", `$Q $T nf_mod($T x, $T y) { return x - floor$F(x / y) * y; }`},
 	// where(c, a, b) on values already computed: the bits of a where c

@@ -6,12 +6,16 @@ import (
 )
 
 // vecMathFuncs are the <math.h> functions whose vector variants glibc's
-// libmvec provides on x86-64 (exp, log and pow since glibc 2.22; tanh and
-// erf since 2.35).
+// libmvec provides on x86-64 (exp, log, pow, sin and cos since glibc 2.22;
+// the others since 2.35).
 var vecMathFuncs = []struct {
 	name  string
 	arity int
-}{{"exp", 1}, {"log", 1}, {"tanh", 1}, {"erf", 1}, {"pow", 2}}
+}{
+	{"exp", 1}, {"log", 1}, {"tanh", 1}, {"erf", 1}, {"pow", 2}, {"sin", 1}, {"cos", 1}, {"tan", 1}, {"asin", 1},
+	{"acos", 1}, {"atan", 1}, {"atan2", 2}, {"sinh", 1}, {"cosh", 1}, {"log1p", 1}, {"expm1", 1}, {"log2", 1},
+	{"exp2", 1},
+}
 
 // vectorMathDecls redeclares the math functions of the kernel's value type
 // with "#pragma omp declare simd", so that lane loops calling them vectorize

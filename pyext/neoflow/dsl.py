@@ -231,7 +231,7 @@ def indices(names: str):
 
 def _call(fn: str, *args) -> Expr:
     wrapped = [_wrap(a) for a in args]
-    keeps_kind = fn in ("min", "max", "abs", "where")
+    keeps_kind = fn in ("min", "max", "abs", "where", "clamp")
     is_value = any(a.is_value for a in wrapped) if keeps_kind else True
     return Expr(f"{fn}({', '.join(a.text for a in wrapped)})", is_value)
 
@@ -279,6 +279,33 @@ def erf(x):
 
 def pow(x, y):  # noqa: A001
     return _call("pow", x, y)
+
+
+def _unary(name: str):
+    def fn(x):
+        return _call(name, x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``{name}(x)`` of the expression language."
+    return fn
+
+
+sin, cos, tan = _unary("sin"), _unary("cos"), _unary("tan")
+asin, acos, atan = _unary("asin"), _unary("acos"), _unary("atan")
+sinh, cosh = _unary("sinh"), _unary("cosh")
+log1p, expm1, log2, exp2 = _unary("log1p"), _unary("expm1"), _unary("log2"), _unary("exp2")
+softplus = _unary("softplus")
+floor, ceil, trunc, sign = _unary("floor"), _unary("ceil"), _unary("trunc"), _unary("sign")
+round = _unary("round")  # noqa: A001 - mirrors the expression language: half to even, as torch.round
+
+
+def atan2(y, x):
+    return _call("atan2", y, x)
+
+
+def clamp(x, lo, hi):
+    """``min(max(x, lo), hi)``, as torch.clamp (NaN stays NaN)."""
+    return _call("clamp", x, lo, hi)
 
 
 def min(x, y):  # noqa: A001

@@ -18,6 +18,32 @@ double tanh(double);
 double erf(double);
 #pragma omp declare simd notinbranch
 double pow(double, double);
+#pragma omp declare simd notinbranch
+double sin(double);
+#pragma omp declare simd notinbranch
+double cos(double);
+#pragma omp declare simd notinbranch
+double tan(double);
+#pragma omp declare simd notinbranch
+double asin(double);
+#pragma omp declare simd notinbranch
+double acos(double);
+#pragma omp declare simd notinbranch
+double atan(double);
+#pragma omp declare simd notinbranch
+double atan2(double, double);
+#pragma omp declare simd notinbranch
+double sinh(double);
+#pragma omp declare simd notinbranch
+double cosh(double);
+#pragma omp declare simd notinbranch
+double log1p(double);
+#pragma omp declare simd notinbranch
+double expm1(double);
+#pragma omp declare simd notinbranch
+double log2(double);
+#pragma omp declare simd notinbranch
+double exp2(double);
 #endif
 
 static inline double nf_blend(int c, double a, double b)
