@@ -163,9 +163,20 @@ def _unary(name: str, e: Expr) -> Expr:
         "pow": ("pow({}, 2.0)", lambda x: x * x),  # an argument needs no brackets
         "relu": ("relu({})", torch.relu),
         "abs": ("abs({})", torch.abs),
+        "sin": ("sin({})", torch.sin),
+        "cos": ("cos({})", torch.cos),
+        "atan": ("atan({})", torch.atan),
+        "softplus": ("softplus({})", torch.nn.functional.softplus),
+        "log1p": ("log1p(({0}) * ({0}))", lambda x: torch.log1p(x * x)),
+        "expm1": ("expm1(tanh({}))", lambda x: torch.expm1(torch.tanh(x))),
+        "atan2": ("atan2({0}, ({0}) * ({0}) + 1.0)", lambda x: torch.atan2(x, x * x + 1.0)),
     }
     text, f = table[name]
     return Expr(text.format(e.text), e.vars, lambda env: f(e.fn(env)), e.bound)
+
+
+_UNARY_NAMES = ("exp", "sigmoid", "tanh", "sqrt", "log", "neg", "pow", "relu", "abs")
+_UNARY_NAMES += ("sin", "cos", "atan", "softplus", "log1p", "expm1", "atan2")
 
 
 def _binary(op: str, a: Expr, b: Expr) -> Expr:
@@ -196,7 +207,7 @@ def _value(draw, names: dict, depth: int):
         var = draw(st.sampled_from("ij"))
         return Expr(f"{var} * 0.5", frozenset({var}), lambda env, var=var: env[var].double() * 0.5)
     if kind == "unary":
-        name = draw(st.sampled_from(["exp", "sigmoid", "tanh", "sqrt", "log", "neg", "pow", "relu", "abs"]))
+        name = draw(st.sampled_from(list(_UNARY_NAMES)))
         return _unary(name, draw(_value(names, depth - 1)))
     if kind == "binary":
         op = draw(st.sampled_from(["+", "-", "*", "/", "max", "min"]))
