@@ -102,6 +102,9 @@ type bgJob struct {
 	kernelID uint64
 
 	pick bool // a pick (picks.go), not a search
+	// db is the tuning database the job was queued under: its record goes
+	// there even when the settings have moved to another cache since.
+	db *tunedb.DB
 
 	progress autotune.Progress
 	swapped  bool
@@ -135,7 +138,7 @@ func (r *Runtime) tuneInBackground(spec *ir.Spec, k *kernels.Kernel, id uint64) 
 	if rec, ok, _ := db.Get(key); ok && (mode == TuneDefault || rec.GetTrials() > 0) {
 		return // k was built with the record's schedules
 	}
-	job := &bgJob{name: opName(spec.Op), spec: spec, key: key, recordID: rid, cacheKey: k.Key(), kernelID: id, pick: mode == TuneDefault}
+	job := &bgJob{name: opName(spec.Op), spec: spec, key: key, recordID: rid, cacheKey: k.Key(), kernelID: id, pick: mode == TuneDefault, db: db}
 	r.bg.mu.Lock()
 	defer r.bg.mu.Unlock()
 	if r.bg.byID == nil {
@@ -242,14 +245,10 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 	}
 	rec := t.Record()
 	if rec != nil {
-		db, err := r.tuneDB()
-		if err != nil {
+		if _, err := job.db.Put(rec); err != nil {
 			return err
 		}
-		if _, err := db.Put(rec); err != nil {
-			return err
-		}
-		r.stored(rec)
+		r.stored(job.db, rec)
 	}
 	p := t.Progress()
 	swapped := false

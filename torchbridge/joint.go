@@ -76,7 +76,7 @@ func (r *Runtime) tuneWithForward(db *tunedb.DB, op *ir.Op, bwd *autotune.Tuner)
 		if _, err := db.Replace(rec); err != nil {
 			return j, err
 		}
-		r.stored(rec)
+		r.stored(db, rec)
 	}
 	return j, nil
 }

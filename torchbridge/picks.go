@@ -43,17 +43,14 @@ func (r *Runtime) pickJob(job *bgJob) error {
 		r.bg.mu.Unlock()
 		return nil
 	}
-	db, err := r.tuneDB()
-	if err != nil {
-		return err
-	}
+	db := job.db
 	rec := &api.TuneRecord{Key: job.key, OpName: job.spec.Op.Name, Schedules: autotune.ToProto(p.Decided()),
 		BestSeconds: p.Best, DefaultSeconds: p.Default, Created: time.Now().UTC().Format(time.RFC3339),
 		Family: autotune.Family(job.spec, Version, job.key.GetTarget()), Genome: autotune.RecordGenome(p.Genome)}
 	if _, err := db.Put(rec); err != nil {
 		return err
 	}
-	r.stored(rec)
+	r.stored(db, rec)
 	swapped := false
 	if p.Schedules != nil {
 		if swapped, err = r.swapIn(ctx, b, job, p.Schedules); err != nil {

@@ -112,6 +112,9 @@ func (r *Runtime) Init(req *api.InitRequest) (*api.InitResponse, error) {
 	r.cfg, r.cfgErr = cfg, nil
 	r.builder = nil // the next build uses the new settings
 	r.db = nil
+	r.warm.mu.Lock()
+	r.warm.loaded, r.warm.byFam = false, nil // the index was of the old database
+	r.warm.mu.Unlock()
 	r.machineMu.Lock()
 	r.rates = rates // nil: measured under the old compiler or thread count, maybe
 	r.machineMu.Unlock()

@@ -15,6 +15,16 @@ func newRuntime(t *testing.T) *Runtime {
 	if _, err := r.Init(&api.InitRequest{CacheDir: t.TempDir(), NumThreads: 2}); err != nil {
 		t.Fatal(err)
 	}
+	// A forward kernel's tuner kept for a joint pass pins its buffers; a
+	// runtime collected with it would leak the pins.
+	t.Cleanup(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, k := range r.tunedFwd {
+			k.tuner.Close()
+		}
+		r.tunedFwd = nil
+	})
 	return r
 }
 

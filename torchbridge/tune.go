@@ -273,7 +273,7 @@ func (r *Runtime) TuneEnd(req *api.TuneStepRequest) (*api.TuneProgress, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.stored(rec)
+	r.stored(db, rec)
 	out.RecordId, out.Stored = tunedb.ID(rec.GetKey()), stored
 	kept = r.keepForward(s.op, s.tuner)
 	r.forgetSpecs() // rebuild with the record

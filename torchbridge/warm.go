@@ -37,8 +37,15 @@ func (w *warmIndex) add(rec *api.TuneRecord) {
 	m[tunedb.ID(rec.GetKey())] = rec
 }
 
-// stored tells the index of a record this process stored.
-func (r *Runtime) stored(rec *api.TuneRecord) {
+// stored tells the index of a record this process stored in db (nothing
+// when db is no longer the settings' database).
+func (r *Runtime) stored(db *tunedb.DB, rec *api.TuneRecord) {
+	r.mu.Lock()
+	current := r.db == db
+	r.mu.Unlock()
+	if !current {
+		return
+	}
 	r.warm.mu.Lock()
 	defer r.warm.mu.Unlock()
 	if r.warm.loaded {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/neoflow/neoflow/api"
 	"github.com/neoflow/neoflow/autotune"
+	"github.com/neoflow/neoflow/core/loops"
 )
 
 // A kernel tuned at one shape warm starts the same op at another: the
@@ -56,15 +57,19 @@ func TestWarmStartFromTheNearestShape(t *testing.T) {
 	}
 	// The first build takes the projection where the record's tuning
 	// gained WarmGain over its defaults, else the defaults.
+	db, err := r.tuneDB()
+	if err != nil {
+		t.Fatal(err)
+	}
 	gained := proto.Clone(rec).(*api.TuneRecord)
 	gained.BestSeconds, gained.DefaultSeconds = 1, 2
-	r.stored(gained)
+	r.stored(db, gained)
 	if got := r.tunedSchedules(spec); !reflect.DeepEqual(got, want) {
 		t.Fatalf("schedules %v, want the warm start's %v", got, want)
 	}
 	flat := proto.Clone(rec).(*api.TuneRecord)
 	flat.BestSeconds, flat.DefaultSeconds = 1, 1.1
-	r.stored(flat)
+	r.stored(db, flat)
 	if got := r.tunedSchedules(spec); got != nil {
 		t.Fatalf("schedules %v from a record that gained 10%%, want the defaults", got)
 	}
@@ -85,5 +90,46 @@ func TestWarmStartFromTheNearestShape(t *testing.T) {
 	}
 	if rec := r.nearestRecord(spec32, autotune.Key(spec32, Version)); rec != nil {
 		t.Fatalf("a float32 kernel found the float64 record %v", rec.GetKey())
+	}
+}
+
+// Settings that move the cache to another directory drop the index of the
+// old database: its records warm start nothing there.
+func TestWarmIndexFollowsTheCache(t *testing.T) {
+	r := newRuntime(t)
+	def, err := r.Define(&api.DefineRequest{Source: "C[i,j] += A[i,k] * B[k,j]", Name: "warm2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, dt, shapes, err := r.opInputs(def.OpId, []*api.TensorType{f64(40, 48), f64(48, 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := r.specialize(op, dt, shapes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := r.tuneDB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &api.TuneRecord{Key: autotune.Key(old, Version), Schedules: autotune.ToProto(make([]loops.Schedule, 1)),
+		Family: autotune.Family(old, Version, autotune.Target()), Genome: []int32{0}, BestSeconds: 1, DefaultSeconds: 2}
+	if _, err := db.Put(rec); err != nil {
+		t.Fatal(err)
+	}
+	_, _, shapes2, _ := r.opInputs(def.OpId, []*api.TensorType{f64(48, 48), f64(48, 64)})
+	spec, _, err := r.specialize(op, dt, shapes2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.nearestRecord(spec, autotune.Key(spec, Version)) == nil {
+		t.Fatal("the record in this cache is not found")
+	}
+	if _, err := r.Init(&api.InitRequest{CacheDir: t.TempDir(), NumThreads: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.nearestRecord(spec, autotune.Key(spec, Version)); got != nil {
+		t.Fatalf("another cache still finds %v", got.GetKey())
 	}
 }

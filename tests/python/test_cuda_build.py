@@ -59,6 +59,10 @@ def test_cuda_source_vectorizes_aligned_copies():
     assert "*(double2 *)&r_sh" in mm.cuda_source(
         torch.ones(64, 32, dtype=torch.float64), torch.ones(32, 48, dtype=torch.float64)
     )
-    half = mm.cuda_source(torch.ones(64, 32, dtype=torch.float16), torch.ones(32, 48, dtype=torch.float16))
+    h = (torch.ones(64, 32, dtype=torch.float16), torch.ones(32, 48, dtype=torch.float16))
+    # A plain 16-bit product runs on Tensor Cores (16-byte copies into shared memory, then mma.sync); a
+    # scaled one keeps the tiled kernel, whose copies widen four elements at a time.
+    assert "mma.sync.aligned.m16n8k16" in mm.cuda_source(*h) and "uint4" in mm.cuda_source(*h)
+    half = neoflow.op("C[i,j] += A[i,k] * B[k,j] * 2.0", name="vec_mm2").cuda_source(*h)
     assert "*(const uint2 *)&t_A" in half and "*(float4 *)&r_sh" in half
     assert "float4" not in mm.cuda_source(torch.ones(33, 21), torch.ones(21, 37))

@@ -89,7 +89,8 @@ def test_half_on_the_cpu_is_refused_but_its_cuda_source_renders(dtype):
     src = op.cuda_source(a, b)  # needs no GPU
     elem = {torch.float16: "nf_half", torch.bfloat16: "nf_bf16"}[dtype]
     assert f"typedef unsigned short {elem};" in src and f"const {elem} *__restrict__ t_A" in src
-    assert "float r_acc" in src and "= nf_st(" in src  # float32 accumulation, one rounding per store
+    # A 16-bit product runs on Tensor Cores: float32 accumulators, one rounding per store.
+    assert "float nf_acc[" in src and "mma.sync" in src and "= nf_st(" in src
     assert op.output_shapes(a, b) == [(4, 5)]
 
 

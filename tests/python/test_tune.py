@@ -155,8 +155,10 @@ def test_second_tune_uses_the_database_unless_forced(tune_cache, monkeypatch, ca
     again = neoflow.tune(op, a, b, trials=3)
     assert steps == [], "a kernel with a record was measured again"
     assert [(r.kernel, r.already, r.trials) for r in again] == [("tune_again", True, 3), ("tune_again_grad", True, 3)]
+    # A joint pass that changed the forward's choice stored it even if slower alone (see Tuning).
+    replaced = "changed" in first[1].joint
     for old, new in zip(first, again):
-        assert new.best_ms <= old.best_ms and new.default_ms > 0
+        assert new.default_ms > 0 and (new.best_ms <= old.best_ms or (replaced and new.kernel == "tune_again"))
     assert "from the database" in str(again)
     assert "tuning" not in capfd.readouterr().err  # no progress bar: nothing measured
 
