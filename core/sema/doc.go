@@ -74,7 +74,17 @@
 //     constrains them as if unguarded (n and c in the padded convolution
 //     where(p+r-1 >= 0 && ..., X[n, c, p+r-1, q+s-1], 0.0)).
 //
-//  4. A variable still unknown is an error asking for its size.
+//  4. Guarded constraints (guarded.go), for the variables still unknown,
+//     as Tensor Comprehensions infers ranges: an index expression under a
+//     where with exactly one unknown variable u gives the largest n such
+//     that, with u in [0, n-1], the bounds proof shows it inside its
+//     dimension wherever the guards let the access run (so a guard that
+//     keeps it in bounds by itself bounds nothing); the smallest such n,
+//     and then the derived constraints again, to a fixed point.
+//     where(k <= i, L[i, k], 0.0) gives i L's first dimension;
+//     where(i < 4, A[i], B[i - 4]) gives i 4 plus B's size.
+//
+//  5. A variable still unknown is an error asking for its size.
 //
 // A written tensor's shape is the extents of its left-hand-side variables.
 // Every tensor, input or written, must have fewer than 2^62 elements, so

@@ -63,6 +63,11 @@ func inferExtents(op *ir.Op, s *ir.Stmt, shapes map[string][]int64, sizes map[st
 		return nil, err
 	}
 
+	// Guarded constraints, for the variables still unknown.
+	if err := guardedExtents(op, refs, shapes, ext); err != nil {
+		return nil, err
+	}
+
 	if err := unknownExtents(op, s, refs, ext); err != nil {
 		return nil, err
 	}

@@ -234,9 +234,32 @@ var specCases = []specCase{
 			"pass its size explicitly, e.g. sizes={'p': ...}", "sizes={'p': ...} (q is unknown too)"},
 	},
 	{
-		desc:   "concatenation without size",
-		src:    "Y[i] = where(i < 4, A[i], B[i - 4])",
-		shapes: [][]int64{{4}, {3}},
+		// The guarded accesses decide (Tensor Comprehensions' rule): A[i]
+		// under i < 4 bounds nothing, B[i - 4] under i >= 4 gives 4 + 3.
+		desc:    "concatenation without size",
+		src:     "Y[i] = where(i < 4, A[i], B[i - 4])",
+		shapes:  [][]int64{{4}, {3}},
+		tensors: []string{"A input [4]", "B input [3]", "Y output [7]"},
+		axes:    []string{"i=7 |"},
+	},
+	{
+		desc:    "lower-triangular product",
+		src:     "Y[i,j] += where(k <= i, L[i,k], 0.0) * B[k,j]",
+		shapes:  [][]int64{{5, 5}, {5, 3}},
+		tensors: []string{"L input [5 5]", "B input [5 3]", "Y output [5 3]"},
+		axes:    []string{"i=5 j=3 | k=5"},
+	},
+	{
+		desc:    "guarded padding: the largest output that keeps the window in bounds",
+		src:     "Y[p] += where(p + r >= 1, X[p + r - 1], 0.0) * W[r]",
+		shapes:  [][]int64{{8}, {3}},
+		tensors: []string{"X input [8]", "W input [3]", "Y output [7]"},
+		axes:    []string{"p=7 | r=3"},
+	},
+	{
+		desc:   "an index no access bounds, even guarded",
+		src:    "Y[i] = where(i < 4, A[i], 0.0)",
+		shapes: [][]int64{{4}},
 		err:    []string{"cannot infer the range of index i"},
 	},
 	{

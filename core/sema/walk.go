@@ -1,6 +1,10 @@
 package sema
 
-import "github.com/neoflow/neoflow/core/ir"
+import (
+	"slices"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
 
 // children lists the direct sub-expressions of e in source order.
 func children(e ir.Expr) []ir.Expr {
@@ -25,6 +29,16 @@ type accessRef struct {
 	// guardVars are the index variables mentioned by the conditions of
 	// the where expressions whose branches enclose the access.
 	guardVars map[string]bool
+	// guards are those conditions, outermost first, each negated for an
+	// else branch.
+	guards []guardCond
+}
+
+// guardCond is the condition of an enclosing where: the access runs where
+// it holds (negate false) or where it does not (negate true).
+type guardCond struct {
+	cond   ir.Expr
+	negate bool
 }
 
 // unguardedBy reports whether no enclosing guard mentions a variable of x:
@@ -43,13 +57,13 @@ func (a accessRef) unguardedBy(x ir.Expr) bool {
 // their enclosing guards.
 func accesses(e ir.Expr) []accessRef {
 	var out []accessRef
-	var rec func(e ir.Expr, guards map[string]bool)
-	rec = func(e ir.Expr, guards map[string]bool) {
+	var rec func(e ir.Expr, guards map[string]bool, conds []guardCond)
+	rec = func(e ir.Expr, guards map[string]bool, conds []guardCond) {
 		switch e := e.(type) {
 		case *ir.Access:
-			out = append(out, accessRef{e, guards})
+			out = append(out, accessRef{e, guards, conds})
 		case *ir.Where:
-			rec(e.Cond, guards)
+			rec(e.Cond, guards, conds)
 			inner := map[string]bool{}
 			for v := range guards {
 				inner[v] = true
@@ -57,15 +71,15 @@ func accesses(e ir.Expr) []accessRef {
 			for _, v := range varNames(e.Cond) {
 				inner[v] = true
 			}
-			rec(e.Then, inner)
-			rec(e.Else, inner)
+			rec(e.Then, inner, append(slices.Clip(conds), guardCond{e.Cond, false}))
+			rec(e.Else, inner, append(slices.Clip(conds), guardCond{e.Cond, true}))
 			return
 		}
 		for _, c := range children(e) {
-			rec(c, guards)
+			rec(c, guards, conds)
 		}
 	}
-	rec(e, nil)
+	rec(e, nil, nil)
 	return out
 }
 
