@@ -39,3 +39,18 @@ def test_example_trains_pytorch_baseline_from_examples_dir():
 def test_example_rejects_bad_flags():
     proc = run_example("milstm", "--size", "huge")
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["demo", "rotary"])
+def test_one_op_example_checks_itself_against_pytorch(name):
+    """The one-op examples run as scripts and assert their own agreement with PyTorch."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / f"{name}.py")],
+        cwd=ROOT,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "OK:" in proc.stdout, proc.stdout
