@@ -473,6 +473,8 @@ class Op:
         return [bufs[i] for i in (kernel.returned if keep else kernel.outputs)]
 
     def __call__(self, *tensors, sizes=None):
+        if any(isinstance(t, torch.fx.Proxy) for t in tensors):
+            return self._traced(tensors, sizes)
         if _direct(tensors):
             outs = self._launch(tensors, sizes)
         elif _eager(tensors):  # autograd on plain tensors: an autograd.Function costs less than the dispatcher
@@ -483,6 +485,17 @@ class Op:
             custom = self._custom if torch.compiler.is_compiling() else self.custom_op
             outs = custom(*tensors, sizes_text(self._merged_sizes(sizes)))[: len(self.outputs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _traced(self, tensors, sizes):
+        """The call under torch.fx.symbolic_trace: one call_function node of the custom op (which runs the
+        op, with its gradient, when the traced module runs), and a getitem node per output."""
+        tracer = next(t for t in tensors if isinstance(t, torch.fx.Proxy)).tracer
+        _ = self.custom_op  # registered
+        target = getattr(torch.ops.neoflow, self._custom_name).default
+        args = (*tensors, sizes_text(self._merged_sizes(sizes)))
+        outs = tracer.create_proxy("call_function", target, args, {})
+        n = len(self.outputs)
+        return outs[0] if n == 1 else tuple(outs[i] for i in range(n))
 
     @property
     def custom_op(self):
