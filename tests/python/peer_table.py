@@ -376,6 +376,13 @@ TC_PEERS = [
         sizes=lambda t: {"m1": t[0].shape[0], "k": t[0].shape[1], "m2": t[1].shape[1]},
     ),
     Peer(
+        "tc_lu_triangular_matmul_inferred",
+        TC + "docs/source/coding_conventions.rst (the same, its ranges inferred from the guarded accesses as TC does)",
+        "LU[m1,m2] += where(k >= m1 && k <= m2, L[m1,k] * U[k,m2], 0.0)",
+        lambda g: [rn(g, 4, 5), rn(g, 5, 4)],
+        _lu_triangular,
+    ),
+    Peer(
         "tc_blockdiag_matmul",
         TC + "tc/examples/blockdiagperm.cc (blockdiagperm2dfissioned_1)",
         "O[b,k,n1] += I[b,k,n0] * W[k,n0,n1]",
@@ -828,6 +835,13 @@ TC_PEERS = [
         "O[n,c,h,w] = 1 / (1 + exp(-I[n,c,h,w]))",
         lambda g: [rn(g, 2, 3, 2, 3)],
         torch.sigmoid,
+    ),
+    Peer(
+        "tc_cosine",
+        TC_DB + "(cosine: cos(I(i))); " + TC_OLD + "test_cos.py",
+        "O[i] = cos(I[i])",
+        lambda g: [rn(g, 9)],
+        torch.cos,
     ),
     Peer(
         "tc_tanh",
@@ -2289,12 +2303,6 @@ NOT_EXPRESSIBLE = [
         "tc_format_int_cast",
         TC + "test/test_lang.cc (testTcFormat: exp(X(b, ii, k)) * int(Y(b, k, j)))",
         "truncation to an integer has no function: 'unknown function int'",
-    ),
-    (
-        "tc_cosine",
-        TC_DB + "(cosine: cos(I(i))); " + TC_OLD + "test_cos.py",
-        "no cos function: 'unknown function cos' (the functions are exp, log, sqrt, rsqrt, tanh, sigmoid, relu, abs,"
-        " pow, min, max, erf)",
     ),
     (
         "tc_nextafter",
