@@ -177,6 +177,13 @@ def _make_custom_op(name: str, n_inputs: int):
         return (*_backward(ctx.op, tensors, ctx.sizes, grads, ctx.needs_input_grad, kept), None)
 
     custom.register_autograd(backward, setup_context=setup_context)
+
+    def vmap_rule(info, in_dims, *args):
+        from .vmap import batch_rule
+
+        return batch_rule(_op_for(name), info, in_dims, args)
+
+    custom.register_vmap(vmap_rule)
     return custom
 
 

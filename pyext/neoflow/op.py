@@ -597,17 +597,20 @@ def _shape_key(tensors, sizes) -> tuple:
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
+_wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # under vmap, grad, jacrev: the dispatcher's way
+
+
 def _eager(tensors) -> bool:
-    """Whether a call is plain eager autograd: plain tensors, not tracing."""
-    return not torch.compiler.is_compiling() and all(type(t) in _PLAIN for t in tensors)
+    """Whether a call is plain eager autograd: plain tensors, not tracing, not a torch.func transform."""
+    return not torch.compiler.is_compiling() and all(type(t) in _PLAIN and not _wrapped(t) for t in tensors)
 
 
 def _direct(tensors) -> bool:
-    """Whether a call can skip the dispatcher: plain tensors, no autograd, not tracing."""
+    """Whether a call can skip the dispatcher: plain tensors, no autograd, not tracing, no torch.func transform."""
     if torch.compiler.is_compiling():
         return False
     grad = torch.is_grad_enabled()
     for t in tensors:
-        if type(t) not in _PLAIN or (grad and t.requires_grad):
+        if type(t) not in _PLAIN or (grad and t.requires_grad) or _wrapped(t):
             return False
     return True
