@@ -38,15 +38,13 @@ def batched_op(op, flags: tuple[bool, ...]):
     """op with a batch index on the inputs flags marks (and on everything it writes), and that index's name."""
     cache = op.__dict__.setdefault("_vmapped", {})
     if flags not in cache:
-        from .op import Op
-
         source = str(op)
         var = "vb"
         while re.search(rf"\b{var}\b", source):
             var += "_"
         names = {n for n, f in zip(op.inputs, flags) if f}
         text = batched_source(source, names, var)
-        bop = Op(
+        bop = type(op)(  # an Op, made without importing op.py (which imports this module's users)
             text,
             name=f"{op.name or 'op'}_vmap",
             inputs=list(op.inputs),
