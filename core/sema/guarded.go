@@ -57,8 +57,8 @@ func guardedExtents(op *ir.Op, refs []accessRef, shapes map[string][]int64, ext 
 }
 
 // largestGuarded is the largest n >= 1 for which x, under the guards,
-// stays within [0, size-1] with u in [0, n-1] (by binary search, as
-// largestExtent); 0 when any n up to maxExtent fits (no bound) or even
+// stays within [0, size-1] with u in [0, n-1] (largestFitting); 0 when
+// any n up to maxExtent fits (no bound) or even
 // n = 1 does not (the guards do not keep it in bounds; the bounds proof
 // reports such an access).
 func largestGuarded(x ir.Expr, u string, guards []guardCond, ext map[string]int64, size int64, info *bounds.Info) int64 {
@@ -77,17 +77,8 @@ func largestGuarded(x ir.Expr, u string, guards []guardCond, ext map[string]int6
 		_, low, high := s.Within(x, size) // as the bounds proof will: ranges, then the guards' facts
 		return low && high
 	}
-	if !fits(1) || fits(maxExtent) {
+	if !fits(1) {
 		return 0
 	}
-	lo, hi := int64(1), maxExtent
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		if fits(mid) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo
+	return largestFitting(fits)
 }

@@ -205,8 +205,16 @@ func largestExtent(x ir.Expr, u string, ext map[string]int64, size int64) (int64
 	if !fits(1) {
 		return 0, errors.Errorf("ranges over %v even when %s = 0", at(1), u)
 	}
+	return largestFitting(fits), nil
+}
+
+// largestFitting is the largest n in [1, maxExtent) with fits(n), for a
+// fits that holds at 1 and, once false, stays false as n grows (interval
+// bounds only grow with n), by binary search; 0 when fits(maxExtent)
+// holds too (no bound).
+func largestFitting(fits func(int64) bool) int64 {
 	if fits(maxExtent) {
-		return 0, nil
+		return 0
 	}
 	lo, hi := int64(1), maxExtent // fits(lo), !fits(hi)
 	for hi-lo > 1 {
@@ -217,7 +225,7 @@ func largestExtent(x ir.Expr, u string, ext map[string]int64, size int64) (int64
 			hi = mid
 		}
 	}
-	return lo, nil
+	return lo
 }
 
 // inAccess reports whether v appears in an index of any access.
