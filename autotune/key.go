@@ -22,22 +22,7 @@ func Key(spec *ir.Spec, version string) *api.TuneKey {
 func KeyFor(spec *ir.Spec, version, target string) *api.TuneKey {
 	var b strings.Builder
 	b.WriteString(ir.Hash(spec.Op))
-	for _, st := range spec.Stmts {
-		b.WriteString("\n")
-		for _, v := range st.Spatial {
-			fmt.Fprintf(&b, " %s=%d", v.Name, v.Extent)
-		}
-		if st.Offset != nil {
-			fmt.Fprintf(&b, " @%v", st.Offset) // a part of the tensor (index-set splitting)
-		}
-		if st.Joined {
-			b.WriteString(" &") // runs in the nest of the statement before (a fused group)
-		}
-		b.WriteString(" |")
-		for _, v := range st.Reduction {
-			fmt.Fprintf(&b, " %s=%d", v.Name, v.Extent)
-		}
-	}
+	writeStmts(&b, spec, true)
 	sum := sha256.Sum256([]byte(b.String()))
 	k := &api.TuneKey{Kernel: hex.EncodeToString(sum[:16]), Target: target, Version: version}
 	for _, t := range spec.Tensors {
@@ -48,4 +33,37 @@ func KeyFor(spec *ir.Spec, version, target string) *api.TuneKey {
 		k.Tensors = append(k.Tensors, fmt.Sprintf("%s:%s[%s]", t.Name, spec.DType, strings.Join(parts, ",")))
 	}
 	return k
+}
+
+// writeStmts writes each statement's structure: its spatial and reduction
+// axes, with their extents when extents (the key) or by name only (the
+// family), whether it writes a part of its tensor (its offset, with
+// extents) and whether it is joined to the statement before.
+func writeStmts(b *strings.Builder, spec *ir.Spec, extents bool) {
+	axis := func(v ir.Var) {
+		if extents {
+			fmt.Fprintf(b, " %s=%d", v.Name, v.Extent)
+		} else {
+			b.WriteString(" " + v.Name)
+		}
+	}
+	for _, st := range spec.Stmts {
+		b.WriteString("\n")
+		for _, v := range st.Spatial {
+			axis(v)
+		}
+		if st.Offset != nil { // a part of the tensor (index-set splitting)
+			b.WriteString(" @")
+			if extents {
+				fmt.Fprintf(b, "%v", st.Offset)
+			}
+		}
+		if st.Joined {
+			b.WriteString(" &") // runs in the nest of the statement before (a fused group)
+		}
+		b.WriteString(" |")
+		for _, v := range st.Reduction {
+			axis(v)
+		}
+	}
 }

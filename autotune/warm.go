@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,22 +23,7 @@ import (
 func Family(spec *ir.Spec, version, target string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s %s", ir.Hash(spec.Op), spec.DType, target, version)
-	for _, st := range spec.Stmts {
-		b.WriteString("\n")
-		for _, v := range st.Spatial {
-			b.WriteString(" " + v.Name)
-		}
-		if st.Offset != nil {
-			b.WriteString(" @")
-		}
-		if st.Joined {
-			b.WriteString(" &")
-		}
-		b.WriteString(" |")
-		for _, v := range st.Reduction {
-			b.WriteString(" " + v.Name)
-		}
-	}
+	writeStmts(&b, spec, false)
 	for _, t := range spec.Tensors {
 		fmt.Fprintf(&b, "\n%s:%d", t.Name, len(t.Shape))
 	}
@@ -151,14 +137,12 @@ func (ss *stmtSpace) projectSplits(g []int, splits []loops.Split) {
 		want := []int64{1, 1}
 		for _, s := range splits {
 			if s.Axis == ax.Name {
-				want = append(slices64(s.Factors), 1, 1)
+				want = append(slices.Clone(s.Factors), 1, 1)
 			}
 		}
 		g[ss.off+numFixedGenes+a] = closest(ss.splits[a], want)
 	}
 }
-
-func slices64(x []int64) []int64 { return append([]int64(nil), x...) }
 
 // Project maps old, a genome of this kernel's CUDA space at other shapes
 // whose schedules are oldScheds, onto sp: every gene kept (within its

@@ -14,7 +14,7 @@ import (
 // family (autotune.Family), read from the database the first time a
 // kernel has no record of its own and kept up to date with the records
 // this process stores. A kernel at a new shape starts from the nearest
-// shape's record (warmStart).
+// shape's record (warmSeeds, warmDefault).
 type warmIndex struct {
 	mu     sync.Mutex
 	loaded bool
@@ -91,21 +91,6 @@ func (r *Runtime) nearestRecord(spec *ir.Spec, key *api.TuneKey) *api.TuneRecord
 	return best
 }
 
-// warmStart is spec's schedules (and their genome) projected from the
-// record of its nearest tuned shape, for a kernel under key that has no
-// record of its own; nil when there is none (the defaults then).
-func (r *Runtime) warmStart(spec *ir.Spec, key *api.TuneKey, gpu bool) ([]int, []loops.Schedule) {
-	rec := r.nearestRecord(spec, key)
-	if rec == nil {
-		return nil, nil
-	}
-	g, scheds, ok := autotune.WarmStart(spec, rec, gpu)
-	if !ok {
-		return nil, nil
-	}
-	return g, scheds
-}
-
 // WarmGain is how much faster than the default schedules a record's own
 // tuned schedules must have been at its shape (its default seconds over
 // its best) for a new shape to build with the record's projection before
@@ -130,10 +115,16 @@ func (r *Runtime) warmDefault(spec *ir.Spec, key *api.TuneKey, gpu bool) []loops
 	return nil
 }
 
-// warmSeeds is the warm start's genome as the seeds of a search or the
-// extra candidates of a pick, for spec's kernel under key.
+// warmSeeds is the warm start's genome (the record of spec's nearest
+// tuned shape, projected onto it) as the seeds of a search or the extra
+// candidates of a pick, for spec's kernel under key; nil when there is
+// none.
 func (r *Runtime) warmSeeds(spec *ir.Spec, key *api.TuneKey, gpu bool) [][]int {
-	if g, _ := r.warmStart(spec, key, gpu); g != nil {
+	rec := r.nearestRecord(spec, key)
+	if rec == nil {
+		return nil
+	}
+	if g, _, ok := autotune.WarmStart(spec, rec, gpu); ok {
 		return [][]int{g}
 	}
 	return nil

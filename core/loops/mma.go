@@ -117,13 +117,11 @@ func MatchMMA(spec *ir.Spec, st *ir.BoundStmt) (*MMA, error) {
 		}
 		names[i] = a.Tensor
 	}
-	out := map[string]int64{}
-	stride := int64(1)
-	shape := spec.Tensor(s.Tensor).Shape
-	for d := len(s.Indices) - 1; d >= 0; d-- {
-		out[s.Indices[d].Name] += stride
-		stride *= shape[d]
+	lhs := make([]string, len(s.Indices))
+	for d, x := range s.Indices {
+		lhs[d] = x.Name
 	}
+	out := rowMajorStrides(lhs, spec.Tensor(s.Tensor).Shape)
 	m := &MMA{A: names[0], B: names[1], C: s.Tensor}
 	for _, v := range st.Spatial {
 		ax := MMAAxis{Name: v.Name, Extent: v.Extent, SA: ops[0][v.Name], SB: ops[1][v.Name], SC: out[v.Name]}
@@ -171,18 +169,36 @@ func MatchMMA(spec *ir.Spec, st *ir.BoundStmt) (*MMA, error) {
 // tensor (summed where it indexes several dimensions); false when an
 // index is not a plain variable.
 func plainStrides(spec *ir.Spec, a *ir.Access) (map[string]int64, bool) {
-	shape := spec.Tensor(a.Tensor).Shape
-	out := map[string]int64{}
-	stride := int64(1)
-	for d := len(a.Indices) - 1; d >= 0; d-- {
-		x, ok := a.Indices[d].(*ir.Index)
+	vars := make([]string, len(a.Indices))
+	for d, x := range a.Indices {
+		v, ok := x.(*ir.Index)
 		if !ok {
 			return nil, false
 		}
-		out[x.Name] += stride
+		vars[d] = v.Name
+	}
+	return rowMajorStrides(vars, spec.Tensor(a.Tensor).Shape), true
+}
+
+// rowMajorStrides maps the variable indexing each dimension of a
+// row-major tensor of shape to its element stride, summed over the
+// dimensions a variable indexes.
+func rowMajorStrides(vars []string, shape []int64) map[string]int64 {
+	out := map[string]int64{}
+	stride := int64(1)
+	for d := len(vars) - 1; d >= 0; d-- {
+		out[vars[d]] += stride
 		stride *= shape[d]
 	}
-	return out, true
+	return out
+}
+
+// TileCounts is how many tiles of t cover m: along M, along N, and in
+// all (times the batch entries).
+func (m *MMA) TileCounts(t MMATiling) (mb, nb, tiles int64) {
+	mb = (GroupExtent(m.M) + t.BM - 1) / t.BM
+	nb = (GroupExtent(m.N) + t.BN - 1) / t.BN
+	return mb, nb, GroupExtent(m.Batch) * mb * nb
 }
 
 // DefaultMMATiling is the tiling GPUSchedule gives contraction m: 128 x
@@ -200,9 +216,8 @@ func DefaultMMATiling(m *MMA) MMATiling {
 		}
 		return t
 	}
-	me, ne, batch := GroupExtent(m.M), GroupExtent(m.N), GroupExtent(m.Batch)
-	t := MMATiling{BM: fit(me), BN: fit(ne)}
-	tiles := func() int64 { return batch * ceilDiv(me, t.BM) * ceilDiv(ne, t.BN) }
+	t := MMATiling{BM: fit(GroupExtent(m.M)), BN: fit(GroupExtent(m.N))}
+	tiles := func() int64 { _, _, n := m.TileCounts(t); return n }
 	for tiles() < gpuFewBlocks && max(t.BM, t.BN) > MMATiles[0] {
 		if t.BM >= t.BN {
 			t.BM /= 2
@@ -216,27 +231,34 @@ func DefaultMMATiling(m *MMA) MMATiling {
 	return t
 }
 
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
 // Check reports why t cannot lower statement st of spec.
 func (t *MMATiling) Check(spec *ir.Spec, st *ir.BoundStmt) error {
+	_, err := t.lower(spec, st)
+	return err
+}
+
+// lower is st's MMA node under t, or why t cannot lower st.
+func (t *MMATiling) lower(spec *ir.Spec, st *ir.BoundStmt) (*MMA, error) {
 	if !slices.Contains(MMATiles, t.BM) || !slices.Contains(MMATiles, t.BN) {
-		return errors.Errorf("MMA tile %dx%d: each side must be one of %v", t.BM, t.BN, MMATiles)
+		return nil, errors.Errorf("MMA tile %dx%d: each side must be one of %v", t.BM, t.BN, MMATiles)
 	}
 	if t.Warps != 0 && t.Warps != 4 && t.Warps != 8 {
-		return errors.Errorf("MMA tile with %d warps: want 4 or 8", t.Warps)
+		return nil, errors.Errorf("MMA tile with %d warps: want 4 or 8", t.Warps)
 	}
-	_, err := MatchMMA(spec, st)
-	return err
+	m, err := MatchMMA(spec, st)
+	if err != nil {
+		return nil, err
+	}
+	m.Tiling = *t
+	return m, nil
 }
 
 // lowerMMA lowers nest's statement by t: one MMA node.
 func lowerMMA(spec *ir.Spec, nest *Nest, t *MMATiling) error {
-	if err := t.Check(spec, nest.Stmt); err != nil {
+	m, err := t.lower(spec, nest.Stmt)
+	if err != nil {
 		return err
 	}
-	m, _ := MatchMMA(spec, nest.Stmt)
-	m.Tiling = *t
 	nest.Body = []Node{m}
 	return nil
 }

@@ -25,16 +25,10 @@ func guardedExtents(op *ir.Op, refs []accessRef, shapes map[string][]int64, ext 
 				continue
 			}
 			for d, x := range a.acc.Indices {
-				var unknown []string
-				for _, v := range varNames(x) {
-					if _, ok := ext[v]; !ok {
-						unknown = append(unknown, v)
-					}
-				}
-				if len(unknown) != 1 || a.unguardedBy(x) {
+				u, ok := soleUnknown(x, ext)
+				if !ok || a.unguardedBy(x) {
 					continue // unguarded: the direct and derived constraints decided
 				}
-				u := unknown[0]
 				n := largestGuarded(x, u, a.guards, ext, shapes[a.acc.Tensor][d], info)
 				if n == 0 {
 					continue

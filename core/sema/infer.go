@@ -121,16 +121,11 @@ func derivedExtents(op *ir.Op, refs []accessRef, shapes map[string][]int64, ext 
 				if _, ok := x.(*ir.Index); ok || !a.unguardedBy(x) {
 					continue
 				}
-				var unknown []string
-				for _, v := range varNames(x) {
-					if _, ok := ext[v]; !ok {
-						unknown = append(unknown, v)
-					}
-				}
-				if len(unknown) != 1 {
+				u, ok := soleUnknown(x, ext)
+				if !ok {
 					continue
 				}
-				u, size := unknown[0], shapes[a.acc.Tensor][d]
+				size := shapes[a.acc.Tensor][d]
 				n, err := largestExtent(x, u, ext, size)
 				if err != nil {
 					return op.Errorf(a.acc.Pos, "access %s can never be in bounds: dimension %d index %s %v, but %s has size %d there",
@@ -152,6 +147,18 @@ func derivedExtents(op *ir.Op, refs []accessRef, shapes map[string][]int64, ext 
 		}
 	}
 	return nil
+}
+
+// soleUnknown is the one variable of x whose extent ext does not know;
+// false when x has none or several.
+func soleUnknown(x ir.Expr, ext map[string]int64) (string, bool) {
+	u, n := "", 0
+	for _, v := range varNames(x) {
+		if _, ok := ext[v]; !ok {
+			u, n = v, n+1
+		}
+	}
+	return u, n == 1
 }
 
 // unknownExtents reports the first variable of s whose extent is still

@@ -29,8 +29,7 @@ func (r *renderer) mmaLaunch(n *loops.Nest, m *loops.MMA, entry, sig string) (La
 	t := m.Tiling
 	threads, wn := 32*t.WarpCount(), t.WarpCount()/2
 	me, ne, ke := loops.GroupExtent(m.M), loops.GroupExtent(m.N), loops.GroupExtent(m.K)
-	mb, nb := (me+t.BM-1)/t.BM, (ne+t.BN-1)/t.BN
-	tiles := loops.GroupExtent(m.Batch) * mb * nb
+	mb, nb, tiles := m.TileCounts(t)
 	l := Launch{Entry: entry, Nest: n.Index, Blocks: min(tiles, MaxBlocks), Threads: int(threads)}
 	names := map[string]string{}
 	for _, x := range []string{m.A, m.B, m.C} {
@@ -180,7 +179,8 @@ type mmaCopy struct {
 	rows, re, ke, threads       int64
 	mode                        int // mmaKVec, mmaRowVec or mmaScalar
 	rowFastest                  bool
-	per                         int64 // elements or vectors per thread
+	items                       int64 // elements or vectors of a tile
+	per                         int64 // of them per thread
 }
 
 const (
@@ -214,21 +214,13 @@ func (r *renderer) newMMACopy(op, x, base, rowOff, kOff, row0 string, rows, re, 
 		c.mode = mmaScalar
 		c.rowFastest = stride(innerR) < stride(innerK)
 	}
-	n := rows * mmaStep
+	c.items = rows * mmaStep
 	if c.mode != mmaScalar {
-		n /= 8
+		c.items /= 8
 		r.vectors = true
 	}
-	c.per = (n + threads - 1) / threads
+	c.per = (c.items + threads - 1) / threads
 	return c
-}
-
-// items is the number of elements or vectors of a tile.
-func (c *mmaCopy) items() int64 {
-	if c.mode == mmaScalar {
-		return c.rows * mmaStep
-	}
-	return c.rows * mmaStep / 8
 }
 
 // coords declares rr and cc, the tile row and K position of item e.
@@ -258,8 +250,8 @@ func (c *mmaCopy) each(depth int, body func(depth int)) {
 	c.r.line(depth, "#pragma unroll")
 	c.r.line(depth, "for (int u = 0; u < %d; u++) {", c.per)
 	c.r.line(depth+1, "const int e = threadIdx.x + u * %d;", c.threads)
-	if c.per*c.threads > c.items() {
-		c.r.line(depth+1, "if (e >= %d) break;", c.items())
+	if c.per*c.threads > c.items {
+		c.r.line(depth+1, "if (e >= %d) break;", c.items)
 	}
 	c.coords(depth + 1)
 	body(depth + 1)

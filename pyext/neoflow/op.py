@@ -473,13 +473,13 @@ class Op:
         return [bufs[i] for i in (kernel.returned if keep else kernel.outputs)]
 
     def __call__(self, *tensors, sizes=None):
-        if any(isinstance(t, torch.fx.Proxy) for t in tensors):
-            return self._traced(tensors, sizes)
         if _direct(tensors):
             outs = self._launch(tensors, sizes)
         elif _eager(tensors):  # autograd on plain tensors: an autograd.Function costs less than the dispatcher
             # (checked once per specialization: by autograd._Plan)
             return self.function.apply(_sizes(sizes), *tensors)
+        elif any(isinstance(t, torch.fx.Proxy) for t in tensors):  # symbolic_trace: off the eager paths
+            return self._traced(tensors, sizes)
         else:  # torch.compile or tensor subclasses: through the custom op, registered when the op was defined
             self._check(tensors)
             custom = self._custom if torch.compiler.is_compiling() else self.custom_op
