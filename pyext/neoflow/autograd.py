@@ -224,28 +224,31 @@ def _may_build_ahead(tensors) -> bool:
 class _Plan:
     """What an eager autograd call of one specialization needs, looked up
     once (Op._plans) instead of on every call: the forward kernel, the
-    positions among its returned tensors (outputs, then temporaries) of
-    those the saving gradient op reads (None: the kernel keeps one of them
-    in no buffer, and the gradient recomputes), that gradient op with its
-    sizes, and its kernel once the first backward has built it. On the CPU
-    that kernel's build starts when the plan is made (grad_future), on a
-    helper thread, with stand-in tensors of the shapes the backward will
-    pass; the backward waits for it and then finds the kernel built."""
+    positions among its buffers (Kernel.run's list) of the tensors the
+    saving gradient op reads (None: the kernel keeps one of them in no
+    buffer, and the gradient recomputes), that gradient op with its sizes,
+    and its kernel once the first backward has built it, with the positions
+    of each input's gradient among that kernel's buffers. On the CPU that
+    kernel's build starts when the plan is made (grad_future), on a helper
+    thread, with stand-in tensors of the shapes the backward will pass; the
+    backward waits for it and then finds the kernel built."""
 
-    __slots__ = ("kernel", "kept", "gop", "gsizes", "grad_kernel", "grad_future")
+    __slots__ = ("kernel", "kept", "gop", "gsizes", "grad_kernel", "grad_future", "grad_at", "wrt")
 
     def __init__(self, op, tensors, sizes: dict, wrt):
         op._check(tensors)  # what it checks, the plan's key fixes: calls that find the plan need no check
         self.kernel = op.specialize(*tensors, sizes=sizes)
+        self.wrt = [bool(w) for w in wrt]
         self.kept, self.gop, self.gsizes, self.grad_kernel, self.grad_future = [], None, None, None, None
+        self.grad_at = None
         if not any(wrt):
             return
         # Derived (and registered) now, as _keep does, for the same reason.
-        self.gop, self.gsizes = op.grad_op(*tensors, sizes=sizes, wrt=list(wrt), saved=True)
+        self.gop, self.gsizes = op.grad_op(*tensors, sizes=sizes, wrt=self.wrt, saved=True)
         _ = self.gop.custom_op
-        returned = [self.kernel.buffers[i][0] for i in self.kernel.returned]
-        if all(n in returned for n in self.gop.saved):
-            self.kept = [returned.index(n) for n in self.gop.saved]
+        names = [self.kernel.buffers[i][0] for i in self.kernel.returned]
+        if all(n in names for n in self.gop.saved):
+            self.kept = [self.kernel.returned[names.index(n)] for n in self.gop.saved]
         else:
             self.kept = None
             return
@@ -264,7 +267,10 @@ class _Plan:
                     self.grad_future.result()
                 except Exception:  # noqa: BLE001 - specialize below builds again and raises it
                     pass
-            self.grad_kernel = self.gop.specialize(*args, sizes=self.gsizes)
+            kernel = self.gop.specialize(*args, sizes=self.gsizes)
+            outs = iter(kernel.outputs)
+            self.grad_at = [next(outs) if w else None for w in self.wrt]
+            self.grad_kernel = kernel
         return self.grad_kernel
 
 
@@ -273,50 +279,59 @@ def _build_grad(gop, like, sizes) -> None:
     gop.specialize(*[torch.empty(shape, dtype=dtype) for dtype, shape in like], sizes=sizes)
 
 
-def _plan(op, tensors, sizes: dict, wrt) -> _Plan:
-    key = (tuple((t.dtype, tuple(t.shape), t.device) for t in tensors), tuple(sorted(sizes.items())), tuple(wrt))
-    plan = op._plans.get(key)
-    if plan is None:
-        plan = op._plans.setdefault(key, _Plan(op, tensors, sizes, wrt))
-    return plan
-
-
 def make_function(op):
     """A torch.autograd.Function running op; apply(sizes_dict_or_None, *tensors).
 
-    Each call looks up its specialization's _Plan, so that a call on shapes
-    seen before derives nothing: the forward launches the plan's kernel and
-    keeps what the plan says, the backward launches the saving gradient
-    op's kernel directly (a backward that builds a graph, or one whose
-    forward kept nothing, goes the general way: _backward)."""
+    Each call looks up its specialization's _Plan (by dtypes, shapes,
+    devices, sizes and the inputs needing a gradient), so that a call on
+    shapes seen before derives nothing: the forward launches the plan's
+    kernel and keeps what the plan says, the backward launches the saving
+    gradient op's kernel directly (a backward that builds a graph, one
+    missing an output's gradient, or one whose forward kept nothing, goes
+    the general way: _backward). Both are lean: eager training calls them
+    for every op of every step."""
+    n_inputs, n_outputs = len(op.inputs), len(op.outputs)
+    plans = op._plans
 
     class Function(torch.autograd.Function):
         @staticmethod
         def forward(ctx, sizes, *tensors):
-            sizes = dict(sizes or {})
-            wrt = ctx.needs_input_grad[1:]
-            plan = _plan(op, tensors, sizes, wrt)
-            outs = op._launch(tensors, sizes, keep=True, kernel=plan.kernel)
+            needs = ctx.needs_input_grad
+            skey = tuple(sorted(sizes.items())) if sizes else ()
+            key = (tuple([(t.dtype, t.shape, t.device) for t in tensors]), skey, needs)
+            plan = plans.get(key)
+            if plan is None:
+                plan = plans.setdefault(key, _Plan(op, tensors, dict(sizes or {}), needs[1:]))
+            bufs = plan.kernel.run(tensors)
             if plan.kept is None:
                 ctx.save_for_backward(*tensors)
-                ctx.kept_names, ctx.recompute = (), True
             else:
-                ctx.save_for_backward(*tensors, *[outs[j] for j in plan.kept])
-                ctx.kept_names, ctx.recompute = (plan.gop.saved if plan.gop else ()), False
-            ctx.plan, ctx.n_inputs, ctx.sizes = plan, len(tensors), sizes
-            outs = outs[: len(op.outputs)]
-            return outs[0] if len(outs) == 1 else tuple(outs)
+                ctx.save_for_backward(*tensors, *[bufs[j] for j in plan.kept])
+            ctx.plan, ctx.sizes = plan, sizes
+            if n_outputs == 1:
+                return bufs[plan.kernel.outputs[0]]
+            return tuple([bufs[i] for i in plan.kernel.outputs])
 
         @staticmethod
         def backward(ctx, *grads):
-            tensors, kept = _saved(ctx)
-            plan, needs = ctx.plan, ctx.needs_input_grad[1:]
-            if kept is None or plan.gop is None or torch.is_grad_enabled():
-                return (None, *_backward(op, tensors, ctx.sizes, list(grads), needs, kept))
-            grads = _zeros_for_missing(op, tensors, ctx.sizes, grads[: len(op.outputs)])
-            args = (*tensors, *grads, *[kept[n] for n in plan.gop.saved])
-            it = iter(plan.gop._launch(args, plan.gsizes, kernel=plan.grad_kernel_for(args)))
-            return (None, *[next(it) if w else None for w in needs])
+            plan, saved = ctx.plan, ctx.saved_tensors
+            if plan.kept is None or plan.gop is None or torch.is_grad_enabled() or _missing(grads, n_outputs):
+                tensors = saved[:n_inputs]
+                kept = None if plan.kept is None else dict(zip(plan.gop.saved if plan.gop else (), saved[n_inputs:]))
+                sizes = dict(ctx.sizes or {})
+                return (None, *_backward(op, tensors, sizes, list(grads), ctx.needs_input_grad[1:], kept))
+            args = (*saved[:n_inputs], *grads[:n_outputs], *saved[n_inputs:])
+            bufs = (plan.grad_kernel or plan.grad_kernel_for(args)).run(args)
+            return (None, *[None if i is None else bufs[i] for i in plan.grad_at])
 
     Function.__name__ = Function.__qualname__ = f"{op.name or 'op'}_Function"
     return Function
+
+
+def _missing(grads, n: int) -> bool:
+    """Whether a backward lacks the gradient of one of the n outputs (autograd passes None for an output
+    no loss depends on)."""
+    for g in grads[:n]:
+        if g is None:
+            return True
+    return False

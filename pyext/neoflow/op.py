@@ -68,12 +68,37 @@ class Kernel:
         # positions of the temporaries, the other buffers the caller allocates
         self.temps = [i for i, b in enumerate(resp.buffers) if b.role != "input" and i not in self.outputs]
         self.returned = self.outputs + self.temps  # what a call that keeps the temporaries returns
-        # per allocated buffer: its shape, and whether it is below neoflow.memory's size for caching
+        # per allocated buffer: whether it is below neoflow.memory's size for caching, and then its
+        # shape as torch.empty's unpacked arguments, else its shape
         itemsize = self.dtype.itemsize
-        self.alloc = [(shape, math.prod(shape) * itemsize < memory.MIN_BYTES) for shape in self.allocated]
+        self.alloc = []
+        for shape in self.allocated:
+            small = math.prod(shape) * itemsize < memory.MIN_BYTES
+            self.alloc.append(((shape or ((),)) if small else shape, small))
         self.pointers = ctypes.c_void_p * len(self.buffers)  # the launch's array of data pointers
         if self.kernel_id:  # this object holds the loaded kernel; the Go core may unload it once none does
             weakref.finalize(self, _release_kernel, self.kernel_id)
+
+    def run(self, tensors) -> list[torch.Tensor]:
+        """Launches the kernel on these inputs (its specialization's) and
+        returns every buffer: the inputs as passed to it (contiguous), then
+        the outputs and temporaries it allocated. On CUDA those come from
+        PyTorch's caching allocator and the kernel runs on PyTorch's current
+        stream of the inputs' device."""
+        bufs = [t.resolve_neg().contiguous() for t in tensors]  # a lazily negated view's memory is not negated
+        dtype = self.dtype
+        if bufs[0].is_cuda:  # an op has at least one input
+            device = bufs[0].device
+            if self.aligned:  # it loads 16-byte vectors: a view starting mid-allocation is copied to aligned memory
+                bufs = [b if b.data_ptr() % 16 == 0 else b.clone() for b in bufs]
+            bufs += [torch.empty(shape, dtype=dtype, device=device) for shape in self.allocated]
+            pointers = self.pointers(*[b.data_ptr() for b in bufs])
+            _lib.launch_cuda(self.kernel_id, pointers, torch.cuda.current_stream(device).cuda_stream)
+            return bufs
+        # small buffers straight from torch.empty (unpacked sizes: the fastest form), large ones from neoflow.memory
+        bufs += [torch.empty(*s, dtype=dtype) if small else memory.empty(s, dtype) for s, small in self.alloc]
+        _lib.launch(self.kernel_id, self.pointers(*[b.data_ptr() for b in bufs]), torch.get_num_threads())
+        return bufs
 
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
@@ -396,14 +421,10 @@ class Op:
 
     def specialize(self, *tensors, sizes=None) -> Kernel:
         """Builds (or finds) the kernel for these inputs' shapes and dtype."""
-        try:  # the fast path: CPU tensors of a specialization seen before, already validated
-            key = (tuple((t.dtype, t.shape) for t in tensors), tuple(sorted(sizes.items())) if sizes else ())
-            if all(t.is_cpu for t in tensors):
-                kernel = self._kernels.get(key)
-            else:  # CUDA: the key names the device
-                key, kernel = key + (tensors[0].device,), None
-                if all(t.device == key[-1] for t in tensors):
-                    kernel = self._kernels.get(key)
+        try:  # the fast path: a specialization seen before, already validated (the key names each device)
+            skey = tuple(sorted(sizes.items())) if sizes else ()
+            key = (tuple([(t.dtype, t.shape, t.device) for t in tensors]), skey)
+            kernel = self._kernels.get(key)
         except (AttributeError, TypeError):  # not tensors, or sizes not a dict: _check explains
             key, kernel = None, None
         if kernel is None:
@@ -451,33 +472,21 @@ class Op:
 
     def _launch(self, tensors, sizes, keep=False, kernel=None) -> list[torch.Tensor]:
         """Runs the kernel directly on plain tensors: no autograd. Returns
-        the outputs, followed by the temporaries when ``keep``. On CUDA the
-        outputs and temporaries come from PyTorch's caching allocator and
-        the kernel runs on PyTorch's current stream of the inputs' device.
-        ``kernel``, when given, is this specialization's (a caller that
-        looked it up already)."""
+        the outputs, followed by the temporaries when ``keep``. ``kernel``,
+        when given, is this specialization's (a caller that looked it up
+        already)."""
         if kernel is None:
             kernel = self.specialize(*tensors, sizes=sizes)
-        bufs = [t.resolve_neg().contiguous() for t in tensors]  # a lazily negated view's memory is not negated
-        if bufs[0].is_cuda:  # an op has at least one input
-            device = bufs[0].device
-            if kernel.aligned:  # it loads 16-byte vectors: a view starting mid-allocation is copied to aligned memory
-                bufs = [b if b.data_ptr() % 16 == 0 else b.clone() for b in bufs]
-            bufs += [torch.empty(shape, dtype=kernel.dtype, device=device) for shape in kernel.allocated]
-            pointers = kernel.pointers(*[b.data_ptr() for b in bufs])
-            _lib.launch_cuda(kernel.kernel_id, pointers, torch.cuda.current_stream(device).cuda_stream)
-        else:
-            dtype = kernel.dtype  # small buffers straight from torch.empty, large ones from neoflow.memory
-            bufs += [torch.empty(s, dtype=dtype) if small else memory.empty(s, dtype) for s, small in kernel.alloc]
-            _lib.launch(kernel.kernel_id, kernel.pointers(*[b.data_ptr() for b in bufs]), torch.get_num_threads())
+        bufs = kernel.run(tensors)
         return [bufs[i] for i in (kernel.returned if keep else kernel.outputs)]
 
     def __call__(self, *tensors, sizes=None):
-        if _direct(tensors):
+        mode = _mode(tensors)
+        if mode == _DIRECT:
             outs = self._launch(tensors, sizes)
-        elif _eager(tensors):  # autograd on plain tensors: an autograd.Function costs less than the dispatcher
+        elif mode == _EAGER:  # autograd on plain tensors: an autograd.Function costs less than the dispatcher
             # (checked once per specialization: by autograd._Plan)
-            return self.function.apply(_sizes(sizes), *tensors)
+            return (self._function or self.function).apply(sizes and _sizes(sizes), *tensors)
         elif any(isinstance(t, torch.fx.Proxy) for t in tensors):  # symbolic_trace: off the eager paths
             return self._traced(tensors, sizes)
         else:  # torch.compile or tensor subclasses: through the custom op, registered when the op was defined
@@ -600,17 +609,19 @@ _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # under vmap, grad, jacrev: the dispatcher's way
 
 
-def _eager(tensors) -> bool:
-    """Whether a call is plain eager autograd: plain tensors, not tracing, not a torch.func transform."""
-    return not torch.compiler.is_compiling() and all(type(t) in _PLAIN and not _wrapped(t) for t in tensors)
+_DIRECT, _EAGER, _DISPATCH = 0, 1, 2
 
 
-def _direct(tensors) -> bool:
-    """Whether a call can skip the dispatcher: plain tensors, no autograd, not tracing, no torch.func transform."""
+def _mode(tensors) -> int:
+    """How a call runs: _DIRECT (plain tensors, no autograd: the kernel alone), _EAGER (plain tensors under
+    autograd: the op's autograd.Function) or _DISPATCH (tracing, a torch.func transform, tensor subclasses
+    or not tensors: the custom op, whose checks explain bad arguments)."""
     if torch.compiler.is_compiling():
-        return False
-    grad = torch.is_grad_enabled()
+        return _DISPATCH
+    grad, mode = torch.is_grad_enabled(), _DIRECT
     for t in tensors:
-        if type(t) not in _PLAIN or (grad and t.requires_grad) or _wrapped(t):
-            return False
-    return True
+        if type(t) not in _PLAIN or _wrapped(t):
+            return _DISPATCH
+        if grad and t.requires_grad:
+            mode = _EAGER
+    return mode
