@@ -4,7 +4,6 @@ import (
 	"context"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/neoflow/neoflow/api"
@@ -13,6 +12,7 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/kernels"
+	"github.com/neoflow/neoflow/kernels/cc"
 )
 
 // Background tuning (NEOFLOW_TUNE=background). A C kernel built for a
@@ -25,18 +25,22 @@ import (
 // and swaps its entry point into the kernel id the calls launch
 // (launchable.fn, loaded atomically by every launch): a call never waits
 // for tuning, and the kernel changes between two calls. The kernel it
-// replaces stays loaded until the id is unloaded. The worker keeps to a
-// share of the machine: after each trial it sleeps idleFactor times as
-// long as the trial took, so that on a machine whose cores the training
-// uses it takes about 1/(1+idleFactor) of them while it runs, and stops
-// when its trial budget (backgroundTrials) is spent. Before the search it
+// replaces stays loaded until the id is unloaded. The worker stops when
+// its trial budget (backgroundTrials) is spent. Before the search it
 // picks the kernel's schedules as the default mode does (picks.go) and
 // swaps the picked kernel in, seconds after the first call; the search
 // then starts from the pick's genome. In the default mode the worker only
 // picks.
-
-// idleFactor is how long the worker sleeps after a trial, in trial times.
-const idleFactor = 3
+//
+// The worker runs at a low CPU priority (cc.LowPriority, nice 10): its
+// thread, the OpenMP team it times kernels with (started by that thread,
+// which it inherits the priority from) and the compilers it starts. A
+// training that keeps every core busy then keeps them: measured on two
+// cores, its steps take 0-20% longer while picks are built and timed, and
+// the picks land in tens of seconds instead of seconds. At normal priority,
+// with the training's launches on one thread fewer to leave the worker a
+// core, MI-LSTM and subLSTM steps took 2 to 5 times as long until the
+// picks landed, and the timings were as noisy.
 
 // backgroundTrials is the trial budget of one kernel tuned in the
 // background.
@@ -49,9 +53,6 @@ type background struct {
 	byID    map[string]*bgJob // by tuning record id
 	queue   []*bgJob
 	running bool
-	// busy is set while the worker compiles or times kernels, not while
-	// it sleeps between trials (Launch reads it).
-	busy atomic.Bool
 	// lastBuild is when a specialization last started or finished building
 	// a kernel (waitQuiet).
 	lastBuild time.Time
@@ -167,7 +168,8 @@ func (r *Runtime) tuneInBackground(spec *ir.Spec, k *kernels.Kernel, id uint64) 
 // A goroutine that exits locked to its thread ends the thread, and with
 // it the pool.
 func (r *Runtime) backgroundWorker() {
-	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+	runtime.LockOSThread()               // never unlocked: the thread ends with the goroutine
+	cc.SetThreadPriority(cc.LowPriority) // and with it the priority set here
 	for {
 		r.bg.mu.Lock()
 		if len(r.bg.queue) == 0 {
@@ -203,13 +205,11 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 	}
 	warm := r.warmSeeds(job.spec, job.key, false)
 	opts := autotune.Options{Trials: backgroundTrials, Timing: autotune.Timing{Threads: r.config().NumThreads}, Version: Version, Seeds: warm}
-	ctx := context.Background()
+	ctx := cc.WithLowPriority(context.Background())
 	// First the pick (seconds, not minutes): its kernel runs while the
 	// search goes on, which starts from its genome.
 	if autotune.Picks(job.spec) {
-		r.bg.busy.Store(true)
 		p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads, warm)
-		r.bg.busy.Store(false)
 		if err == nil && p.Schedules != nil {
 			swapped, err := r.swapIn(ctx, b, job, p.Schedules)
 			if err != nil {
@@ -227,10 +227,7 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 	}
 	defer t.Close()
 	for {
-		start := time.Now()
-		r.bg.busy.Store(true)
 		p, err := t.Step(ctx)
-		r.bg.busy.Store(false)
 		if err != nil {
 			return err
 		}
@@ -241,7 +238,6 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 		if p.Done {
 			break
 		}
-		time.Sleep(idleFactor * time.Since(start))
 	}
 	rec := t.Record()
 	if rec != nil {

@@ -129,18 +129,3 @@ func TestDefaultModePicks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-// While the background worker compiles or times kernels, launches run on
-// one thread fewer (never fewer than one).
-func TestLaunchThreadsLeaveTheWorkerACPU(t *testing.T) {
-	r := New()
-	for _, c := range []struct {
-		busy     bool
-		ask, get int
-	}{{false, 2, 2}, {false, 0, 1}, {true, 2, 1}, {true, 1, 1}, {true, 16, 15}, {true, -3, 1}} {
-		r.bg.busy.Store(c.busy)
-		if got := r.launchThreads(c.ask); got != c.get {
-			t.Errorf("busy %v, %d threads asked: %d, want %d", c.busy, c.ask, got, c.get)
-		}
-	}
-}

@@ -19,7 +19,7 @@ func (r *Runtime) Launch(id uint64, bufs unsafe.Pointer, nbufs int, nthreads int
 	if l.cuda != nil {
 		return errors.Errorf("kernel %d is a CUDA kernel (device %d): launch it with nf_launch_cuda", id, l.device)
 	}
-	cc.CallRaw(l.fn.Load(), bufs, int64(r.launchThreads(nthreads)))
+	cc.CallRaw(l.fn.Load(), bufs, int64(max(nthreads, 1)))
 	return nil
 }
 
@@ -37,16 +37,4 @@ func (r *Runtime) launchable(id uint64, nbufs int) (*launchable, error) {
 		return nil, errors.Errorf("kernel %d takes %d buffers, got %d", id, l.nbufs, nbufs)
 	}
 	return l, nil
-}
-
-// launchThreads is the team size of a launch asked to run on nthreads
-// threads: at least 1, and one fewer while the background worker compiles
-// or times kernels, which holds a CPU: a team as large as the machine
-// would wait at every barrier for the thread that CPU runs (LLTM training
-// steps took 10 to 50 times their time on two cores while its picks ran).
-func (r *Runtime) launchThreads(nthreads int) int {
-	if r.bg.busy.Load() && nthreads > 1 {
-		nthreads--
-	}
-	return max(nthreads, 1)
 }

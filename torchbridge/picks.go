@@ -19,9 +19,10 @@ import (
 // process builds with it at once; tuning replaces it), and swaps the
 // picked kernel in where it differs. The first step pays nothing for it:
 // the worker waits until no kernel was built for a while (waitQuiet) and
-// leaves the training a CPU (autotune.PickBuilds, Runtime.launchThreads);
-// the pick lands seconds later (a dozen kernels compiled, each launched
-// twice). NEOFLOW_TUNE=off turns it off.
+// runs at a low CPU priority (background.go); the pick lands seconds later
+// on an idle machine, tens of seconds later behind a training that keeps
+// every core busy (a dozen kernels compiled, each launched three times).
+// NEOFLOW_TUNE=off turns it off.
 
 // pickJob picks job's schedules, keeps the record and swaps the kernel in.
 func (r *Runtime) pickJob(job *bgJob) error {
@@ -30,9 +31,7 @@ func (r *Runtime) pickJob(job *bgJob) error {
 		return err
 	}
 	ctx := context.Background()
-	r.bg.busy.Store(true)
 	p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads, r.warmSeeds(job.spec, job.key, false))
-	r.bg.busy.Store(false)
 	if err != nil {
 		return err
 	}

@@ -141,7 +141,14 @@ func (c Compiler) Compile(ctx context.Context, source, out string) error {
 	var stderr bytes.Buffer
 	cmd.Stdout = &stderr
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	err = cmd.Start()
+	if err == nil {
+		if IsLowPriority(ctx) {
+			lower(cmd.Process.Pid) // before the driver starts cc1, which inherits it
+		}
+		err = cmd.Wait()
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return errors.Wrap(ctx.Err(), "compiling the kernel: interrupted")
 		}
