@@ -6,6 +6,7 @@ import (
 
 	"github.com/neoflow/neoflow/api"
 	"github.com/neoflow/neoflow/autotune"
+	"github.com/neoflow/neoflow/kernels/cc"
 )
 
 // Picked schedules (the default mode, NEOFLOW_TUNE unset). A C kernel
@@ -30,7 +31,7 @@ func (r *Runtime) pickJob(job *bgJob) error {
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
+	ctx := cc.WithLowPriority(context.Background())
 	p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads, r.warmSeeds(job.spec, job.key, false))
 	if err != nil {
 		return err

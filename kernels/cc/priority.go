@@ -6,8 +6,8 @@ import (
 )
 
 // Background work (the tuner's and the picks' builds while training runs)
-// compiles at the lowest CPU priority, so that the compiler takes the
-// cores the training leaves idle and little of those it uses.
+// compiles at a low CPU priority (LowPriority), so that the compiler takes
+// the cores the training leaves idle and little of those it uses.
 
 // LowPriority is the nice value of background compilers and threads.
 const LowPriority = 10
