@@ -144,7 +144,7 @@ func (c Compiler) Compile(ctx context.Context, source, out string) error {
 	err = cmd.Start()
 	if err == nil {
 		if IsLowPriority(ctx) {
-			lower(cmd.Process.Pid) // before the driver starts cc1, which inherits it
+			lower(cmd.Process.Pid) // its group (Setpgid): the driver and any child it started
 		}
 		err = cmd.Wait()
 	}

@@ -33,7 +33,10 @@ func SetThreadPriority(nice int) {
 	_ = syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), nice)
 }
 
-// lower sets process pid's nice value (its later children inherit it).
-func lower(pid int) {
-	_ = syscall.Setpriority(syscall.PRIO_PROCESS, pid, LowPriority)
+// lower sets the nice value of every process in process group pgid (the
+// compiler driver's group): the driver and the children it started
+// already (cc1, as, ld), which a call on the driver alone would miss
+// when it ran after the driver forked them; later children inherit it.
+func lower(pgid int) {
+	_ = syscall.Setpriority(syscall.PRIO_PGRP, pgid, LowPriority)
 }
