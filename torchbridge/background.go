@@ -2,7 +2,6 @@ package torchbridge
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"time"
 
@@ -33,14 +32,15 @@ import (
 // picks.
 //
 // The worker runs at a low CPU priority (cc.LowPriority, nice 10): its
-// thread, the OpenMP team it times kernels with (started by that thread,
-// which it inherits the priority from) and the compilers it starts. A
-// training that keeps every core busy then keeps them: measured on two
-// cores, its steps take 0-20% longer while picks are built and timed, and
-// the picks land in tens of seconds instead of seconds. At normal priority,
-// with the training's launches on one thread fewer to leave the worker a
-// core, MI-LSTM and subLSTM steps took 2 to 5 times as long until the
-// picks landed, and the timings were as noisy.
+// thread, the OpenMP team it times kernels with (which inherits the
+// priority) and the compilers it starts, each compiler's whole process
+// group. A training that keeps every core busy then keeps most of them:
+// measured on two cores, LLTM steps took 14-17 ms while a search compiled
+// its candidates and 23-26 ms while it timed them, against 13-15 ms
+// undisturbed (see backgroundWorker for the part the timing team's pool
+// plays). At normal priority, with the training's launches on one thread
+// fewer to leave the worker a core, MI-LSTM and subLSTM steps took 2 to 5
+// times as long until the picks landed, and the timings were as noisy.
 
 // backgroundTrials is the trial budget of one kernel tuned in the
 // background.
@@ -157,19 +157,23 @@ func (r *Runtime) tuneInBackground(spec *ir.Spec, k *kernels.Kernel, id uint64) 
 	}
 }
 
-// backgroundWorker runs the queued jobs on one OS thread of its own,
-// which ends with it: OpenMP (libgomp) keeps a pool of worker threads for
-// every thread that starts a parallel region, and while the pool of a
-// thread that outlives its work exists, the process has more OpenMP
-// threads than cores, so libgomp's idle threads stop spinning and sleep:
-// PyTorch's own parallel regions, one per small op, then wait for a
-// wake-up each (measured: a 16x512 matmul and tanh took 100 us before a
-// background pick and 240-290 us after it, for the rest of the process).
-// A goroutine that exits locked to its thread ends the thread, and with
-// it the pool.
+// backgroundWorker runs the queued jobs on a thread of its own at a low
+// priority (cc.OnOwnThread), which ends when the queue is empty: the
+// OpenMP pool it times kernels with, and that pool's priority, end with
+// it. While that pool exists the process has more OpenMP threads than
+// cores on a machine the training fills, and libgomp makes every team's
+// idle threads sleep between parallel regions instead of spinning: on two
+// cores that costs the training's steps about a third (LLTM, eager
+// PyTorch: 12 -> 16 ms), and it is also what leaves the low-priority
+// worker any CPU: timed on threads of their own that ended after each
+// timing, the candidates of LLTM's three kernels were still being tuned
+// after 150 s, against about 65 s on one thread for the whole queue.
 func (r *Runtime) backgroundWorker() {
-	runtime.LockOSThread()               // never unlocked: the thread ends with the goroutine
-	cc.SetThreadPriority(cc.LowPriority) // and with it the priority set here
+	cc.OnOwnThread(cc.WithLowPriority(context.Background()), r.runQueue)
+}
+
+// runQueue runs the queued jobs until none is left.
+func (r *Runtime) runQueue() {
 	for {
 		r.bg.mu.Lock()
 		if len(r.bg.queue) == 0 {

@@ -141,11 +141,15 @@ func (c Compiler) Compile(ctx context.Context, source, out string) error {
 	var stderr bytes.Buffer
 	cmd.Stdout = &stderr
 	cmd.Stderr = &stderr
-	err = cmd.Start()
+	if IsLowPriority(ctx) {
+		// Forked from a thread at LowPriority, the driver and its children
+		// (cc1, as, ld) are born at it. (Lowering the driver after Start
+		// raced with it: on a busy machine it had often forked cc1 by then.)
+		OnOwnThread(ctx, func() { err = cmd.Start() })
+	} else {
+		err = cmd.Start()
+	}
 	if err == nil {
-		if IsLowPriority(ctx) {
-			lower(cmd.Process.Pid) // its group (Setpgid): the driver and any child it started
-		}
 		err = cmd.Wait()
 	}
 	if err != nil {

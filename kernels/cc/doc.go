@@ -6,13 +6,18 @@
 // "cc" with DefaultFlags, and "-lm" is always linked. Identity describes
 // the compiler for cache keys without running it.
 //
-// Open loads a shared object with dlopen(RTLD_NOW|RTLD_LOCAL); libraries
-// are never unloaded, so kernel pointers stay valid for the life of the
-// process. Kernel.Launch and CallRaw call a kernel
+// Open loads a shared object with dlopen(RTLD_NOW|RTLD_LOCAL); each
+// Library.Close undoes one Open, the last unloads it. Kernel.Launch and
+// CallRaw call a kernel
 //
 //	void <symbol>(void **bufs, int64_t nthreads);
 //
 // through a small C trampoline. CallRaw allocates nothing, so a C caller
-// (capi) can pass the void** it received as is. dl.go is the only file
-// using cgo.
+// (capi) can pass the void** it received as is.
+//
+// Background work runs at LowPriority: WithLowPriority marks a context,
+// under which Compile starts the compiler from a thread at that priority
+// (the compiler and its children are born at it), and OnOwnThread runs a
+// function on a C thread of its own at it (the background worker, whose
+// OpenMP pool then ends with it). dl.go and thread.go use cgo.
 package cc

@@ -5,9 +5,9 @@ import (
 	"syscall"
 )
 
-// Background work (the tuner's and the picks' builds while training runs)
-// compiles at a low CPU priority (LowPriority), so that the compiler takes
-// the cores the training leaves idle and little of those it uses.
+// Background work (the tuner's and the picks' builds and timings while
+// training runs) runs at a low CPU priority (LowPriority), so that it
+// takes the cores the training leaves idle and little of those it uses.
 
 // LowPriority is the nice value of background compilers and threads.
 const LowPriority = 10
@@ -25,18 +25,10 @@ func IsLowPriority(ctx context.Context) bool {
 	return low
 }
 
-// SetThreadPriority sets the nice value of the calling OS thread (Linux
+// setThreadPriority sets the nice value of the calling OS thread (Linux
 // keeps one per thread; threads it starts later, such as OpenMP's team,
 // inherit it). The caller must be locked to its thread
 // (runtime.LockOSThread). Errors are ignored: a priority is a courtesy.
-func SetThreadPriority(nice int) {
+func setThreadPriority(nice int) {
 	_ = syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), nice)
-}
-
-// lower sets the nice value of every process in process group pgid (the
-// compiler driver's group): the driver and the children it started
-// already (cc1, as, ld), which a call on the driver alone would miss
-// when it ran after the driver forked them; later children inherit it.
-func lower(pgid int) {
-	_ = syscall.Setpriority(syscall.PRIO_PGRP, pgid, LowPriority)
 }
