@@ -130,6 +130,7 @@ setup(
     packages=["neoflow", "neoflow._proto"],
     install_requires=["torch>=2.4", "protobuf>=4.21"],
     extras_require={"bench": ["matplotlib"], "test": ["pytest", "hypothesis"]},
+    entry_points={"console_scripts": ["neoflow = neoflow.cli:main"]},
     cmdclass={"build_py": BuildGo, "bdist_wheel": PlatformWheel},
     distclass=BinaryDistribution,
     zip_safe=False,

@@ -40,6 +40,11 @@ def _path() -> Path:
     return Path(__file__).with_name(_LIB_NAME)
 
 
+def library_path() -> Path:
+    """The native library this process loads (or loaded)."""
+    return _path()
+
+
 def nvrtc_dirs() -> list[str]:
     """Where NVRTC may be, best first: PyTorch's CUDA libraries (the
     nvidia-*-cu* wheels, or torch/lib), then CUDA_HOME and /usr/local/cuda."""

@@ -198,6 +198,13 @@ def ensure() -> None:
                 configure()
 
 
+def ensure_info() -> dict:
+    """What the library answered to the settings in use: ``cache_dir``,
+    ``version`` and ``cuda`` (whether it has the CUDA backend)."""
+    ensure()
+    return {"cache_dir": _info.cache_dir, "version": _info.version, "cuda": bool(_info.cuda)}
+
+
 def reset() -> None:
     """Forgets explicit settings: the next call re-reads the environment."""
     global _current
