@@ -5,6 +5,8 @@ Commands:
   info                 version, native library, C compiler, CUDA, cache and tuning records
   cache clear [--all]  delete the compiled kernels (and with --all the tuning records)
   tunedb ...           the tuning database's commands (``neoflow tunedb --help``)
+  bundle info FILE     a kernel bundle's manifest: version, target, kernels by op, records
+  bundle check FILE    whether this machine can use the bundle (every member verified)
   explain EXPR ...     the derived gradient and the fusion plan of an expression
 
 ``COMMAND --help`` describes each. The cache is NEOFLOW_CACHE_DIR's, by default
@@ -14,11 +16,15 @@ the user's cache directory.
 from __future__ import annotations
 
 import argparse
+import collections
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import zipfile
 
 from . import _lib, config, tunedb
 from .errors import Error
@@ -141,6 +147,50 @@ def cache_clear(args) -> int:
     return 0
 
 
+def _manifest(path: str) -> dict:
+    try:
+        with zipfile.ZipFile(path) as z:
+            return json.loads(z.read("manifest.json"))
+    except (zipfile.BadZipFile, KeyError, ValueError) as e:
+        raise ValueError(f"{path} is not a neoflow kernel bundle ({e})") from None
+
+
+def _target(host: str) -> str:
+    """A bundle's host description in one line: platform, CPU model, count of CPU features."""
+    lines = host.splitlines()
+    fields = dict(line.split(":", 1) for line in lines[1:] if ":" in line)
+    parts = [lines[0] if lines else "unknown platform"]
+    if "model name" in fields:
+        parts.append(fields["model name"].strip())
+    if "flags" in fields:
+        parts.append(f"{len(fields['flags'].split())} CPU features")
+    return ", ".join(parts)
+
+
+def bundle_info(args) -> int:
+    m = _manifest(args.file)
+    target = m.get("target", {})
+    ops = collections.Counter(k.get("op", "?") for k in m.get("kernels", []))
+    records = (m.get("tuning") or {}).get("records", 0)
+    print(
+        f"bundle    {args.file} (format {m.get('format')}, made by neoflow {m.get('neoflow')}, {m.get('created', '?')})"
+    )
+    print(f"target    {_target(target.get('host', ''))}; compiler flags {' '.join(target.get('flags') or [])}")
+    print(f"kernels   {sum(ops.values())}: " + (", ".join(f"{op} x{n}" for op, n in sorted(ops.items())) or "none"))
+    print(f"tuning    {records} records")
+    return 0
+
+
+def bundle_check(args) -> int:
+    # Opened as configure(bundle=...) opens it, with a throwaway cache: its
+    # records are imported there, not into the user's tuning database.
+    with tempfile.TemporaryDirectory(prefix="neoflow-bundle-check-") as tmp:
+        config.configure(cache_dir=tmp, bundle=args.file)
+        kernels, records = config.bundle_info()
+    print(f"ok: {args.file} runs here ({kernels} kernels, {records} tuning records)")
+    return 0
+
+
 def _shape(text: str) -> list[int]:
     try:
         dims = [int(d) for d in text.lower().split("x")]
@@ -204,6 +254,19 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tunedb", help="the tuning database's commands", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(run=lambda a: tunedb.main(a.rest or ["--help"]))
+    p = sub.add_parser("bundle", help="kernel bundles (neoflow.bundle.save)")
+    bsub = p.add_subparsers(dest="bundle_command", metavar="ACTION", required=True)
+    b = bsub.add_parser("info", help="a bundle's manifest: version, target, kernels by op, records")
+    b.add_argument("file")
+    b.set_defaults(run=bundle_info)
+    b = bsub.add_parser(
+        "check",
+        help="whether this machine can use the bundle",
+        description="Opens the bundle as NEOFLOW_BUNDLE would (format, neoflow version, target CPU and flags, "
+        "every member's size and checksum) without touching the cache or the tuning database.",
+    )
+    b.add_argument("file")
+    b.set_defaults(run=bundle_check)
     p = sub.add_parser(
         "explain",
         help="the derived gradient and the fusion plan of an expression",

@@ -127,3 +127,39 @@ def test_python_m_neoflow(tmp_path):
     assert "0 records" in out.stdout
     out = _cli("cache", cache=tmp_path / "fresh")
     assert out.returncode == 2 and "ACTION" in out.stderr
+
+
+SAVE = """
+import sys, torch, neoflow
+neoflow.op("C[i] = A[i] * 2.0", name="twice")(torch.ones(8))
+neoflow.bundle.save(sys.argv[1])
+"""
+
+
+def test_bundle_info_and_check(tmp_path):
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    path = tmp_path / "k.nfb"
+    made = subprocess.run([sys.executable, "-c", SAVE, str(path)], env=env, capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+
+    out = _cli("bundle", "info", str(path), cache=tmp_path / "other")
+    assert out.returncode == 0, out.stderr
+    assert "made by neoflow " + neoflow.version.__version__ in out.stdout
+    assert "twice x1" in out.stdout
+
+    out = _cli("bundle", "check", str(path), cache=tmp_path / "other")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ok: ") and "1 kernels" in out.stdout
+    assert not (tmp_path / "other" / "tune").exists()  # the check left the user's cache alone
+
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3] ^= 0xFF  # inside a kernel: its checksum no longer matches
+    bad = tmp_path / "bad.nfb"
+    bad.write_bytes(bytes(data))
+    out = _cli("bundle", "check", str(bad), cache=tmp_path / "other")
+    assert out.returncode == 1 and "Traceback" not in out.stderr and "neoflow bundle:" in out.stderr
+
+    (tmp_path / "not.nfb").write_text("hello")
+    for action in ("info", "check"):
+        out = _cli("bundle", action, str(tmp_path / "not.nfb"), cache=tmp_path / "other")
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
