@@ -8,6 +8,7 @@ Commands:
   bundle info FILE     a kernel bundle's manifest: version, target, kernels by op, records
   bundle check FILE    whether this machine can use the bundle (every member verified)
   explain EXPR ...     the derived gradient and the fusion plan of an expression
+                       (or of FILE.py:NAME, an op defined in a file)
 
 ``COMMAND --help`` describes each. The cache is NEOFLOW_CACHE_DIR's, by default
 the user's cache directory.
@@ -211,12 +212,32 @@ def _size_arg(text: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(f"size {name} must be an integer, got {value!r}") from None
 
 
+def _op_from_file(path: str, name: str):
+    """The op named name in the Python file path (run as a module)."""
+    import importlib.util
+
+    from .op import Op
+
+    spec = importlib.util.spec_from_file_location(f"_neoflow_explain_{abs(hash(path))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    op = getattr(module, name, None)
+    if not isinstance(op, Op):
+        what = "nothing" if op is None else f"an object of type {type(op).__name__}"
+        raise ValueError(f"{path} defines {what} as {name}, not a neoflow op (neoflow.op or @neoflow.op)")
+    return op
+
+
 def explain(args) -> int:
     import torch
 
     from .op import Op
 
-    op = Op(args.expr, name=args.name, inputs=args.inputs, outputs=args.outputs)
+    file_op = re.fullmatch(r"(.+\.py):([A-Za-z_]\w*)", args.expr)
+    if file_op and os.path.isfile(file_op.group(1)):
+        op = _op_from_file(*file_op.groups())
+    else:
+        op = Op(args.expr, name=args.name, inputs=args.inputs, outputs=args.outputs)
     if len(args.shapes) != len(op.inputs):
         print(
             f"neoflow explain: --shapes needs one shape per input ({', '.join(op.inputs)}), got {len(args.shapes)}",
@@ -274,7 +295,10 @@ def _parser() -> argparse.ArgumentParser:
         "inputs of the given shapes, as Op.explain_grad and Op.explain_fusion do. "
         "Example: neoflow explain 'C[i,j] += A[i,k] * B[k,j]' --shapes 4x5 5x6",
     )
-    p.add_argument("expr", help="the op's statements (separate several with newlines or ';')")
+    p.add_argument(
+        "expr",
+        help="the op's statements (separate several with newlines or ';'), or FILE.py:NAME, an op a file defines",
+    )
     p.add_argument(
         "--shapes", nargs="+", type=_shape, required=True, metavar="SHAPE", help="each input's shape, as 4x5"
     )
@@ -296,6 +320,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         return args.run(args)
+    except BrokenPipeError:  # the reader went away (| head): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (Error, ValueError, TypeError, OSError) as e:
         print(f"neoflow {args.command}: {e}", file=sys.stderr)
         return 1

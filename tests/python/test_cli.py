@@ -163,3 +163,27 @@ def test_bundle_info_and_check(tmp_path):
     for action in ("info", "check"):
         out = _cli("bundle", action, str(tmp_path / "not.nfb"), cache=tmp_path / "other")
         assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+
+
+def test_explain_an_op_of_a_file(tmp_path, capsys):
+    f = tmp_path / "ops.py"
+    f.write_text('import neoflow\nscale = neoflow.op("C[i] = A[i] * 3.0 + B[i]")\nthree = 3\n')
+    assert cli.main(["explain", f"{f}:scale", "--shapes", "4", "4"]) == 0
+    assert "d_B[i] = d_C[i]" in capsys.readouterr().out
+    for name, what in (("three", "an object of type int"), ("nowhere", "nothing")):
+        assert cli.main(["explain", f"{f}:{name}", "--shapes", "4"]) == 1
+        err = capsys.readouterr().err
+        assert f"defines {what} as {name}, not a neoflow op" in err
+
+
+def test_output_cut_short_is_no_error(monkeypatch, capsys):
+    r, w = os.pipe()
+    os.close(r)  # the reader went away, as `| head -1`'s does
+    out = os.fdopen(w, "w", buffering=1)
+    monkeypatch.setattr(sys, "stdout", out)
+    try:
+        assert cli.main(["explain", "C[i,j] += A[i,k] * B[k,j]", "--shapes", "4x5", "5x6"]) == 0
+    finally:
+        monkeypatch.undo()
+        out.close()
+    assert capsys.readouterr().err == ""
