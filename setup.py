@@ -128,7 +128,7 @@ setup(
     python_requires=">=3.10",
     package_dir={"": "pyext"},
     packages=["neoflow", "neoflow._proto"],
-    install_requires=["torch>=2.4", "protobuf>=4.21"],
+    install_requires=["torch>=2.4", "protobuf>=4.21", "tqdm>=4.60"],
     extras_require={"bench": ["matplotlib"], "test": ["pytest", "hypothesis"]},
     entry_points={"console_scripts": ["neoflow = neoflow.cli:main"]},
     cmdclass={"build_py": BuildGo, "bdist_wheel": PlatformWheel},

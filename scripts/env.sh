@@ -8,7 +8,7 @@ if [ ! -x "$NEOFLOW_VENV/bin/python" ]; then
   python3 -m venv "$NEOFLOW_VENV"
 fi
 PY="$NEOFLOW_VENV/bin/python"
-"$PY" -m pip install -q "torch>=2.4" "protobuf>=4.21" pytest ruff matplotlib hypothesis
+"$PY" -m pip install -q "torch>=2.4" "protobuf>=4.21" "tqdm>=4.60" pytest ruff matplotlib hypothesis
 command -v go >/dev/null || { echo "neoflow: Go is required (see go.mod)"; exit 1; }
 
 # NVRTC from PyTorch's CUDA libraries, for the Go tests that compile the

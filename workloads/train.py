@@ -55,25 +55,20 @@ def build(name, size="small", batch=None, dtype=torch.float32, seed=0, use_torch
 
 
 class Progress:
-    """A dependency-free progress bar: one line on stderr, redrawn in place."""
+    """The training's progress bar (tqdm on stderr): steps, loss, step time."""
 
-    def __init__(self, total, label="", width=24, stream=None):
-        self.total, self.label, self.width = total, label, width
-        self.stream = stream if stream is not None else sys.stderr
-        self.last_len = 0
+    def __init__(self, total, label=""):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc=label.strip() or None, unit="step", file=sys.stderr)
 
     def update(self, i, loss, ms):
-        done = self.width * i // max(self.total, 1)
-        bar = "#" * done + "." * (self.width - done)
-        line = f"{self.label}[{bar}] {i}/{self.total}  loss {loss:.4g}  {ms:.2f} ms/step"
-        pad = " " * max(self.last_len - len(line), 0)
-        self.stream.write("\r" + line + pad)
-        self.stream.flush()
-        self.last_len = len(line)
+        self.bar.n = i
+        self.bar.set_postfix_str(f"loss {loss:.4g}, {ms:.2f} ms/step", refresh=False)
+        self.bar.refresh()
 
     def close(self):
-        self.stream.write("\n")
-        self.stream.flush()
+        self.bar.close()
 
 
 def train(model, loss_fn, lr, steps, progress=None):

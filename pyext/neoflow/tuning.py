@@ -16,14 +16,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import sys
 import threading
 import time
 import warnings
 
 import torch
 
-from . import _lib, config
+from . import _lib, config, progress
 from ._proto import neoflow_pb2 as pb
 
 
@@ -161,9 +160,10 @@ def tune(
     ``trials`` measured configurations (default 64) and ``seconds`` of wall
     time (default: none). Kernels that already have a database record are
     skipped unless ``force``. The search is seeded by ``seed`` and
-    reproducible up to timing noise. A progress bar goes to stderr unless
-    ``progress=False``; Ctrl-C stops tuning, keeps the best schedules found
-    and returns. Later calls with these shapes use the tuned kernels.
+    reproducible up to timing noise. A progress bar goes to stderr when it
+    is a terminal (``neoflow.progress``; never with ``progress=False``),
+    and each kernel's result to the ``neoflow.tune`` logger; Ctrl-C stops
+    tuning, keeps the best schedules found and returns. Later calls with these shapes use the tuned kernels.
     """
     if not callable(getattr(op, "_forget_kernels", None)):  # a neoflow.Op (duck-typed: op imports this module)
         raise TypeError(f"neoflow.tune: expected a neoflow op, got {type(op).__name__}")
@@ -222,7 +222,7 @@ def before_build(request: pb.SpecializeRequest) -> None:
             KernelResult(resp.kernel, p.default_seconds * 1e3, p.best_seconds * 1e3, p.trials, already=True)
         )
         return
-    bar = _Bar(resp.kernel, resp.budget, state.seconds) if state.progress else None
+    bar = _Bar(resp.kernel, resp.budget, state.seconds, state.progress)
     step = pb.TuneStepRequest(session_id=resp.session_id)
     interrupted = False
     try:
@@ -258,44 +258,35 @@ def before_build(request: pb.SpecializeRequest) -> None:
 
 
 class _Bar:
-    """A one-line progress bar on stderr."""
+    """A tuning run's progress bar (neoflow.progress): trials of the budget,
+    best time and speedup so far; its end goes to the neoflow.tune logger."""
 
-    def __init__(self, kernel: str, budget: int, seconds: float):
-        self.kernel, self.budget, self.seconds = kernel, max(budget, 1), seconds
-        self.start = time.perf_counter()
-        self.tty = sys.stderr.isatty()
-        self.last = 0.0
+    def __init__(self, kernel: str, budget: int, seconds: float, asked: bool):
+        self.kernel = kernel
+        self.tqdm = progress.bar(asked, desc=f"tuning {kernel[:24]}", total=max(budget, 1), unit="trial", leave=True)
 
-    def _line(self, p: pb.TuneProgress) -> str:
-        frac = p.trials / self.budget
-        if self.seconds > 0:
-            frac = max(frac, p.elapsed_seconds / self.seconds)
-        frac = min(frac, 1.0)
-        filled = int(frac * 24)
+    @staticmethod
+    def _summary(p: pb.TuneProgress) -> str:
         best = f"best {p.best_seconds * 1e3:.3f} ms" if p.best_seconds else "measuring default"
         speed = f" ({p.default_seconds / p.best_seconds:.2f}x)" if p.best_seconds else ""
         failed = f", {p.failed} failed" if p.failed else ""
-        return (
-            f"tuning {self.kernel[:24]} [{'#' * filled}{'.' * (24 - filled)}] "
-            f"{p.trials}/{self.budget} {best}{speed}{failed} {p.elapsed_seconds:.1f}s"
-        )
+        return f"{best}{speed}{failed}"
 
     def update(self, p: pb.TuneProgress) -> None:
-        now = time.perf_counter()
-        if self.tty:
-            sys.stderr.write("\r" + self._line(p) + "\033[K")
-            sys.stderr.flush()
-        elif now - self.last > 5 and not p.done:  # close() prints the last line
-            sys.stderr.write(self._line(p) + "\n")
-            self.last = now
+        self.tqdm.n = min(p.trials, self.tqdm.total)
+        self.tqdm.set_postfix_str(self._summary(p), refresh=False)
+        self.tqdm.refresh()
 
     def close(self, p: pb.TuneProgress, interrupted: bool) -> None:
-        note = " (interrupted: kept the best so far)" if interrupted else ""
-        end = "\r" if self.tty else ""
-        sys.stderr.write(end + self._line(p) + note + ("\033[K\n" if self.tty else "\n"))
+        self.update(p)
+        self.tqdm.close()
+        summary = f"tuned {self.kernel}: {p.trials} trials in {p.elapsed_seconds:.1f} s, {self._summary(p)}"
+        if interrupted:
+            _log.warning("%s (interrupted: kept the best so far)", summary)
+        else:
+            _log.info("%s", summary)
         if p.joint:
-            sys.stderr.write(f"  {self.kernel}: {p.joint}\n")
-        sys.stderr.flush()
+            _log.info("%s: %s", self.kernel, p.joint)
 
 
 _log = logging.getLogger("neoflow.tune")
@@ -373,9 +364,9 @@ def _log_changes(kernels: list[BackgroundKernel]) -> None:
 def wait_background(timeout: float | None = None, poll: float = 0.2, progress: bool = False) -> list[BackgroundKernel]:
     """Waits until the background tuner has finished every kernel it took
     (or ``timeout`` seconds passed) and returns ``background_status()``.
-    With ``progress=True`` a bar on stderr follows it: trials measured of
-    the kernels' budgets, the kernel being tuned and the best speedup so far
-    (tqdm's bar when tqdm is installed, a one-line bar otherwise)."""
+    With ``progress=True`` a bar on stderr follows it (``neoflow.progress``):
+    trials measured of the kernels' budgets, the kernel being tuned and the
+    best speedup so far."""
     deadline = None if timeout is None else time.monotonic() + timeout
     bar = _BackgroundBar() if progress else None
     try:
@@ -392,39 +383,22 @@ def wait_background(timeout: float | None = None, poll: float = 0.2, progress: b
 
 
 class _BackgroundBar:
-    """wait_background's progress bar: tqdm's, or a line like _Bar's."""
+    """wait_background's progress bar (neoflow.progress): trials of the
+    kernels' budgets, the kernel being tuned, the best speedup so far."""
 
     def __init__(self):
-        try:
-            import tqdm  # optional
-        except ImportError:
-            tqdm = None
-        self.tqdm = tqdm.tqdm(desc="background tuning", unit="trial", file=sys.stderr) if tqdm else None
-        self.text = ""
+        self.tqdm = progress.bar(True, desc="background tuning", unit="trial")
 
     def update(self, status: list[BackgroundKernel]) -> None:
         total = sum(max(k.budget, 1) for k in status)
         done = sum(min(k.trials, max(k.budget, 1)) if not k.done else max(k.budget, 1) for k in status)
         running = next((k for k in status if not k.done), status[-1] if status else None)
         best = max((k.speedup for k in status), default=0.0)
-        post = f"{running.kernel[:24]}, best {best:.2f}x" if running else "nothing queued"
-        if self.tqdm is not None:
-            self.tqdm.total = total
-            self.tqdm.n = done
-            self.tqdm.set_postfix_str(post, refresh=False)
-            self.tqdm.refresh()
-            return
-        filled = int(24 * done / total) if total else 24
-        text = f"background tuning [{'#' * filled}{'.' * (24 - filled)}] {done}/{total} trials, {post}"
-        if sys.stderr.isatty():
-            sys.stderr.write("\r" + text + "\033[K")
-        elif text != self.text:  # a log: each change once
-            sys.stderr.write(text + "\n")
-        self.text = text
-        sys.stderr.flush()
+        self.tqdm.total, self.tqdm.n = total, done
+        self.tqdm.set_postfix_str(
+            f"{running.kernel[:24]}, best {best:.2f}x" if running else "nothing queued", refresh=False
+        )
+        self.tqdm.refresh()
 
     def close(self) -> None:
-        if self.tqdm is not None:
-            self.tqdm.close()
-        elif sys.stderr.isatty():
-            sys.stderr.write("\n")
+        self.tqdm.close()

@@ -93,12 +93,12 @@ def test_default_mode_picks_schedules_in_the_background(tmp_path):
     # The default mode: a kernel with enough work is picked behind the calls
     # (autotune.PickDefaults), the bar on stderr shows it, and the pick is a
     # record a later process builds with at once, queueing nothing.
-    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"), NEOFLOW_PROGRESS="1")  # bars on a pipe too
     env.pop("NEOFLOW_TUNE", None)
     out = subprocess.run([sys.executable, "-c", PICK_CHILD], env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "kernels [('pick_mm', True, True, False)]" in out.stdout, out.stdout
-    assert "background tuning [" in out.stderr and "pick_mm" in out.stderr, out.stderr
+    assert "background tuning: 100%" in out.stderr and "pick_mm" in out.stderr, out.stderr
     again = subprocess.run([sys.executable, "-c", PICK_CHILD], env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "kernels []" in again.stdout, again.stdout
