@@ -58,9 +58,16 @@ class Progress:
     """The training's progress bar (tqdm on stderr): steps, loss, step time."""
 
     def __init__(self, total, label=""):
-        from tqdm import tqdm
+        try:
+            from tqdm import tqdm
+        except ImportError:  # a bare install (the wheel's --no-deps on a GPU machine): no bar
+            tqdm = None
+        if tqdm is None:
+            from neoflow.progress import _NoBar
 
-        self.bar = tqdm(total=total, desc=label.strip() or None, unit="step", file=sys.stderr)
+            self.bar = _NoBar()
+        else:
+            self.bar = tqdm(total=total, desc=label.strip() or None, unit="step", file=sys.stderr)
 
     def update(self, i, loss, ms):
         self.bar.n = i
