@@ -184,6 +184,35 @@ def _make_custom_op(name: str, n_inputs: int):
         return batch_rule(_op_for(name), info, in_dims, args)
 
     custom.register_vmap(vmap_rule)
+
+    class Transformable(torch.autograd.Function):
+        """The custom op as an autograd.Function with setup_context, which
+        torch.func's grad, jacrev and hessian require (the one
+        register_autograd makes has none): the same forward, context and
+        backward; vmap is derived from the custom op's vmap rule."""
+
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(*args):
+            return tuple(custom(*args))
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            setup_context(ctx, inputs, list(output))
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return backward(ctx, list(grads))
+
+        @staticmethod
+        def jvp(ctx, *tangents):
+            raise NotImplementedError(
+                f"neoflow op {name}: forward-mode AD (torch.func.jvp, jacfwd, torch.autograd.forward_ad) is "
+                "not supported; neoflow derives reverse-mode gradients: use torch.func.jacrev or vjp"
+            )
+
+    custom.neoflow_transformable = Transformable
     return custom
 
 

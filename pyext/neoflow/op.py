@@ -489,10 +489,16 @@ class Op:
             return (self._function or self.function).apply(sizes and _sizes(sizes), *tensors)
         elif any(isinstance(t, torch.fx.Proxy) for t in tensors):  # symbolic_trace: off the eager paths
             return self._traced(tensors, sizes)
-        else:  # torch.compile or tensor subclasses: through the custom op, registered when the op was defined
+        else:  # torch.compile, torch.func or tensor subclasses: through the custom op, registered when defined
             self._check(tensors)
-            custom = self._custom if torch.compiler.is_compiling() else self.custom_op
-            outs = custom(*tensors, sizes_text(self._merged_sizes(sizes)))[: len(self.outputs)]
+            args = (*tensors, sizes_text(self._merged_sizes(sizes)))
+            if torch.compiler.is_compiling():
+                outs = self._custom(*args)[: len(self.outputs)]
+            elif any(_wrapped(t) for t in tensors if isinstance(t, torch.Tensor)) or _dual(tensors):
+                # torch.func's grad and jacrev need an autograd.Function with setup_context; forward AD is refused
+                outs = self.custom_op.neoflow_transformable.apply(*args)[: len(self.outputs)]
+            else:
+                outs = self.custom_op(*args)[: len(self.outputs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _traced(self, tensors, sizes):
@@ -606,17 +612,25 @@ def _shape_key(tensors, sizes) -> tuple:
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
+_forward_ad = torch.autograd.forward_ad
 _wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # under vmap, grad, jacrev: the dispatcher's way
 
 
 _DIRECT, _EAGER, _DISPATCH = 0, 1, 2
 
 
+def _dual(tensors) -> bool:
+    """Whether a tensor carries a forward-mode tangent (torch.autograd.forward_ad)."""
+    if _forward_ad._current_level < 0:  # no dual level entered: the common case, one read
+        return False
+    return any(isinstance(t, torch.Tensor) and _forward_ad.unpack_dual(t).tangent is not None for t in tensors)
+
+
 def _mode(tensors) -> int:
     """How a call runs: _DIRECT (plain tensors, no autograd: the kernel alone), _EAGER (plain tensors under
     autograd: the op's autograd.Function) or _DISPATCH (tracing, a torch.func transform, tensor subclasses
     or not tensors: the custom op, whose checks explain bad arguments)."""
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling() or _dual(tensors):
         return _DISPATCH
     grad, mode = torch.is_grad_enabled(), _DIRECT
     for t in tensors:
