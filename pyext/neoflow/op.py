@@ -621,8 +621,8 @@ _DIRECT, _EAGER, _DISPATCH = 0, 1, 2
 
 def _dual(tensors) -> bool:
     """Whether a tensor carries a forward-mode tangent (torch.autograd.forward_ad)."""
-    if _forward_ad._current_level < 0:  # no dual level entered: the common case, one read
-        return False
+    if getattr(_forward_ad, "_current_level", 0) < 0:  # no dual level entered: the common case, one read
+        return False  # (a PyTorch without that private counter gets every tensor checked instead)
     return any(isinstance(t, torch.Tensor) and _forward_ad.unpack_dual(t).tangent is not None for t in tensors)
 
 

@@ -76,6 +76,7 @@ def test_second_derivative_by_jacrev_of_jacrev(ops):
     torch.testing.assert_close(got, want)
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")  # inside torch.func.jacfwd
 def test_forward_mode_is_refused_not_wrong(ops):
     x, w = torch.randn(4, **F64), torch.randn(4, **F64)
     with pytest.raises(NotImplementedError, match="forward-mode AD .* not supported.*jacrev"):
