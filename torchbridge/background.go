@@ -32,9 +32,9 @@ import (
 // picks.
 //
 // The worker runs at a low CPU priority (cc.LowPriority, nice 10): its
-// thread, the OpenMP team it times kernels with (which inherits the
-// priority) and the compilers it starts, each compiler's whole process
-// group. A training that keeps every core busy then keeps most of them:
+// thread, the OpenMP team it times kernels with and the compilers it
+// starts (started from a thread at that priority, they and their children
+// inherit it). A training that keeps every core busy then keeps most of them:
 // measured on two cores, LLTM steps took 14-17 ms while a search compiled
 // its candidates and 23-26 ms while it timed them, against 13-15 ms
 // undisturbed (see backgroundWorker for the part the timing team's pool

@@ -487,18 +487,17 @@ class Op:
         elif mode == _EAGER:  # autograd on plain tensors: an autograd.Function costs less than the dispatcher
             # (checked once per specialization: by autograd._Plan)
             return (self._function or self.function).apply(sizes and _sizes(sizes), *tensors)
-        elif any(isinstance(t, torch.fx.Proxy) for t in tensors):  # symbolic_trace: off the eager paths
-            return self._traced(tensors, sizes)
-        else:  # torch.compile, torch.func or tensor subclasses: through the custom op, registered when defined
+        elif mode == _TRANSFORM:  # torch.func's grad and jacrev need an autograd.Function with setup_context;
+            # forward-mode AD is refused there
             self._check(tensors)
             args = (*tensors, sizes_text(self._merged_sizes(sizes)))
-            if torch.compiler.is_compiling():
-                outs = self._custom(*args)[: len(self.outputs)]
-            elif any(_wrapped(t) for t in tensors if isinstance(t, torch.Tensor)) or _dual(tensors):
-                # torch.func's grad and jacrev need an autograd.Function with setup_context; forward AD is refused
-                outs = self.custom_op.neoflow_transformable.apply(*args)[: len(self.outputs)]
-            else:
-                outs = self.custom_op(*args)[: len(self.outputs)]
+            outs = self.custom_op.neoflow_transformable.apply(*args)[: len(self.outputs)]
+        elif any(isinstance(t, torch.fx.Proxy) for t in tensors):  # symbolic_trace: off the eager paths
+            return self._traced(tensors, sizes)
+        else:  # torch.compile or tensor subclasses: through the custom op, registered when the op was defined
+            self._check(tensors)
+            custom = self._custom if torch.compiler.is_compiling() else self.custom_op
+            outs = custom(*tensors, sizes_text(self._merged_sizes(sizes)))[: len(self.outputs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _traced(self, tensors, sizes):
@@ -616,7 +615,7 @@ _forward_ad = torch.autograd.forward_ad
 _wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # under vmap, grad, jacrev: the dispatcher's way
 
 
-_DIRECT, _EAGER, _DISPATCH = 0, 1, 2
+_DIRECT, _EAGER, _DISPATCH, _TRANSFORM = 0, 1, 2, 3
 
 
 def _dual(tensors) -> bool:
@@ -628,14 +627,17 @@ def _dual(tensors) -> bool:
 
 def _mode(tensors) -> int:
     """How a call runs: _DIRECT (plain tensors, no autograd: the kernel alone), _EAGER (plain tensors under
-    autograd: the op's autograd.Function) or _DISPATCH (tracing, a torch.func transform, tensor subclasses
-    or not tensors: the custom op, whose checks explain bad arguments)."""
-    if torch.compiler.is_compiling() or _dual(tensors):
+    autograd: the op's autograd.Function), _TRANSFORM (a torch.func transform's tensors, or forward-mode AD's
+    dual tensors: the custom op's autograd.Function with setup_context) or _DISPATCH (tracing, tensor
+    subclasses or not tensors: the custom op, whose checks explain bad arguments)."""
+    if torch.compiler.is_compiling():
         return _DISPATCH
+    if _dual(tensors):
+        return _TRANSFORM
     grad, mode = torch.is_grad_enabled(), _DIRECT
     for t in tensors:
         if type(t) not in _PLAIN or _wrapped(t):
-            return _DISPATCH
+            return _TRANSFORM if any(isinstance(u, torch.Tensor) and _wrapped(u) for u in tensors) else _DISPATCH
         if grad and t.requires_grad:
             mode = _EAGER
     return mode

@@ -163,7 +163,8 @@ def tune(
     reproducible up to timing noise. A progress bar goes to stderr when it
     is a terminal (``neoflow.progress``; never with ``progress=False``),
     and each kernel's result to the ``neoflow.tune`` logger; Ctrl-C stops
-    tuning, keeps the best schedules found and returns. Later calls with these shapes use the tuned kernels.
+    tuning, keeps the best schedules found and returns. Later calls with
+    these shapes use the tuned kernels.
     """
     if not callable(getattr(op, "_forget_kernels", None)):  # a neoflow.Op (duck-typed: op imports this module)
         raise TypeError(f"neoflow.tune: expected a neoflow op, got {type(op).__name__}")
@@ -222,7 +223,7 @@ def before_build(request: pb.SpecializeRequest) -> None:
             KernelResult(resp.kernel, p.default_seconds * 1e3, p.best_seconds * 1e3, p.trials, already=True)
         )
         return
-    bar = _Bar(resp.kernel, resp.budget, state.seconds, state.progress)
+    bar = _Bar(resp.kernel, resp.budget, state.progress)
     step = pb.TuneStepRequest(session_id=resp.session_id)
     interrupted = False
     try:
@@ -261,7 +262,7 @@ class _Bar:
     """A tuning run's progress bar (neoflow.progress): trials of the budget,
     best time and speedup so far; its end goes to the neoflow.tune logger."""
 
-    def __init__(self, kernel: str, budget: int, seconds: float, asked: bool):
+    def __init__(self, kernel: str, budget: int, asked: bool):
         self.kernel = kernel
         self.tqdm = progress.bar(asked, desc=f"tuning {kernel[:24]}", total=max(budget, 1), unit="trial", leave=True)
 
