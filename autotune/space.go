@@ -524,7 +524,8 @@ func laneRelayouts(spec *ir.Spec, st *ir.BoundStmt, lane string) []loops.Relayou
 	var out []loops.Relayout
 	ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
 		a, ok := e.(*ir.Access)
-		if !ok || a.Tensor == st.Stmt.Tensor || slices.ContainsFunc(out, func(r loops.Relayout) bool { return r.Tensor == a.Tensor }) {
+		if !ok || a.Tensor == st.Stmt.Tensor || slices.ContainsFunc(out, func(r loops.Relayout) bool { return r.Tensor == a.Tensor }) ||
+			loops.IndirectlyRead(st.Stmt.RHS, a.Tensor) {
 			return true
 		}
 		for d, x := range a.Indices[:max(len(a.Indices)-1, 0)] {

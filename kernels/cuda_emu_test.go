@@ -99,7 +99,10 @@ func runCUDAEmulated(t *testing.T, spec *ir.Spec, scheds []loops.Schedule, input
 		t.Fatal(err)
 	}
 	compareWritten(t, spec, bufs, want, tol, mod.Source)
-	if spec.DType.Half() {
+	// A 16-bit atomic scatter rounds at each add (as PyTorch's index_add_
+	// on 16-bit CUDA tensors does): where points share an element, it
+	// cannot round once; the tolerance above still holds it.
+	if spec.DType.Half() && !strings.Contains(mod.Source, "nf_atomic_add(") {
 		roundsLikeTheInterpreter(t, spec, bufs, want)
 	}
 }

@@ -71,6 +71,16 @@ func (r *Runtime) register(op *ir.Op) (*api.DefineResponse, error) {
 	for _, in := range op.Inputs {
 		resp.InputRanks = append(resp.InputRanks, int32(ranks[in]))
 	}
+	for _, out := range resp.Outputs {
+		resp.OutputRanks = append(resp.OutputRanks, int32(ranks[out]))
+	}
+	for _, s := range op.Stmts {
+		for _, x := range s.Indices {
+			if d, via, ok := ir.ScatterTarget(s, x.Name); ok {
+				resp.ScatterAxes = append(resp.ScatterAxes, &api.ScatterAxis{Tensor: s.Tensor, Dim: int32(d), Var: x.Name, Via: ir.ExprString(via)})
+			}
+		}
+	}
 	return resp, nil
 }
 

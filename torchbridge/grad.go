@@ -16,7 +16,7 @@ import (
 // recomputing them (autodiff.GradSaving), except, with fusion on, the
 // temporaries the fusion reward has it recompute (pipeline.Recompute).
 func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
-	op, dtype, shapes, err := r.opInputs(req.GetOpId(), req.GetInputs())
+	op, in, err := r.opInputs(req.GetOpId(), req.GetInputs())
 	if err != nil {
 		return nil, err
 	}
@@ -24,7 +24,7 @@ func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 		return nil, errors.Errorf("gradient request names %d inputs, op %s has %d", len(req.GetWrt()), opName(op), len(op.Inputs))
 	}
 	cfg := r.config()
-	u := &pipeline.Unit{Op: op, DType: dtype, Shapes: shapes, Sizes: req.GetSizes(), Wrt: req.GetWrt(), Save: req.GetSave(), Dump: cfg.Dump}
+	u := &pipeline.Unit{Op: op, DType: in.dtype, Shapes: in.shapes, Ints: in.ints, Sizes: req.GetSizes(), Wrt: req.GetWrt(), Save: req.GetSave(), Dump: cfg.Dump}
 	if u.Save && cfg.Fusion {
 		// The save-or-recompute decision (pipeline.Recompute), as the
 		// forward kernel's (savedTemps) made it.

@@ -150,7 +150,7 @@ func TestSpecializeErrors(t *testing.T) {
 		want string
 	}{
 		{"count", &api.SpecializeRequest{OpId: def.OpId, Inputs: []*api.TensorType{f64(2, 3)}}, "takes 2 inputs (A, B), got 1"},
-		{"dtype", &api.SpecializeRequest{OpId: def.OpId, Inputs: []*api.TensorType{{Dtype: "int32", Shape: []int64{2, 3}}, f64(3, 2)}}, "unsupported dtype"},
+		{"dtype", &api.SpecializeRequest{OpId: def.OpId, Inputs: []*api.TensorType{{Dtype: "uint8", Shape: []int64{2, 3}}, f64(3, 2)}}, "unsupported dtype"},
 		{"mixed", &api.SpecializeRequest{OpId: def.OpId, Inputs: []*api.TensorType{{Dtype: "float32", Shape: []int64{2, 3}}, f64(3, 2)}}, "share one dtype"},
 		{"ranges", &api.SpecializeRequest{OpId: def.OpId, Inputs: []*api.TensorType{f64(2, 3), f64(4, 2)}}, "inconsistent ranges for index k"},
 		{"op id", &api.SpecializeRequest{OpId: 12345}, "unknown op id 12345"},

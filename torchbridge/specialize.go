@@ -19,7 +19,7 @@ import (
 // shapes_only it stops after inference, with source_only after generating
 // the C source.
 func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeResponse, error) {
-	op, dtype, shapes, err := r.opInputs(req.GetOpId(), req.GetInputs())
+	op, in, err := r.opInputs(req.GetOpId(), req.GetInputs())
 	if err != nil {
 		return nil, err
 	}
@@ -36,13 +36,14 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 		}
 		r.mu.Unlock()
 	}
-	spec, explained, err := r.specialize(op, dtype, shapes, req.GetSizes())
+	spec, explained, err := r.specialize(op, in, req.GetSizes())
 	if err != nil {
 		return nil, err
 	}
-	resp := &api.SpecializeResponse{Dtype: dtype.String(), Fusion: explained}
+	resp := &api.SpecializeResponse{Dtype: in.dtype.String(), Fusion: explained}
 	for _, t := range spec.Tensors {
-		resp.Buffers = append(resp.Buffers, &api.Buffer{Name: t.Name, Role: t.Role.String(), Shape: t.Shape})
+		resp.Buffers = append(resp.Buffers, &api.Buffer{Name: t.Name, Role: t.Role.String(), Shape: t.Shape,
+			Dtype: spec.ElemType(t).String(), Limit: t.Limit})
 	}
 	if req.GetShapesOnly() {
 		return resp, nil
@@ -80,9 +81,9 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 // for the inputs' dtype and shapes, then, with fusion on, the fusion
 // passes (fuseSpec), weighed with this machine's rates (machineRates),
 // passes (fuse), whose explanation it also returns.
-func (r *Runtime) specialize(op *ir.Op, dtype ir.DType, shapes [][]int64, sizes map[string]int64) (*ir.Spec, string, error) {
+func (r *Runtime) specialize(op *ir.Op, in typedInputs, sizes map[string]int64) (*ir.Spec, string, error) {
 	cfg := r.config()
-	u := &pipeline.Unit{Op: op, DType: dtype, Shapes: shapes, Sizes: sizes, Dump: cfg.Dump}
+	u := &pipeline.Unit{Op: op, DType: in.dtype, Shapes: in.shapes, Ints: in.ints, Sizes: sizes, Dump: cfg.Dump}
 	if err := pipeline.Run(u, "specialize"); err != nil {
 		return nil, "", err
 	}
@@ -102,37 +103,58 @@ func (r *Runtime) remember(req *api.SpecializeRequest, key string, resp *api.Spe
 	r.specs[req.GetOpId()][key] = resp
 }
 
-// opInputs finds a registered op and checks its inputs' types.
-func (r *Runtime) opInputs(id uint64, ins []*api.TensorType) (*ir.Op, ir.DType, [][]int64, error) {
-	op, err := r.op(id)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	dtype, shapes, err := inputTypes(op, ins)
-	return op, dtype, shapes, err
+// typedInputs are the types of a call's inputs: the floating-point dtype
+// they share, each input's shape, and the element types of the integer
+// inputs by name.
+type typedInputs struct {
+	dtype  ir.DType
+	shapes [][]int64
+	ints   map[string]ir.DType
 }
 
-// inputTypes checks that all inputs share one supported dtype.
-func inputTypes(op *ir.Op, ins []*api.TensorType) (ir.DType, [][]int64, error) {
+// opInputs finds a registered op and checks its inputs' types.
+func (r *Runtime) opInputs(id uint64, ins []*api.TensorType) (*ir.Op, typedInputs, error) {
+	op, err := r.op(id)
+	if err != nil {
+		return nil, typedInputs{}, err
+	}
+	in, err := inputTypes(op, ins)
+	return op, in, err
+}
+
+// inputTypes checks that the floating-point inputs share one supported
+// dtype; integer inputs (int32, int64, bool) may stand beside them. An op
+// whose inputs are all integers computes in float32.
+func inputTypes(op *ir.Op, ins []*api.TensorType) (typedInputs, error) {
 	if len(ins) != len(op.Inputs) {
-		return 0, nil, errors.Errorf("op %s takes %d inputs (%s), got %d",
+		return typedInputs{}, errors.Errorf("op %s takes %d inputs (%s), got %d",
 			opName(op), len(op.Inputs), strings.Join(op.Inputs, ", "), len(ins))
 	}
-	var dtype ir.DType
-	shapes := make([][]int64, len(ins))
+	t := typedInputs{shapes: make([][]int64, len(ins))}
+	first := ""
 	for i, in := range ins {
 		d, err := ir.ParseDType(in.GetDtype())
 		if err != nil {
-			return 0, nil, errors.Wrapf(err, "input %s", op.Inputs[i])
+			return typedInputs{}, errors.Wrapf(err, "input %s", op.Inputs[i])
 		}
-		if i > 0 && d != dtype {
-			return 0, nil, errors.Errorf("inputs of op %s must share one dtype: %s is %s but %s is %s",
-				opName(op), op.Inputs[0], dtype, op.Inputs[i], d)
+		t.shapes[i] = in.GetShape()
+		if d.Integer() {
+			if t.ints == nil {
+				t.ints = map[string]ir.DType{}
+			}
+			t.ints[op.Inputs[i]] = d
+			continue
 		}
-		dtype = d
-		shapes[i] = in.GetShape()
+		if first != "" && d != t.dtype {
+			return typedInputs{}, errors.Errorf("floating-point inputs of op %s must share one dtype: %s is %s but %s is %s",
+				opName(op), first, t.dtype, op.Inputs[i], d)
+		}
+		first, t.dtype = op.Inputs[i], d
 	}
-	return dtype, shapes, nil
+	if t.dtype == ir.InvalidDType {
+		t.dtype = ir.Float32
+	}
+	return t, nil
 }
 
 func opName(op *ir.Op) string {

@@ -135,11 +135,11 @@ func (r *Runtime) tuneKey(spec *ir.Spec, ordinal int) (*api.TuneKey, error) {
 
 // TuneBegin starts a tuning session for the kernel of a specialization.
 func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
-	op, dtype, shapes, err := r.opInputs(req.GetOpId(), req.GetInputs())
+	op, in, err := r.opInputs(req.GetOpId(), req.GetInputs())
 	if err != nil {
 		return nil, err
 	}
-	spec, _, err := r.specialize(op, dtype, shapes, req.GetSizes())
+	spec, _, err := r.specialize(op, in, req.GetSizes())
 	if err != nil {
 		return nil, err
 	}

@@ -38,11 +38,11 @@ func TestWarmStartFromTheNearestShape(t *testing.T) {
 	if _, err := r.TuneEnd(&api.TuneStepRequest{SessionId: tr.SessionId, Save: true}); err != nil {
 		t.Fatal(err)
 	}
-	op, dt, shapes, err := r.opInputs(def.OpId, []*api.TensorType{f64(80, 48), f64(48, 72)})
+	op, in, err := r.opInputs(def.OpId, []*api.TensorType{f64(80, 48), f64(48, 72)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, _, err := r.specialize(op, dt, shapes, nil)
+	spec, _, err := r.specialize(op, in, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,11 +80,11 @@ func TestWarmStartFromTheNearestShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	// float32 is another family.
-	op32, dt32, shapes32, err := r.opInputs(def.OpId, []*api.TensorType{{Dtype: "float32", Shape: []int64{80, 48}}, {Dtype: "float32", Shape: []int64{48, 72}}})
+	op32, in32, err := r.opInputs(def.OpId, []*api.TensorType{{Dtype: "float32", Shape: []int64{80, 48}}, {Dtype: "float32", Shape: []int64{48, 72}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec32, _, err := r.specialize(op32, dt32, shapes32, nil)
+	spec32, _, err := r.specialize(op32, in32, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +101,11 @@ func TestWarmIndexFollowsTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op, dt, shapes, err := r.opInputs(def.OpId, []*api.TensorType{f64(40, 48), f64(48, 64)})
+	op, in, err := r.opInputs(def.OpId, []*api.TensorType{f64(40, 48), f64(48, 64)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, _, err := r.specialize(op, dt, shapes, nil)
+	old, _, err := r.specialize(op, in, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +118,8 @@ func TestWarmIndexFollowsTheCache(t *testing.T) {
 	if _, err := db.Put(rec); err != nil {
 		t.Fatal(err)
 	}
-	_, _, shapes2, _ := r.opInputs(def.OpId, []*api.TensorType{f64(48, 48), f64(48, 64)})
-	spec, _, err := r.specialize(op, dt, shapes2, nil)
+	_, in2, _ := r.opInputs(def.OpId, []*api.TensorType{f64(48, 48), f64(48, 64)})
+	spec, _, err := r.specialize(op, in2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,6 +126,9 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, g := range body {
+		substituteIndirect(g, b.shapes)
+	}
 	var outputs []string
 	for i, in := range op.Inputs {
 		if wrt[i] {
@@ -169,7 +172,7 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 	// constant may have no literal (1e308 * 1e308 is +Inf).
 	src := ir.Print(gop)
 	gop.Source = src
-	gs, err := sema.Specialize(gop, spec.DType, shapes, sizes)
+	gs, err := sema.SpecializeTyped(gop, spec.DType, shapes, sizes, spec.IntInputs())
 	if err != nil {
 		return nil, errors.Errorf("autodiff: internal error: the gradient op does not specialize: %v\n%s", err, src)
 	}

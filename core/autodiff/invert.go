@@ -235,7 +235,16 @@ func (b *builder) validate(g *gstmt) error {
 	}
 	op := &ir.Op{Inputs: reads, Stmts: []*ir.Stmt{g.s}, Consts: b.consts}
 	op.Source = ir.Print(op)
-	_, err := sema.Specialize(op, b.dtype, shapes, g.ext)
+	var ints map[string]ir.DType
+	for _, r := range reads {
+		if t, ok := b.ints[r]; ok {
+			if ints == nil {
+				ints = map[string]ir.DType{}
+			}
+			ints[r] = t
+		}
+	}
+	_, err := sema.SpecializeTyped(op, b.dtype, shapes, g.ext, ints)
 	return err
 }
 

@@ -41,8 +41,10 @@ func unaryDerivative(fn ir.Func, a ir.Expr) (ir.Expr, bool) {
 	case ir.FuncSoftplus:
 		// torch's threshold: above 20 softplus is x, its derivative 1.
 		return where(bin(ir.Gt, a, flit(20)), one, call(ir.FuncSigmoid, a)), true
-	case ir.FuncFloor, ir.FuncCeil, ir.FuncRound, ir.FuncTrunc, ir.FuncSign:
+	case ir.FuncFloor, ir.FuncCeil, ir.FuncRound, ir.FuncTrunc, ir.FuncSign, ir.FuncInt32, ir.FuncInt64:
 		return zero(), true
+	case ir.FuncFloat:
+		return one, true
 	}
 	return nil, false
 }

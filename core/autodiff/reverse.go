@@ -11,9 +11,11 @@ import (
 
 // builder holds the state of one Grad call.
 type builder struct {
-	spec   *ir.Spec
-	fwd    *ir.Op
-	dtype  ir.DType
+	spec  *ir.Spec
+	fwd   *ir.Op
+	dtype ir.DType
+	// ints are the integer inputs' element types (spec.IntInputs).
+	ints   map[string]ir.DType
 	consts map[string]*ir.Const
 	// shapes of every tensor of the gradient op, by gradient-op name.
 	shapes map[string][]int64
@@ -46,7 +48,7 @@ func (b *builder) gname(t string) string {
 
 func newBuilder(spec *ir.Spec, wrt []bool) (*builder, error) {
 	op := spec.Op
-	b := &builder{spec: spec, fwd: op, dtype: spec.DType, consts: op.Consts,
+	b := &builder{spec: spec, fwd: op, dtype: spec.DType, ints: spec.IntInputs(), consts: op.Consts,
 		shapes: map[string][]int64{}, tnames: nameSet{}, fwdName: map[string]string{}, memo: newMemo()}
 	for c := range op.Consts {
 		b.tnames[c] = true
@@ -67,6 +69,9 @@ func newBuilder(spec *ir.Spec, wrt []bool) (*builder, error) {
 	}
 	for i, in := range op.Inputs {
 		if wrt[i] {
+			if t, isInt := b.ints[in]; isInt {
+				return nil, errors.Errorf("autodiff: input %s is an %s tensor, which has no gradient", in, t)
+			}
 			b.dIn[in] = b.tnames.fresh("d_" + in)
 		}
 	}

@@ -46,6 +46,15 @@ type buffer struct {
 
 func (c *compiler) index(e ir.Expr) (indexFn, error) {
 	switch e := e.(type) {
+	case *ir.Access:
+		if !e.Indirect {
+			break
+		}
+		f, err := c.access(e)
+		if err != nil {
+			return nil, err
+		}
+		return func(env []int64) int64 { return int64(f(env)) }, nil
 	case *ir.IntLit:
 		v := e.Value
 		return func([]int64) int64 { return v }, nil
@@ -220,7 +229,7 @@ func (c *compiler) value(e ir.Expr) (valueFn, error) {
 			ir.FuncAtan: math.Atan, ir.FuncSinh: math.Sinh, ir.FuncCosh: math.Cosh, ir.FuncLog1p: math.Log1p,
 			ir.FuncExpm1: math.Expm1, ir.FuncLog2: math.Log2, ir.FuncExp2: math.Exp2, ir.FuncSoftplus: softplus,
 			ir.FuncFloor: math.Floor, ir.FuncCeil: math.Ceil, ir.FuncRound: math.RoundToEven, ir.FuncTrunc: math.Trunc,
-			ir.FuncSign: sign,
+			ir.FuncSign: sign, ir.FuncInt32: math.Trunc, ir.FuncInt64: math.Trunc, ir.FuncFloat: func(v float64) float64 { return v },
 		}[e.Fn]
 		if !ok {
 			break

@@ -35,8 +35,12 @@ func Run(spec *ir.Spec, inputs [][]float64) (out [][]float64, err error) {
 			if int64(len(in)) != n {
 				return nil, errors.Errorf("interp: input %s has shape %v (%d elements) but %d values were given", t.Name, t.Shape, n, len(in))
 			}
+			put := store
+			if t.DType.Integer() {
+				put = integer(t.DType)
+			}
 			for j, v := range in {
-				b.data[j] = store(v)
+				b.data[j] = put(v)
 			}
 			nin++
 		}
@@ -68,10 +72,28 @@ func Run(spec *ir.Spec, inputs [][]float64) (out [][]float64, err error) {
 			out, err = nil, re.err
 		}
 	}()
-	for _, s := range stmts {
+	for i, s := range stmts {
+		if t := spec.Tensor(spec.Stmts[i].Stmt.Tensor); t != nil && t.DType.Integer() {
+			s.run(integer(t.DType)) // a cast's value, already an integer
+			continue
+		}
 		s.run(store)
 	}
 	return out, nil
+}
+
+// integer is the value an element of an integer tensor of type d holds
+// when given v: v truncated toward zero, 0 or 1 for a bool.
+func integer(d ir.DType) func(float64) float64 {
+	if d == ir.Bool {
+		return func(v float64) float64 {
+			if v != 0 {
+				return 1
+			}
+			return 0
+		}
+	}
+	return math.Trunc
 }
 
 // stmt is a compiled statement.

@@ -9,16 +9,23 @@ import (
 // DType is the element type of an op's tensors once specialized.
 type DType int
 
-// The supported element types. Every tensor of a specialized op shares one
-// dtype. Float16 and BFloat16 are storage types: kernels load them into
-// float32, compute and accumulate in float32, and round once when they
-// store (see Compute); only the CUDA backend runs them.
+// The supported element types. A specialized op has one floating-point
+// dtype (Spec.DType), which its floating-point tensors share. Float16 and
+// BFloat16 are storage types: kernels load them into float32, compute and
+// accumulate in float32, and round once when they store (see Compute); only
+// the CUDA backend runs them. Int32, Int64 and Bool (a byte holding 0 or
+// 1) are the element types of integer inputs (TensorDecl.DType): read as
+// values they are converted to the compute type, read as indices (an
+// indirect access) they are indices.
 const (
 	InvalidDType DType = iota
 	Float32
 	Float64
 	Float16
 	BFloat16
+	Int32
+	Int64
+	Bool
 )
 
 // String returns the torch-style name: "float32", "float64", "float16",
@@ -33,6 +40,12 @@ func (d DType) String() string {
 		return "float16"
 	case BFloat16:
 		return "bfloat16"
+	case Int32:
+		return "int32"
+	case Int64:
+		return "int64"
+	case Bool:
+		return "bool"
 	}
 	return fmt.Sprintf("dtype(%d)", int(d))
 }
@@ -46,9 +59,21 @@ func (d DType) Size() int {
 		return 8
 	case Float16, BFloat16:
 		return 2
+	case Int32:
+		return 4
+	case Int64:
+		return 8
+	case Bool:
+		return 1
 	}
 	return 0
 }
+
+// Float reports a floating-point dtype, one a Spec can be specialized to.
+func (d DType) Float() bool { return d >= Float32 && d <= BFloat16 }
+
+// Integer reports an integer element type (Int32, Int64, Bool).
+func (d DType) Integer() bool { return d >= Int32 && d <= Bool }
 
 // Half reports a 16-bit storage type (Float16, BFloat16).
 func (d DType) Half() bool { return d == Float16 || d == BFloat16 }
@@ -90,8 +115,14 @@ func ParseDType(s string) (DType, error) {
 		return Float16, nil
 	case "bfloat16":
 		return BFloat16, nil
+	case "int32":
+		return Int32, nil
+	case "int64":
+		return Int64, nil
+	case "bool":
+		return Bool, nil
 	}
-	return InvalidDType, errors.Errorf("unsupported dtype %q: neoflow supports float32 and float64, and float16 and bfloat16 on CUDA", s)
+	return InvalidDType, errors.Errorf("unsupported dtype %q: neoflow supports float32 and float64, float16 and bfloat16 on CUDA, and int32, int64 and bool inputs", s)
 }
 
 // Kind classifies an expression's value.

@@ -31,7 +31,7 @@ func Equal(a, b Expr) bool {
 		return ok && x.Name == y.Name
 	case *Access:
 		y, ok := b.(*Access)
-		return ok && x.Tensor == y.Tensor && equalList(x.Indices, y.Indices)
+		return ok && x.Tensor == y.Tensor && x.Indirect == y.Indirect && equalList(x.Indices, y.Indices)
 	case *Unary:
 		y, ok := b.(*Unary)
 		return ok && x.Op == y.Op && Equal(x.X, y.X)
@@ -241,6 +241,9 @@ func (h *hasher) expr(e Expr) {
 		h.str(x.Name)
 	case *Access:
 		h.tag('a')
+		if x.Indirect {
+			h.tag('I')
+		}
 		h.str(x.Tensor)
 		h.list(x.Indices)
 	case *Unary:

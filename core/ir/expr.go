@@ -44,11 +44,20 @@ type Index struct {
 }
 
 // Access reads one element of a tensor: Tensor[Indices...]. Each index is a
-// KindIndex expression. Its kind is KindValue.
+// KindIndex expression. Its kind is KindValue, unless Indirect is set.
+//
+// An indirect access reads an element of an integer tensor (an index
+// tensor) as an index: the parser marks an access that stands as a whole
+// index of another access, E[Idx[b, t], d], and autodiff's scatter forms
+// compare one with an index variable, where(z == Idx[b, t], ...). Its kind
+// is KindIndex. No bound of its value can be proven: each kernel that reads
+// through one gets its index tensor checked before the launch against the
+// extents it indexes (TensorDecl.Limit).
 type Access struct {
-	Pos     Pos
-	Tensor  string
-	Indices []Expr
+	Pos      Pos
+	Tensor   string
+	Indices  []Expr
+	Indirect bool
 }
 
 // UnOp is a unary operator.
@@ -138,9 +147,29 @@ const (
 	FuncRound
 	FuncTrunc
 	FuncSign
+	// FuncInt32 and FuncInt64 cast to an integer type: their value is the
+	// argument truncated toward zero (as tensor.to(torch.int32)), and a
+	// statement whose whole right-hand side is one writes an integer
+	// tensor of that type (sema). FuncFloat makes its argument a value (an
+	// index expression converted; a value unchanged).
+	FuncInt32
+	FuncInt64
+	FuncFloat
 	// NumFuncs counts the functions: each Func is below it.
 	NumFuncs
 )
+
+// CastType is the integer type a cast to an integer makes (ir.Int32,
+// ir.Int64), InvalidDType for any other function.
+func (f Func) CastType() DType {
+	switch f {
+	case FuncInt32:
+		return Int32
+	case FuncInt64:
+		return Int64
+	}
+	return InvalidDType
+}
 
 // Call applies a built-in function.
 type Call struct {
@@ -178,7 +207,7 @@ func (*Where) exprNode()    {}
 
 var funcNames = [NumFuncs]string{"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "abs", "pow", "min", "max", "erf",
 	"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "log1p", "expm1", "log2", "exp2", "softplus",
-	"floor", "ceil", "round", "trunc", "sign"}
+	"floor", "ceil", "round", "trunc", "sign", "int32", "int64", "float"}
 
 // String is the function's name in the expression language.
 func (f Func) String() string { return funcNames[f] }

@@ -126,6 +126,17 @@ type TensorDecl struct {
 	Name  string
 	Role  Role
 	Shape []int64
+	// DType is the element type of an integer input (Int32, Int64, Bool)
+	// or of a tensor a cast writes (Int32, Int64: sema); InvalidDType,
+	// the zero value, means the spec's dtype. Read it through
+	// Spec.ElemType.
+	DType DType
+	// Limit, when above 0, makes the tensor an index tensor: some access
+	// reads it as an index (ir.Access.Indirect), and every element must
+	// lie in [0, Limit), the least extent it indexes. Kernels do not check
+	// it: the caller checks the tensor before each launch (negative
+	// indices are refused too, as torch.nn.functional.embedding does).
+	Limit int64
 }
 
 // Elems is the number of elements.
@@ -208,6 +219,30 @@ type Spec struct {
 	// statement order).
 	Tensors []*TensorDecl
 	Stmts   []*BoundStmt
+}
+
+// ElemType is the element type of t's buffer: its own integer dtype, or
+// the spec's.
+func (s *Spec) ElemType(t *TensorDecl) DType {
+	if t.DType != InvalidDType {
+		return t.DType
+	}
+	return s.DType
+}
+
+// IntInputs maps each integer input to its element type (nil when there
+// is none), as sema.SpecializeTyped takes them.
+func (s *Spec) IntInputs() map[string]DType {
+	var out map[string]DType
+	for _, t := range s.Tensors {
+		if t.Role == RoleInput && t.DType.Integer() {
+			if out == nil {
+				out = map[string]DType{}
+			}
+			out[t.Name] = t.DType
+		}
+	}
+	return out
 }
 
 // Tensor finds a tensor by name, or nil.

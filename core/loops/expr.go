@@ -40,7 +40,7 @@ func subst(e ir.Expr, env map[string]ir.Expr, k ir.KindMemo) ir.Expr {
 		}
 		return &ir.Index{Pos: e.Pos, Name: e.Name}
 	case *ir.Access:
-		out := &ir.Access{Pos: e.Pos, Tensor: e.Tensor, Indices: make([]ir.Expr, len(e.Indices))}
+		out := &ir.Access{Pos: e.Pos, Tensor: e.Tensor, Indices: make([]ir.Expr, len(e.Indices)), Indirect: e.Indirect}
 		for i, x := range e.Indices {
 			out.Indices[i] = subst(x, env, k)
 		}

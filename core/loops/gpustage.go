@@ -27,6 +27,11 @@ type stagePlan struct {
 
 // stage plans the shared copy of read (in statement variables).
 func (p *gpuPlan) stage(spec *ir.Spec, local string, read *ir.Access) (stagePlan, error) {
+	if t := spec.Tensor(read.Tensor); t != nil && t.DType.Integer() {
+		// The shared copy holds values of the compute type; the copy's
+		// vector loads assume the tensor's elements are of the kernel's.
+		return stagePlan{}, errors.Errorf("stage of %s: an integer tensor", ir.ExprString(read))
+	}
 	src := Subst(read, p.env).(*ir.Access)
 	sp := stagePlan{local: local, src: src, sub: ir.ExprString(src), n: 1}
 	zero := map[string]ir.Expr{}

@@ -100,13 +100,14 @@ func (g *GPUTiling) String() string {
 // their text: reads of a tensor other than st's own with index
 // expressions that read no tensor, under a where or not (the copy is
 // guarded by the tensor's bounds, so an out-of-bounds index that the where
-// discards is harmless). Equal reads appear once; a stage replaces every
-// occurrence.
+// discards is harmless). An index tensor read (ir.Access.Indirect) is not
+// staged: it is an index, not a value. Equal reads appear once; a stage
+// replaces every occurrence.
 func StageableReads(st *ir.BoundStmt) []string {
 	var out []string
 	ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
 		a, ok := e.(*ir.Access)
-		if !ok || a.Tensor == st.Stmt.Tensor || slices.ContainsFunc(a.Indices, func(x ir.Expr) bool { return readsTensor(x, "") }) {
+		if !ok || a.Indirect || a.Tensor == st.Stmt.Tensor || slices.ContainsFunc(a.Indices, func(x ir.Expr) bool { return readsTensor(x, "") }) {
 			return true
 		}
 		if s := ir.ExprString(a); !slices.Contains(out, s) {

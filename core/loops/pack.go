@@ -47,8 +47,9 @@ const MaxSharedPackElems = 1 << 17
 // PackableReads lists the reads of st that a Pack may copy, by their
 // text: reads of a tensor other than st's own, outside every where (a
 // guarded read may be out of bounds where its guard fails), with index
-// expressions that read no tensor. Equal reads appear once; a Pack
-// replaces every occurrence.
+// expressions that read no tensor, that are not themselves indices
+// (ir.Access.Indirect). Equal reads appear once; a Pack replaces every
+// occurrence.
 func PackableReads(st *ir.BoundStmt) []string {
 	var out []string
 	var walk func(e ir.Expr)
@@ -57,7 +58,7 @@ func PackableReads(st *ir.BoundStmt) []string {
 		case *ir.Where:
 			return
 		case *ir.Access:
-			if e.Tensor != st.Stmt.Tensor && !slices.ContainsFunc(e.Indices, func(x ir.Expr) bool { return readsTensor(x, "") }) {
+			if e.Tensor != st.Stmt.Tensor && !e.Indirect && !slices.ContainsFunc(e.Indices, func(x ir.Expr) bool { return readsTensor(x, "") }) {
 				if s := ir.ExprString(e); !slices.Contains(out, s) {
 					out = append(out, s)
 				}

@@ -145,6 +145,13 @@ func (c *reach) access(a *ir.Access, ext, locals map[string]int64, guarded bool)
 		return errors.Errorf("%s does not match a tensor of the spec", ir.ExprString(a))
 	}
 	for d, x := range a.Indices {
+		if ix, ok := x.(*ir.Access); ok && ix.Indirect {
+			// Checked before the launch against the index tensor's Limit.
+			if it := c.spec.Tensor(ix.Tensor); it == nil || it.Limit < 1 || it.Limit > t.Shape[d] {
+				return errors.Errorf("%s: index %d reads index tensor %s, whose checked limit does not keep it within [0, %d)", ir.ExprString(a), d, ix.Tensor, t.Shape[d])
+			}
+			continue
+		}
 		if err := within(a, d, x, t.Shape[d], ext); err != nil {
 			return err
 		}

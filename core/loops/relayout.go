@@ -48,6 +48,9 @@ func planRelayouts(spec *ir.Spec, st *ir.BoundStmt, t *Tiling, packed int64) ([]
 		if td == nil || r.Tensor == st.Stmt.Tensor || !readsTensor(st.Stmt.RHS, r.Tensor) {
 			return nil, errors.Errorf("relayout of %s: the statement reads no such tensor", r.Tensor)
 		}
+		if IndirectlyRead(st.Stmt.RHS, r.Tensor) {
+			return nil, errors.Errorf("relayout of %s: the statement reads it as an index, or through one", r.Tensor)
+		}
 		if r.Dim < 0 || r.Dim >= len(td.Shape)-1 {
 			return nil, errors.Errorf("relayout of %s: dimension %d is not one of the %d outer dimensions", r.Tensor, r.Dim, len(td.Shape)-1)
 		}
@@ -145,7 +148,7 @@ func useRelayouts(rhs ir.Expr, plans []relayoutPlan) ir.Expr {
 					return &ir.Access{Pos: e.Pos, Tensor: p.local, Indices: []ir.Expr{at}}
 				}
 			}
-			return &ir.Access{Pos: e.Pos, Tensor: e.Tensor, Indices: idx}
+			return &ir.Access{Pos: e.Pos, Tensor: e.Tensor, Indices: idx, Indirect: e.Indirect}
 		case *ir.Unary:
 			return &ir.Unary{Pos: e.Pos, Op: e.Op, X: rw(e.X, guarded)}
 		case *ir.Binary:
@@ -163,4 +166,20 @@ func useRelayouts(rhs ir.Expr, plans []relayoutPlan) ir.Expr {
 // clampIndex is min(max(i, 0), n - 1).
 func clampIndex(i ir.Expr, n int64) ir.Expr {
 	return &ir.Call{Fn: ir.FuncMin, Args: []ir.Expr{&ir.Call{Fn: ir.FuncMax, Args: []ir.Expr{i, Lit(0)}}, Lit(n - 1)}}
+}
+
+// IndirectlyRead reports whether e reads tensor name as an index
+// (ir.Access.Indirect) or through an index that reads a tensor: such reads
+// are not copied into locals, whose elements are values at positions
+// known without the data.
+func IndirectlyRead(e ir.Expr, name string) bool {
+	found := false
+	ir.Walk(e, func(x ir.Expr) bool {
+		if a, ok := x.(*ir.Access); ok && a.Tensor == name &&
+			(a.Indirect || slices.ContainsFunc(a.Indices, func(ix ir.Expr) bool { return readsTensor(ix, "") })) {
+			found = true
+		}
+		return !found
+	})
+	return found
 }

@@ -124,7 +124,8 @@ func matchScatter(st *ir.BoundStmt) (*scatterForm, bool) {
 
 // targetEquality recognizes e == z or z == e with z a bare left-hand-side
 // variable (its axis k) and e an index expression free of left-hand-side
-// variables and of tensor reads.
+// variables and of tensor reads, or an index tensor read (ir.Access.Indirect,
+// a scatter through it, Y[Dst[e], f] += ...).
 func targetEquality(c ir.Expr, lhs map[string]int) (k int, e ir.Expr, ok bool) {
 	b, isBin := c.(*ir.Binary)
 	if !isBin || b.Op != ir.Eq {
@@ -136,7 +137,7 @@ func targetEquality(c ir.Expr, lhs map[string]int) (k int, e ir.Expr, ok bool) {
 			continue
 		}
 		k, isLHS := lhs[z.Name]
-		if !isLHS || mentions(p[0], lhs) || readsTensor(p[0], "") || ir.KindOf(p[0]) != ir.KindIndex {
+		if !isLHS || mentions(p[0], lhs) || readsTensor(p[0], "") && !ir.IsIndirect(p[0]) || ir.KindOf(p[0]) != ir.KindIndex {
 			continue
 		}
 		return k, p[0], true

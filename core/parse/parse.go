@@ -3,6 +3,7 @@ package parse
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,7 +47,7 @@ func Parse(src string, opts Options) (op *ir.Op, err error) {
 		}
 		consts[name] = &ir.Const{Name: name, IsFloat: v.IsFloat, Int: v.Int, Float: v.Float}
 	}
-	p := &parser{src: src, toks: lex(src), consts: consts}
+	p := &parser{src: src, toks: lex(src), consts: consts, scatterVars: map[string]bool{}}
 	defer func() {
 		if r := recover(); r != nil {
 			b, ok := r.(bailout)
@@ -116,6 +117,9 @@ type parser struct {
 	nodes  int // expression nodes so far, limited by ir.MaxNodes
 	prev   int // end offset of the last consumed token
 	consts map[string]*ir.Const
+	// scatterVars are the variables made for scatter targets so far: one
+	// name per target in the whole op, so that out_shapes sets each alone.
+	scatterVars map[string]bool
 }
 
 func (p *parser) fail(pos ir.Pos, format string, args ...any) {
@@ -230,6 +234,7 @@ func (p *parser) parseStmt() *ir.Stmt {
 	p.nest++
 	s := &ir.Stmt{Pos: name.pos, Tensor: name.text, Indices: []*ir.Index{}}
 	seen := map[string]bool{}
+	var scat []*ir.Access // left-hand side indices read from index tensors, by position (nil: a variable)
 	if p.peek().kind != tRBrack {
 		for {
 			start := p.peek()
@@ -241,6 +246,11 @@ func (p *parser) parseStmt() *ir.Stmt {
 				}
 				seen[x.Name] = true
 				s.Indices = append(s.Indices, x)
+				scat = append(scat, nil)
+			case *ir.Access:
+				x.Indirect = true // a scatter target: Y[Dst[e], f] += ...
+				s.Indices = append(s.Indices, &ir.Index{Pos: x.Pos})
+				scat = append(scat, x)
 			case *ir.Const:
 				p.fail(x.Pos, "constant %s cannot be used as a left-hand side index", x.Name)
 			default:
@@ -267,7 +277,52 @@ func (p *parser) parseStmt() *ir.Stmt {
 	}
 	p.next()
 	s.RHS = p.parseExpr()
+	if slices.ContainsFunc(scat, func(a *ir.Access) bool { return a != nil }) {
+		p.scatter(s, scat, op)
+	}
 	return s
+}
+
+// scatter rewrites a statement with left-hand side indices read from
+// index tensors, Y[Dst[e], f] += body, into the form the rest of the
+// compiler knows, a sum over the points that select each element:
+//
+//	Y[v_Dst, f] += where(v_Dst == Dst[e], body, 0.0)
+//
+// with a fresh variable per such index (v_<tensor>, numbered when taken),
+// whose extent the caller gives (out_shapes), as nothing bounds it.
+func (p *parser) scatter(s *ir.Stmt, scat []*ir.Access, op token) {
+	if s.Reduce != ir.Sum {
+		p.fail(op.pos, "a left-hand side index read from a tensor (a scatter, as in Y[Dst[e], f] += X[e, f]) needs +=, got %s", s.Reduce)
+	}
+	taken := map[string]bool{}
+	for c := range p.consts {
+		taken[c] = true
+	}
+	for _, x := range s.Indices {
+		taken[x.Name] = true
+	}
+	ir.Walk(s.RHS, func(e ir.Expr) bool {
+		if x, ok := e.(*ir.Index); ok {
+			taken[x.Name] = true
+		}
+		return true
+	})
+	var conds []ir.Expr
+	for k, a := range scat {
+		if a == nil {
+			continue
+		}
+		name := "v_" + a.Tensor
+		for n := 2; taken[name] || p.scatterVars[name]; n++ {
+			name = fmt.Sprintf("v_%s_%d", a.Tensor, n)
+		}
+		taken[name] = true
+		p.scatterVars[name] = true
+		s.Indices[k].Name = name
+		conds = append(conds, &ir.Binary{Pos: a.Pos, Op: ir.Eq, X: &ir.Index{Pos: a.Pos, Name: name}, Y: a})
+	}
+	s.RHS = &ir.Where{Pos: s.RHS.At(), Cond: ir.AndAll(conds), Then: s.RHS, Else: &ir.FloatLit{Pos: s.RHS.At()}}
 }
 
 func (p *parser) parseExpr() ir.Expr { return p.parseBinary(1) }
@@ -383,7 +438,13 @@ func (p *parser) parseAccess(name token) ir.Expr {
 	if _, ok := p.consts[name.text]; ok {
 		p.fail(name.pos, "constant %s cannot be used as a tensor", name.text)
 	}
-	return &ir.Access{Pos: name.pos, Tensor: name.text, Indices: p.parseList(tRBrack)}
+	a := &ir.Access{Pos: name.pos, Tensor: name.text, Indices: p.parseList(tRBrack)}
+	for _, x := range a.Indices {
+		if inner, ok := x.(*ir.Access); ok {
+			inner.Indirect = true // a whole index read from a tensor: E[Idx[b], d]
+		}
+	}
+	return a
 }
 
 // parseList parses '(' or '[', a comma-separated list of expressions and

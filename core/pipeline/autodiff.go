@@ -108,7 +108,7 @@ func storedAgain(spec *ir.Spec, wrt []bool, rec map[string]bool, m fuse.Machine)
 	if err != nil {
 		return nil, err
 	}
-	gs, err := sema.Specialize(g.Op, spec.DType, g.InputShapes(spec), g.Sizes)
+	gs, err := sema.SpecializeTyped(g.Op, spec.DType, g.InputShapes(spec), g.Sizes, spec.IntInputs())
 	if err != nil {
 		return nil, err
 	}

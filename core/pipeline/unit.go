@@ -29,6 +29,8 @@ type Unit struct {
 	DType  ir.DType
 	Shapes [][]int64
 	Sizes  map[string]int64
+	// Ints gives the element type of each integer input of Op (by name).
+	Ints map[string]ir.DType
 
 	// Spec is the specialized level.
 	Spec *ir.Spec
@@ -77,7 +79,7 @@ type Unit struct {
 func FromSpec(spec *ir.Spec) *Unit {
 	u := &Unit{Spec: spec}
 	if spec != nil {
-		u.Op, u.DType = spec.Op, spec.DType
+		u.Op, u.DType, u.Ints = spec.Op, spec.DType, spec.IntInputs()
 	}
 	u.markDone("specialize")
 	return u

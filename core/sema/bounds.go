@@ -88,10 +88,15 @@ func (p *prover) overflow(e ir.Expr, sc *bounds.Scope) error {
 	return nil
 }
 
-// access proves each index of e within its dimension.
+// access proves each index of e within its dimension. An index read from
+// an index tensor is not proven: the tensor is checked before each launch
+// against the extents it indexes (ir.TensorDecl.Limit).
 func (p *prover) access(e *ir.Access, sc *bounds.Scope) error {
 	shape := p.shapes[e.Tensor]
 	for d, x := range e.Indices {
+		if ir.IsIndirect(x) {
+			continue
+		}
 		size := shape[d]
 		r, lowOK, highOK := sc.Within(x, size)
 		if !lowOK || !highOK {

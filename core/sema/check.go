@@ -130,6 +130,9 @@ func (c *checker) checkStmt(i int, s *ir.Stmt, inputs map[string]bool) error {
 		return err
 	}
 
+	if err := c.checkCasts(s); err != nil {
+		return err
+	}
 	// Kinds.
 	k, err := c.checkKinds(s.RHS)
 	if err != nil {

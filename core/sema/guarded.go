@@ -26,7 +26,7 @@ func guardedExtents(op *ir.Op, refs []accessRef, shapes map[string][]int64, ext 
 			}
 			for d, x := range a.acc.Indices {
 				u, ok := soleUnknown(x, ext)
-				if !ok || a.unguardedBy(x) {
+				if !ok || ir.IsIndirect(x) || a.unguardedBy(x) {
 					continue // unguarded: the direct and derived constraints decided
 				}
 				n := largestGuarded(x, u, a.guards, ext, shapes[a.acc.Tensor][d], info)

@@ -118,7 +118,7 @@ func derivedExtents(op *ir.Op, refs []accessRef, shapes map[string][]int64, ext 
 		derived := map[string]int64{}
 		for _, a := range refs {
 			for d, x := range a.acc.Indices {
-				if _, ok := x.(*ir.Index); ok || !a.unguardedBy(x) {
+				if _, ok := x.(*ir.Index); ok || ir.IsIndirect(x) || !a.unguardedBy(x) {
 					continue
 				}
 				u, ok := soleUnknown(x, ext)
@@ -172,6 +172,10 @@ func unknownExtents(op *ir.Op, s *ir.Stmt, refs []accessRef, ext map[string]int6
 	}
 	if len(unknown) > 0 {
 		v := unknown[0]
+		if d, via, ok := ir.ScatterTarget(s, v); ok {
+			return op.Errorf(via.Pos, "cannot infer the size of dimension %d of %s, which the op writes through %s (a scatter): pass it, e.g. out_shapes={'%s': (...)}",
+				d, s.Tensor, ir.ExprString(via), s.Tensor)
+		}
 		why := "it appears only in guarded or composite accesses"
 		if !inAccess(v, refs) {
 			why = "it appears in no tensor access on the right-hand side"

@@ -38,7 +38,7 @@ func (c *checker) checkKinds(e ir.Expr) (ir.Kind, error) {
 }
 
 // accessKinds checks that every index of the access e is an integer
-// expression; an access is a value.
+// expression; an access is a value, an indirect one an index.
 func (c *checker) accessKinds(e *ir.Access) (ir.Kind, error) {
 	for _, x := range e.Indices {
 		k, err := c.checkKinds(x)
@@ -46,14 +46,18 @@ func (c *checker) accessKinds(e *ir.Access) (ir.Kind, error) {
 			return 0, err
 		}
 		if k != ir.KindIndex {
-			return 0, c.op.Errorf(x.At(), "index expression of %s must be an integer expression, got %s: %s",
-				e.Tensor, kindNoun(k), ir.ExprString(x))
+			hint := ""
+			if readsAny(x) {
+				hint = " (a tensor read as an index must stand alone as the whole index, as in E[I[b], d], and be an int32 or int64 tensor)"
+			}
+			return 0, c.op.Errorf(x.At(), "index expression of %s must be an integer expression, got %s: %s%s",
+				e.Tensor, kindNoun(k), ir.ExprString(x), hint)
 		}
 		if err := c.indexOperands(x); err != nil {
 			return 0, err
 		}
 	}
-	return ir.KindValue, nil
+	return ir.KindOf(e), nil
 }
 
 // unaryKinds checks the operand of ! (a bool) or of unary - (a number)
@@ -222,4 +226,16 @@ func (c *checker) numeric(e ir.Expr, k ir.Kind, what string) error {
 		return c.op.Errorf(e.At(), "%s must be a number, got a bool: %s (a bool can only be the condition of where)", what, ir.ExprString(e))
 	}
 	return nil
+}
+
+// readsAny reports whether e reads a tensor.
+func readsAny(e ir.Expr) bool {
+	found := false
+	ir.Walk(e, func(e ir.Expr) bool {
+		if _, ok := e.(*ir.Access); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
 }

@@ -15,10 +15,19 @@ import (
 // access in bounds and returns the Spec. Problems with the op or the
 // arguments are user-facing *ir.Error values.
 func Specialize(op *ir.Op, dtype ir.DType, inputShapes [][]int64, sizes map[string]int64) (*ir.Spec, error) {
+	return SpecializeTyped(op, dtype, inputShapes, sizes, nil)
+}
+
+// SpecializeTyped is Specialize for an op with integer inputs: ints maps
+// each of them to its element type (ir.Int32, ir.Int64 or ir.Bool); the
+// other inputs have the float dtype. An input read as an index must be
+// an int32 or int64 tensor; its TensorDecl gets the Limit every element
+// must respect, which the caller checks before each launch.
+func SpecializeTyped(op *ir.Op, dtype ir.DType, inputShapes [][]int64, sizes map[string]int64, ints map[string]ir.DType) (*ir.Spec, error) {
 	if err := Check(op); err != nil {
 		return nil, err
 	}
-	if dtype.Size() == 0 {
+	if !dtype.Float() {
 		return nil, op.Errorf(ir.Pos{}, "unsupported dtype %s: neoflow supports float32 and float64, and float16 and bfloat16 on CUDA", dtype)
 	}
 	if len(inputShapes) != len(op.Inputs) {
@@ -50,14 +59,21 @@ func Specialize(op *ir.Op, dtype ir.DType, inputShapes [][]int64, sizes map[stri
 	if err := checkSizes(op, sizes); err != nil {
 		return nil, err
 	}
+	if err := checkInputTypes(op, dtype, ints); err != nil {
+		return nil, err
+	}
 
 	spec := &ir.Spec{Op: op, DType: dtype}
+	limits := map[string]int64{}
 	for _, s := range op.Stmts {
 		ext, err := inferExtents(op, s, shapes, sizes)
 		if err != nil {
 			return nil, err
 		}
 		if err := proveBounds(op, s, ext, shapes); err != nil {
+			return nil, err
+		}
+		if err := indexLimits(op, s, ext, shapes, limits); err != nil {
 			return nil, err
 		}
 		b := &ir.BoundStmt{Stmt: s}
@@ -81,17 +97,22 @@ func Specialize(op *ir.Op, dtype ir.DType, inputShapes [][]int64, sizes map[stri
 	}
 
 	for _, name := range op.Inputs {
-		spec.Tensors = append(spec.Tensors, &ir.TensorDecl{Name: name, Role: ir.RoleInput, Shape: shapes[name]})
+		spec.Tensors = append(spec.Tensors, &ir.TensorDecl{Name: name, Role: ir.RoleInput, Shape: shapes[name], DType: ints[name], Limit: limits[name]})
 	}
 	// Outputs in the op's return order (Check proved them a permutation of
-	// the statement-order outputs), then temporaries in statement order.
+	// the statement-order outputs), then temporaries in statement order; a
+	// tensor a cast writes is of its integer type.
 	outputs := op.OutputNames()
+	writes := map[string]ir.DType{}
+	for _, s := range op.Stmts {
+		writes[s.Tensor] = castType(s)
+	}
 	for _, name := range outputs {
-		spec.Tensors = append(spec.Tensors, &ir.TensorDecl{Name: name, Role: ir.RoleOutput, Shape: shapes[name]})
+		spec.Tensors = append(spec.Tensors, &ir.TensorDecl{Name: name, Role: ir.RoleOutput, Shape: shapes[name], DType: writes[name]})
 	}
 	for _, s := range op.Stmts {
 		if !slices.Contains(outputs, s.Tensor) {
-			spec.Tensors = append(spec.Tensors, &ir.TensorDecl{Name: s.Tensor, Role: ir.RoleTemp, Shape: shapes[s.Tensor]})
+			spec.Tensors = append(spec.Tensors, &ir.TensorDecl{Name: s.Tensor, Role: ir.RoleTemp, Shape: shapes[s.Tensor], DType: writes[s.Tensor]})
 		}
 	}
 	return spec, nil

@@ -143,14 +143,13 @@ func Compile(ctx context.Context, spec *ir.Spec, mod *cgen.CUDAModule, dir strin
 	var b strings.Builder
 	b.WriteString(prelude)
 	b.WriteString(mod.Source)
-	ctype := cgen.ElemType(spec.DType)
 	args := make([]string, len(spec.Tensors))
 	for i, t := range spec.Tensors {
 		cst := ""
 		if t.Role == ir.RoleInput {
 			cst = "const "
 		}
-		args[i] = fmt.Sprintf("(%s%s *)nf_bufs[%d]", cst, ctype, i)
+		args[i] = fmt.Sprintf("(%s%s *)nf_bufs[%d]", cst, cgen.ElemType(spec.ElemType(t)), i)
 	}
 	b.WriteString("\nstatic void **nf_bufs;\n")
 	for i, l := range mod.Launches {

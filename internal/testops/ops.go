@@ -34,6 +34,9 @@ type Op struct {
 	// Positive asks for inputs in (0.5, 1.5] instead of [-1, 1) (for log,
 	// sqrt, pow, division).
 	Positive bool
+	// Ints gives the element type of each integer input (the others have
+	// the float dtype the op is specialized to).
+	Ints map[string]ir.DType
 }
 
 // entry is one op of ops.json.
@@ -47,7 +50,13 @@ type entry struct {
 	Test     variant                `json:"test"`
 	Bench    *variant               `json:"bench"`
 	Positive bool                   `json:"positive"`
-	Torch    string                 `json:"torch"`
+	// Ints are the integer inputs: their dtype and, for pytest, the bound
+	// of their values, [0, high) (an index tensor's must be its Limit).
+	Ints map[string]struct {
+		DType string `json:"dtype"`
+		High  int64  `json:"high"`
+	} `json:"ints"`
+	Torch string `json:"torch"`
 }
 
 type variant struct {
@@ -83,6 +92,17 @@ func load(data []byte) ([]Op, error) {
 			return nil, errors.Errorf("op %q: a unique name, a torch reference and one test shape per input are required", e.Name)
 		}
 		seen[e.Name] = true
+		var ints map[string]ir.DType
+		for name, it := range e.Ints {
+			d, err := ir.ParseDType(it.DType)
+			if err != nil || !d.Integer() || it.High < 1 {
+				return nil, errors.Errorf("op %s: integer input %s needs an integer dtype and a high of at least 1", e.Name, name)
+			}
+			if ints == nil {
+				ints = map[string]ir.DType{}
+			}
+			ints[name] = d
+		}
 		consts := map[string]parse.ConstValue{}
 		for _, m := range []map[string]json.Number{e.Consts, e.Test.Consts} {
 			for k, v := range m {
@@ -94,7 +114,7 @@ func load(data []byte) ([]Op, error) {
 			}
 		}
 		ops = append(ops, Op{Name: e.Name, Desc: e.Desc, Src: e.Source, Inputs: e.Inputs, Outputs: e.Outputs, Shapes: e.Test.Shapes,
-			Sizes: e.Test.Sizes, Consts: consts, Want: e.Test.Want, Positive: e.Positive})
+			Sizes: e.Test.Sizes, Consts: consts, Want: e.Test.Want, Positive: e.Positive, Ints: ints})
 	}
 	return ops, nil
 }
@@ -116,7 +136,7 @@ func (o Op) Spec(dt ir.DType) (*ir.Spec, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "parsing %s", o.Name)
 	}
-	spec, err := sema.Specialize(op, dt, o.Shapes, o.Sizes)
+	spec, err := sema.SpecializeTyped(op, dt, o.Shapes, o.Sizes, o.Ints)
 	if err != nil {
 		return nil, errors.Wrapf(err, "specializing %s", o.Name)
 	}
@@ -134,21 +154,21 @@ func Lookup(name string) (Op, bool) {
 }
 
 // GradSpec derives the gradient of o's dt specialization with respect to
-// every input and specializes it for o's shapes.
+// every floating-point input and specializes it for o's shapes.
 func (o Op) GradSpec(dt ir.DType) (*ir.Spec, *autodiff.GradOp, error) {
 	fwd, err := o.Spec(dt)
 	if err != nil {
 		return nil, nil, err
 	}
 	wrt := make([]bool, len(fwd.InputsDecl()))
-	for i := range wrt {
-		wrt[i] = true
+	for i, t := range fwd.InputsDecl() {
+		wrt[i] = !t.DType.Integer()
 	}
 	g, err := autodiff.Grad(fwd, wrt)
 	if err != nil {
 		return nil, nil, errors.Wrapf(err, "differentiating %s", o.Name)
 	}
-	spec, err := sema.Specialize(g.Op, dt, g.InputShapes(fwd), g.Sizes)
+	spec, err := sema.SpecializeTyped(g.Op, dt, g.InputShapes(fwd), g.Sizes, fwd.IntInputs())
 	if err != nil {
 		return nil, nil, errors.Wrapf(err, "specializing the gradient of %s", o.Name)
 	}

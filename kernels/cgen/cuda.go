@@ -60,7 +60,7 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 		if err != nil {
 			return nil, errors.Wrap(err, "cgen")
 		}
-		elem := ElemType(fn.Spec.DType)
+		elem := r.elemType(t)
 		if t.Role == ir.RoleInput {
 			params[i] = fmt.Sprintf("const %s *__restrict__ %s", elem, name)
 		} else {
@@ -384,7 +384,7 @@ func (r *renderer) blockCombine(c *loops.BlockCombine, depth int) error {
 		return err
 	}
 	result := "nf_v"
-	if r.stype != "" && !loops.IsLocal(c.Dst.Tensor) {
+	if r.stored16(c.Dst.Tensor) {
 		r.used["nf_st"] = true
 		result = "nf_st(nf_v)"
 	}

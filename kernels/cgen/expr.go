@@ -398,6 +398,10 @@ func (r *renderer) callExpr(e *ir.Call) (cexpr, error) {
 		ir.FuncSin, ir.FuncCos, ir.FuncTan, ir.FuncAsin, ir.FuncAcos, ir.FuncAtan, ir.FuncAtan2, ir.FuncSinh, ir.FuncCosh,
 		ir.FuncLog1p, ir.FuncExpm1, ir.FuncLog2, ir.FuncExp2, ir.FuncFloor, ir.FuncCeil, ir.FuncTrunc:
 		return r.call(r.math(e.Fn.String()), k, args...), nil
+	case ir.FuncInt32, ir.FuncInt64: // truncated toward zero; the store into an integer tensor converts
+		return r.call(r.math("trunc"), k, args...), nil
+	case ir.FuncFloat:
+		return args[0], nil
 	case ir.FuncRound: // rint rounds half to even in the default rounding mode, as torch.round
 		return r.call(r.math("rint"), k, args...), nil
 	case ir.FuncSoftplus, ir.FuncSign:
@@ -413,6 +417,9 @@ func (r *renderer) callExpr(e *ir.Call) (cexpr, error) {
 // access renders a read of a tensor element (row-major, constant
 // strides) or of a local, as a value of the compute type.
 func (r *renderer) access(a *ir.Access) (cexpr, error) {
+	if t := r.tensors[a.Tensor]; t != nil && t.DType.Integer() && !loops.IsLocal(a.Tensor) {
+		return r.intRead(a)
+	}
 	if r.stype == "" || loops.IsLocal(a.Tensor) {
 		return r.ref(a)
 	}
@@ -422,6 +429,20 @@ func (r *renderer) access(a *ir.Access) (cexpr, error) {
 	}
 	r.used["nf_ld"] = true
 	return cexpr{cat("nf_ld(", c.s, ")"), precAtom, ir.KindValue}, nil
+}
+
+// intRead renders a read of an integer tensor: an index (int64) where the
+// access is indirect, else a value of the kernel's compute type.
+func (r *renderer) intRead(a *ir.Access) (cexpr, error) {
+	c, err := r.ref(a)
+	if err != nil {
+		return c, err
+	}
+	to, k := r.ctype, ir.KindValue
+	if a.Indirect {
+		to, k = r.itype, ir.KindIndex
+	}
+	return cexpr{cat("("+to+")", c.at(precUnary)), precUnary, k}, nil
 }
 
 // ref renders a tensor element or a local as an lvalue: of the storage

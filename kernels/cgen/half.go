@@ -20,6 +20,9 @@ func ElemType(d ir.DType) string {
 	if t, ok := halfTypes[d]; ok {
 		return t
 	}
+	if t, ok := cudaIntTypes[d]; ok {
+		return t
+	}
 	return map[ir.DType]string{ir.Float32: "float", ir.Float64: "double"}[d]
 }
 

@@ -57,10 +57,11 @@ func render(fn *loops.Func, symbol string, profile bool) (string, error) {
 		if err != nil {
 			return "", errors.Wrap(err, "cgen")
 		}
+		ct := r.elemType(t)
 		if t.Role == ir.RoleInput {
-			fmt.Fprintf(&b, "\tconst %s *restrict %s = (const %s *)bufs[%d];\n", r.ctype, name, r.ctype, i)
+			fmt.Fprintf(&b, "\tconst %s *restrict %s = (const %s *)bufs[%d];\n", ct, name, ct, i)
 		} else {
-			fmt.Fprintf(&b, "\t%s *restrict %s = (%s *)bufs[%d];\n", r.ctype, name, r.ctype, i)
+			fmt.Fprintf(&b, "\t%s *restrict %s = (%s *)bufs[%d];\n", ct, name, ct, i)
 		}
 	}
 	if profile {
@@ -117,6 +118,37 @@ func newRenderer(fn *loops.Func, symbol string, cuda bool) (*renderer, error) {
 		r.tensors[t.Name] = t
 	}
 	return r, nil
+}
+
+// intTypes are the C types of integer tensors' elements, cudaIntTypes
+// their CUDA C spelling (NVRTC has no <stdint.h>).
+var (
+	intTypes     = map[ir.DType]string{ir.Int32: "int32_t", ir.Int64: "int64_t", ir.Bool: "uint8_t"}
+	cudaIntTypes = map[ir.DType]string{ir.Int32: "int", ir.Int64: "long long", ir.Bool: "unsigned char"}
+)
+
+// elemType is the C type of a kernel's pointer to t's elements: an
+// integer type for an integer input, else the kernel's value type (for
+// CUDA, the storage type: ElemType).
+func (r *renderer) elemType(t *ir.TensorDecl) string {
+	if r.cuda {
+		return ElemType(r.spec.ElemType(t))
+	}
+	if c, ok := intTypes[t.DType]; ok {
+		return c
+	}
+	return r.ctype
+}
+
+// stored16 reports whether the elements of tensor name are of a 16-bit
+// type (r.stype), stored with nf_st: a tensor of a 16-bit kernel, not a
+// local and not an integer tensor.
+func (r *renderer) stored16(name string) bool {
+	if r.stype == "" || loops.IsLocal(name) {
+		return false
+	}
+	t := r.tensors[name]
+	return t == nil || !t.DType.Integer()
 }
 
 // renderer holds the state of one Render call.
@@ -358,7 +390,7 @@ func (r *renderer) store(s *loops.Store, depth int) error {
 	if err != nil {
 		return err
 	}
-	if r.stype != "" && !loops.IsLocal(s.Dst.Tensor) {
+	if r.stored16(s.Dst.Tensor) {
 		return r.store16(s, dst.s.String(), val, depth)
 	}
 	if s.Atomic {

@@ -65,9 +65,10 @@ def _zeros_for_missing(op, inputs, sizes: dict, grads) -> list[torch.Tensor]:
     if all(g is not None for g in grads):
         return [g.contiguous() for g in grads]
     shapes = op.output_shapes(*inputs, sizes=sizes)
-    ref = inputs[0]
+    ref = next((t for t in inputs if t.is_floating_point()), inputs[0])
+    dtype = ref.dtype if ref.is_floating_point() else torch.float32  # the gradient op's dtype, for integer outputs too
     return [
-        g.contiguous() if g is not None else torch.zeros(shape, dtype=ref.dtype, device=ref.device)
+        g.contiguous() if g is not None else torch.zeros(shape, dtype=dtype, device=ref.device)
         for g, shape in zip(grads, shapes)
     ]
 
@@ -163,7 +164,8 @@ def _make_custom_op(name: str, n_inputs: int):
         ref, current = tensors[0], _op_for(name)
         outs = current.output_shapes(*tensors, sizes=sizes)
         temps = [shape for _, shape in current.temporaries(*tensors, sizes=sizes)]
-        return [ref.new_empty(shape) for shape in outs + temps]
+        dtypes = current.buffer_dtypes(*tensors, sizes=sizes)
+        return [ref.new_empty(shape, dtype=dt) for shape, dt in zip(outs + temps, dtypes)]
 
     def setup_context(ctx, inputs, output):
         tensors, sizes = inputs[:-1], parse_sizes_text(inputs[-1])
@@ -285,7 +287,8 @@ class _Plan:
             shapes = {name: shape for name, _, shape in self.kernel.buffers}
             grads = [self.kernel.buffers[i][2] for i in self.kernel.outputs]
             like = [(t.dtype, tuple(t.shape)) for t in tensors]
-            like += [(self.kernel.dtype, s) for s in grads] + [(self.kernel.dtype, shapes[n]) for n in self.gop.saved]
+            dtypes = {name: dt for (name, _, _), dt in zip(self.kernel.buffers, self.kernel.dtypes)}
+            like += [(self.kernel.dtype, s) for s in grads] + [(dtypes[n], shapes[n]) for n in self.gop.saved]
             self.grad_future = _ahead_pool().submit(_build_grad, self.gop, like, self.gsizes)
 
     def grad_kernel_for(self, args):

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import torch
 
-from . import _lib, config, memory, tuning
+from . import _lib, config, memory, outshapes, tuning
 from ._proto import neoflow_pb2 as pb
 from .sizes import check_sizes as _sizes
 from .sizes import parse_sizes_text, sizes_text  # noqa: F401 - part of this module's interface
@@ -25,7 +25,10 @@ from .version import __version__
 # recompute (the save-or-recompute reward).
 _CUSTOM_OP_CONVENTION = 3
 
-_DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+_FLOATS = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+# Integer inputs: read as values (converted to the op's float dtype) or as indices; they get no gradient.
+_INTS = {torch.int32: "int32", torch.int64: "int64", torch.bool: "bool"}
+_DTYPES = {**_FLOATS, **_INTS}
 _HALF = (torch.float16, torch.bfloat16)  # computed in float32 on CUDA; no CPU kernels
 _TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
 
@@ -48,6 +51,8 @@ class Kernel:
         "alloc",
         "returned",
         "pointers",
+        "index_checks",
+        "dtypes",
     )
 
     def __init__(self, resp: pb.SpecializeResponse, outputs=()):
@@ -58,6 +63,8 @@ class Kernel:
         self.aligned = resp.aligned  # CUDA: pass 16-byte aligned pointers only
         self.cache_hit = resp.cache_hit
         self.buffers = [(b.name, b.role, tuple(b.shape)) for b in resp.buffers]
+        # each buffer's element type: the op's dtype, or an integer input's or cast output's
+        self.dtypes = [_TORCH_DTYPES[b.dtype] if b.dtype else self.dtype for b in resp.buffers]
         # shapes of the buffers the caller allocates: outputs and temporaries
         self.allocated = [shape for _, role, shape in self.buffers if role != "input"]
         names = [b.name for b in resp.buffers]
@@ -70,12 +77,14 @@ class Kernel:
         self.returned = self.outputs + self.temps  # what a call that keeps the temporaries returns
         # per allocated buffer: whether it is below neoflow.memory's size for caching, and then its
         # shape as torch.empty's unpacked arguments, else its shape
-        itemsize = self.dtype.itemsize
         self.alloc = []
-        for shape in self.allocated:
-            small = math.prod(shape) * itemsize < memory.MIN_BYTES
-            self.alloc.append(((shape or ((),)) if small else shape, small))
+        for (_, role, shape), dtype in zip(self.buffers, self.dtypes):
+            if role != "input":
+                small = math.prod(shape) * dtype.itemsize < memory.MIN_BYTES
+                self.alloc.append(((shape or ((),)) if small else shape, small, dtype))
         self.pointers = ctypes.c_void_p * len(self.buffers)  # the launch's array of data pointers
+        # index tensors: (position, name, limit); every element must lie in [0, limit)
+        self.index_checks = [(i, b.name, b.limit) for i, b in enumerate(resp.buffers) if b.limit > 0]
         if self.kernel_id:  # this object holds the loaded kernel; the Go core may unload it once none does
             weakref.finalize(self, _release_kernel, self.kernel_id)
 
@@ -86,19 +95,34 @@ class Kernel:
         PyTorch's caching allocator and the kernel runs on PyTorch's current
         stream of the inputs' device."""
         bufs = [t.resolve_neg().contiguous() for t in tensors]  # a lazily negated view's memory is not negated
-        dtype = self.dtype
+        for i, name, limit in self.index_checks:
+            check_index_tensor(bufs[i], name, limit)
         if bufs[0].is_cuda:  # an op has at least one input
             device = bufs[0].device
             if self.aligned:  # it loads 16-byte vectors: a view starting mid-allocation is copied to aligned memory
                 bufs = [b if b.data_ptr() % 16 == 0 else b.clone() for b in bufs]
-            bufs += [torch.empty(shape, dtype=dtype, device=device) for shape in self.allocated]
+            bufs += [torch.empty(shape, dtype=a[2], device=device) for shape, a in zip(self.allocated, self.alloc)]
             pointers = self.pointers(*[b.data_ptr() for b in bufs])
             _lib.launch_cuda(self.kernel_id, pointers, torch.cuda.current_stream(device).cuda_stream)
             return bufs
         # small buffers straight from torch.empty (unpacked sizes: the fastest form), large ones from neoflow.memory
-        bufs += [torch.empty(*s, dtype=dtype) if small else memory.empty(s, dtype) for s, small in self.alloc]
+        bufs += [torch.empty(*s, dtype=dt) if small else memory.empty(s, dt) for s, small, dt in self.alloc]
         _lib.launch(self.kernel_id, self.pointers(*[b.data_ptr() for b in bufs]), torch.get_num_threads())
         return bufs
+
+
+def check_index_tensor(t: torch.Tensor, name: str, limit: int) -> None:
+    """Raises IndexError unless every element of index tensor t lies in
+    [0, limit): one pass (torch.aminmax) on t's device; only a failing
+    tensor is searched for the position to name."""
+    lo, hi = torch.aminmax(t)
+    lo, hi = int(lo), int(hi)
+    if lo >= 0 and hi < limit:
+        return
+    bad = int(lo) if lo < 0 else int(hi)
+    where = tuple(int(i) for i in (t == bad).nonzero()[0].tolist())
+    why = "negative indices are not allowed" if bad < 0 else f"it indexes a dimension of size {limit}"
+    raise IndexError(f"index tensor {name} holds {bad} at position {where}, outside [0, {limit}): {why}")
 
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
@@ -202,7 +226,16 @@ class Op:
     """
 
     def __init__(
-        self, source: str, *, name: str | None = None, inputs=None, outputs=None, sizes=None, consts=None, **kw
+        self,
+        source: str,
+        *,
+        name: str | None = None,
+        inputs=None,
+        outputs=None,
+        sizes=None,
+        out_shapes=None,
+        consts=None,
+        **kw,
     ):
         _check_text("an op's source", source)
         if name is not None:
@@ -226,9 +259,17 @@ class Op:
             raise ValueError(
                 "an op needs at least one input tensor: neoflow takes the dtype, device and shapes from its inputs"
             )
-        sizes = _sizes(sizes)
+        try:
+            scattered, checks = outshapes.out_sizes(
+                resp.scatter_axes, list(resp.outputs), resp.output_ranks, out_shapes
+            )
+        except (TypeError, ValueError):
+            _release(resp.op_id)
+            raise
+        sizes = {**_sizes(sizes), **scattered}
         definition = ("text", source, name or "", tuple(inputs or ()), tuple(outputs or ()), sizes, consts)
         self._setup(resp, source, name or "", sizes, definition)
+        self._out_checks = checks
 
     def _setup(self, resp: pb.DefineResponse, source: str, name: str, sizes: dict, definition: tuple) -> None:
         self.source = source
@@ -237,6 +278,9 @@ class Op:
         self.inputs = tuple(resp.inputs)
         self.outputs = tuple(resp.outputs)
         self.input_ranks = tuple(resp.input_ranks)
+        self.output_ranks = tuple(resp.output_ranks)
+        self._scatter_axes = tuple(resp.scatter_axes)  # output dimensions written through index tensors
+        self._out_checks = []  # (output, dimension, extent) that out_shapes gave at the definition
         self.hash = resp.hash
         self._printed = resp.printed
         self._sizes = sizes
@@ -306,7 +350,7 @@ class Op:
             if t.dtype not in _DTYPES:
                 raise TypeError(
                     f"input {n} has dtype {t.dtype}; neoflow supports torch.float32 and torch.float64, "
-                    "and torch.float16 and torch.bfloat16 on CUDA"
+                    "torch.float16 and torch.bfloat16 on CUDA, and torch.int32, torch.int64 and torch.bool inputs"
                 )
         for t, n, r in zip(tensors, self.inputs, self.input_ranks):
             if t.dim() != r:
@@ -354,16 +398,23 @@ class Op:
         Under autograd the forward keeps those the gradient reads."""
         return self._buffer_shapes(tensors, sizes)[1]
 
-    def _buffer_shapes(self, tensors, sizes) -> tuple[list, list]:
+    def buffer_dtypes(self, *tensors, sizes=None) -> list[torch.dtype]:
+        """The element types of the outputs, then of the temporaries, for these inputs: the floating-point
+        inputs' dtype, or the integer type of a cast (``O[i] = int32(...)``)."""
+        return self._buffer_shapes(tensors, sizes)[2]
+
+    def _buffer_shapes(self, tensors, sizes) -> tuple[list, list, list]:
         key = _shape_key(tensors, sizes)
         shapes = self._shapes.get(key)
         if shapes is None:
             self._check(tensors)
             config.ensure()
             resp = _lib.call("nf_specialize", self._request(tensors, sizes, shapes_only=True), pb.SpecializeResponse)
-            by_name = {b.name: tuple(b.shape) for b in resp.buffers}
-            temps = [(b.name, tuple(b.shape)) for b in resp.buffers if b.role != "input" and b.name not in self.outputs]
-            shapes = ([by_name[n] for n in self.outputs], temps)
+            by_name = {b.name: b for b in resp.buffers}
+            temps = [b for b in resp.buffers if b.role != "input" and b.name not in self.outputs]
+            outs = [by_name[n] for n in self.outputs]
+            dtypes = [_TORCH_DTYPES[b.dtype or resp.dtype] for b in outs + temps]
+            shapes = ([tuple(b.shape) for b in outs], [(b.name, tuple(b.shape)) for b in temps], dtypes)
             self._shapes[key] = shapes
         return shapes
 
@@ -372,8 +423,8 @@ class Op:
 
         It takes this op's inputs followed by one gradient per output, and
         returns the gradients of the inputs selected by ``wrt`` (default:
-        all). ``print(op.grad_op(x, w)[0])`` shows the derived expressions,
-        guards included.
+        every floating-point input; integer inputs have none).
+        ``print(op.grad_op(x, w)[0])`` shows the derived expressions, guards included.
 
         With ``saved=True`` the gradient op reads the forward temporaries and
         outputs it needs instead of recomputing them: it takes, after the
@@ -381,7 +432,9 @@ class Op:
         the gradient op's ``saved`` attribute (see ``temporaries``). This is
         what autograd runs; its values are those of the recomputing one.
         """
-        wrt = tuple(bool(w) for w in (wrt if wrt is not None else [True] * len(self.inputs)))
+        if wrt is None:  # every floating-point input: integer inputs have no gradient
+            wrt = [not isinstance(t, torch.Tensor) or t.is_floating_point() for t in tensors]
+        wrt = tuple(bool(w) for w in wrt)
         key = (_shape_key(tensors, sizes), wrt, bool(saved))
         entry = self._grads.get(key)
         if entry is None:
@@ -480,7 +533,18 @@ class Op:
         bufs = kernel.run(tensors)
         return [bufs[i] for i in (kernel.returned if keep else kernel.outputs)]
 
-    def __call__(self, *tensors, sizes=None):
+    def __call__(self, *tensors, sizes=None, out_shapes=None):
+        checks = self._out_checks
+        if out_shapes is not None:
+            scattered, more = outshapes.out_sizes(self._scatter_axes, self.outputs, self.output_ranks, out_shapes)
+            sizes, checks = {**_sizes(sizes), **scattered}, checks + more
+        if checks:
+            outs = self._call(tensors, sizes)
+            outshapes.check_outputs(outs if isinstance(outs, tuple) else (outs,), checks, self.outputs)
+            return outs
+        return self._call(tensors, sizes)
+
+    def _call(self, tensors, sizes):
         mode = _mode(tensors)
         if mode == _DIRECT:
             outs = self._launch(tensors, sizes)
@@ -553,8 +617,11 @@ def _memory_total(device: torch.device) -> int:
 def _check_memory(op: Op, kernel: Kernel, device: torch.device) -> None:
     """Raises MemoryError naming the tensor, before allocating, when the
     outputs and temporaries a call allocates exceed the device's memory."""
-    item = torch.empty((), dtype=kernel.dtype).element_size()
-    sizes = [(n, shape, math.prod(shape) * item) for n, role, shape in kernel.buffers if role != "input"]
+    sizes = [
+        (n, shape, math.prod(shape) * dt.itemsize)
+        for (n, role, shape), dt in zip(kernel.buffers, kernel.dtypes)
+        if role != "input"
+    ]
     total, limit = sum(b for _, _, b in sizes), _memory_total(device)
     if not limit or total <= limit:
         return

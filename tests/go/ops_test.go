@@ -6,14 +6,13 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"testing"
-	"unsafe"
 
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/testops"
 	"github.com/neoflow/neoflow/kernels"
 	"github.com/neoflow/neoflow/kernels/cache"
@@ -69,11 +68,17 @@ func needCC(t *testing.T) {
 
 // randomInputs draws standard normal inputs from a fixed seed (or, for
 // positive, uniform ones in [0.5, 1.5)), rounded to dt so that the kernel
-// and the interpreter see the same values.
+// and the interpreter see the same values; an integer input gets
+// hostbuf's integers (an index tensor's within its Limit).
 func randomInputs(spec *ir.Spec, seed int64, positive ...bool) [][]float64 {
 	rng := rand.New(rand.NewSource(seed))
+	ints := hostbuf.RandomInputs(spec, false, uint64(seed))
 	var out [][]float64
-	for _, td := range spec.InputsDecl() {
+	for k, td := range spec.InputsDecl() {
+		if td.DType.Integer() {
+			out = append(out, ints[k])
+			continue
+		}
 		d := make([]float64, td.Elems())
 		for i := range d {
 			v := rng.NormFloat64()
@@ -90,57 +95,18 @@ func randomInputs(spec *ir.Spec, seed int64, positive ...bool) [][]float64 {
 	return out
 }
 
-// launch runs k on inputs in Go-allocated buffers of the spec's dtype and
-// returns every tensor of spec.Tensors as float64. Outputs and temporaries
-// start as NaN so that an element the kernel skips shows up.
+// launch runs k on inputs in Go-allocated buffers (internal/hostbuf) and
+// returns every tensor of spec.Tensors as float64. Outputs and
+// temporaries start as NaN so that an element the kernel skips shows up.
 func launch(k *kernels.Kernel, spec *ir.Spec, inputs [][]float64) ([][]float64, error) {
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	ptrs := make([]unsafe.Pointer, len(spec.Tensors))
-	f32 := make([][]float32, len(spec.Tensors))
-	f64 := make([][]float64, len(spec.Tensors))
-	in := 0
-	for i, td := range spec.Tensors {
-		n := max(td.Elems(), 1)
-		var src []float64
-		if td.Role == ir.RoleInput {
-			src = inputs[in]
-			in++
-		}
-		if spec.DType == ir.Float32 {
-			d := make([]float32, n)
-			for j := range d {
-				d[j] = float32(math.NaN())
-			}
-			for j, v := range src {
-				d[j] = float32(v)
-			}
-			f32[i] = d
-			ptrs[i] = unsafe.Pointer(&d[0])
-		} else {
-			d := make([]float64, n)
-			for j := range d {
-				d[j] = math.NaN()
-			}
-			copy(d, src)
-			f64[i] = d
-			ptrs[i] = unsafe.Pointer(&d[0])
-		}
-		pin.Pin(ptrs[i])
-	}
-	if err := k.Launch(ptrs, 2); err != nil {
+	bufs := hostbuf.New(spec, inputs)
+	defer bufs.Free()
+	if err := k.Launch(bufs.Ptr, 2); err != nil {
 		return nil, err
 	}
 	out := make([][]float64, len(spec.Tensors))
 	for i, td := range spec.Tensors {
-		if spec.DType == ir.Float64 {
-			out[i] = f64[i][:td.Elems()]
-			continue
-		}
-		out[i] = make([]float64, td.Elems())
-		for j, v := range f32[i][:td.Elems()] {
-			out[i][j] = float64(v)
-		}
+		out[i] = slices.Clone(bufs.Get(i)[:td.Elems()])
 	}
 	return out, nil
 }

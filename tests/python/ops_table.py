@@ -62,12 +62,20 @@ class Case:
         return self.variants["test"]
 
 
+_INT_DTYPES = {"int32": torch.int32, "int64": torch.int64, "bool": torch.bool}
+
+
 def _make_inputs(entry: dict, positive: bool) -> Callable:
+    ints = entry.get("ints", {})
+
     def make(size: str, dtype) -> list:
         variant = entry.get(size) or entry["test"]
         out = []
-        for shape in variant["shapes"]:
-            if positive:
+        for name, shape in zip(entry["inputs"], variant["shapes"]):
+            if name in ints:  # an integer input: values in [0, high), an index tensor's within what it indexes
+                it = ints[name]
+                out.append(torch.randint(0, it["high"], shape).to(_INT_DTYPES[it["dtype"]]))
+            elif positive:
                 out.append(torch.rand(*shape, dtype=dtype) + 0.5)
             else:
                 out.append(torch.randn(*shape, dtype=dtype))
@@ -83,7 +91,7 @@ def _make_reference(entry: dict) -> Callable:
     def reference(*tensors):
         device = tensors[0].device if tensors else None
         scope = {"torch": torch, "F": F, "idx": functools.partial(idx, device=device), **dict(zip(names, tensors))}
-        dtype = tensors[0].dtype if tensors else torch.float64
+        dtype = next((t.dtype for t in tensors if t.is_floating_point()), torch.float32 if tensors else torch.float64)
         out = eval(code, scope)  # noqa: S307 - the repository's own table
         if isinstance(out, tuple):
             return tuple(o.to(dtype) for o in out)
@@ -115,6 +123,11 @@ CASES = [_case(e) for e in json.loads(TABLE.read_text())]
 
 # The ops with bench shapes: the spine's operators that bench/ measures.
 BENCH_CASES = [c for c in CASES if "bench" in c.variants]
+
+
+def float_leaves(tensors) -> list:
+    """Copies of the tensors that require grad where they can have a gradient (the floating-point ones)."""
+    return [t.detach().clone().requires_grad_(t.is_floating_point()) for t in tensors]
 
 
 def as_tuple(out) -> tuple:

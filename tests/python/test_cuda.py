@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import tol
 from neoflow import config
-from ops_table import CASES, as_tuple
+from ops_table import CASES, as_tuple, float_leaves
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -37,14 +37,14 @@ def test_forward_matches_pytorch(case, dtype):
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_backward_matches_pytorch(case, dtype):
-    tensors = [t.requires_grad_(True) for t in _cuda(case.inputs("test", dtype))]
+    tensors = float_leaves(_cuda(case.inputs("test", dtype)))
     op = case.op(tensors)
     sizes = case.sizes(*tensors) if case.sizes else None
     out = as_tuple(op(*tensors, sizes=sizes))
     g = [torch.randn_like(o) for o in out]
-    got = torch.autograd.grad(out, tensors, g)
-    ref = [t.detach().clone().requires_grad_(True) for t in tensors]
-    want = torch.autograd.grad(as_tuple(case.reference(*ref)), ref, g)
+    got = torch.autograd.grad(out, [t for t in tensors if t.requires_grad], g)
+    ref = float_leaves(tensors)
+    want = torch.autograd.grad(as_tuple(case.reference(*ref)), [t for t in ref if t.requires_grad], g)
     for a, b in zip(got, want):
         torch.testing.assert_close(a, b, **tol(dtype))
 
@@ -56,10 +56,10 @@ def _half_inputs(case, half):
     rounding (bfloat16 keeps 8 bits, so ties are common)."""
     extremum = "min=" in case.source or "max=" in case.source
     for _ in range(100):
-        tensors = [t.to(DEV, half) for t in case.inputs("test", torch.float32)]
+        tensors = [t.to(DEV, half) if t.is_floating_point() else t.to(DEV) for t in case.inputs("test", torch.float32)]
         if not extremum or all(t.unique().numel() == t.numel() for t in tensors):
             break
-    return [t.requires_grad_(True) for t in tensors]
+    return [t.requires_grad_(t.is_floating_point()) for t in tensors]
 
 
 HALF_TOL = {torch.float16: {"rtol": 1e-2, "atol": 1e-2}, torch.bfloat16: {"rtol": 6e-2, "atol": 6e-2}}
@@ -76,12 +76,12 @@ def test_half_forward_and_backward(case, half):
     out = as_tuple(op(*tensors, sizes=sizes))
     assert all(o.dtype == half for o in out)
     g = [torch.randn_like(o) for o in out]
-    got = torch.autograd.grad(out, tensors, g)
-    ref = [t.detach().float().requires_grad_(True) for t in tensors]
+    got = torch.autograd.grad(out, [t for t in tensors if t.requires_grad], g)
+    ref = [t.detach().float().requires_grad_(True) if t.is_floating_point() else t for t in tensors]
     want = as_tuple(case.reference(*ref))
     for o, w in zip(out, want):
         torch.testing.assert_close(o.float(), w, **HALF_TOL[half])
-    for a, b in zip(got, torch.autograd.grad(want, ref, [x.float() for x in g])):
+    for a, b in zip(got, torch.autograd.grad(want, [t for t in ref if t.requires_grad], [x.float() for x in g])):
         assert a.dtype == half
         torch.testing.assert_close(a.float(), b, **HALF_TOL[half])
 
@@ -120,7 +120,7 @@ def test_tensor_core_contractions(src, shapes, ref, half):
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_gradcheck_on_the_gpu(case):
-    tensors = [t.requires_grad_(True) for t in _cuda(case.inputs("test", torch.float64))]
+    tensors = float_leaves(_cuda(case.inputs("test", torch.float64)))
     op = case.op(tensors)
     sizes = case.sizes(*tensors) if case.sizes else None
     assert torch.autograd.gradcheck(lambda *t: op(*t, sizes=sizes), tensors)

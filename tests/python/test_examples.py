@@ -41,7 +41,7 @@ def test_example_rejects_bad_flags():
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
 
 
-@pytest.mark.parametrize("name", ["demo", "rotary"])
+@pytest.mark.parametrize("name", ["demo", "rotary", "embedding_bag", "label_gather", "fake_quant", "gcn"])
 def test_one_op_example_checks_itself_against_pytorch(name):
     """The one-op examples run as scripts and assert their own agreement with PyTorch."""
     proc = subprocess.run(

@@ -7,13 +7,13 @@ import neoflow
 import pytest
 import torch
 import torch.nn.functional as F
-from ops_table import CASES
+from ops_table import CASES, float_leaves
 
 D = torch.float64
 
 
 def _leaves(tensors):
-    return [t.detach().clone().requires_grad_(True) for t in tensors]
+    return float_leaves(tensors)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
