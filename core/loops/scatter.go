@@ -22,7 +22,9 @@ import (
 // statement's own variables.
 type scatterForm struct {
 	// targets[k] is e_k, the element index the point selects along the
-	// k-th left-hand-side axis.
+	// k-th left-hand-side axis; nil for a free axis, which the scatter
+	// loops over as the statement does (Y[Dst[e], f] += X[Src[e], f]:
+	// f is free).
 	targets []ir.Expr
 	// guard lists, in the order of the original conjuncts, the conditions
 	// a point must meet: each equality e_k == z_k is replaced by the range
@@ -43,12 +45,14 @@ type scatterForm struct {
 //     where(C, B, 0) with a zero else branch (0.0, -0.0 or 0, also after
 //     peel); while B peels to another where(C', B', 0), its condition joins
 //     C and B' the body (where(c, where(c', b, 0), 0) is where(c && c', b, 0));
-//   - C, split at && (left to right), contains for EVERY left-hand-side
-//     variable z_k exactly one conjunct e_k == z_k or z_k == e_k, z_k bare,
-//     with e_k an index expression that mentions no left-hand-side
-//     variable and reads no tensor;
-//   - no left-hand-side variable occurs anywhere else: not in the body,
-//     not in the other conjuncts, not in any e_k;
+//   - C, split at && (left to right), contains for at least one
+//     left-hand-side variable z_k (a target) exactly one conjunct e_k ==
+//     z_k or z_k == e_k, z_k bare, with e_k an index expression that
+//     mentions no left-hand-side variable and reads no tensor but an index
+//     tensor; the other left-hand-side variables are free;
+//   - no target occurs anywhere else: not in the body, not in the other
+//     conjuncts, not in any e_k (a free variable may be in the body and
+//     the other conjuncts);
 //   - neither the body nor C reads T.
 //
 // Dropping zero terms and flattening nested wheres is exact for a +=
@@ -92,17 +96,23 @@ func matchScatter(st *ir.BoundStmt) (*scatterForm, bool) {
 		case ok && f.targets[k] == nil:
 			f.targets[k] = t
 			eqs[i] = k
-		case mentions(c, lhs) || readsTensor(c, s.Tensor):
+		case readsTensor(c, s.Tensor):
 			return nil, false
 		}
 	}
-	for _, t := range f.targets {
-		if t == nil {
-			return nil, false
+	targeted := map[string]int{}
+	for k, t := range f.targets {
+		if t != nil {
+			targeted[st.Spatial[k].Name] = k
 		}
 	}
-	if mentions(f.body, lhs) || readsTensor(f.body, s.Tensor) {
+	if len(targeted) == 0 || mentions(f.body, targeted) || readsTensor(f.body, s.Tensor) {
 		return nil, false
+	}
+	for i, c := range conds {
+		if eqs[i] < 0 && mentions(c, targeted) {
+			return nil, false
+		}
 	}
 	for i, c := range conds {
 		k := eqs[i]
@@ -237,6 +247,10 @@ func fillStmt(st *ir.BoundStmt) *ir.BoundStmt {
 //	if <guard>
 //	  T[e1, ..., en] += body
 //
+// with the loops of the free axes (freeLoops) inside the guard: points
+// that differ in a free variable never share an element, so those loops
+// are parallel over blocks of the last free axis and vector within one.
+//
 // The scatter is serial on purpose: distinct points may select the same
 // element (that is why the index map has no inverse), so parallel
 // iterations would race on T. Atomics or per-thread copies of T would
@@ -282,14 +296,60 @@ func lowerScatter(nest *Nest, f *scatterForm, s Schedule) {
 		*cur = append(*cur, lp)
 		cur = &lp.Body
 	}
+	atomic := s.Atomic && len(names) > 0
+	free, outer, inner, fenv := freeLoops(st, f, atomic)
+	if outer != nil {
+		// The block loop goes outermost, parallel: each thread scatters
+		// into its own columns of T.
+		outer.Body, sb.Body = sb.Body, []Node{outer}
+		sb.Comment = strings.Replace(sb.Comment, "serial", "parallel over blocks of "+outer.Var, 1)
+	}
+	for v, x := range fenv {
+		env[v] = x
+	}
 	dst := &ir.Access{Tensor: st.Stmt.Tensor}
-	for _, t := range f.targets {
+	for k, t := range f.targets {
+		if t == nil {
+			t = Var(st.Spatial[k].Name)
+		}
 		dst.Indices = append(dst.Indices, Subst(t, env))
 	}
-	atomic := s.Atomic && len(names) > 0
 	var n Node = &Store{Dst: dst, Op: ir.Sum, Value: Subst(f.body, env), Atomic: atomic}
-	if g := ir.AndAll(f.guard); g != nil {
+	var outerGuard, innerGuard []ir.Expr
+	for _, g := range f.guard {
+		if mentions(g, free) {
+			innerGuard = append(innerGuard, g)
+		} else {
+			outerGuard = append(outerGuard, g)
+		}
+	}
+	if g := ir.AndAll(innerGuard); g != nil {
 		n = &If{Cond: Subst(g, env), Body: []Node{n}}
+	}
+	if inner != nil {
+		innermost := inner
+		for len(innermost.Body) == 1 {
+			l, ok := innermost.Body[0].(*Loop)
+			if !ok {
+				break
+			}
+			innermost = l
+		}
+		innermost.Body = []Node{n}
+		n = inner
+	}
+	if g := ir.AndAll(outerGuard); g != nil {
+		n = &If{Cond: Subst(g, env), Body: []Node{n}}
+	}
+	if outer != nil {
+		cur = &outer.Body
+		for len(*cur) == 1 {
+			l, ok := (*cur)[0].(*Loop)
+			if !ok {
+				break
+			}
+			cur = &l.Body
+		}
 	}
 	*cur = append(*cur, n)
 	if atomic {
@@ -297,6 +357,62 @@ func lowerScatter(nest *Nest, f *scatterForm, s Schedule) {
 		lp.Parallel, lp.Collapse = true, len(names)
 	}
 	nest.Body = []Node{fb, sb}
+}
+
+// freeLoops builds the loops of the free axes of scatter f: free names
+// them; inner is the chain of loops inside the guard, outermost first,
+// the last free axis last (a lane loop, Vector, unless atomic); outer,
+// when not nil, is a parallel loop over blocks of the last free axis
+// (CPU scatters with at least 16 elements per block and two blocks), whose
+// variable and the lane loop's make up the axis (fenv maps each free
+// variable to its expression in the loops).
+func freeLoops(st *ir.BoundStmt, f *scatterForm, atomic bool) (free map[string]int, outer, inner *Loop, fenv map[string]ir.Expr) {
+	free, fenv = map[string]int{}, map[string]ir.Expr{}
+	var axes []ir.Var
+	for k, t := range f.targets {
+		if t == nil {
+			free[st.Spatial[k].Name] = k
+			axes = append(axes, st.Spatial[k])
+		}
+	}
+	var chain []*Loop
+	for i, ax := range axes {
+		lp := &Loop{Var: ax.Name, Extent: ax.Extent}
+		fenv[ax.Name] = Var(ax.Name)
+		if i == len(axes)-1 && !atomic {
+			lp.Vector = true
+			if blocks := scatterBlocks(ax.Extent); blocks > 1 {
+				width := ax.Extent / blocks
+				outer = &Loop{Var: ax.Name + ".blk", Extent: blocks, Parallel: true, Collapse: 1}
+				lp = &Loop{Var: ax.Name + ".ln", Extent: width, Vector: true}
+				fenv[ax.Name] = Add(Mul(Var(outer.Var), Lit(width)), Var(lp.Var))
+			}
+		}
+		if ax.Extent == 1 {
+			fenv[ax.Name] = Lit(0)
+			continue
+		}
+		chain = append(chain, lp)
+	}
+	for i := 1; i < len(chain); i++ {
+		chain[i-1].Body = []Node{chain[i]}
+	}
+	if len(chain) > 0 {
+		inner = chain[0]
+	}
+	return free, outer, inner, fenv
+}
+
+// scatterBlocks is the number of parallel blocks a free axis of extent n
+// splits into: the largest divisor of n up to 8 that leaves blocks of at
+// least 16 elements, 1 when none does.
+func scatterBlocks(n int64) int64 {
+	for b := int64(8); b > 1; b-- {
+		if n%b == 0 && n/b >= 16 {
+			return b
+		}
+	}
+	return 1
 }
 
 // constBool decides a condition from the variables' ranges alone:
