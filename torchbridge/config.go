@@ -33,6 +33,10 @@ type Config struct {
 	// Bundle is a kernel bundle whose kernels are loaded instead of
 	// compiled (NEOFLOW_BUNDLE; bundle.go); empty: none.
 	Bundle string
+	// Deterministic builds CUDA scatters without atomic adds, so that
+	// their sums run in the same order every time (NEOFLOW_DETERMINISTIC;
+	// cuda.go). C kernels are deterministic either way.
+	Deterministic bool
 }
 
 // defaultConfig is used until the first Init.
@@ -89,6 +93,7 @@ func configFrom(req *api.InitRequest) (Config, error) {
 		cfg.IdleKernels = int(n)
 	}
 	cfg.Fusion = !req.GetFusionOff()
+	cfg.Deterministic = req.GetDeterministic()
 	if p := req.GetBundle(); p != "" {
 		if cfg.Bundle, err = filepath.Abs(p); err != nil {
 			return Config{}, errors.Wrapf(err, "kernel bundle %q", p)

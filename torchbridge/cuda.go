@@ -49,6 +49,9 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp
 		}
 		scheds = r.recordSchedules(spec, key, true)
 	}
+	if r.config().Deterministic {
+		scheds = deterministic(spec, scheds)
+	}
 	k, err := builder.BuildCUDATuned(r.buildContext(), spec, scheds, gpu.arch)
 	resp.Warnings = r.takeWarnings()
 	if err != nil {
@@ -100,4 +103,21 @@ func (r *Runtime) LaunchCUDA(id uint64, bufs unsafe.Pointer, nbufs int, stream u
 		}
 	}
 	return l.cuda.Launch(stream, ptrs)
+}
+
+// deterministic is scheds (the GPU defaults when nil) with every scatter
+// made non-atomic: its points run in statement order, in parallel only
+// over blocks of its free axes (core/loops), so that its sums do not
+// depend on the order in which atomic adds land.
+func deterministic(spec *ir.Spec, scheds []loops.Schedule) []loops.Schedule {
+	out := make([]loops.Schedule, len(spec.Stmts))
+	for i := range out {
+		if scheds != nil {
+			out[i] = scheds[i]
+		} else {
+			out[i] = loops.GPUSchedule(spec, i)
+		}
+		out[i].Atomic = false
+	}
+	return out
 }

@@ -5,6 +5,10 @@ import (
 	"testing"
 
 	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/parse"
+	"github.com/neoflow/neoflow/core/sema"
 	"github.com/neoflow/neoflow/kernels/cudadrv"
 )
 
@@ -50,5 +54,25 @@ func TestCUDARequests(t *testing.T) {
 	}
 	if err := r.LaunchCUDA(99, nil, 3, 0); err == nil || !strings.Contains(err.Error(), "unknown kernel id") {
 		t.Fatalf("LaunchCUDA of an unknown id: %v", err)
+	}
+}
+
+func TestDeterministicSchedulesHaveNoAtomics(t *testing.T) {
+	op, err := parse.Parse("Y[Dst[e], f] += X[e, f]", parse.Options{Inputs: []string{"X", "Dst"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := sema.SpecializeTyped(op, ir.Float32, [][]int64{{40, 8}, {40}}, map[string]int64{"v_Dst": 6}, map[string]ir.DType{"Dst": ir.Int64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := loops.GPUSchedule(spec, 0); !s.Scatter || !s.Atomic {
+		t.Fatalf("the GPU default is not an atomic scatter: %v", s)
+	}
+	for _, scheds := range [][]loops.Schedule{nil, {loops.GPUSchedule(spec, 0)}} {
+		got := deterministic(spec, scheds)
+		if len(got) != 1 || !got[0].Scatter || got[0].Atomic {
+			t.Errorf("deterministic(%v) = %v, want a scatter without atomics", scheds, got)
+		}
 	}
 }

@@ -27,6 +27,9 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	if r.config().Fusion {
 		key += "|fused" // a kernel built before fusion was turned on or off is not the one asked for
 	}
+	if r.config().Deterministic && req.GetCudaDevice() != 0 {
+		key += "|deterministic"
+	}
 	if !req.GetSourceOnly() && !req.GetShapesOnly() {
 		r.mu.Lock()
 		cached := r.specs[req.GetOpId()][key]

@@ -8,7 +8,9 @@ import (
 )
 
 // substituteIndirect removes the reduction variables that a gradient
-// statement's guards equate with an index tensor read. A sum
+// statement's guards equate with an index tensor read, or with a
+// left-hand-side variable (lhsEquality), in a statement that has such a
+// read. A sum
 //
 //	T[...] += where(z == Dst[e] && c, body, 0.0)
 //
@@ -39,11 +41,27 @@ func substituteIndirect(g *gstmt, shapes map[string][]int64) {
 	for _, x := range s.Indices {
 		lhs[x.Name] = true
 	}
+	indirect := false
+	ir.Walk(s.RHS, func(e ir.Expr) bool {
+		indirect = indirect || ir.IsIndirect(e)
+		return !indirect
+	})
+	if !indirect {
+		return
+	}
 	changed := false
 	for i := 0; i < len(conds); i++ {
 		z, t, ok := indirectEquality(conds[i], lhs)
-		if !ok || !indexesWhole(body, z, g.ext[z], shapes) {
+		if ok && !indexesWhole(body, z, g.ext[z], shapes) {
 			continue
+		}
+		if !ok {
+			// z == w with w a left-hand-side variable no wider than z:
+			// w becomes a free axis of the scatter (core/loops), looped
+			// in parallel lanes instead of matched point by point.
+			if z, t, ok = lhsEquality(conds[i], lhs, g.ext); !ok {
+				continue
+			}
 		}
 		sub := map[string]ir.Expr{z: t}
 		g.note += fmt.Sprintf("; %s summed out where %s == %s", z, z, ir.ExprString(t))
@@ -79,6 +97,25 @@ func indirectEquality(c ir.Expr, lhs map[string]bool) (string, ir.Expr, bool) {
 		z, isIx := p[0].(*ir.Index)
 		if isIx && !lhs[z.Name] && ir.IsIndirect(p[1]) && !slices.Contains(varsOf(p[1]), z.Name) {
 			return z.Name, p[1], true
+		}
+	}
+	return "", nil, false
+}
+
+// lhsEquality recognizes z == w or w == z with z a bare variable that is
+// not on the left-hand side and w one that is, whose extent does not
+// exceed z's: every value of w is a value of z, so summing over z picks
+// the one term z = w.
+func lhsEquality(c ir.Expr, lhs map[string]bool, ext map[string]int64) (string, ir.Expr, bool) {
+	b, ok := c.(*ir.Binary)
+	if !ok || b.Op != ir.Eq {
+		return "", nil, false
+	}
+	for _, p := range [2][2]ir.Expr{{b.X, b.Y}, {b.Y, b.X}} {
+		z, isZ := p[0].(*ir.Index)
+		w, isW := p[1].(*ir.Index)
+		if isZ && isW && !lhs[z.Name] && lhs[w.Name] && ext[w.Name] > 0 && ext[w.Name] <= ext[z.Name] {
+			return z.Name, w, true
 		}
 	}
 	return "", nil, false

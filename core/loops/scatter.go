@@ -302,7 +302,7 @@ func lowerScatter(nest *Nest, f *scatterForm, s Schedule) {
 		// The block loop goes outermost, parallel: each thread scatters
 		// into its own columns of T.
 		outer.Body, sb.Body = sb.Body, []Node{outer}
-		sb.Comment = strings.Replace(sb.Comment, "serial", "parallel over blocks of "+outer.Var, 1)
+		sb.Comment = strings.Replace(sb.Comment, "serial", "parallel over blocks of "+strings.TrimSuffix(outer.Var, ".blk"), 1)
 	}
 	for v, x := range fenv {
 		env[v] = x

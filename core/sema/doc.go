@@ -166,4 +166,17 @@
 // expression takes time linear in its size in each scope.
 // The left-hand side indexes its tensor with plain variables, so it is in
 // bounds by construction.
+//
+// # Index tensors
+//
+// SpecializeTyped takes the element types of integer inputs. A read that
+// stands as a whole index (ir.Access.Indirect, E[I[b, k], d]) must be of
+// an int32 or int64 input; its value cannot be bounded here, so the proof
+// skips that index and records instead, in the input's TensorDecl.Limit,
+// the least extent the tensor indexes: each dimension it stands in, and
+// the extent of each variable a scatter compares it with (v == Dst[e]).
+// An indirect read anywhere else is refused. Whoever launches the kernel
+// checks every element of the tensor against [0, Limit) first. A cast
+// int32(...) or int64(...) may only be the whole right-hand side of an
+// '=' statement, whose tensor then gets that integer type.
 package sema

@@ -142,6 +142,7 @@ def settings_from_env() -> dict:
         "dump_dir": os.environ.get("NEOFLOW_DUMP_DIR", ""),
         "fusion": _bool_env("NEOFLOW_FUSION", default=True),
         "bundle": os.environ.get("NEOFLOW_BUNDLE", ""),
+        "deterministic": _bool_env("NEOFLOW_DETERMINISTIC", default=False),
     }
 
 

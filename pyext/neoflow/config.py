@@ -33,6 +33,7 @@ def configure(
     dump_dir: str | None = None,
     fusion: bool | None = None,
     bundle=None,
+    deterministic: bool | None = None,
 ) -> dict:
     """Sets neoflow's settings; unset arguments keep their current value.
 
@@ -66,7 +67,12 @@ def configure(
     temporaries: set it before ``torch.compile``). Returns the settings in
     force, with the resolved cache directory. ``bundle`` (NEOFLOW_BUNDLE)
     is a kernel bundle (``neoflow.bundle``) whose kernels are loaded
-    instead of compiled; ``""`` stops using one.
+    instead of compiled; ``""`` stops using one. ``deterministic``
+    (NEOFLOW_DETERMINISTIC, off unless ``1``) builds CUDA scatters (the
+    gradient of a gather, ``Y[Dst[e], f] += ...``) without atomic adds, so
+    that their sums come out bit for bit the same on every run, at the
+    cost of parallelism; C kernels are deterministic either way. Changing
+    it drops the kernels built so far.
     """
     global _current, _info
     if cpu_cache_mb is not None:
@@ -100,6 +106,10 @@ def configure(
             settings["fusion"] = fusion
         if bundle is not None:
             settings["bundle"] = _bundle_path(bundle)
+        if deterministic is not None:
+            if not isinstance(deterministic, bool):
+                raise TypeError(f"deterministic must be True or False, got {deterministic!r}")
+            settings["deterministic"] = deterministic
         if settings.get("tune", "") not in ("", *TUNE_MODES):
             raise ValueError(f"NEOFLOW_TUNE / tune={settings['tune']!r}: expected one of {', '.join(TUNE_MODES)}")
         request = pb.InitRequest(
@@ -114,9 +124,12 @@ def configure(
             dump_dir=settings.get("dump_dir", ""),
             fusion_off=not settings.get("fusion", True),
             bundle=os.path.expanduser(settings.get("bundle", "")),
+            deterministic=bool(settings.get("deterministic", False)),
         )
         _info = _lib.call("nf_init", request, pb.InitResponse)
-        changed = _current is not None and _current.get("fusion", True) != settings.get("fusion", True)
+        changed = _current is not None and any(
+            _current.get(k, d) != settings.get(k, d) for k, d in (("fusion", True), ("deterministic", False))
+        )
         _current = settings
         if changed:
             for hook in _on_rebuild:

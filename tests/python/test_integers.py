@@ -265,6 +265,7 @@ def test_scatter_gradcheck_and_gradients_are_gathers(gcn):
     src, dst = torch.randint(0, 5, (12,)), torch.randint(0, 5, (12,))
     norm = torch.rand(12, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda a, n: gcn(a, src, dst, n, out_shapes={"Y": (5, 3)}), (x, norm))
+    assert torch.autograd.gradgradcheck(lambda a, n: gcn(a, src, dst, n, out_shapes={"Y": (5, 3)}), (x, norm))
     text = gcn.explain_grad(x, src, dst, norm, sizes={"v_Dst": 5})
     assert "d_Norm[e] += d_Y[Dst[e], f] * X[Src[e], f]" in text, text
 
@@ -346,3 +347,19 @@ def test_generated_embedding_bags_match_pytorch(bag, rows, width, bags, per_bag,
     torch.testing.assert_close(out, ref)
     w = torch.randn(bags, width, dtype=torch.float64, generator=g)
     torch.testing.assert_close(torch.autograd.grad(out, lut, w)[0], torch.autograd.grad(ref, lut, w)[0])
+
+
+def test_deterministic_setting():
+    """configure(deterministic=) checks its type, drops the kernels built so far when it changes, and leaves
+    C kernels' results as they were (they are deterministic either way)."""
+    bag = neoflow.Op("O[b, d] += LUT[I[b, k], d]", inputs=["LUT", "I"])
+    lut, idx = torch.randn(20, 4), torch.randint(0, 20, (6, 3))
+    before = bag(lut, idx)
+    with pytest.raises(TypeError, match="deterministic must be True or False"):
+        neoflow.configure(deterministic="yes")
+    try:
+        assert neoflow.configure(deterministic=True)["deterministic"] is True
+        assert not bag._kernels  # rebuilt on the next call
+        assert torch.equal(bag(lut, idx), before)
+    finally:
+        neoflow.configure(deterministic=False)
