@@ -299,6 +299,14 @@ floor, ceil, trunc, sign = _unary("floor"), _unary("ceil"), _unary("trunc"), _un
 round = _unary("round")  # noqa: A001 - mirrors the expression language: half to even, as torch.round
 
 
+int32, int64 = _unary("int32"), _unary("int64")  # casts: a statement's whole right-hand side, with =
+
+
+def to_float(x):
+    """``float(x)`` of the expression language: an index expression as a value."""
+    return _call("float", x)
+
+
 def atan2(y, x):
     return _call("atan2", y, x)
 

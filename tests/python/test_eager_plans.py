@@ -61,7 +61,7 @@ def test_bad_calls_are_still_refused_once_a_plan_exists(cell):
     with pytest.raises(ValueError, match="dimensions"):
         cell(leaves[0], leaves[1], torch.randn(24, dtype=D, requires_grad=True), sizes={"u": 4})
     with pytest.raises(TypeError, match="dtype"):
-        cell(leaves[0], leaves[1], torch.ones(3, 8, dtype=torch.int64), sizes={"u": 4})
+        cell(leaves[0], leaves[1], torch.ones(3, 8, dtype=torch.uint8), sizes={"u": 4})
     with pytest.raises(TypeError, match="takes 3 inputs"):
         cell(leaves[0], leaves[1], sizes={"u": 4})
 

@@ -363,3 +363,18 @@ def test_deterministic_setting():
         assert torch.equal(bag(lut, idx), before)
     finally:
         neoflow.configure(deterministic=False)
+
+
+def test_decorated_casts():
+    @neoflow.op
+    def quantize(X):
+        i = neoflow.indices("i")
+        Q, Y = neoflow.tensor("Q"), neoflow.tensor("Y")
+        Q[i] = neoflow.int32(X[i] * 8.0)
+        Y[i] = neoflow.to_float(i) + X[i]
+        return Q, Y
+
+    x = torch.randn(5, dtype=torch.float64)
+    q, y = quantize(x)
+    assert q.dtype == torch.int32 and torch.equal(q, (x * 8).to(torch.int32))
+    torch.testing.assert_close(y, torch.arange(5, dtype=torch.float64) + x)
