@@ -172,8 +172,17 @@ func defaultSchedule(spec *ir.Spec, st *ir.BoundStmt) Schedule {
 			s.Order = nil
 		}
 	}
+	if t := gatherRows(st, s); t != nil {
+		s = Schedule{Tiling: t}
+	}
 	if st.Points() < MinParallelWork {
+		if s.Tiling != nil {
+			s.Tiling.Parallel = 0
+		}
 		return s // too little work to pay for starting threads
+	}
+	if s.Tiling != nil {
+		return s
 	}
 	prod := int64(1)
 	for _, c := range parallelCandidates(st, s) {
@@ -597,4 +606,47 @@ func groupTiling(spec *ir.Spec, i int, def func(*ir.Spec, []*ir.BoundStmt) *Grou
 		members[k] = spec.Stmts[j]
 	}
 	return def(spec, members)
+}
+
+// gatherRows is the tiling of a reduction that reads rows through an
+// index tensor (an embedding bag, O[b, d] += LUT[I[b, k], d]) when s
+// vectorizes its innermost spatial axis: the spatial axes outermost (the
+// first ones parallel, as many as make MinParallelIters), then the
+// reduction axes, then the innermost spatial axis as the lane loop, and no
+// accumulator, so that each gathered row streams whole into the output's
+// row (which stays in L1) instead of one vector of lanes per pass over
+// the rows, which are scattered across memory. nil for any other
+// statement.
+func gatherRows(st *ir.BoundStmt, s Schedule) *Tiling {
+	n := len(st.Spatial)
+	if n == 0 || len(st.Reduction) == 0 || s.VectorWidth <= 1 || s.VectorAxis != "" || s.Order != nil ||
+		st.Stmt.Reduce == ir.Assign {
+		return nil
+	}
+	lane := st.Spatial[n-1].Name
+	gather := false
+	ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
+		if a, ok := e.(*ir.Access); ok && slices.ContainsFunc(a.Indices, ir.IsIndirect) && Uses(a, lane) {
+			gather = true
+		}
+		return !gather
+	})
+	if !gather {
+		return nil
+	}
+	t := &Tiling{Vector: true}
+	prod := int64(1)
+	for _, ax := range st.Spatial[:n-1] {
+		t.Loops = append(t.Loops, ax.Name)
+		if prod < MinParallelIters {
+			prod *= ax.Extent
+			t.Parallel++
+		}
+	}
+	for _, r := range st.Reduction {
+		t.Loops = append(t.Loops, r.Name)
+	}
+	t.Loops = append(t.Loops, lane)
+	t.AccAt = len(t.Loops)
+	return t
 }
