@@ -24,13 +24,12 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import workloads_module
+from overhead import rotating_times, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -118,30 +117,15 @@ def gcn_cases(torch, neoflow, compile_):
     return {"GCN layer training step": impls}
 
 
-def per_call(fn, calls: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - t0) / calls
-
-
 def run(torch, neoflow, args) -> list[dict]:
     cases = {**embedding_cases(torch, neoflow, not args.no_compile), **gcn_cases(torch, neoflow, not args.no_compile)}
     timed = [(name, impl, fn) for name, impls in cases.items() for impl, fn in impls.items()]
-    for _, _, fn in timed:  # build, compile, warm up
-        for _ in range(3):
-            fn()
-    times = {(name, impl): [] for name, impl, _ in timed}
-    for r in range(args.rounds):
-        k = r % len(timed)
-        for name, impl, fn in timed[k:] + timed[:k]:
-            times[(name, impl)].append(per_call(fn, args.calls))
+    times = rotating_times(timed, args.rounds, args.calls, warmup=3)
     rows = []
     for name, impls in cases.items():
         row = {"case": name}
         for impl in impls:
-            t = [s * 1e3 for s in times[(name, impl)]]
-            row[impl] = {"median_ms": statistics.median(t), "min_ms": min(t), "max_ms": max(t)}
+            row[impl] = summary(times[(name, impl)])
         row["vs_eager"] = row["eager"]["median_ms"] / row["neoflow"]["median_ms"]
         if "compile" in row:
             row["vs_compile"] = row["compile"]["median_ms"] / row["neoflow"]["median_ms"]

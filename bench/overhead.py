@@ -79,23 +79,36 @@ def per_call(fn, calls: int) -> float:
     return (time.perf_counter() - t0) / calls
 
 
+def rotating_times(timed, rounds: int, calls: int, warmup: int) -> dict:
+    """Times (name, impl, fn) triples after ``warmup`` untimed calls each: per round, ``calls`` calls of every
+    one in turn, the order rotating by one between rounds; the mean seconds per call of each round, by
+    (name, impl)."""
+    for _, _, fn in timed:  # build, compile, warm up
+        for _ in range(warmup):
+            fn()
+    times = {(name, impl): [] for name, impl, _ in timed}
+    for r in range(rounds):
+        k = r % len(timed)
+        for name, impl, fn in timed[k:] + timed[:k]:
+            times[(name, impl)].append(per_call(fn, calls))
+    return times
+
+
+def summary(seconds: list[float]) -> dict:
+    """Median, min and max of per-call times, in ms."""
+    t = [s * 1e3 for s in seconds]
+    return {"median_ms": statistics.median(t), "min_ms": min(t), "max_ms": max(t)}
+
+
 def run(torch, neoflow, args) -> list[dict]:
     cases = variants(torch, neoflow)
     timed = [(name, impl, fn) for name, pair in cases.items() for impl, fn in zip(("neoflow", "torch"), pair)]
-    for _, _, fn in timed:  # build, warm up
-        for _ in range(50):
-            fn()
-    times = {(name, impl): [] for name, impl, _ in timed}
-    for r in range(args.rounds):
-        k = r % len(timed)
-        for name, impl, fn in timed[k:] + timed[:k]:
-            times[(name, impl)].append(per_call(fn, args.calls))
+    times = rotating_times(timed, args.rounds, args.calls, warmup=50)
     rows = []
     for name in cases:
         row = {"call": name}
         for impl in ("neoflow", "torch"):
-            t = [s * 1e3 for s in times[(name, impl)]]
-            row[impl] = {"median_ms": statistics.median(t), "min_ms": min(t), "max_ms": max(t)}
+            row[impl] = summary(times[(name, impl)])
         row["ratio"] = row["neoflow"]["median_ms"] / row["torch"]["median_ms"]
         rows.append(row)
     return rows

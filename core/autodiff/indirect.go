@@ -31,7 +31,7 @@ func substituteIndirect(g *gstmt, shapes map[string][]int64) {
 	body := s.RHS
 	for {
 		w, ok := body.(*ir.Where)
-		if !ok || !isZeroLit(w.Else) {
+		if !ok || !isZero(w.Else) {
 			break
 		}
 		conds = append(conds, ir.Conjuncts(w.Cond)...)
@@ -146,15 +146,4 @@ func hasReduction(s *ir.Stmt) bool {
 		lhs[x.Name] = true
 	}
 	return slices.ContainsFunc(varsOf(s.RHS), func(v string) bool { return !lhs[v] })
-}
-
-// isZeroLit reports whether e is a zero literal (0.0, -0.0 or 0).
-func isZeroLit(e ir.Expr) bool {
-	switch e := e.(type) {
-	case *ir.FloatLit:
-		return e.Value == 0
-	case *ir.IntLit:
-		return e.Value == 0
-	}
-	return false
 }

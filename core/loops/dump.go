@@ -101,6 +101,8 @@ func dumpNodes(b *strings.Builder, nodes []Node, depth int) {
 				op = fmt.Sprintf("%s vec%d", op, n.Vec)
 			}
 			fmt.Fprintf(b, "%s%s %s %s\n", ind, ir.ExprString(n.Dst), op, ir.ExprString(n.Value))
+		case *Prefetch:
+			fmt.Fprintf(b, "%sprefetch %s, %d bytes\n", ind, ir.ExprString(n.Addr), n.Bytes)
 		case *If:
 			fmt.Fprintf(b, "%sif %s\n", ind, ir.ExprString(n.Cond))
 			dumpNodes(b, n.Body, depth+1)

@@ -24,7 +24,8 @@ func indexedSpec(t *testing.T, src string, shapes [][]int64, ints map[string]ir.
 
 // An embedding bag streams each gathered row whole into the output row:
 // bags outermost and parallel, the bag's indices, then the row's lanes,
-// with no accumulator.
+// with no accumulator, and the row 8 indices ahead prefetched (across
+// bags, clamped to the last index).
 func TestGatheredRowsStreamIntoTheOutput(t *testing.T) {
 	s := indexedSpec(t, "O[b, d] += LUT[I[b, k], d]", [][]int64{{1000, 128}, {512, 20}}, map[string]ir.DType{"I": ir.Int64})
 	sched := DefaultSchedule(s, 0)
@@ -33,7 +34,8 @@ func TestGatheredRowsStreamIntoTheOutput(t *testing.T) {
 		t.Fatalf("schedule %v, want tiled loops [b k d] parallel 1, vector, no accumulator", sched)
 	}
 	got := Dump(lower(t, s))
-	for _, want := range []string{"parallel(1) for b < 512", "for k < 20", "vector for d < 128", "O[b, d] += LUT[I[b, k], d]"} {
+	for _, want := range []string{"parallel(1) for b < 512", "for k < 20", "vector for d < 128", "O[b, d] += LUT[I[b, k], d]",
+		"prefetch LUT[I[min(b * 20 + k + 8, 10239) / 20, min(b * 20 + k + 8, 10239) % 20], 0], 512 bytes"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("dump lacks %q:\n%s", want, got)
 		}

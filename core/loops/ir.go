@@ -112,6 +112,16 @@ type Store struct {
 	Vec    int
 }
 
+// Prefetch asks the CPU to bring the Bytes bytes that start at tensor
+// element Addr into its caches ahead of a read. It never faults, whatever
+// the address, but evaluates Addr's index expressions, whose own reads
+// (an index tensor's elements) must be in bounds. The C backend renders it
+// as __builtin_prefetch per cache line; CUDA renders nothing.
+type Prefetch struct {
+	Addr  *ir.Access
+	Bytes int64
+}
+
 // If runs Body when Cond, a KindBool expression, holds. && and || in Cond
 // short-circuit, so a conjunct may guard a read in a later one.
 type If struct {
@@ -133,4 +143,5 @@ func (*Block) node() {}
 func (*Local) node() {}
 func (*Store) node() {}
 func (*If) node()    {}
+func (*Prefetch) node() {}
 func (*Sync) node()  {}

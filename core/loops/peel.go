@@ -58,6 +58,8 @@ func cloneNodes(nodes []Node, env map[string]ir.Expr, cut string, cutTo int64) [
 			out = append(out, &Store{Dst: Subst(n.Dst, env).(*ir.Access), Op: n.Op, Value: Subst(n.Value, env)})
 		case *If:
 			out = append(out, &If{Cond: Subst(n.Cond, env), Body: cloneNodes(n.Body, env, cut, cutTo)})
+		case *Prefetch:
+			out = append(out, &Prefetch{Addr: Subst(n.Addr, env).(*ir.Access), Bytes: n.Bytes})
 		}
 	}
 	return slices.Clip(out)

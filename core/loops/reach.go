@@ -62,6 +62,13 @@ func (c *reach) nodes(body []Node, ext, locals map[string]int64, guarded bool) e
 			if err := c.expr(n.Value, ext, locals, guarded); err != nil {
 				return err
 			}
+		case *Prefetch:
+			// The address needs no bound; the reads in its indices do.
+			for _, x := range n.Addr.Indices {
+				if err := c.expr(x, ext, locals, guarded); err != nil {
+					return err
+				}
+			}
 		case *BlockCombine:
 			if err := c.access(n.Dst, ext, locals, guarded); err != nil {
 				return err

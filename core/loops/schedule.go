@@ -608,6 +608,12 @@ func groupTiling(spec *ir.Spec, i int, def func(*ir.Spec, []*ir.BoundStmt) *Grou
 	return def(spec, members)
 }
 
+// gatherAhead is how many index tensor elements ahead gatherRows
+// prefetches the gathered rows: on a 2-core EPYC an embedding bag of 1,024
+// bags of 20 rows of 128 floats ran in 0.25 ms without, 0.19 ms at 8 (as
+// at 16), 0.19 ms at 4 and 32.
+const gatherAhead = 8
+
 // gatherRows is the tiling of a reduction that reads rows through an
 // index tensor (an embedding bag, O[b, d] += LUT[I[b, k], d]) when s
 // vectorizes its innermost spatial axis: the spatial axes outermost (the
@@ -626,7 +632,7 @@ func gatherRows(st *ir.BoundStmt, s Schedule) *Tiling {
 	lane := st.Spatial[n-1].Name
 	gather := false
 	ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
-		if a, ok := e.(*ir.Access); ok && slices.ContainsFunc(a.Indices, ir.IsIndirect) && Uses(a, lane) {
+		if a, ok := e.(*ir.Access); ok && gathersRow(a, lane) {
 			gather = true
 		}
 		return !gather
@@ -648,5 +654,27 @@ func gatherRows(st *ir.BoundStmt, s Schedule) *Tiling {
 	}
 	t.Loops = append(t.Loops, lane)
 	t.AccAt = len(t.Loops)
+	t.Prefetch = gatherAhead
 	return t
+}
+
+// gathersRow reports whether read a gathers a row along lane: its last
+// index is lane itself and another is an index tensor read that does not
+// depend on lane (LUT[I[b, k], d], lanes over d).
+func gathersRow(a *ir.Access, lane string) bool {
+	n := len(a.Indices)
+	if n < 2 {
+		return false
+	}
+	if x, ok := a.Indices[n-1].(*ir.Index); !ok || x.Name != lane {
+		return false
+	}
+	found := false
+	for _, x := range a.Indices[:n-1] {
+		if Uses(x, lane) {
+			return false
+		}
+		found = found || ir.IsIndirect(x)
+	}
+	return found
 }

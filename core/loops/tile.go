@@ -61,6 +61,11 @@ type Tiling struct {
 	// Relayouts copies whole tensors into buffers with one dimension
 	// moved innermost (see Relayout).
 	Relayouts []Relayout
+	// Prefetch, above 0, prefetches the rows that reads through an index
+	// tensor gather along the lane axis (LUT[I[b, k], d], lanes over d)
+	// that many iterations of the index tensor ahead, at the top of the
+	// loop just outside the lane loop (see prefetchRows).
+	Prefetch int64
 }
 
 // Split is one axis's tile factors, outermost first.
@@ -87,6 +92,9 @@ func (t *Tiling) String() string {
 	}
 	for _, r := range t.Relayouts {
 		fmt.Fprintf(&b, " relayout %s:%d", r.Tensor, r.Dim)
+	}
+	if t.Prefetch > 0 {
+		fmt.Fprintf(&b, " prefetch %d", t.Prefetch)
 	}
 	return b.String()
 }
@@ -342,6 +350,9 @@ func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
 	}
 	if err := buildTiled(spec, nest, t, ord); err != nil {
 		return err
+	}
+	if t.Prefetch > 0 && len(ord) >= 2 {
+		prefetchRows(spec, nest, t.Prefetch, ord)
 	}
 	if i, ok := remainderLoop(ord); ok {
 		o, lane := ord[i], ord[len(ord)-1]

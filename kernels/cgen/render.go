@@ -277,6 +277,8 @@ func (r *renderer) nodes(nodes []loops.Node, depth int) error {
 			err = r.ifNode(n, depth)
 		case *loops.BlockCombine:
 			err = r.blockCombine(n, depth)
+		case *loops.Prefetch:
+			err = r.prefetch(n, depth)
 		case *loops.Sync:
 			if !r.cuda {
 				return errors.New("a barrier: only CUDA renders GPU tiled nests")
@@ -445,4 +447,26 @@ func nestStmts(spec *ir.Spec, n *loops.Nest) []*ir.BoundStmt {
 		out[k] = spec.Stmts[i]
 	}
 	return out
+}
+
+// cacheLine is the span of one prefetch.
+const cacheLine = 64
+
+// prefetch renders a Prefetch as one __builtin_prefetch per cache line of
+// its span (at most 32 lines); CUDA kernels get none.
+func (r *renderer) prefetch(p *loops.Prefetch, depth int) error {
+	if r.cuda {
+		return nil
+	}
+	c, err := r.ref(p.Addr)
+	if err != nil {
+		return err
+	}
+	r.line(depth, "{")
+	r.line(depth+1, "const char *nf_p = (const char *)&%s;", c.s)
+	for off := int64(0); off < min(p.Bytes, 32*cacheLine); off += cacheLine {
+		r.line(depth+1, "__builtin_prefetch(nf_p + %d);", off)
+	}
+	r.line(depth, "}")
+	return nil
 }
