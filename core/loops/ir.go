@@ -138,10 +138,10 @@ const LocalPrefix = "%"
 // IsLocal reports whether an access names a Local rather than a tensor.
 func IsLocal(name string) bool { return len(name) > 0 && name[:1] == LocalPrefix }
 
-func (*Loop) node()  {}
-func (*Block) node() {}
-func (*Local) node() {}
-func (*Store) node() {}
-func (*If) node()    {}
+func (*Loop) node()     {}
+func (*Block) node()    {}
+func (*Local) node()    {}
+func (*Store) node()    {}
+func (*If) node()       {}
 func (*Prefetch) node() {}
-func (*Sync) node()  {}
+func (*Sync) node()     {}
