@@ -135,7 +135,7 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def op(source=None, /, *, name=None, inputs=None, outputs=None, sizes=None, consts=None, **kw):
+def op(source=None, /, *, name=None, inputs=None, outputs=None, sizes=None, out_shapes=None, consts=None, **kw):
     """Defines an op from text, or from a decorated function.
 
     Text: ``neoflow.op("Y[n,k,p,q] += X[n,c,p*S+r,q*S+s] * W[k,c,r,s]", S=2)``.
@@ -143,7 +143,9 @@ def op(source=None, /, *, name=None, inputs=None, outputs=None, sizes=None, cons
     ``=``, ``+=``, ``*=``, ``max=`` and ``min=``; an index that appears only on
     the right is reduced over. ``inputs=[...]`` fixes the order of the call's
     arguments (default: first appearance), ``outputs=[...]`` the order of the
-    returned outputs (default: statement order).
+    returned outputs (default: statement order). ``out_shapes={"Y": (V, F)}``
+    gives the shape of an output the op writes through an index tensor
+    (``Y[Dst[e], f] += ...``), which nothing else bounds.
 
     Decorated: ``@neoflow.op`` or ``@neoflow.op(S=2)`` on a function whose
     positional parameters are the inputs and whose keyword-only parameters
@@ -151,9 +153,13 @@ def op(source=None, /, *, name=None, inputs=None, outputs=None, sizes=None, cons
     the function returns them.
     """
     if isinstance(source, str):
-        return Op(source, name=name, inputs=inputs, outputs=outputs, sizes=sizes, consts=consts, **kw)
+        return Op(
+            source, name=name, inputs=inputs, outputs=outputs, sizes=sizes, out_shapes=out_shapes, consts=consts, **kw
+        )
     if source is None:
-        return lambda fn: op(fn, name=name, inputs=inputs, outputs=outputs, sizes=sizes, consts=consts, **kw)
+        return lambda fn: op(
+            fn, name=name, inputs=inputs, outputs=outputs, sizes=sizes, out_shapes=out_shapes, consts=consts, **kw
+        )
     if callable(source):
         if inputs is not None:
             raise TypeError("a decorated op's inputs are its positional parameters; do not pass inputs=")
@@ -165,7 +171,7 @@ def op(source=None, /, *, name=None, inputs=None, outputs=None, sizes=None, cons
         # The returned order is the op's output order: the Go core checks it
         # and everything downstream (gradients included) follows it.
         label = name if name is not None else re.sub(r"[^A-Za-z0-9_.\-]", "_", source.__name__)[:128] or "op"
-        result = Op(text, name=label, inputs=params, outputs=returned, sizes=sizes, consts=bound)
+        result = Op(text, name=label, inputs=params, outputs=returned, sizes=sizes, out_shapes=out_shapes, consts=bound)
         result.__doc__ = source.__doc__
         return result
     raise TypeError(f"neoflow.op takes an expression string or a function, got {type(source).__name__}")

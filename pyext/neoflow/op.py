@@ -119,7 +119,7 @@ def check_index_tensor(t: torch.Tensor, name: str, limit: int) -> None:
     lo, hi = int(lo), int(hi)
     if lo >= 0 and hi < limit:
         return
-    bad = int(lo) if lo < 0 else int(hi)
+    bad = lo if lo < 0 else hi
     where = tuple(int(i) for i in (t == bad).nonzero()[0].tolist())
     why = "negative indices are not allowed" if bad < 0 else f"it indexes a dimension of size {limit}"
     raise IndexError(f"index tensor {name} holds {bad} at position {where}, outside [0, {limit}): {why}")

@@ -378,3 +378,22 @@ def test_decorated_casts():
     q, y = quantize(x)
     assert q.dtype == torch.int32 and torch.equal(q, (x * 8).to(torch.int32))
     torch.testing.assert_close(y, torch.arange(5, dtype=torch.float64) + x)
+
+
+def test_out_shapes_through_neoflow_op_text_and_decorated():
+    seg = torch.tensor([2, 0, 2, 1])
+    x = torch.randn(4, 3, dtype=torch.float64)
+    want = torch.zeros(3, 3, dtype=x.dtype).index_add(0, seg, x)
+    text = neoflow.op("Y[S[i], f] += X[i, f]", inputs=["X", "S"], out_shapes={"Y": (3, 3)})
+    torch.testing.assert_close(text(x, seg), want)
+
+    @neoflow.op(out_shapes={"Y": (3, 3)})
+    def scatter(X, S):
+        i, f = neoflow.indices("i f")
+        Y = neoflow.tensor("Y")
+        Y[S[i], f] += X[i, f]
+        return Y
+
+    torch.testing.assert_close(scatter(x, seg), want)
+    with pytest.raises(ValueError, match="gives Y size 4 in dimension 1"):
+        neoflow.op("Y[S[i], f] += X[i, f]", inputs=["X", "S"], out_shapes={"Y": (3, 4)})(x, seg)
