@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from . import bundle, dsl
+from . import bundle, dsl, nn
 from .config import configure
 from .dsl import (
     abs,
@@ -78,6 +78,7 @@ __all__ = [
     "atan2",
     "background_status",
     "bundle",
+    "nn",
     "ceil",
     "clamp",
     "configure",
