@@ -1,6 +1,6 @@
 """The README's Python examples run, in order, as one script (in a child
 process with a cache of its own), with small example tensors for the names
-the prose introduces (x, w, train_step) and tuning budgets cut to a few
+the prose introduces (x, w, train_step, model) and tuning budgets cut to a few
 trials; the example code itself runs as written."""
 
 import os
@@ -22,6 +22,8 @@ _session = neoflow.tune_session
 neoflow.tune_session = functools.wraps(_session)(lambda *a, **k: _session(*a, **{**k, "trials": 2}))
 
 x, w = torch.randn(2, 3, 9, 9), torch.randn(4, 3, 3, 3)  # the conv examples' inputs
+model = torch.nn.Sequential(torch.nn.Linear(6, 6), torch.nn.Tanh(), torch.nn.Linear(6, 2))  # the swap example's
+_before = model(torch.ones(3, 6))
 
 
 def train_step():  # the tuning example's training step: a step of the stride-2 conv
@@ -32,6 +34,7 @@ CHECKS = """
 assert c.shape == (2, 16, 7, 7, 4, 4), c.shape
 assert x.grad is not None and w.grad is not None
 assert [r.kernel for r in report] and os.path.getsize("model.nfb") > 0
+assert model.neoflow_swapped == ["0", "2"] and torch.allclose(model(torch.ones(3, 6)), _before, atol=1e-6)
 print("README examples ran")
 """
 
