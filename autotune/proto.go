@@ -34,6 +34,7 @@ func ToProto(scheds []loops.Schedule) []*api.StmtSchedule {
 			for _, r := range t.Relayouts {
 				pt.Relayouts = append(pt.Relayouts, &api.Relayout{Tensor: r.Tensor, Dim: int32(r.Dim)})
 			}
+			pt.Prefetch = t.Prefetch
 			p.Tiling = pt
 		}
 		if g := s.GPU; g != nil {
@@ -101,6 +102,7 @@ func FromProto(ps []*api.StmtSchedule) ([]loops.Schedule, error) {
 			for _, r := range pt.Relayouts {
 				t.Relayouts = append(t.Relayouts, loops.Relayout{Tensor: r.Tensor, Dim: int(r.Dim)})
 			}
+			t.Prefetch = pt.GetPrefetch()
 			s.Tiling = t
 		}
 		if pg := p.Gpu; pg != nil {

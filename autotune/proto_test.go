@@ -69,6 +69,7 @@ func TestProtoRoundTripFields(t *testing.T) {
 			Unroll:    []loops.Unroll{{Loop: "i.t1", Factor: 2}},
 			Packs:     []loops.Pack{{Read: 1, At: 2}},
 			Relayouts: []loops.Relayout{{Tensor: "B", Dim: 0}},
+			Prefetch:  8,
 		},
 		GPU: &loops.GPUTiling{
 			Spatial: []loops.GPUAxis{{Axis: "i", Threads: 16, Regs: 4}},

@@ -9,6 +9,7 @@ import (
 	"github.com/neoflow/neoflow/core/fuse"
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/testops"
@@ -229,4 +230,49 @@ func TestShapeSweep(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestConformance16 runs every op of the table and its gradient op as C
+// kernels in float16 and bfloat16 (loaded into float32, computed and
+// accumulated there, rounded once per stored element) against the
+// interpreter, unfused and fused, with the bit-rounding check of the CUDA
+// emulator's 16-bit runs.
+func TestConformance16(t *testing.T) {
+	for _, o := range testops.All {
+		for _, dt := range []ir.DType{ir.Float16, ir.BFloat16} {
+			t.Run(o.Name+"_"+dt.String(), func(t *testing.T) {
+				spec, err := o.Spec(dt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, _, err := o.GradSpec(dt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, s := range []*ir.Spec{spec, g} {
+					inputs := hostbuf.RandomInputs(s, o.Positive, uint64(i+1))
+					bufs := run(t, s, inputs, 3, tolerance(dt))
+					want, err := interp.Run(s, inputs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !scattersOnCPU(s) {
+						roundsLikeTheInterpreter(t, s, bufs, want)
+					}
+					runFused(t, s, inputs, tolerance(dt))
+				}
+			})
+		}
+	}
+}
+
+// scattersOnCPU reports whether a statement of spec lowers as a scatter
+// under the CPU defaults (a 16-bit scatter rounds at each add).
+func scattersOnCPU(spec *ir.Spec) bool {
+	for i := range spec.Stmts {
+		if loops.DefaultSchedule(spec, i).Scatter {
+			return true
+		}
+	}
+	return false
 }

@@ -11,9 +11,9 @@ type DType int
 
 // The supported element types. A specialized op has one floating-point
 // dtype (Spec.DType), which its floating-point tensors share. Float16 and
-// BFloat16 are storage types: kernels load them into float32, compute and
-// accumulate in float32, and round once when they store (see Compute); only
-// the CUDA backend runs them. Int32, Int64 and Bool (a byte holding 0 or
+// BFloat16 are storage types: kernels (C and CUDA) load them into float32,
+// compute and accumulate in float32, and round once when they store (see
+// Compute). Int32, Int64 and Bool (a byte holding 0 or
 // 1) are the element types of integer inputs (TensorDecl.DType): read as
 // values they are converted to the compute type, read as indices (an
 // indirect access) they are indices.
@@ -122,7 +122,7 @@ func ParseDType(s string) (DType, error) {
 	case "bool":
 		return Bool, nil
 	}
-	return InvalidDType, errors.Errorf("unsupported dtype %q: neoflow supports float32 and float64, float16 and bfloat16 on CUDA, and int32, int64 and bool inputs", s)
+	return InvalidDType, errors.Errorf("unsupported dtype %q: neoflow supports float32, float64, float16 and bfloat16, and int32, int64 and bool inputs", s)
 }
 
 // Kind classifies an expression's value.

@@ -172,7 +172,7 @@ func defaultSchedule(spec *ir.Spec, st *ir.BoundStmt) Schedule {
 			s.Order = nil
 		}
 	}
-	if t := gatherRows(st, s); t != nil {
+	if t := gatherRows(spec, st, s); t != nil {
 		s = Schedule{Tiling: t}
 	}
 	if st.Points() < MinParallelWork {
@@ -622,10 +622,11 @@ const gatherAhead = 8
 // accumulator, so that each gathered row streams whole into the output's
 // row (which stays in L1) instead of one vector of lanes per pass over
 // the rows, which are scattered across memory. nil for any other
-// statement.
-func gatherRows(st *ir.BoundStmt, s Schedule) *Tiling {
+// statement, and for a 16-bit dtype, whose output would round at every
+// addition.
+func gatherRows(spec *ir.Spec, st *ir.BoundStmt, s Schedule) *Tiling {
 	n := len(st.Spatial)
-	if n == 0 || len(st.Reduction) == 0 || s.VectorWidth <= 1 || s.VectorAxis != "" || s.Order != nil ||
+	if n == 0 || spec.DType.Half() || len(st.Reduction) == 0 || s.VectorWidth <= 1 || s.VectorAxis != "" || s.Order != nil ||
 		st.Stmt.Reduce == ir.Assign {
 		return nil
 	}

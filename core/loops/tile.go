@@ -215,6 +215,9 @@ func tileLoops(st *ir.BoundStmt, splits []Split) ([]tileLoop, error) {
 // Check reports why t is not a valid tiling of st, a statement of spec
 // (nil when it is), as lowering would.
 func (t *Tiling) Check(spec *ir.Spec, st *ir.BoundStmt) error {
+	if t.Prefetch < 0 || t.Prefetch > 1<<20 {
+		return errors.Errorf("prefetch distance %d: want 0 to %d", t.Prefetch, 1<<20)
+	}
 	ord, err := t.resolve(st)
 	if err != nil {
 		return err

@@ -28,7 +28,7 @@ func SpecializeTyped(op *ir.Op, dtype ir.DType, inputShapes [][]int64, sizes map
 		return nil, err
 	}
 	if !dtype.Float() {
-		return nil, op.Errorf(ir.Pos{}, "unsupported dtype %s: neoflow supports float32 and float64, and float16 and bfloat16 on CUDA", dtype)
+		return nil, op.Errorf(ir.Pos{}, "unsupported dtype %s: an op computes in float32, float64, float16 or bfloat16", dtype)
 	}
 	if len(inputShapes) != len(op.Inputs) {
 		return nil, op.Errorf(ir.Pos{}, "op %stakes %s (%s), got %d",

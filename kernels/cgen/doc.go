@@ -52,7 +52,7 @@
 // (a*b + c as one fused multiply-add, rounded once), which changes results
 // by rounding only.
 //
-// Float16 and bfloat16 kernels (CUDA only, half.go) take tensors of the
+// Float16 and bfloat16 kernels (C and CUDA, half.go) take tensors of the
 // 16-bit type, as its bits in an unsigned short so that no CUDA header is
 // needed: every read converts to float (nf_ld), locals, shared arrays and
 // arithmetic are float, and every store to a tensor rounds once to nearest

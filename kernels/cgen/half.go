@@ -31,7 +31,8 @@ func ElemType(d ir.DType) string {
 // nf_atomic_add (a compare-and-swap loop on the aligned 32-bit word that
 // holds the element). On the device float16 converts with the PTX cvt
 // instructions; the portable branch, bit arithmetic, is what the host
-// emulator runs.
+// emulator and C kernels run (C kernels: load, compute and accumulate in
+// float32, round once per stored element, as on CUDA).
 func (r *renderer) halfText() string {
 	if r.stype == "" {
 		return ""
@@ -53,6 +54,10 @@ func (r *renderer) halfText() string {
 			continue
 		}
 		text := strings.ReplaceAll([]string{conv[0], conv[1], atomicAdd16}[i], "$S", r.stype)
+		if !r.cuda {
+			// C: the portable conversions, inlined into the lane loops.
+			text = strings.ReplaceAll(text, "static __device__ __forceinline__", "static inline")
+		}
 		if name == "nf_ld" && ldForMMA {
 			text = "#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 800\n" + text + "#endif\n"
 		}

@@ -51,6 +51,7 @@ func render(fn *loops.Func, symbol string, profile bool) (string, error) {
 	r.header(&b, profile, len(fn.Spec.Stmts))
 	b.WriteString(vectorMathDecls(r.ctype, r.suffix))
 	b.WriteString(r.helperText())
+	b.WriteString(r.halfText())
 	fmt.Fprintf(&b, "void %s(void **bufs, int64_t nthreads)\n{\n", symbol)
 	for i, t := range fn.Spec.Tensors {
 		name, err := tensorName(t.Name)
@@ -106,9 +107,6 @@ func newRenderer(fn *loops.Func, symbol string, cuda bool) (*renderer, error) {
 	case ir.Float64:
 		r.ctype, r.suffix = "double", ""
 	case ir.Float16, ir.BFloat16:
-		if !cuda {
-			return nil, errors.Errorf("cgen: %s kernels run on CUDA only: use float32 or float64 on the CPU", fn.Spec.DType)
-		}
 		// Computed in float32; tensors hold the 16-bit type (half.go).
 		r.ctype, r.suffix, r.stype = "float", "f", halfTypes[fn.Spec.DType]
 	default:
@@ -136,6 +134,9 @@ func (r *renderer) elemType(t *ir.TensorDecl) string {
 	}
 	if c, ok := intTypes[t.DType]; ok {
 		return c
+	}
+	if r.stype != "" {
+		return r.stype // 16-bit storage, computed in r.ctype
 	}
 	return r.ctype
 }

@@ -29,7 +29,6 @@ _FLOATS = {torch.float32: "float32", torch.float64: "float64", torch.float16: "f
 # Integer inputs: read as values (converted to the op's float dtype) or as indices; they get no gradient.
 _INTS = {torch.int32: "int32", torch.int64: "int64", torch.bool: "bool"}
 _DTYPES = {**_FLOATS, **_INTS}
-_HALF = (torch.float16, torch.bfloat16)  # computed in float32 on CUDA; no CPU kernels
 _TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
 
 
@@ -109,6 +108,23 @@ class Kernel:
         bufs += [torch.empty(*s, dtype=dt) if small else memory.empty(s, dt) for s, small, dt in self.alloc]
         _lib.launch(self.kernel_id, self.pointers(*[b.data_ptr() for b in bufs]), torch.get_num_threads())
         return bufs
+
+
+_any_autocast = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
+
+
+def _autocast(tensors) -> tuple:
+    """Under torch.autocast, the floating-point inputs on a device where it is on, cast to its dtype (as
+    PyTorch's matmuls run): the op then computes in float32 and stores that dtype (16-bit kernels load,
+    compute and accumulate in float32 and round once per stored element)."""
+    out = []
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and torch.is_autocast_enabled(t.device.type):
+            dtype = torch.get_autocast_dtype(t.device.type)
+            if t.dtype != dtype:
+                t = t.to(dtype)
+        out.append(t)
+    return tuple(out)
 
 
 def check_index_tensor(t: torch.Tensor, name: str, limit: int) -> None:
@@ -356,15 +372,6 @@ class Op:
             if t.dim() != r:
                 raise ValueError(f"input {n} must have {r} dimensions, got shape {tuple(t.shape)}")
 
-    def _check_cpu_kernel(self, tensors) -> None:
-        """Raises for 16-bit tensors about to get a CPU kernel: those dtypes run on CUDA only."""
-        for t, n in zip(tensors, self.inputs):
-            if t.dtype in _HALF:
-                raise TypeError(
-                    f"input {n} is a {t.dtype} CPU tensor: neoflow runs float16 and bfloat16 on CUDA tensors "
-                    "only (computing in float32); on the CPU use float32 or float64"
-                )
-
     def _merged_sizes(self, sizes) -> dict[str, int]:
         merged = dict(self._sizes)
         merged.update(_sizes(sizes))
@@ -484,8 +491,6 @@ class Op:
             self._check(tensors)
             config.ensure()
             request = self._request(tensors, sizes, cuda_device=_cuda_device(tensors))
-            if not request.cuda_device:
-                self._check_cpu_kernel(tensors)
             tuning.before_build(request)
             resp = _lib.call_interruptible("nf_specialize", request, pb.SpecializeResponse)
             for w in resp.warnings:
@@ -516,7 +521,6 @@ class Op:
         of the kernel that runs, under the tuned schedules when the tuning
         database has a record for it."""
         self._check(tensors)
-        self._check_cpu_kernel(tensors)
         config.ensure()
         resp = _lib.call("nf_specialize", self._request(tensors, sizes, source_only=True), pb.SpecializeResponse)
         return resp.c_source
@@ -534,6 +538,8 @@ class Op:
         return [bufs[i] for i in (kernel.returned if keep else kernel.outputs)]
 
     def __call__(self, *tensors, sizes=None, out_shapes=None):
+        if _any_autocast() and not torch.compiler.is_compiling():
+            tensors = _autocast(tensors)
         checks = self._out_checks
         if out_shapes is not None:
             scattered, more = outshapes.out_sizes(self._scatter_axes, self.outputs, self.output_ranks, out_shapes)

@@ -130,6 +130,45 @@ def float_leaves(tensors) -> list:
     return [t.detach().clone().requires_grad_(t.is_floating_point()) for t in tensors]
 
 
+def half_inputs(case: Case, half, device="cpu") -> list:
+    """The case's inputs rounded to a 16-bit type, on device. For a min= or max= reduction PyTorch's amin/amax
+    split a tie's gradient evenly where neoflow gives it to the first arg-extremum (as torch.max(dim)
+    does): both are subgradients, so such cases redraw until no input holds a value twice after
+    rounding (bfloat16 keeps 8 bits, so ties are common)."""
+    extremum = "min=" in case.source or "max=" in case.source
+    for _ in range(100):
+        tensors = [
+            t.to(device, half) if t.is_floating_point() else t.to(device) for t in case.inputs("test", torch.float32)
+        ]
+        if not extremum or all(t.unique().numel() == t.numel() for t in tensors):
+            break
+    return [t.requires_grad_(t.is_floating_point()) for t in tensors]
+
+
+# A 16-bit op against PyTorch's float32 computation on the same 16-bit inputs.
+HALF_TOL = {torch.float16: {"rtol": 1e-2, "atol": 1e-2}, torch.bfloat16: {"rtol": 6e-2, "atol": 6e-2}}
+
+
+def check_half(case: Case, half, device) -> None:
+    """The case in a 16-bit dtype on device, forward and backward: neoflow computes in float32 and rounds once
+    per stored element, so it matches PyTorch's float32 computation on the same (16-bit) inputs within the
+    16-bit type's precision, and its gradients come back in the 16-bit type."""
+    tensors = half_inputs(case, half, device)
+    op = case.op(tensors)
+    sizes = case.sizes(*tensors) if case.sizes else None
+    out = as_tuple(op(*tensors, sizes=sizes))
+    assert all(o.dtype == half for o in out)
+    g = [torch.randn_like(o) for o in out]
+    got = torch.autograd.grad(out, [t for t in tensors if t.requires_grad], g)
+    ref = [t.detach().float().requires_grad_(True) if t.is_floating_point() else t for t in tensors]
+    want = as_tuple(case.reference(*ref))
+    for o, w in zip(out, want):
+        torch.testing.assert_close(o.float(), w, **HALF_TOL[half])
+    for a, b in zip(got, torch.autograd.grad(want, [t for t in ref if t.requires_grad], [x.float() for x in g])):
+        assert a.dtype == half
+        torch.testing.assert_close(a.float(), b, **HALF_TOL[half])
+
+
 def as_tuple(out) -> tuple:
     """An op's or a reference's result as a tuple of tensors (one output: a tuple of one)."""
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)

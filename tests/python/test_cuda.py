@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import tol
 from neoflow import config
-from ops_table import CASES, as_tuple, float_leaves
+from ops_table import CASES, HALF_TOL, as_tuple, check_half, float_leaves
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -49,41 +49,12 @@ def test_backward_matches_pytorch(case, dtype):
         torch.testing.assert_close(a, b, **tol(dtype))
 
 
-def _half_inputs(case, half):
-    """The case's inputs rounded to a 16-bit type. For a min= or max= reduction PyTorch's amin/amax
-    split a tie's gradient evenly where neoflow gives it to the first arg-extremum (as torch.max(dim)
-    does): both are subgradients, so such cases redraw until no input holds a value twice after
-    rounding (bfloat16 keeps 8 bits, so ties are common)."""
-    extremum = "min=" in case.source or "max=" in case.source
-    for _ in range(100):
-        tensors = [t.to(DEV, half) if t.is_floating_point() else t.to(DEV) for t in case.inputs("test", torch.float32)]
-        if not extremum or all(t.unique().numel() == t.numel() for t in tensors):
-            break
-    return [t.requires_grad_(t.is_floating_point()) for t in tensors]
-
-
-HALF_TOL = {torch.float16: {"rtol": 1e-2, "atol": 1e-2}, torch.bfloat16: {"rtol": 6e-2, "atol": 6e-2}}
-
-
 @pytest.mark.parametrize("half", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_half_forward_and_backward(case, half):
     """16-bit tensors: neoflow computes in float32 and rounds once per stored element, so it matches
     PyTorch's float32 computation on the same (16-bit) inputs within the 16-bit type's precision."""
-    tensors = _half_inputs(case, half)
-    op = case.op(tensors)
-    sizes = case.sizes(*tensors) if case.sizes else None
-    out = as_tuple(op(*tensors, sizes=sizes))
-    assert all(o.dtype == half for o in out)
-    g = [torch.randn_like(o) for o in out]
-    got = torch.autograd.grad(out, [t for t in tensors if t.requires_grad], g)
-    ref = [t.detach().float().requires_grad_(True) if t.is_floating_point() else t for t in tensors]
-    want = as_tuple(case.reference(*ref))
-    for o, w in zip(out, want):
-        torch.testing.assert_close(o.float(), w, **HALF_TOL[half])
-    for a, b in zip(got, torch.autograd.grad(want, [t for t in ref if t.requires_grad], [x.float() for x in g])):
-        assert a.dtype == half
-        torch.testing.assert_close(a.float(), b, **HALF_TOL[half])
+    check_half(case, half, DEV)
 
 
 # 16-bit contractions that run on Tensor Cores (mma.sync), in every operand layout the kernel copies
