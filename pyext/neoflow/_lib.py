@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 from pathlib import Path
 
 from .errors import Error, ForkError
@@ -196,11 +197,17 @@ def call(name: str, request, response_type):
     return response_type.FromString(payload)
 
 
-def call_interruptible(name: str, request, response_type):
+# Seconds a labelled call_interruptible waits before it shows a progress bar.
+PROGRESS_AFTER = 1.0
+
+
+def call_interruptible(name: str, request, response_type, label: str | None = None):
     """``call`` for requests that may compile (seconds): on the main thread
     it runs in a helper thread while the main thread waits, so that Ctrl-C
     is seen at once; it then stops the builds in flight (their compilers
-    are killed) and raises KeyboardInterrupt once the call has returned."""
+    are killed) and raises KeyboardInterrupt once the call has returned.
+    With a ``label``, a call still running after PROGRESS_AFTER seconds
+    shows a progress bar (neoflow.progress) with the time it has taken."""
     if threading.current_thread() is not threading.main_thread():
         return call(name, request, response_type)
     result: list = []
@@ -213,9 +220,16 @@ def call_interruptible(name: str, request, response_type):
 
     worker = threading.Thread(target=run, name=f"neoflow-{name}", daemon=True)
     worker.start()
+    start, shown = time.monotonic(), None
     try:
         while worker.is_alive():
             worker.join(0.05)
+            if label and shown is None and time.monotonic() - start >= PROGRESS_AFTER:
+                from . import progress
+
+                shown = progress.bar(total=None, desc=label, bar_format="{desc}: {elapsed}", leave=False)
+            if shown is not None:
+                shown.refresh()
     except KeyboardInterrupt:
         # Interrupt until the call returns: a build it starts after the
         # first interrupt (the Ctrl-C came before its first build, or
@@ -224,6 +238,9 @@ def call_interruptible(name: str, request, response_type):
             lib().nf_interrupt()
             worker.join(0.05)
         raise
+    finally:
+        if shown is not None:
+            shown.close()
     ok, value = result[0]
     if not ok:
         raise value

@@ -37,7 +37,9 @@ def save(path) -> dict:
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     config.ensure()
     target = os.path.abspath(os.path.expanduser(os.fspath(path)))
-    resp = _lib.call("nf_bundle_save", pb.BundleSaveRequest(path=target), pb.BundleSaveResponse)
+    resp = _lib.call_interruptible(
+        "nf_bundle_save", pb.BundleSaveRequest(path=target), pb.BundleSaveResponse, label="neoflow: writing bundle"
+    )
     for w in resp.warnings:
         warnings.warn(w, RuntimeWarning, stacklevel=2)
     return json.loads(resp.manifest)

@@ -492,7 +492,8 @@ class Op:
             config.ensure()
             request = self._request(tensors, sizes, cuda_device=_cuda_device(tensors))
             tuning.before_build(request)
-            resp = _lib.call_interruptible("nf_specialize", request, pb.SpecializeResponse)
+            label = f"neoflow: building {self.name or 'op'} for {', '.join(str(tuple(t.shape)) for t in tensors)}"
+            resp = _lib.call_interruptible("nf_specialize", request, pb.SpecializeResponse, label=label)
             for w in resp.warnings:
                 warnings.warn(w, RuntimeWarning, stacklevel=2)
             kernel = Kernel(resp, self.outputs)

@@ -1,5 +1,6 @@
 """Progress bars for neoflow's slow work (tuning, waiting for background
-tuning), drawn by tqdm on stderr.
+tuning, a kernel build or a bundle write that takes more than a second:
+_lib.call_interruptible), drawn by tqdm on stderr.
 
 A bar shows when the caller asks for one (``progress=True``, the default
 of ``neoflow.tune``) and stderr is a terminal. NEOFLOW_PROGRESS=0 turns
