@@ -220,3 +220,22 @@ def test_tune_on_the_gpu(tmp_path, capfd):
     finally:
         config.reset()
         neoflow.configure()
+
+
+@pytest.mark.parametrize("half", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+def test_autocast_on_cuda(half):
+    """Under torch.autocast("cuda") an op runs in the autocast dtype, as PyTorch's matmuls do, and the
+    gradients reach the float32 leaves through the casts."""
+    mm = neoflow.op("C[i, j] += A[i, k] * B[k, j]", name="autocast_mm_cuda")
+    x = torch.randn(64, 48, device=DEV, requires_grad=True)
+    w = torch.randn(48, 32, device=DEV, requires_grad=True)
+    with torch.autocast("cuda", dtype=half):
+        y = mm(x, w)
+        r = x @ w
+    assert y.dtype == half == r.dtype and y.device == x.device
+    torch.testing.assert_close(y.float(), r.float(), **HALF_TOL[half])
+    gx, gw = torch.autograd.grad(y.float().sum(), (x, w))
+    assert gx.dtype == gw.dtype == torch.float32
+    rx, rw = torch.autograd.grad(r.float().sum(), (x, w))
+    torch.testing.assert_close(gx, rx, **HALF_TOL[half])
+    torch.testing.assert_close(gw, rw, **HALF_TOL[half])
