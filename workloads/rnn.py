@@ -10,104 +10,14 @@ new hidden state reads its new cell state (an output a later statement
 reads, named in ``outputs=``) instead of computing it again.
 """
 
-import functools
 import math
 
-import neoflow
 import torch
 import torch.nn.functional as F
+from neoflow.cells import lltm_op, milstm_op, scrnn_op, sublstm_op  # the cells' ops (neoflow.nn has them as modules)
 from torch import nn
 
 from .config import RNNConfig
-
-# ---------------------------------------------------------------- cell ops
-
-# MI-LSTM (Wu et al. 2016): gates phi(Wx ⊙ Uh + b), in the order input, forget, output, candidate.
-MILSTM_CELL = (
-    "WX[b,g] += W[g,k] * X[b,k]\n"
-    "UH[b,g] += U[g,j] * H[b,j]\n"
-    "P[b,g] = WX[b,g] * UH[b,g] + Bias[g]\n"
-    "Cn[b,u] = sigmoid(P[b,N+u]) * C[b,u] + sigmoid(P[b,u]) * tanh(P[b,3*N+u])\n"
-    "Hn[b,u] = sigmoid(P[b,2*N+u]) * tanh(Cn[b,u])"
-)
-
-# SC-RNN (Mikolov et al. 2014): s' = (1-a) B x + a s;  h' = sigmoid(P s' + A x + R h).
-SCRNN_CELL = (
-    "BX[b,c] += Bw[c,k] * X[b,k]\n"
-    "Sn[b,c] = (1.0 - AL) * BX[b,c] + AL * S[b,c]\n"
-    "PS[b,u] += P[u,c] * Sn[b,c]\n"
-    "AX[b,u] += A[u,k] * X[b,k]\n"
-    "RH[b,u] += R[u,j] * H[b,j]\n"
-    "Hn[b,u] = sigmoid(PS[b,u] + AX[b,u] + RH[b,u])"
-)
-
-# subLSTM (Costa et al. 2017): gates sigmoid(Wx + Rh + b) = i, f, z, o;  c' = f c + z - i;  h' = sigmoid(c') - o.
-SUBLSTM_CELL = (
-    "G[b,g] += W[g,k] * X[b,k]\n"
-    "RH[b,g] += R[g,j] * H[b,j]\n"
-    "S[b,g] = sigmoid(G[b,g] + RH[b,g] + Bias[g])\n"
-    "Cn[b,u] = S[b,N+u] * C[b,u] + S[b,2*N+u] - S[b,u]\n"
-    "Hn[b,u] = sigmoid(Cn[b,u]) - S[b,3*N+u]"
-)
-
-# LLTM (PyTorch C++ extension tutorial): gates = W [h, x] + b = input, output, candidate;
-# c' = c + elu(candidate) sigmoid(input);  h' = tanh(c') sigmoid(output).
-LLTM_CELL = (
-    "GH[b,g] += W[g,j] * H[b,j]\n"
-    "GX[b,g] += W[g,N+k] * X[b,k]\n"
-    "G[b,g] = GH[b,g] + GX[b,g] + Bias[g]\n"
-    "E[b,u] = where(G[b,2*N+u] > 0.0, G[b,2*N+u], exp(G[b,2*N+u]) - 1.0)\n"
-    "Cn[b,u] = C[b,u] + E[b,u] * sigmoid(G[b,u])\n"
-    "Hn[b,u] = tanh(Cn[b,u]) * sigmoid(G[b,N+u])"
-)
-
-
-@functools.cache
-def milstm_op(hidden: int):
-    return neoflow.op(
-        MILSTM_CELL,
-        name="milstm_cell",
-        inputs=["W", "X", "U", "H", "Bias", "C"],
-        outputs=["Cn", "Hn"],
-        sizes={"u": hidden},
-        N=hidden,
-    )
-
-
-@functools.cache
-def scrnn_op(alpha: float):
-    return neoflow.op(
-        SCRNN_CELL,
-        name="scrnn_cell",
-        inputs=["Bw", "X", "S", "P", "A", "R", "H"],
-        outputs=["Hn", "Sn"],
-        AL=float(alpha),
-    )
-
-
-@functools.cache
-def sublstm_op(hidden: int):
-    return neoflow.op(
-        SUBLSTM_CELL,
-        name="sublstm_cell",
-        inputs=["W", "X", "R", "H", "Bias", "C"],
-        outputs=["Cn", "Hn"],
-        sizes={"u": hidden},
-        N=hidden,
-    )
-
-
-@functools.cache
-def lltm_op(hidden: int):
-    return neoflow.op(
-        LLTM_CELL,
-        name="lltm_cell",
-        inputs=["W", "H", "X", "Bias", "C"],
-        outputs=["Cn", "Hn"],
-        sizes={"u": hidden, "j": hidden},
-        N=hidden,
-    )
-
 
 # ---------------------------------------------------------------- models
 

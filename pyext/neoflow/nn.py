@@ -15,9 +15,10 @@ import math
 
 import torch
 
+from . import cells
 from .op import Op
 
-__all__ = ["LSTMCell", "Linear", "Module", "swap"]
+__all__ = ["LLTMCell", "LSTMCell", "Linear", "MILSTMCell", "Module", "SCRNNCell", "SubLSTMCell", "swap"]
 
 
 class Module(torch.nn.Module):
@@ -146,6 +147,109 @@ class LSTMCell(Module):
         new = cls(module.input_size, module.hidden_size, module.bias, device=w.device, dtype=w.dtype)
         new.load_state_dict(module.state_dict())
         return new
+
+
+class _Cell(Module):
+    """A recurrent cell of the paper's workloads (neoflow.cells): parameters drawn uniform in
+    ±1/sqrt(fan) as the workloads draw them, ``forward(input, hx=None)`` on a batch (batch, input_size),
+    returning the new state as a tuple; ``hx`` None is zeros."""
+
+    def _param(self, name: str, bound: float, *shape, device=None, dtype=None) -> None:
+        self.register_parameter(name, torch.nn.Parameter(torch.empty(*shape, device=device, dtype=dtype)))
+        self._bounds = {**getattr(self, "_bounds", {}), name: bound}
+
+    def reset_parameters(self) -> None:
+        for name, bound in self._bounds.items():
+            torch.nn.init.uniform_(getattr(self, name), -bound, bound)
+
+    def _zeros(self, x: torch.Tensor, n: int) -> torch.Tensor:
+        return x.new_zeros(x.shape[0], n)
+
+
+class MILSTMCell(_Cell):
+    """The multiplicative-integration LSTM cell (Wu et al. 2016): gates act on (W x) ⊙ (U h) + b, in the
+    order input, forget, output, candidate. Returns ``(h, c)``. (An all-zero ``h`` zeroes every gate's
+    dependence on ``x``; the workloads start from h = 0.1.)"""
+
+    def __init__(self, input_size: int, hidden_size: int, device=None, dtype=None):
+        super().__init__()
+        self.input_size, self.hidden_size = input_size, hidden_size
+        k, kw = 1 / math.sqrt(hidden_size), {"device": device, "dtype": dtype}
+        self._param("w", k, 4 * hidden_size, input_size, **kw)
+        self._param("u", k, 4 * hidden_size, hidden_size, **kw)
+        self._param("bias", k, 4 * hidden_size, **kw)
+        self.op = cells.milstm_op(hidden_size)
+        self.reset_parameters()
+
+    def forward(self, input, hx=None):  # noqa: A002
+        h, c = hx if hx is not None else (self._zeros(input, self.hidden_size),) * 2
+        cn, hn = self.op(self.w, input, self.u, h, self.bias, c)
+        return hn, cn
+
+
+class SubLSTMCell(_Cell):
+    """The subtractive LSTM cell (Costa et al. 2017): gates sigmoid(W x + R h + b) = i, f, z, o;
+    c' = f c + z - i; h' = sigmoid(c') - o. Returns ``(h, c)``."""
+
+    def __init__(self, input_size: int, hidden_size: int, device=None, dtype=None):
+        super().__init__()
+        self.input_size, self.hidden_size = input_size, hidden_size
+        k, kw = 1 / math.sqrt(hidden_size), {"device": device, "dtype": dtype}
+        self._param("w", k, 4 * hidden_size, input_size, **kw)
+        self._param("r", k, 4 * hidden_size, hidden_size, **kw)
+        self._param("bias", k, 4 * hidden_size, **kw)
+        self.op = cells.sublstm_op(hidden_size)
+        self.reset_parameters()
+
+    def forward(self, input, hx=None):  # noqa: A002
+        h, c = hx if hx is not None else (self._zeros(input, self.hidden_size),) * 2
+        cn, hn = self.op(self.w, input, self.r, h, self.bias, c)
+        return hn, cn
+
+
+class LLTMCell(_Cell):
+    """The LLTM cell of PyTorch's C++ extension tutorial: gates = W [h, x] + b = input, output, candidate;
+    c' = c + elu(candidate) sigmoid(input); h' = tanh(c') sigmoid(output). Returns ``(h, c)``."""
+
+    def __init__(self, input_size: int, hidden_size: int, device=None, dtype=None):
+        super().__init__()
+        self.input_size, self.hidden_size = input_size, hidden_size
+        k, kw = 1 / math.sqrt(hidden_size), {"device": device, "dtype": dtype}
+        self._param("weights", k, 3 * hidden_size, hidden_size + input_size, **kw)
+        self._param("bias", k, 3 * hidden_size, **kw)
+        self.op = cells.lltm_op(hidden_size)
+        self.reset_parameters()
+
+    def forward(self, input, hx=None):  # noqa: A002
+        h, c = hx if hx is not None else (self._zeros(input, self.hidden_size),) * 2
+        cn, hn = self.op(self.weights, h, input, self.bias, c)
+        return hn, cn
+
+
+class SCRNNCell(_Cell):
+    """The structurally constrained recurrent cell (Mikolov et al. 2014): context s' = (1 - alpha) B x +
+    alpha s; h' = sigmoid(P s' + A x + R h). Returns ``(h, s)``."""
+
+    def __init__(
+        self, input_size: int, hidden_size: int, context_size: int, alpha: float = 0.95, device=None, dtype=None
+    ):
+        super().__init__()
+        self.input_size, self.hidden_size, self.context_size, self.alpha = input_size, hidden_size, context_size, alpha
+        kw = {"device": device, "dtype": dtype}
+        k = 1 / math.sqrt(hidden_size)
+        self._param("b_ctx", 1 / math.sqrt(input_size), context_size, input_size, **kw)
+        self._param("p", 1 / math.sqrt(context_size), hidden_size, context_size, **kw)
+        self._param("a", k, hidden_size, input_size, **kw)
+        self._param("r", k, hidden_size, hidden_size, **kw)
+        self.op = cells.scrnn_op(alpha)
+        self.reset_parameters()
+
+    def forward(self, input, hx=None):  # noqa: A002
+        if hx is None:
+            hx = (self._zeros(input, self.hidden_size), self._zeros(input, self.context_size))
+        h, s = hx
+        hn, sn = self.op(self.b_ctx, input, s, self.p, self.a, self.r, h)
+        return hn, sn
 
 
 DEFAULT_SWAPS = {torch.nn.Linear: Linear, torch.nn.LSTMCell: LSTMCell}

@@ -93,3 +93,55 @@ def test_modules_print_their_expression():
     lin = nnf.Linear(3, 2)
     assert "in_features=3" in repr(lin) and "op: T[b, o] += X[b, i] * W[o, i]; Y[b, o] = T[b, o] + Bias[o]" in repr(lin)
     assert "sigmoid(A[b, u + N])" in repr(nnf.LSTMCell(2, 3))
+
+
+def _milstm(cell, x, h, c):
+    p = (x @ cell.w.T) * (h @ cell.u.T) + cell.bias
+    i, f, o, g = p.chunk(4, 1)
+    cn = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(cn), cn
+
+
+def _sublstm(cell, x, h, c):
+    i, f, z, o = torch.sigmoid(x @ cell.w.T + h @ cell.r.T + cell.bias).chunk(4, 1)
+    cn = f * c + z - i
+    return torch.sigmoid(cn) - o, cn
+
+
+def _lltm(cell, x, h, c):
+    i, o, g = (torch.cat([h, x], 1) @ cell.weights.T + cell.bias).chunk(3, 1)
+    cn = c + torch.nn.functional.elu(g) * torch.sigmoid(i)
+    return torch.tanh(cn) * torch.sigmoid(o), cn
+
+
+def _scrnn(cell, x, h, s):
+    sn = (1 - cell.alpha) * (x @ cell.b_ctx.T) + cell.alpha * s
+    return torch.sigmoid(sn @ cell.p.T + x @ cell.a.T + h @ cell.r.T), sn
+
+
+@pytest.mark.parametrize(
+    "make,ref,second",
+    [
+        (lambda: nnf.MILSTMCell(5, 4, dtype=D), _milstm, 4),
+        (lambda: nnf.SubLSTMCell(5, 4, dtype=D), _sublstm, 4),
+        (lambda: nnf.LLTMCell(5, 4, dtype=D), _lltm, 4),
+        (lambda: nnf.SCRNNCell(5, 4, 3, alpha=0.9, dtype=D), _scrnn, 3),
+    ],
+    ids=["milstm", "sublstm", "lltm", "scrnn"],
+)
+def test_workload_cells_match_their_pytorch_formulas(make, ref, second):
+    torch.manual_seed(3)
+    cell = make()
+    x = torch.randn(3, 5, dtype=D, requires_grad=True)
+    h = torch.randn(3, 4, dtype=D, requires_grad=True)
+    s = torch.randn(3, second, dtype=D, requires_grad=True)
+    got, want = cell(x, (h, s)), ref(cell, x, h, s)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+    assert torch.autograd.gradcheck(lambda a, b, d: cell(a, (b, d)), (x, h, s))
+    zero = cell(x)  # hx None: zero state
+    for a, b in zip(zero, ref(cell, x, torch.zeros(3, 4, dtype=D), torch.zeros(3, second, dtype=D))):
+        torch.testing.assert_close(a, b)
+    bounds = [p.abs().max().item() for p in cell.parameters()]
+    assert all(0 < b <= 1 for b in bounds)
+    assert "op: " in repr(cell)
