@@ -539,7 +539,7 @@ class Op:
         return [bufs[i] for i in (kernel.returned if keep else kernel.outputs)]
 
     def __call__(self, *tensors, sizes=None, out_shapes=None):
-        if _any_autocast() and not torch.compiler.is_compiling():
+        if _any_autocast():  # traced by torch.compile too
             tensors = _autocast(tensors)
         checks = self._out_checks
         if out_shapes is not None:

@@ -36,6 +36,18 @@ def test_autocast_runs_ops_in_its_dtype(mm, half):
     torch.testing.assert_close(gw, rw, **HALF_TOL[half])
 
 
+def test_autocast_under_torch_compile(mm):
+    x, w = torch.randn(8, 4, requires_grad=True), torch.randn(4, 3, requires_grad=True)
+    f = torch.compile(lambda a, b: mm(a, b), fullgraph=True, backend="aot_eager")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = f(x, w)
+        r = x @ w
+    assert y.dtype == torch.bfloat16
+    torch.testing.assert_close(y.float(), r.float(), **HALF_TOL[torch.bfloat16])
+    y.float().sum().backward()
+    assert x.grad.dtype == torch.float32 and w.grad is not None
+
+
 def test_autocast_off_and_integers_untouched(mm):
     x, w = torch.randn(4, 3), torch.randn(3, 2)
     with torch.autocast("cpu", dtype=torch.bfloat16):
