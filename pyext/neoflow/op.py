@@ -114,12 +114,12 @@ _any_autocast = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
 
 def _autocast(tensors) -> tuple:
-    """Under torch.autocast, the floating-point inputs on a device where it is on, cast to its dtype (as
-    PyTorch's matmuls run): the op then computes in float32 and stores that dtype (16-bit kernels load,
-    compute and accumulate in float32 and round once per stored element)."""
+    """Under torch.autocast, the float32 inputs on a device where it is on, cast to its dtype (as PyTorch's
+    matmuls run; float64 inputs are not eligible there either): the op then computes in float32 and stores
+    that dtype (16-bit kernels load, compute and accumulate in float32 and round once per stored element)."""
     out = []
     for t in tensors:
-        if isinstance(t, torch.Tensor) and t.is_floating_point() and torch.is_autocast_enabled(t.device.type):
+        if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and torch.is_autocast_enabled(t.device.type):
             dtype = torch.get_autocast_dtype(t.device.type)
             if t.dtype != dtype:
                 t = t.to(dtype)

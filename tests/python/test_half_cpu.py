@@ -53,6 +53,7 @@ def test_autocast_off_and_integers_untouched(mm):
     with torch.autocast("cpu", dtype=torch.bfloat16):
         with torch.autocast("cpu", enabled=False):
             assert mm(x, w).dtype == torch.float32
+        assert mm(x.double(), w.double()).dtype == torch.float64  # float64 is not eligible, as in PyTorch
         bag = neoflow.op("O[b, d] += LUT[I[b, k], d]", inputs=["LUT", "I"])
         out = bag(torch.randn(10, 4), torch.randint(0, 10, (3, 2)))
         assert out.dtype == torch.bfloat16
