@@ -11,6 +11,7 @@ it replaces and back, and ``swap`` carries a model's weights over:
 from __future__ import annotations
 
 import fnmatch
+import functools
 import math
 
 import torch
@@ -34,9 +35,10 @@ class Module(torch.nn.Module):
     @classmethod
     def from_torch(cls, module: torch.nn.Module) -> Module:
         """The neoflow module equivalent to ``module``, with its weights (on its device, in its dtype)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{cls.__name__} is not built from a PyTorch module")
 
 
+@functools.cache
 def _linear_op(bias: bool) -> Op:
     src = "T[b, o] += X[b, i] * W[o, i]\nY[b, o] = T[b, o] + Bias[o]" if bias else "Y[b, o] += X[b, i] * W[o, i]"
     return Op(src, name="nn_linear" if bias else "nn_linear_nobias", inputs=["X", "W", "Bias"] if bias else ["X", "W"])
@@ -79,6 +81,7 @@ class Linear(Module):
         return new
 
 
+@functools.cache
 def _lstm_op(hidden: int, bias: bool) -> Op:
     """One op for a whole LSTM cell step, gates in PyTorch's order (input, forget, cell, output)."""
     gates = "A[b, g] = G1[b, g] + G2[b, g] + Bih[g] + Bhh[g]" if bias else "A[b, g] = G1[b, g] + G2[b, g]"
