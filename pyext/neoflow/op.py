@@ -130,7 +130,14 @@ def _autocast(tensors) -> tuple:
 def check_index_tensor(t: torch.Tensor, name: str, limit: int) -> None:
     """Raises IndexError unless every element of index tensor t lies in
     [0, limit): one pass (torch.aminmax) on t's device; only a failing
-    tensor is searched for the position to name."""
+    tensor is searched for the position to name. The check reads its result
+    on the host, which a CUDA graph capture does not allow: there it raises
+    instead of launching unchecked."""
+    if t.is_cuda and torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(
+            f"index tensor {name} cannot be checked while a CUDA graph is being captured (the check reads its "
+            "range on the host): call the op once outside the capture, or capture without index tensors"
+        )
     lo, hi = torch.aminmax(t)
     lo, hi = int(lo), int(hi)
     if lo >= 0 and hi < limit:
