@@ -135,8 +135,8 @@ def check_index_tensor(t: torch.Tensor, name: str, limit: int) -> None:
     instead of launching unchecked."""
     if t.is_cuda and torch.cuda.is_current_stream_capturing():
         raise RuntimeError(
-            f"index tensor {name} cannot be checked while a CUDA graph is being captured (the check reads its "
-            "range on the host): call the op once outside the capture, or capture without index tensors"
+            f"index tensor {name} cannot be checked while a CUDA graph is being captured (the check before each "
+            "launch reads its range on the host): run ops that read index tensors outside the capture"
         )
     lo, hi = torch.aminmax(t)
     lo, hi = int(lo), int(hi)
