@@ -239,3 +239,23 @@ def test_autocast_on_cuda(half):
     rx, rw = torch.autograd.grad(r.float().sum(), (x, w))
     torch.testing.assert_close(gx, rx, **HALF_TOL[half])
     torch.testing.assert_close(gw, rw, **HALF_TOL[half])
+
+
+def test_gathers_on_cuda_and_no_unchecked_capture():
+    """A gather on CUDA tensors matches PyTorch, an index out of range is refused, and a CUDA graph capture
+    of a gather raises instead of launching unchecked."""
+    bag = neoflow.op("O[b, d] += LUT[I[b, k], d]", name="cuda_bag", inputs=["LUT", "I"])
+    lut = torch.randn(50, 8, device=DEV, requires_grad=True)
+    idx = torch.randint(0, 50, (6, 3), device=DEV)
+    out = bag(lut, idx)
+    torch.testing.assert_close(out, lut[idx].sum(1))
+    (g,) = torch.autograd.grad(out.sum(), lut)
+    torch.testing.assert_close(g, torch.zeros_like(lut).index_add(0, idx.flatten(), torch.ones(18, 8, device=DEV)))
+    with pytest.raises(IndexError, match="index tensor I holds 50"):
+        bag(lut, torch.full((1, 1), 50, device=DEV))
+    static = idx.clone()
+    bag(lut.detach(), static)  # built before the capture
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="cannot be checked while a CUDA graph is being captured"):
+        with torch.cuda.graph(graph):
+            bag(lut.detach(), static)
