@@ -112,6 +112,7 @@ func (r *Runtime) SaveBundle(req *api.BundleSaveRequest) (*api.BundleSaveRespons
 	}
 	r.mu.Unlock()
 	sort.Strings(ids)
+	ids = r.presentRecords(db, ids)
 	c := bundle.Contents{Target: bundleTarget(cfg), Version: Version, Kernels: ks}
 	if len(ids) > 0 {
 		var buf bytes.Buffer
@@ -131,4 +132,23 @@ func (r *Runtime) SaveBundle(req *api.BundleSaveRequest) (*api.BundleSaveRespons
 	}
 	text, _ := json.MarshalIndent(m, "", "  ")
 	return &api.BundleSaveResponse{Kernels: int32(len(m.Kernels)), Records: int32(c.NumRecords), Manifest: string(text), Warnings: r.takeWarnings()}, nil
+}
+
+// presentRecords is ids without the records the tuning database no longer
+// holds (cleared since their kernels were built), each named in a warning:
+// the bundle then carries those kernels without their records.
+func (r *Runtime) presentRecords(db *tunedb.DB, ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		ok, err := db.Has(id)
+		switch {
+		case err != nil:
+			r.warnf("kernel bundle: tuning record %s: %v; the bundle leaves it out", id, err)
+		case !ok:
+			r.warnf("kernel bundle: tuning record %s is no longer in the tuning database (cleared?); the bundle carries its kernel without it", id)
+		default:
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -71,3 +71,28 @@ func TestBundleRefusedAtInit(t *testing.T) {
 		t.Fatalf("missing bundle: %v", err)
 	}
 }
+
+// TestBundleOfAClearedRecord saves a bundle whose kernel was built from a
+// tuning record that was removed since: a warning names the record, and
+// the bundle carries the kernel without it.
+func TestBundleOfAClearedRecord(t *testing.T) {
+	a := newRuntime(t)
+	def, err := a.Define(&api.DefineRequest{Source: "Y[i] = X[i] * 2.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Specialize(&api.SpecializeRequest{OpId: def.OpId, Inputs: []*api.TensorType{f64(8)}}); err != nil {
+		t.Fatal(err)
+	}
+	a.noteRecord("00000000000000000000000000000000") // a record this process used, gone from the database
+	saved, err := a.SaveBundle(&api.BundleSaveRequest{Path: filepath.Join(t.TempDir(), "k.nfb")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Kernels != 1 || saved.Records != 0 {
+		t.Fatalf("saved %d kernels and %d records, want 1 and 0", saved.Kernels, saved.Records)
+	}
+	if len(saved.Warnings) != 1 || !strings.Contains(saved.Warnings[0], "no longer in the tuning database") {
+		t.Fatalf("warnings %q", saved.Warnings)
+	}
+}

@@ -57,6 +57,15 @@ func (db *DB) Export(w io.Writer, ids ...string) (n int, err error) {
 	return len(recs), nil
 }
 
+// Has reports whether the database holds record id.
+func (db *DB) Has(id string) (bool, error) {
+	if !validID(id) {
+		return false, errors.Errorf("tuning database: invalid record id %q", id)
+	}
+	r, err := db.load(id, nil)
+	return r != nil, err
+}
+
 // Import reads an export file and merges each of its records through Put
 // (the faster record wins). The whole file is verified first (framing,
 // checksum, every record): if any of it is corrupt Import fails naming the
