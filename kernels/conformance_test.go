@@ -256,7 +256,7 @@ func TestConformance16(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if !scattersOnCPU(s) {
+					if !scatters(s, nil, loops.DefaultSchedule) {
 						roundsLikeTheInterpreter(t, s, bufs, want)
 					}
 					runFused(t, s, inputs, tolerance(dt))
@@ -264,15 +264,4 @@ func TestConformance16(t *testing.T) {
 			})
 		}
 	}
-}
-
-// scattersOnCPU reports whether a statement of spec lowers as a scatter
-// under the CPU defaults (a 16-bit scatter rounds at each add).
-func scattersOnCPU(spec *ir.Spec) bool {
-	for i := range spec.Stmts {
-		if loops.DefaultSchedule(spec, i).Scatter {
-			return true
-		}
-	}
-	return false
 }

@@ -102,7 +102,7 @@ func runCUDAEmulated(t *testing.T, spec *ir.Spec, scheds []loops.Schedule, input
 	// A 16-bit scatter rounds at each add, atomic or not (as PyTorch's
 	// index_add_ on 16-bit CUDA tensors does): where points share an
 	// element, it cannot round once; the tolerance above still holds it.
-	if spec.DType.Half() && !scatters(spec, scheds) {
+	if spec.DType.Half() && !scatters(spec, scheds, loops.GPUSchedule) {
 		roundsLikeTheInterpreter(t, spec, bufs, want)
 	}
 }
@@ -270,10 +270,10 @@ func TestCUDAEmulatedDeterministicScatter(t *testing.T) {
 }
 
 // scatters reports whether a statement of spec lowers as a scatter under
-// scheds (the GPU defaults when nil).
-func scatters(spec *ir.Spec, scheds []loops.Schedule) bool {
+// scheds (the defaults def gives when nil).
+func scatters(spec *ir.Spec, scheds []loops.Schedule, def func(*ir.Spec, int) loops.Schedule) bool {
 	for i := range spec.Stmts {
-		s := loops.GPUSchedule(spec, i)
+		s := def(spec, i)
 		if scheds != nil {
 			s = scheds[i]
 		}

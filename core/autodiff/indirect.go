@@ -80,7 +80,7 @@ func substituteIndirect(g *gstmt, shapes map[string][]int64) {
 		body = where(ir.AndAll(conds), body, zero())
 	}
 	g.s = &ir.Stmt{Pos: s.Pos, Tensor: s.Tensor, Indices: s.Indices, Reduce: s.Reduce, RHS: body}
-	if len(varsOf(body)) == 0 || !hasReduction(g.s) {
+	if !hasReduction(g.s) {
 		g.s.Reduce = ir.Assign
 	}
 }
@@ -89,11 +89,7 @@ func substituteIndirect(g *gstmt, shapes map[string][]int64) {
 // that is not on the left-hand side and T an index tensor read that does
 // not mention z.
 func indirectEquality(c ir.Expr, lhs map[string]bool) (string, ir.Expr, bool) {
-	b, ok := c.(*ir.Binary)
-	if !ok || b.Op != ir.Eq {
-		return "", nil, false
-	}
-	for _, p := range [2][2]ir.Expr{{b.X, b.Y}, {b.Y, b.X}} {
+	for _, p := range ir.EqOperands(c) {
 		z, isIx := p[0].(*ir.Index)
 		if isIx && !lhs[z.Name] && ir.IsIndirect(p[1]) && !slices.Contains(varsOf(p[1]), z.Name) {
 			return z.Name, p[1], true
@@ -107,11 +103,7 @@ func indirectEquality(c ir.Expr, lhs map[string]bool) (string, ir.Expr, bool) {
 // exceed z's: every value of w is a value of z, so summing over z picks
 // the one term z = w.
 func lhsEquality(c ir.Expr, lhs map[string]bool, ext map[string]int64) (string, ir.Expr, bool) {
-	b, ok := c.(*ir.Binary)
-	if !ok || b.Op != ir.Eq {
-		return "", nil, false
-	}
-	for _, p := range [2][2]ir.Expr{{b.X, b.Y}, {b.Y, b.X}} {
+	for _, p := range ir.EqOperands(c) {
 		z, isZ := p[0].(*ir.Index)
 		w, isW := p[1].(*ir.Index)
 		if isZ && isW && !lhs[z.Name] && lhs[w.Name] && ext[w.Name] > 0 && ext[w.Name] <= ext[z.Name] {

@@ -82,32 +82,14 @@ func prefetchRows(spec *ir.Spec, nest *Nest, ahead int64, ord []tileLoop) {
 }
 
 // aheadRead is the read of index tensor x.Tensor ahead elements after x
-// in row-major order, clamped to the last element: each index of
-// p = min(flat(x) + ahead, N - 1) unflattened, (p / stride) % extent.
+// in row-major order, clamped to the last element: the coordinates of
+// p = min(flatten(x) + ahead, N - 1).
 func aheadRead(spec *ir.Spec, x *ir.Access, ahead int64) *ir.Access {
-	t := spec.Tensor(x.Tensor)
-	shape := t.Shape
-	strides := make([]int64, len(shape))
+	shape := spec.Tensor(x.Tensor).Shape
 	n := int64(1)
-	for d := len(shape) - 1; d >= 0; d-- {
-		strides[d] = n
-		n *= shape[d]
+	for _, d := range shape {
+		n *= d
 	}
-	var flat ir.Expr = Lit(0)
-	for d, ix := range x.Indices {
-		flat = Add(flat, Mul(ix, Lit(strides[d])))
-	}
-	p := &ir.Call{Fn: ir.FuncMin, Args: []ir.Expr{Add(flat, Lit(ahead)), Lit(n - 1)}}
-	out := &ir.Access{Tensor: x.Tensor, Indirect: true}
-	for d := range shape {
-		var e ir.Expr = p
-		if strides[d] > 1 {
-			e = &ir.Binary{Op: ir.Div, X: e, Y: Lit(strides[d])}
-		}
-		if d > 0 {
-			e = &ir.Binary{Op: ir.Mod, X: e, Y: Lit(shape[d])}
-		}
-		out.Indices = append(out.Indices, e)
-	}
-	return out
+	p := &ir.Call{Fn: ir.FuncMin, Args: []ir.Expr{Add(flatten(x.Indices, shape), Lit(ahead)), Lit(n - 1)}}
+	return &ir.Access{Tensor: x.Tensor, Indices: unflatten(p, shape, true), Indirect: true}
 }

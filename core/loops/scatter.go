@@ -137,11 +137,7 @@ func matchScatter(st *ir.BoundStmt) (*scatterForm, bool) {
 // variables and of tensor reads, or an index tensor read (ir.Access.Indirect,
 // a scatter through it, Y[Dst[e], f] += ...).
 func targetEquality(c ir.Expr, lhs map[string]int) (k int, e ir.Expr, ok bool) {
-	b, isBin := c.(*ir.Binary)
-	if !isBin || b.Op != ir.Eq {
-		return 0, nil, false
-	}
-	for _, p := range [2][2]ir.Expr{{b.X, b.Y}, {b.Y, b.X}} {
+	for _, p := range ir.EqOperands(c) {
 		z, isIx := p[1].(*ir.Index)
 		if !isIx {
 			continue

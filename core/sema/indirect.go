@@ -63,10 +63,7 @@ func indexLimits(op *ir.Op, s *ir.Stmt, ext map[string]int64, shapes map[string]
 				}
 			}
 		case *ir.Binary:
-			if e.Op != ir.Eq {
-				break
-			}
-			for _, p := range [2][2]ir.Expr{{e.X, e.Y}, {e.Y, e.X}} {
+			for _, p := range ir.EqOperands(e) {
 				v, isVar := p[1].(*ir.Index)
 				if a, ok := p[0].(*ir.Access); ok && a.Indirect && isVar {
 					placed[a] = true

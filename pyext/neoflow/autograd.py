@@ -162,10 +162,9 @@ def _make_custom_op(name: str, n_inputs: int):
     def _(*args):
         tensors, sizes = args[:-1], parse_sizes_text(args[-1])
         ref, current = tensors[0], _op_for(name)
-        outs = current.output_shapes(*tensors, sizes=sizes)
-        temps = [shape for _, shape in current.temporaries(*tensors, sizes=sizes)]
-        dtypes = current.buffer_dtypes(*tensors, sizes=sizes)
-        return [ref.new_empty(shape, dtype=dt) for shape, dt in zip(outs + temps, dtypes)]
+        outs, temps, dtypes = current._buffer_shapes(tensors, sizes)  # one lookup for shapes and dtypes
+        shapes = outs + [shape for _, shape in temps]
+        return [ref.new_empty(shape, dtype=dt) for shape, dt in zip(shapes, dtypes)]
 
     def setup_context(ctx, inputs, output):
         tensors, sizes = inputs[:-1], parse_sizes_text(inputs[-1])

@@ -50,16 +50,21 @@ LLTM_CELL = (
 )
 
 
-@functools.cache
-def milstm_op(hidden: int) -> Op:
+def _four_gate_op(source: str, name: str, recurrent: str, hidden: int) -> Op:
+    """A cell of four gates over W x and a recurrent weight times h (MI-LSTM, subLSTM)."""
     return Op(
-        MILSTM_CELL,
-        name="milstm_cell",
-        inputs=["W", "X", "U", "H", "Bias", "C"],
+        source,
+        name=name,
+        inputs=["W", "X", recurrent, "H", "Bias", "C"],
         outputs=["Cn", "Hn"],
         sizes={"u": hidden},
         N=hidden,
     )
+
+
+@functools.cache
+def milstm_op(hidden: int) -> Op:
+    return _four_gate_op(MILSTM_CELL, "milstm_cell", "U", hidden)
 
 
 @functools.cache
@@ -75,14 +80,7 @@ def scrnn_op(alpha: float) -> Op:
 
 @functools.cache
 def sublstm_op(hidden: int) -> Op:
-    return Op(
-        SUBLSTM_CELL,
-        name="sublstm_cell",
-        inputs=["W", "X", "R", "H", "Bias", "C"],
-        outputs=["Cn", "Hn"],
-        sizes={"u": hidden},
-        N=hidden,
-    )
+    return _four_gate_op(SUBLSTM_CELL, "sublstm_cell", "R", hidden)
 
 
 @functools.cache

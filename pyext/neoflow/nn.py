@@ -169,45 +169,43 @@ class _Cell(Module):
         return x.new_zeros(x.shape[0], n)
 
 
-class MILSTMCell(_Cell):
+class _FourGateCell(_Cell):
+    """A cell of four gates over W x and R h (MI-LSTM, subLSTM): weights ``w`` (4H, I), the recurrent
+    one (4H, H) named ``recurrent``, and ``bias`` (4H). Returns ``(h, c)``."""
+
+    recurrent: str
+
+    def __init__(self, input_size: int, hidden_size: int, device=None, dtype=None):
+        super().__init__()
+        self.input_size, self.hidden_size = input_size, hidden_size
+        k, kw = 1 / math.sqrt(hidden_size), {"device": device, "dtype": dtype}
+        self._param("w", k, 4 * hidden_size, input_size, **kw)
+        self._param(self.recurrent, k, 4 * hidden_size, hidden_size, **kw)
+        self._param("bias", k, 4 * hidden_size, **kw)
+        self.op = self._make_op(hidden_size)
+        self.reset_parameters()
+
+    def forward(self, input, hx=None):  # noqa: A002
+        h, c = hx if hx is not None else (self._zeros(input, self.hidden_size),) * 2
+        cn, hn = self.op(self.w, input, getattr(self, self.recurrent), h, self.bias, c)
+        return hn, cn
+
+
+class MILSTMCell(_FourGateCell):
     """The multiplicative-integration LSTM cell (Wu et al. 2016): gates act on (W x) ⊙ (U h) + b, in the
     order input, forget, output, candidate. Returns ``(h, c)``. (An all-zero ``h`` zeroes every gate's
     dependence on ``x``; the workloads start from h = 0.1.)"""
 
-    def __init__(self, input_size: int, hidden_size: int, device=None, dtype=None):
-        super().__init__()
-        self.input_size, self.hidden_size = input_size, hidden_size
-        k, kw = 1 / math.sqrt(hidden_size), {"device": device, "dtype": dtype}
-        self._param("w", k, 4 * hidden_size, input_size, **kw)
-        self._param("u", k, 4 * hidden_size, hidden_size, **kw)
-        self._param("bias", k, 4 * hidden_size, **kw)
-        self.op = cells.milstm_op(hidden_size)
-        self.reset_parameters()
-
-    def forward(self, input, hx=None):  # noqa: A002
-        h, c = hx if hx is not None else (self._zeros(input, self.hidden_size),) * 2
-        cn, hn = self.op(self.w, input, self.u, h, self.bias, c)
-        return hn, cn
+    recurrent = "u"
+    _make_op = staticmethod(cells.milstm_op)
 
 
-class SubLSTMCell(_Cell):
+class SubLSTMCell(_FourGateCell):
     """The subtractive LSTM cell (Costa et al. 2017): gates sigmoid(W x + R h + b) = i, f, z, o;
     c' = f c + z - i; h' = sigmoid(c') - o. Returns ``(h, c)``."""
 
-    def __init__(self, input_size: int, hidden_size: int, device=None, dtype=None):
-        super().__init__()
-        self.input_size, self.hidden_size = input_size, hidden_size
-        k, kw = 1 / math.sqrt(hidden_size), {"device": device, "dtype": dtype}
-        self._param("w", k, 4 * hidden_size, input_size, **kw)
-        self._param("r", k, 4 * hidden_size, hidden_size, **kw)
-        self._param("bias", k, 4 * hidden_size, **kw)
-        self.op = cells.sublstm_op(hidden_size)
-        self.reset_parameters()
-
-    def forward(self, input, hx=None):  # noqa: A002
-        h, c = hx if hx is not None else (self._zeros(input, self.hidden_size),) * 2
-        cn, hn = self.op(self.w, input, self.r, h, self.bias, c)
-        return hn, cn
+    recurrent = "r"
+    _make_op = staticmethod(cells.sublstm_op)
 
 
 class LLTMCell(_Cell):
