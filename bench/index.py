@@ -10,11 +10,13 @@ Times, in one process, on float32 CPU tensors at sizes a user would pick:
   10,000-node graph with 128 features (``out_shapes``), then ``Y @ W`` (128 x 128), a squared loss, backward
   into the features and W, against ``index_add`` on ``X[Src] * Norm`` (eager and compiled).
 
-Each round times ``--calls`` calls of every variant in turn (the order rotating between rounds) and keeps the
-mean per call; the report gives the median over ``--rounds`` rounds with its min-max, and PyTorch's time over
-neoflow's (above 1: neoflow is faster). Kernels are untuned (NEOFLOW_TUNE=off), built before timing into a fresh
-cache. Writes ``index-DATE-cpu.json``, ``.md`` and ``.png`` into ``--out``. Not a test: speed is reported, not
-asserted.
+Each round times ``--calls`` calls of every variant in turn (the order rotating between rounds; each variant's
+calls after three untimed ones: the cases move about 100 MB between them, and on the 2-core Xeon the first two
+calls of an embedding bag after a GCN step ran 1.5-2.5x slower than the rest, for neoflow and eager alike) and
+keeps the mean per call; the report gives the median over ``--rounds`` rounds with its min-max, and PyTorch's
+time over neoflow's (above 1: neoflow is faster). Kernels are untuned (NEOFLOW_TUNE=off), built before timing
+into a fresh cache. Writes ``index-DATE-cpu.json``, ``.md`` and ``.png`` into ``--out``. Not a test: speed is
+reported, not asserted.
 
     python bench/index.py [--rounds 9] [--calls 5] [--no-compile] [--out bench/results]
 """
@@ -120,7 +122,7 @@ def gcn_cases(torch, neoflow, compile_):
 def run(torch, neoflow, args) -> list[dict]:
     cases = {**embedding_cases(torch, neoflow, not args.no_compile), **gcn_cases(torch, neoflow, not args.no_compile)}
     timed = [(name, impl, fn) for name, impls in cases.items() for impl, fn in impls.items()]
-    times = rotating_times(timed, args.rounds, args.calls, warmup=3)
+    times = rotating_times(timed, args.rounds, args.calls, warmup=3, settle=3)
     rows = []
     for name, impls in cases.items():
         row = {"case": name}
@@ -145,8 +147,8 @@ def render_markdown(result: dict) -> str:
         f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}; float32, CPU.",
         f"Embedding bag: {ROWS:,} x {DIM} table, {BAGS} bags of {PER_BAG} indices. GCN layer: {NODES:,} nodes, "
         f"{EDGES:,} edges, {FEATS} features, then a {FEATS} x {FEATS} weight. neoflow untuned. ms per call: median "
-        f"over {s['rounds']} rounds of the mean of {s['calls']} calls (min-max of the rounds). Ratios: PyTorch's "
-        "time / neoflow's (above 1: neoflow is faster).",
+        f"over {s['rounds']} rounds of the mean of {s['calls']} calls, each after three untimed calls (min-max of "
+        "the rounds). Ratios: PyTorch's time / neoflow's (above 1: neoflow is faster).",
         "",
         "| case | neoflow ms | eager ms | compile ms | vs eager | vs compile |",
         "|---|---|---|---|---|---|",

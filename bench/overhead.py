@@ -79,10 +79,11 @@ def per_call(fn, calls: int) -> float:
     return (time.perf_counter() - t0) / calls
 
 
-def rotating_times(timed, rounds: int, calls: int, warmup: int) -> dict:
+def rotating_times(timed, rounds: int, calls: int, warmup: int, settle: int = 0) -> dict:
     """Times (name, impl, fn) triples after ``warmup`` untimed calls each: per round, ``calls`` calls of every
-    one in turn, the order rotating by one between rounds; the mean seconds per call of each round, by
-    (name, impl)."""
+    one in turn (each after ``settle`` untimed calls, so that none inherits the caches its predecessor in the
+    rotation warmed or cooled), the order rotating by one between rounds; the mean seconds per call of each
+    round, by (name, impl)."""
     for _, _, fn in timed:  # build, compile, warm up
         for _ in range(warmup):
             fn()
@@ -90,6 +91,8 @@ def rotating_times(timed, rounds: int, calls: int, warmup: int) -> dict:
     for r in range(rounds):
         k = r % len(timed)
         for name, impl, fn in timed[k:] + timed[:k]:
+            for _ in range(settle):
+                fn()
             times[(name, impl)].append(per_call(fn, calls))
     return times
 

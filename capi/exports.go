@@ -1,6 +1,7 @@
 package main
 
 /*
+#cgo CFLAGS: -O3
 #include <stdint.h>
 #include <stdlib.h>
 */

@@ -95,6 +95,9 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.nf_interrupt.restype = None
     lib.nf_release_kernel.argtypes = (ctypes.c_uint64,)
     lib.nf_release_kernel.restype = ctypes.c_void_p
+    i64p = ctypes.POINTER(ctypes.c_int64)
+    lib.nf_index_range.argtypes = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, i64p, i64p)
+    lib.nf_index_range.restype = ctypes.c_int
 
 
 def _after_fork_in_child() -> None:
@@ -259,6 +262,16 @@ def launch(kernel_id: int, pointers, nthreads: int) -> None:
     err = _take_error(lib().nf_launch(kernel_id, pointers, len(pointers), nthreads))
     if err is not None:
         raise Error(err)
+
+
+def index_range(pointer: int, n: int, elem_bytes: int) -> tuple[int, int]:
+    """The least and greatest of n int32 (elem_bytes 4) or int64 (8)
+    elements in host memory at pointer, n >= 1: one pass in C, without the
+    Go runtime or PyTorch's thread pool."""
+    lo, hi = ctypes.c_int64(), ctypes.c_int64()
+    if lib().nf_index_range(pointer, n, elem_bytes, ctypes.byref(lo), ctypes.byref(hi)) != 0:
+        raise ValueError(f"index_range: {n} elements of {elem_bytes} bytes")
+    return lo.value, hi.value
 
 
 def launch_cuda(kernel_id: int, pointers, stream: int) -> None:

@@ -23,6 +23,7 @@ extern const char *_GoStringPtr(_GoString_ s);
 
 #line 3 "exports.go"
 
+
 #include <stdint.h>
 #include <stdlib.h>
 

@@ -129,8 +129,8 @@ def _autocast(tensors) -> tuple:
 
 def check_index_tensor(t: torch.Tensor, name: str, limit: int) -> None:
     """Raises IndexError unless every element of index tensor t lies in
-    [0, limit): one pass (torch.aminmax) on t's device; only a failing
-    tensor is searched for the position to name. The check reads its result
+    [0, limit): one pass on t's device (torch.aminmax on CUDA, a C loop on
+    the host); only a failing tensor is searched for the position to name. The check reads its result
     on the host, which a CUDA graph capture does not allow: there it raises
     instead of launching unchecked."""
     if t.is_cuda and torch.cuda.is_current_stream_capturing():
@@ -138,8 +138,10 @@ def check_index_tensor(t: torch.Tensor, name: str, limit: int) -> None:
             f"index tensor {name} cannot be checked while a CUDA graph is being captured (the check before each "
             "launch reads its range on the host): run ops that read index tensors outside the capture"
         )
-    lo, hi = torch.aminmax(t)
-    lo, hi = int(lo), int(hi)
+    if t.is_cuda:
+        lo, hi = (int(v) for v in torch.aminmax(t))
+    else:  # contiguous (Kernel.run's buffers are), int32 or int64, not empty (no dimension is 0)
+        lo, hi = _lib.index_range(t.data_ptr(), t.numel(), t.element_size())
     if lo >= 0 and hi < limit:
         return
     bad = lo if lo < 0 else hi

@@ -97,6 +97,21 @@ def test_out_of_range_and_negative_indices_raise(bag):
         bag(lut, big)
 
 
+@pytest.mark.parametrize("itype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("n", [1, 2, 7, 64, 1001])
+def test_host_index_range_matches_torch(itype, n):
+    from neoflow import _lib
+
+    info = torch.iinfo(itype)
+    g = torch.Generator().manual_seed(n)
+    t = torch.randint(-1000, 1000, (n,), generator=g).to(itype)
+    for pos, value in ((n // 2, info.min), (n - 1, info.max), (0, -3)):
+        t[pos] = value
+        assert _lib.index_range(t.data_ptr(), n, t.element_size()) == (int(t.min()), int(t.max()))
+    with pytest.raises(ValueError):
+        _lib.index_range(t.data_ptr(), n, 2)
+
+
 def test_index_range_is_the_least_extent_it_indexes():
     op = neoflow.Op("Y[b, d] = A[I[b], d] + B[I[b], d]", inputs=["A", "B", "I"])
     a, b = torch.randn(7, 2), torch.randn(4, 2)
