@@ -130,7 +130,10 @@ setup(
     packages=["neoflow", "neoflow._proto"],
     install_requires=["torch>=2.4", "protobuf>=4.21", "tqdm>=4.60"],
     extras_require={"bench": ["matplotlib"], "test": ["pytest", "hypothesis"]},
-    entry_points={"console_scripts": ["neoflow = neoflow.cli:main"]},
+    entry_points={
+        "console_scripts": ["neoflow = neoflow.cli:main"],
+        "torch_dynamo_backends": ["neoflow = neoflow.backend:backend"],
+    },
     cmdclass={"build_py": BuildGo, "bdist_wheel": PlatformWheel},
     distclass=BinaryDistribution,
     zip_safe=False,

@@ -81,6 +81,8 @@ __all__ = [
     "nn",
     "ceil",
     "clamp",
+    "compile",
+    "compile_report",
     "configure",
     "cos",
     "cosh",
@@ -124,6 +126,24 @@ __all__ = [
     "wait_background",
     "where",
 ]
+
+
+def compile(model=None, *, explain: bool = False, **kwargs):
+    """``torch.compile(model, backend="neoflow", **kwargs)``: the model's graphs
+    lowered into neoflow ops where neoflow has a lowering, the rest in eager
+    PyTorch; ``explain=True`` prints what each graph lowered and what fell
+    back, and why (see neoflow.backend)."""
+    from . import backend
+
+    return backend.compile(model, explain=explain, **kwargs)
+
+
+def compile_report(clear: bool = False) -> list[dict]:
+    """Per graph compiled by ``backend="neoflow"``: operator calls, how many
+    were lowered, into how many neoflow ops, and what fell back and why."""
+    from . import backend
+
+    return backend.report(clear)
 
 
 def __getattr__(name):

@@ -1,0 +1,218 @@
+"""``torch.compile(model, backend="neoflow")``: whole graphs through neoflow.
+
+Dynamo hands the backend an FX graph; AOT Autograd traces its backward and
+decomposes both into core ATen operators (``core_aten_decompositions``), and
+each of the two graphs goes through ``compile_graph``:
+
+1. every node that ``lowering.unsupported`` accepts is a candidate, and
+   PyTorch's ``CapabilityBasedPartitioner`` groups the candidates into
+   subgraphs that can each run as one call (no cycle through an eager node);
+   a subgraph of views only (permute, view, expand: free in eager) stays in
+   eager;
+2. each subgraph becomes one neoflow op (``lowering.Lowering``): its nodes
+   are statements, which the op's passes fuse, schedule and compile like any
+   op's, and it runs as one native call;
+3. the other nodes run in eager PyTorch, as they would without the backend.
+
+``report()`` (and ``explain=True``, which also logs each graph's report on
+the ``neoflow.compile`` logger at INFO and prints it) says per graph how
+many nodes were lowered, into how many subgraphs, and which operators fell
+back and why. Shapes are static: a new shape recompiles through Dynamo's
+guards (``dynamic=True`` graphs have symbolic shapes, which fall back).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import sys
+import threading
+
+import torch
+from torch.fx.passes.operator_support import OperatorSupport
+
+from . import lowering
+
+log = logging.getLogger("neoflow.compile")
+
+_reports: list[dict] = []
+_lock = threading.Lock()
+
+
+def report(clear: bool = False) -> list[dict]:
+    """The reports of the graphs compiled so far in this process, oldest first:
+    ``graph`` ("forward", "backward" or "inference"), ``nodes`` (operator
+    calls), ``lowered`` (of those, run by neoflow), ``subgraphs`` (neoflow
+    ops made), ``fallback`` ({operator: reason} for those left in eager).
+    ``clear=True`` empties the list after returning it."""
+    with _lock:
+        out = list(_reports)
+        if clear:
+            _reports.clear()
+    return out
+
+
+class _Support(OperatorSupport):
+    def __init__(self):
+        super().__init__()
+        self.reasons: dict[str, str] = {}
+
+    def is_node_supported(self, submodules, node) -> bool:
+        if node.op != "call_function":
+            return False
+        why = lowering.unsupported(node)
+        if why is not None:
+            self.reasons.setdefault(str(node.target), why)
+        return why is None
+
+
+class _Subgraph(torch.nn.Module):
+    """One lowered subgraph: a neoflow op called with the subgraph's inputs,
+    returning what the subgraph returned (a tuple when it returned several)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, name: str):
+        super().__init__()
+        from .op import Op
+
+        low = lowering.Lowering(gm)
+        digest = hashlib.sha1(low.source.encode()).hexdigest()[:12]
+        self.source = low.source
+        self.op = Op(low.source, name=f"{name}_{digest}", inputs=low.inputs, outputs=low.outputs, sizes=low.sizes)
+        self.in_shapes = [s or (1,) for s in low.in_shapes]
+        self.out_shapes = low.out_shapes
+        # outputs eager lays out otherwise than row-major: some eager operators after the subgraph rely on the
+        # strides they were traced with (the CPU attention backward reads its saved output's), so those outputs
+        # are copied into that layout
+        self.relaid = [
+            (k, stride)
+            for k, (shape, stride) in enumerate(zip(low.out_shapes, low.out_strides))
+            if shape and stride != _row_major(shape) and _dense(shape, stride)
+        ]
+        out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+        self.many = isinstance(out, (tuple, list))
+
+    def forward(self, *args):
+        args = [a.reshape(s) if a.dim() == 0 else a for a, s in zip(args, self.in_shapes)]
+        with torch.no_grad():
+            outs = self.op(*args)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        outs = [o.reshape(s) if not s else o for o, s in zip(outs, self.out_shapes)]
+        for k, stride in self.relaid:
+            o = outs[k]
+            outs[k] = torch.empty_strided(o.shape, stride, dtype=o.dtype, device=o.device).copy_(o)
+        outs = tuple(outs)
+        return outs if self.many else outs[0]
+
+
+def _row_major(shape) -> tuple:
+    strides, n = [], 1
+    for d in reversed(shape):
+        strides.append(n)
+        n *= d
+    return tuple(reversed(strides))
+
+
+def _dense(shape, stride) -> bool:
+    """Whether stride lays shape out without gaps or overlaps (a permutation
+    of a row-major layout; an expanded view's zero strides are not)."""
+    dims = sorted((st, n) for n, st in zip(shape, stride) if n != 1)
+    expect = 1
+    for st, n in dims:
+        if st != expect:
+            return False
+        expect *= n
+    return True
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs, *, graph: str = "forward", explain: bool = False):
+    """Lowers what it can of an ATen graph into neoflow ops, in place, and
+    returns it (run it with boxed arguments through make_boxed_func)."""
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+
+    support = _Support()
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
+    parts = [p for p in partitioner.propose_partitions() if not all(lowering.is_view(n) for n in p.nodes)]
+    lowered = sum(len(p.nodes) for p in parts)
+    if parts:
+        gm = partitioner.fuse_partitions(parts)
+        for node in list(gm.graph.nodes):
+            if node.op == "call_module" and node.target.startswith("fused_"):
+                sub = getattr(gm, node.target)
+                setattr(gm, node.target, _Subgraph(sub, f"fx_{graph}"))
+        gm.recompile()
+    rep = {
+        "graph": graph,
+        "nodes": len(calls),
+        "lowered": lowered,
+        "subgraphs": len(parts),
+        "fallback": dict(sorted(support.reasons.items())),
+    }
+    with _lock:
+        _reports.append(rep)
+    if explain:
+        text = explain_text(rep)
+        log.info("%s", text)
+        print(text, file=sys.stderr)
+    return gm
+
+
+def explain_text(rep: dict) -> str:
+    lines = [
+        f"neoflow: {rep['graph']} graph: {rep['lowered']} of {rep['nodes']} operator calls lowered into "
+        f"{rep['subgraphs']} neoflow op(s)"
+    ]
+    for target, why in rep["fallback"].items():
+        lines.append(f"  eager: {target}: {why}")
+    return "\n".join(lines)
+
+
+def _compiler(graph: str, explain: bool):
+    from functorch.compile import make_boxed_func
+
+    def compile_(gm, example_inputs):
+        return make_boxed_func(compile_graph(gm, example_inputs, graph=graph, explain=explain).forward)
+
+    return compile_
+
+
+def _decompositions() -> dict:
+    """PyTorch's core ATen decompositions, less those of fused attention: with
+    the CPU flash attention's forward decomposed, AOT Autograd's backward
+    still calls the fused backward with the decomposition's outputs, and the
+    gradients of everything before the attention come out wrong (measured
+    with torch 2.15 on nn.MultiheadAttention). The attention runs in eager."""
+    from torch._decomp import core_aten_decompositions
+
+    return {k: v for k, v in core_aten_decompositions().items() if "scaled_dot_product" not in str(k)}
+
+
+def backend(gm: torch.fx.GraphModule, example_inputs, *, explain: bool = False, **options):
+    """The Dynamo backend (``torch.compile(model, backend="neoflow")``, found
+    through the ``torch_dynamo_backends`` entry point, or this function
+    itself as ``backend=``); ``options={"explain": True}`` reports each graph."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    explain = bool(options.pop("explain", explain))
+    if options:
+        raise TypeError(f"backend 'neoflow' got unknown options {sorted(options)} (it takes explain)")
+    aot = aot_autograd(
+        fw_compiler=_compiler("forward", explain),
+        bw_compiler=_compiler("backward", explain),
+        inference_compiler=_compiler("inference", explain),
+        decompositions=_decompositions(),
+    )
+    return aot(gm, example_inputs)
+
+
+def compile(model=None, *, explain: bool = False, **kwargs):
+    """``torch.compile(model, backend=neoflow's, **kwargs)``; ``explain=True``
+    prints (and logs) what each compiled graph lowered and what stayed in
+    eager. Usable as a decorator, with or without arguments."""
+    if "backend" in kwargs:
+        raise TypeError("neoflow.compile chooses the backend; use torch.compile for another one")
+    be = functools.partial(backend, explain=explain)
+    if model is None:
+        return lambda m: torch.compile(m, backend=be, **kwargs)
+    return torch.compile(model, backend=be, **kwargs)

@@ -1,0 +1,412 @@
+"""ATen to neoflow statements: the lowering behind ``backend="neoflow"``.
+
+Each FX node of a supported core ATen operator becomes one statement over
+index variables of its own, named by the node's position (``i3_0``, ``i3_1``
+for node 3's output dimensions, ``r3_0`` for a dimension it reduces), every
+one given in ``sizes`` so that shapes never have to be inferred:
+
+    add(x, bias)        T3[i3_0, i3_1] = P0[i3_0, i3_1] + P1[0, i3_1]
+    mm(a, b)            T4[i4_0, i4_1] += P0[i4_0, r4_0] * P2[r4_0, i4_1]
+    sum(x, [1])         T5[i5_0] += T3[i5_0, r5_0]
+    permute(x, [1, 0])  T6[i6_0, i6_1] = T5[i6_1, i6_0]
+    view(x, [8])        T7[i7_0] = P0[(i7_0 / 4) % 2, i7_0 % 4]
+
+Broadcast dimensions read index 0; a view reads its input through the
+row-major position, as ``reshape`` defines it whatever the strides. A
+0-dimensional tensor is passed as a tensor of one element. ``unsupported``
+says why a node cannot be lowered (it then runs in eager PyTorch); the
+fusion passes later merge the statements of one subgraph into few loop
+nests.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import torch
+
+aten = torch.ops.aten
+
+FLOATS = (torch.float32, torch.float64)
+
+# one-argument functions: ATen operator -> a template over the argument
+_UNARY = {
+    aten.neg.default: "(-{0})",
+    aten.exp.default: "exp({0})",
+    aten.log.default: "log({0})",
+    aten.sqrt.default: "sqrt({0})",
+    aten.rsqrt.default: "rsqrt({0})",
+    aten.tanh.default: "tanh({0})",
+    aten.sigmoid.default: "sigmoid({0})",
+    aten.relu.default: "relu({0})",
+    aten.abs.default: "abs({0})",
+    aten.erf.default: "erf({0})",
+    aten.sin.default: "sin({0})",
+    aten.cos.default: "cos({0})",
+    aten.log1p.default: "log1p({0})",
+    aten.expm1.default: "expm1({0})",
+    aten.reciprocal.default: "(1.0 / {0})",
+    aten.clone.default: "{0}",
+    aten.alias.default: "{0}",
+}
+_BINARY = {
+    aten.add.Tensor: "({0} + {1})",
+    aten.sub.Tensor: "({0} - {1})",
+    aten.mul.Tensor: "({0} * {1})",
+    aten.div.Tensor: "({0} / {1})",
+    aten.maximum.default: "max({0}, {1})",
+    aten.minimum.default: "min({0}, {1})",
+    aten.pow.Tensor_Scalar: "pow({0}, {1})",
+    aten.pow.Tensor_Tensor: "pow({0}, {1})",
+}
+_REDUCE = {aten.sum.dim_IntList: "+=", aten.amax.default: "max=", aten.amin.default: "min="}
+_VIEWS = {
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.unsqueeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.squeeze.default,
+    aten.permute.default,
+    aten.transpose.int,
+    aten.t.default,
+    aten.expand.default,
+    aten.alias.default,
+}
+_OTHER = {
+    aten.mm.default,
+    aten.bmm.default,
+    aten.addmm.default,
+    aten.gelu.default,
+    aten.clamp.default,
+    aten.where.self,
+    aten.native_layer_norm.default,
+    aten._to_copy.default,
+    operator.getitem,
+}
+SUPPORTED = set(_UNARY) | set(_BINARY) | set(_REDUCE) | _VIEWS | _OTHER
+
+
+def is_view(node) -> bool:
+    """Whether node only rearranges its input (eager makes it a view, free)."""
+    return node.target in _VIEWS or node.target is operator.getitem
+
+
+def _val(node):
+    return node.meta.get("val") if hasattr(node, "meta") else None
+
+
+def _static(shape) -> bool:
+    return all(isinstance(d, int) for d in shape)
+
+
+def unsupported(node) -> str | None:
+    """Why node cannot be lowered, or None when it can."""
+    if node.target not in SUPPORTED:
+        return "no lowering for this operator"
+    vals = _val(node)
+    if vals is None:
+        return "no shape information (node.meta['val'])"
+    outs = vals if isinstance(vals, (tuple, list)) else [vals]
+    for v in outs:
+        if not isinstance(v, torch.Tensor):
+            return "an output that is not a tensor"
+        if v.dtype not in FLOATS:
+            return f"a {v.dtype} output (lowered graphs compute in float32 or float64)"
+        if not _static(v.shape):
+            return "a dynamic shape (lowered graphs need static shapes)"
+    if node.target is operator.getitem:  # lowered with its producer
+        return None
+    dtypes = {v.dtype for v in outs}
+    for a in _tensor_args(node):
+        av = _val(a)
+        if not isinstance(av, torch.Tensor) or not _static(av.shape):
+            return "an input without a static shape"
+        if av.dtype in FLOATS:
+            dtypes.add(av.dtype)
+        elif not (node.target is aten.where.self and av.dtype == torch.bool):
+            return f"a {av.dtype} input"
+    if len(dtypes) > 1:
+        return "inputs of mixed float dtypes"
+    return _argument_problem(node)
+
+
+def _argument_problem(node) -> str | None:
+    t, kw = node.target, node.kwargs
+    if t in (aten.add.Tensor, aten.sub.Tensor) and kw.get("alpha", 1) != 1:
+        return "alpha other than 1"
+    if t is aten.div.Tensor and kw.get("rounding_mode") is not None:
+        return "a rounding mode"
+    if t is aten.addmm.default and (kw.get("beta", 1) != 1 or kw.get("alpha", 1) != 1):
+        return "beta or alpha other than 1"
+    if t is aten.sum.dim_IntList and (len(node.args) < 2 or not node.args[1]):
+        return "a sum over every dimension given as no dimensions"
+    if t is aten._to_copy.default and set(kw) - {"dtype", "layout", "device", "memory_format"}:
+        return "a copy with other options"
+    if t is aten.clamp.default and any(isinstance(a, torch.fx.Node) for a in node.args[1:]):
+        return "tensor bounds"
+    if t in (aten.pow.Tensor_Scalar,) and not isinstance(node.args[1], (int, float)):
+        return "a non-numeric exponent"
+    return None
+
+
+def _tensor_args(node):
+    return [a for a in list(node.args) + list(node.kwargs.values()) if isinstance(a, torch.fx.Node)]
+
+
+def _shape(node) -> tuple:
+    v = _val(node)
+    return tuple(v.shape)
+
+
+def _num(x) -> str:
+    if isinstance(x, bool):
+        x = int(x)
+    x = float(x)
+    if math.isnan(x) or math.isinf(x):
+        raise ValueError(f"constant {x} cannot be written in a statement")
+    return repr(x)
+
+
+class Lowering:
+    """Statements for the nodes of one subgraph (a GraphModule of supported
+    nodes): ``source``, ``inputs`` (the placeholders' tensor names, in
+    order), ``outputs`` (the names returned, in the output's order) and
+    ``sizes`` (every index variable)."""
+
+    def __init__(self, gm: torch.fx.GraphModule):
+        self.names: dict = {}  # node -> tensor name, or a tuple of names for a multi-output node
+        self.shapes: dict = {}  # tensor name -> shape (a 0-d tensor as (1,))
+        self.lines: list[str] = []
+        self.sizes: dict[str, int] = {}
+        self.inputs: list[str] = []
+        self.outputs: list[str] = []
+        self.out_shapes: list[tuple] = []  # the outputs' true shapes (0-d ones as ())
+        self.out_strides: list[tuple] = []  # the strides eager gives them
+        self.in_shapes: list[tuple] = []
+        for k, node in enumerate(gm.graph.nodes):
+            if node.op == "placeholder":
+                name = f"P{len(self.inputs)}"
+                self.inputs.append(name)
+                self.in_shapes.append(_shape(node))
+                self._name(node, name, _shape(node))
+            elif node.op == "call_function":
+                self._lower(k, node)
+            elif node.op == "output":
+                outs = node.args[0]
+                outs = outs if isinstance(outs, (tuple, list)) else [outs]
+                for o in outs:
+                    self.outputs.append(self.names[o])
+                    self.out_shapes.append(_shape(o))
+                    self.out_strides.append(tuple(_val(o).stride()))
+        self.source = "\n".join(self.lines)
+
+    def _name(self, node, name: str, shape: tuple) -> None:
+        self.names[node] = name
+        self.shapes[name] = tuple(shape) or (1,)
+
+    def _vars(self, k: int, shape: tuple, prefix: str = "i") -> list[str]:
+        shape = tuple(shape) or (1,)
+        out = []
+        for d, n in enumerate(shape):
+            v = f"{prefix}{k}_{d}"
+            self.sizes[v] = n
+            out.append(v)
+        return out
+
+    def _read(self, arg, idx: list, shape: tuple) -> str:
+        """arg (a node or a number) read at output indices idx of an output
+        of this shape, broadcasting as PyTorch does."""
+        if not isinstance(arg, torch.fx.Node):
+            return _num(arg)
+        name = self.names[arg]
+        ash = tuple(_shape(arg))
+        if not ash:
+            return f"{name}[0]"
+        off = len(shape) - len(ash)
+        parts = []
+        for d, n in enumerate(ash):
+            parts.append("0" if n == 1 else idx[d + off])
+        return f"{name}[{', '.join(parts)}]"
+
+    def _emit(self, k: int, node, reduce: str, rhs_of, shape=None, name=None) -> str:
+        shape = tuple(_shape(node) if shape is None else shape)
+        idx = self._vars(k, shape)
+        name = name or f"T{k}"
+        self.lines.append(f"{name}[{', '.join(idx)}] {reduce} {rhs_of(idx, shape)}")
+        self._name(node, name, shape)
+        return name
+
+    def _lower(self, k: int, node) -> None:
+        t, a = node.target, node.args
+        if t is operator.getitem:
+            self._name(node, self.names[a[0]][a[1]], _shape(node))
+        elif t in _UNARY:
+            self._emit(k, node, "=", lambda i, s: _UNARY[t].format(self._read(a[0], i, s)))
+        elif t is aten._to_copy.default:
+            self._emit(k, node, "=", lambda i, s: self._read(a[0], i, s))
+        elif t in _BINARY:
+            self._emit(k, node, "=", lambda i, s: _BINARY[t].format(self._read(a[0], i, s), self._read(a[1], i, s)))
+        elif t is aten.where.self:
+            self._emit(
+                k,
+                node,
+                "=",
+                lambda i, s: (
+                    f"where({self._read(a[0], i, s)} != 0.0, {self._read(a[1], i, s)}, {self._read(a[2], i, s)})"
+                ),
+            )
+        elif t is aten.clamp.default:
+            lo, hi = (list(a[1:]) + [None, None])[:2]
+            lo, hi = node.kwargs.get("min", lo), node.kwargs.get("max", hi)
+
+            def clamp(i, s):
+                x = self._read(a[0], i, s)
+                x = x if lo is None else f"max({x}, {_num(lo)})"
+                return x if hi is None else f"min({x}, {_num(hi)})"
+
+            self._emit(k, node, "=", clamp)
+        elif t is aten.gelu.default:
+            self._emit(k, node, "=", lambda i, s: _gelu(self._read(a[0], i, s), node.kwargs.get("approximate")))
+        elif t in _REDUCE:
+            self._reduce(k, node, _REDUCE[t])
+        elif t in (aten.mm.default, aten.bmm.default, aten.addmm.default):
+            self._matmul(k, node)
+        elif t is aten.native_layer_norm.default:
+            self._layer_norm(k, node)
+        else:
+            self._emit(k, node, "=", lambda i, s: self._view(node, i))
+
+    def _reduce(self, k: int, node, op: str) -> None:
+        x = node.args[0]
+        xs = _shape(x)
+        dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+        dims = {d % len(xs) for d in ([dims] if isinstance(dims, int) else dims)} if xs else set()
+        keep = (node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)) if xs else True
+        out = _shape(node)
+        idx = self._vars(k, out)
+        red = self._vars(k, [xs[d] for d in sorted(dims)], prefix="r")
+        rd = dict(zip(sorted(dims), red))
+        parts, o = [], 0
+        for d in range(len(xs)):
+            if d in rd:
+                parts.append(rd[d])
+                o += 1 if keep else 0
+            else:
+                parts.append(idx[o])
+                o += 1
+        read = f"{self.names[x]}[{', '.join(parts) or '0'}]"
+        name = f"T{k}"
+        self.lines.append(f"{name}[{', '.join(idx)}] {op} {read}")
+        self._name(node, name, out)
+
+    def _matmul(self, k: int, node) -> None:
+        t = node.target
+        a, b = (node.args[1], node.args[2]) if t is aten.addmm.default else (node.args[0], node.args[1])
+        out = _shape(node)
+        idx = self._vars(k, out)
+        (r,) = self._vars(k, [_shape(a)[-1]], prefix="r")
+        lead = idx[:-2]
+        prod = f"{self.names[a]}[{', '.join(lead + [idx[-2], r])}] * {self.names[b]}[{', '.join(lead + [r, idx[-1]])}]"
+        if t is not aten.addmm.default:
+            self.lines.append(f"T{k}[{', '.join(idx)}] += {prod}")
+            self._name(node, f"T{k}", out)
+            return
+        self.lines.append(f"M{k}[{', '.join(idx)}] += {prod}")
+        j = self._vars(k, out, prefix="j")
+        self.lines.append(f"T{k}[{', '.join(j)}] = {self._read(node.args[0], j, out)} + M{k}[{', '.join(j)}]")
+        self._name(node, f"T{k}", out)
+
+    def _layer_norm(self, k: int, node) -> None:
+        x, normalized, w, b, eps = node.args
+        xs = _shape(x)
+        m = len(xs) - len(normalized)
+        count = math.prod(xs[m:])
+        X = self.names[x]
+        stat = tuple(xs[:m]) + (1,) * len(normalized)
+
+        def vars_(prefix, shape):
+            return self._vars(k, shape, prefix=prefix)
+
+        def lhs(v):
+            return ", ".join(v)
+
+        s1, r1 = vars_("a", stat), vars_("b", xs[m:])
+        self.lines.append(f"S{k}[{lhs(s1)}] += {X}[{lhs(s1[:m] + r1)}]")
+        s2 = vars_("c", stat)
+        self.lines.append(f"Mu{k}[{lhs(s2)}] = S{k}[{lhs(s2)}] / {_num(count)}")
+        s3, r3 = vars_("d", stat), vars_("e", xs[m:])
+        dev = f"({X}[{lhs(s3[:m] + r3)}] - Mu{k}[{lhs(s3)}])"
+        self.lines.append(f"V{k}[{lhs(s3)}] += {dev} * {dev}")
+        s4 = vars_("f", stat)
+        self.lines.append(f"R{k}[{lhs(s4)}] = rsqrt(V{k}[{lhs(s4)}] / {_num(count)} + {_num(eps)})")
+        o = vars_("g", xs)
+        st = o[:m] + ["0"] * len(normalized)
+        y = f"({X}[{lhs(o)}] - Mu{k}[{lhs(st)}]) * R{k}[{lhs(st)}]"
+        if w is not None:
+            y = f"{y} * {self.names[w]}[{lhs(o[m:])}]"
+        if b is not None:
+            y = f"{y} + {self.names[b]}[{lhs(o[m:])}]"
+        self.lines.append(f"Y{k}[{lhs(o)}] = {y}")
+        for name, shape in ((f"Y{k}", xs), (f"Mu{k}", stat), (f"R{k}", stat)):
+            self.shapes[name] = shape
+        self.names[node] = (f"Y{k}", f"Mu{k}", f"R{k}")
+
+    def _view(self, node, idx: list) -> str:
+        """The read of node's input at output indices idx for a view-like node."""
+        t, x = node.target, node.args[0]
+        xs, out = _shape(x), _shape(node)
+        X = self.names[x]
+        if t is aten.permute.default or t is aten.t.default or t is aten.transpose.int:
+            n = len(xs)
+            if t is aten.t.default:
+                perm = list(range(n))[::-1]
+            elif t is aten.transpose.int:
+                perm = list(range(n))
+                d0, d1 = node.args[1] % n, node.args[2] % n
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+            else:
+                perm = [d % n for d in node.args[1]]
+            parts = [None] * n
+            for d, p in enumerate(perm):
+                parts[p] = idx[d]
+            return f"{X}[{', '.join(parts) or '0'}]"
+        if t is aten.expand.default:
+            return self._read(x, idx, out)
+        return _reshape_read(X, xs, out, idx)
+
+
+def _reshape_read(X: str, xs: tuple, out: tuple, idx: list) -> str:
+    """X (shape xs) read at the row-major position of idx in shape out."""
+    if not xs:
+        return f"{X}[0]"
+    keep_x = [d for d, n in enumerate(xs) if n != 1]
+    keep_o = [d for d, n in enumerate(out) if n != 1]
+    if [xs[d] for d in keep_x] == [out[d] for d in keep_o]:  # only dimensions of size 1 added or removed
+        parts = ["0"] * len(xs)
+        for dx, do in zip(keep_x, keep_o):
+            parts[dx] = idx[do]
+        return f"{X}[{', '.join(parts)}]"
+    terms, stride = [], 1
+    for d in range(len(out) - 1, -1, -1):
+        if out[d] != 1:
+            terms.append(idx[d] if stride == 1 else f"{idx[d]} * {stride}")
+        stride *= out[d]
+    lin = " + ".join(reversed(terms)) or "0"
+    parts, stride = [], 1
+    for d in range(len(xs) - 1, -1, -1):
+        if xs[d] == 1:
+            parts.append("0")
+        else:
+            q = f"({lin})" if stride == 1 else f"({lin}) / {stride}"
+            parts.append(f"{q} % {xs[d]}")
+        stride *= xs[d]
+    return f"{X}[{', '.join(reversed(parts))}]"
+
+
+def _gelu(x: str, approximate) -> str:
+    if approximate == "tanh":
+        return f"0.5 * {x} * (1.0 + tanh(0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})))"
+    return f"0.5 * {x} * (1.0 + erf({x} * 0.7071067811865476))"

@@ -1,0 +1,249 @@
+"""torch.compile(model, backend="neoflow"): lowered graphs against eager,
+forward and backward, the fallback and its report."""
+
+import copy
+import importlib.metadata
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import neoflow  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from workloads import train  # noqa: E402
+
+TOL = {"rtol": 1e-4, "atol": 1e-5}
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    torch._dynamo.reset()
+    neoflow.compile_report(clear=True)
+    yield
+    torch._dynamo.reset()
+
+
+def _check_training(model, *inputs, tol=TOL):
+    """Forward and backward of model under backend="neoflow" against an eager twin; returns the reports."""
+    twin = copy.deepcopy(model)
+    compiled = neoflow.compile(twin)
+    y = compiled(*inputs)
+    y.square().mean().backward()
+    ref = model(*inputs)
+    ref.square().mean().backward()
+    torch.testing.assert_close(y, ref, **tol)
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, **tol, msg=lambda m, name=name: f"{name}: {m}")
+    return neoflow.compile_report()
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32), torch.nn.Linear(32, 8)
+        )
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Block(torch.nn.Module):
+    """A transformer block: attention, layer norms, an MLP."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.att = torch.nn.MultiheadAttention(d, heads, batch_first=True)
+        self.mlp = torch.nn.Sequential(
+            torch.nn.Linear(d, 4 * d), torch.nn.GELU(approximate="tanh"), torch.nn.Linear(4 * d, d)
+        )
+
+    def forward(self, x):
+        h = self.ln1(x)
+        x = x + self.att(h, h, h, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+class ConvNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.fc = torch.nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(self.conv(x)))
+        return self.fc(torch.nn.functional.max_pool2d(x, 2).flatten(1))
+
+
+def test_mlp_with_gelu_and_layer_norm_is_lowered_whole():
+    torch.manual_seed(0)
+    reps = _check_training(MLP(), torch.randn(4, 16))
+    assert [r["graph"] for r in reps] == ["forward", "backward"]
+    for r in reps:
+        assert r["lowered"] == r["nodes"] > 0 and r["subgraphs"] == 1 and r["fallback"] == {}
+
+
+def test_transformer_block_lowers_all_but_the_attention():
+    torch.manual_seed(0)
+    reps = _check_training(Block(), torch.randn(2, 5, 32))
+    fw, bw = reps
+    assert fw["lowered"] > fw["nodes"] // 2 and bw["lowered"] > bw["nodes"] // 2
+    assert "aten._scaled_dot_product_flash_attention_for_cpu.default" in fw["fallback"]
+
+
+def test_conv_net_falls_back_where_it_must():
+    torch.manual_seed(0)
+    fw, bw = _check_training(ConvNet(), torch.randn(2, 3, 8, 8))
+    assert fw["fallback"]["aten.convolution.default"] == "no lowering for this operator"
+    assert fw["lowered"] > 0 and bw["lowered"] > 0
+
+
+@pytest.mark.parametrize("name", list(train.WORKLOADS))
+def test_workload_baselines_train_as_in_eager(name):
+    eager, loss_eager, _, _ = train.build(name, use_torch=True, seed=0)
+    model, loss, _, _ = train.build(name, use_torch=True, seed=0)
+    a = neoflow.compile(loss)()
+    a.backward()
+    b = loss_eager()
+    b.backward()
+    torch.testing.assert_close(a, b, **TOL)
+    for (pname, p), q in zip(eager.named_parameters(), model.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-3, atol=1e-5, msg=lambda m, n=pname: f"{n}: {m}")
+    reps = neoflow.compile_report()
+    assert {r["graph"] for r in reps} == {"forward", "backward"}
+    assert all(0 < r["lowered"] <= r["nodes"] for r in reps)
+
+
+def test_only_unsupported_operators_run_exactly_as_eager():
+    torch.manual_seed(0)
+    w = torch.randn(4, 3, 3, 3, requires_grad=True)
+    x = torch.randn(2, 3, 8, 8)
+
+    def f(x, w):
+        return torch.nn.functional.conv2d(x, w)
+
+    y = neoflow.compile(f)(x, w)
+    (g,) = torch.autograd.grad(y.sum(), w)
+    y0 = f(x, w)
+    (g0,) = torch.autograd.grad(y0.sum(), w)
+    assert torch.equal(y, y0) and torch.equal(g, g0)
+    fw = neoflow.compile_report()[0]
+    assert fw["lowered"] == 0 and fw["subgraphs"] == 0 and "aten.convolution.default" in fw["fallback"]
+
+
+def test_explain_prints_what_was_lowered_and_what_fell_back(capfd):
+    def f(x, w):
+        return torch.tanh(torch.nn.functional.conv2d(x, w)) * 2.0
+
+    neoflow.compile(f, explain=True)(torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3))
+    err = capfd.readouterr().err
+    assert "neoflow: inference graph: 2 of 3 operator calls lowered into 1 neoflow op(s)" in err
+    assert "eager: aten.convolution.default: no lowering for this operator" in err
+
+
+def test_lowered_operators_match_eager():
+    """Broadcasts, reductions with and without keepdim, views that regroup
+    dimensions, permutes, expands, matmuls, clamps, where and the activations."""
+    torch.manual_seed(0)
+
+    def f(a, b, c, m):
+        x = a * b[0] + b.sum(0, keepdim=True) - a.amax(1, keepdim=True)  # (6, 4)
+        y = x.reshape(3, 8).t().reshape(2, 12)  # regrouping views
+        z = torch.addmm(c, y, torch.sigmoid(y).t().contiguous())  # (2, 2)
+        w = torch.bmm(x.view(2, 3, 4), x.view(2, 3, 4).transpose(1, 2)).amin(-1)
+        v = torch.where(m, torch.clamp(x, -0.5, 0.5), torch.relu(x).exp())
+        u = torch.nn.functional.gelu(x, approximate="tanh") + x.unsqueeze(0).expand(2, 6, 4).sum(0)
+        return z.sum() + w.sum() + (v * u).sum(1).mean() + torch.rsqrt(x.abs() + 1).sum()
+
+    args = (torch.randn(6, 4), torch.randn(3, 4), torch.randn(2, 2), torch.rand(6, 4) > 0.5)
+    ref = f(*args)
+    got = neoflow.compile(f)(*args)
+    torch.testing.assert_close(got, ref, **TOL)
+    assert neoflow.compile_report()[0]["lowered"] > 10
+
+
+def test_float64_gradients_through_the_backend():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(5, 3).double()
+    ln = torch.nn.LayerNorm(3).double()
+
+    def f(x):
+        return torch.tanh(ln(lin(x))) * x[:, :3]
+
+    x = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
+    compiled = neoflow.compile(f)
+    assert torch.autograd.gradcheck(compiled, (x,))
+
+
+_UNARY = [torch.tanh, torch.sigmoid, torch.relu, lambda t: t * 0.5 + 1.0, lambda t: torch.exp(-t.abs())]
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    ops=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3)), min_size=1, max_size=5),
+)
+def test_generated_chains_match_eager(shape, ops):
+    """Random chains of elementwise functions, broadcasts against a row,
+    reductions with keepdim, permutes and flattening views."""
+    torch._dynamo.reset()
+
+    def f(x, row):
+        for fn, kind in ops:
+            x = _UNARY[fn](x)
+            if kind == 1:
+                x = x + row
+            elif kind == 2 and x.dim() > 1:
+                x = x.sum(0, keepdim=True) * x
+            elif kind == 3 and x.dim() > 1:
+                x = x.transpose(0, -1).reshape(-1).reshape(x.shape[::-1]).transpose(0, -1) - x
+        return x
+
+    x = torch.randn(*shape, requires_grad=True)
+    row = torch.randn(shape[-1])
+    y = neoflow.compile(f)(x, row)
+    (g,) = torch.autograd.grad(y.sum(), x)
+    x0 = x.detach().requires_grad_()
+    y0 = f(x0, row)
+    (g0,) = torch.autograd.grad(y0.sum(), x0)
+    torch.testing.assert_close(y, y0, **TOL)
+    torch.testing.assert_close(g, g0, **TOL)
+
+
+def test_dynamic_shapes_fall_back_to_eager():
+    def f(x):
+        return torch.tanh(x) + 1.0
+
+    compiled = neoflow.compile(f, dynamic=True)
+    for n in (3, 5):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(compiled(x), f(x))
+    assert any("dynamic shape" in why for r in neoflow.compile_report() for why in r["fallback"].values())
+
+
+def test_bad_options_are_clear_errors():
+    with pytest.raises(TypeError, match="chooses the backend"):
+        neoflow.compile(torch.nn.Linear(2, 2), backend="inductor")
+    from neoflow import backend
+
+    with pytest.raises(TypeError, match="unknown options"):
+        backend.backend(None, [], colour="blue")
+
+
+def test_registered_as_a_dynamo_backend():
+    """After pip install, backend="neoflow" is found through the entry point."""
+    try:
+        dist = importlib.metadata.distribution("neoflow")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("neoflow is not installed here (the wheel's tests run this)")
+    eps = [e for e in dist.entry_points if e.group == "torch_dynamo_backends"]
+    assert [(e.name, e.value) for e in eps] == [("neoflow", "neoflow.backend:backend")]
+    y = torch.compile(lambda x: torch.tanh(x) * 3.0, backend="neoflow")(torch.ones(3))
+    torch.testing.assert_close(y, torch.tanh(torch.ones(3)) * 3.0)
+    assert neoflow.compile_report()[-1]["lowered"] == 2
