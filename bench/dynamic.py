@@ -149,9 +149,11 @@ def render_markdown(result: dict) -> str:
         comp = f"{r['compile']['median_ms']:.3f}" if "compile" in r else "-"
         caught = f"{r['caught_eager_s']:.0f} s" if r["caught_eager_s"] is not None else "not within the run"
         swapped = f"{sum(k['swapped'] for k in r['kernels'])} of {len(r['kernels'])}"
+        worst = r["worst_after_third_vs_final"]
+        worst = f"{worst:.1f}x" if worst is not None else "- (3 steps or fewer)"
         lines.append(
             f"| {r['workload']} | {r['eager']['median_ms']:.3f} | {comp} | {r['first_step_s']:.2f} | "
-            f"{r['final_ms']:.3f} | {r['final_vs_eager']:.2f}x | {caught} | {r['worst_after_third_vs_final']:.1f}x | "
+            f"{r['final_ms']:.3f} | {r['final_vs_eager']:.2f}x | {caught} | {worst} | "
             f"{swapped} |"
         )
     lines += ["", "Median step time (ms) by window of the run (seconds since the first step began):", ""]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import operator
 import sys
 import threading
 
@@ -33,6 +34,7 @@ import torch
 from torch.fx.passes.operator_support import OperatorSupport
 
 from . import lowering
+from .errors import Error
 
 log = logging.getLogger("neoflow.compile")
 
@@ -67,6 +69,10 @@ class _Support(OperatorSupport):
         return why is None
 
 
+class _ConstantsOnly(ValueError):
+    pass
+
+
 class _Subgraph(torch.nn.Module):
     """One lowered subgraph: a neoflow op called with the subgraph's inputs,
     returning what the subgraph returned (a tuple when it returned several)."""
@@ -76,11 +82,15 @@ class _Subgraph(torch.nn.Module):
         from .op import Op
 
         low = lowering.Lowering(gm)
+        if not low.inputs:
+            raise _ConstantsOnly("it reads no tensor (constants only, which eager makes as cheaply)")
         digest = hashlib.sha1(low.source.encode()).hexdigest()[:12]
         self.source = low.source
         self.op = Op(low.source, name=f"{name}_{digest}", inputs=low.inputs, outputs=low.outputs, sizes=low.sizes)
-        self.in_shapes = [s or (1,) for s in low.in_shapes]
+        self.used = low.used  # the positions of the arguments the op reads
+        self.in_shapes = [low.in_shapes[k] or (1,) for k in low.used]
         self.out_shapes = low.out_shapes
+        self.bools = [k for k, dt in enumerate(low.out_dtypes) if dt == torch.bool]  # comparisons' results
         # outputs eager lays out otherwise than row-major: some eager operators after the subgraph rely on the
         # strides they were traced with (the CPU attention backward reads its saved output's), so those outputs
         # are copied into that layout
@@ -91,13 +101,28 @@ class _Subgraph(torch.nn.Module):
         ]
         out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
         self.many = isinstance(out, (tuple, list))
+        self.eager = gm  # runs the subgraph if its first call fails to compile
+        self.called = False
 
     def forward(self, *args):
-        args = [a.reshape(s) if a.dim() == 0 else a for a, s in zip(args, self.in_shapes)]
-        with torch.no_grad():
-            outs = self.op(*args)
+        if self.op is None:
+            return self.eager(*args)
+        flat = [args[k] for k in self.used]
+        flat = [a.reshape(s) if a.dim() == 0 else a for a, s in zip(flat, self.in_shapes)]
+        try:
+            with torch.no_grad():
+                outs = self.op(*flat)
+        except Error as e:
+            if self.called:
+                raise
+            log.warning("neoflow: a lowered subgraph failed to compile and runs in eager instead: %s", e)
+            self.op = None
+            return self.eager(*args)
+        self.called = True
         outs = outs if isinstance(outs, tuple) else (outs,)
         outs = [o.reshape(s) if not s else o for o, s in zip(outs, self.out_shapes)]
+        for k in self.bools:
+            outs[k] = outs[k] != 0
         for k, stride in self.relaid:
             o = outs[k]
             outs[k] = torch.empty_strided(o.shape, stride, dtype=o.dtype, device=o.device).copy_(o)
@@ -125,7 +150,34 @@ def _dense(shape, stride) -> bool:
     return True
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs, *, graph: str = "forward", explain: bool = False):
+def _chunks(gm, parts, max_nodes: int) -> list:
+    """The partitions cut into runs of at most max_nodes nodes, in graph order. A cut never makes a
+    cycle: the graph's order is topological, so what a later run feeds an eager node can only reach
+    later runs. Compiling an op takes more than linear time in its statements: an unrolled LLTM
+    sequence of 907 operator calls in one op took minutes to build."""
+    from torch.fx.passes.infra.partitioner import Partition
+
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    out = []
+    for p in parts:
+        runs, run = [], []
+        for n in sorted(p.nodes, key=order.__getitem__):
+            # a getitem stays with its multi-output producer (which it follows in graph order)
+            if len(run) >= max_nodes and n.target is not operator.getitem:
+                runs.append(run)
+                run = []
+            run.append(n)
+        runs.append(run)
+        out += [Partition(id=len(out) + i, nodes=r) for i, r in enumerate(runs) if not all(map(lowering.is_view, r))]
+    return out
+
+
+MAX_NODES = 64
+
+
+def compile_graph(
+    gm: torch.fx.GraphModule, example_inputs, *, graph: str = "forward", explain: bool = False, max_nodes=MAX_NODES
+):
     """Lowers what it can of an ATen graph into neoflow ops, in place, and
     returns it (run it with boxed arguments through make_boxed_func)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
@@ -134,19 +186,29 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, *, graph: str = "for
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     parts = [p for p in partitioner.propose_partitions() if not all(lowering.is_view(n) for n in p.nodes)]
-    lowered = sum(len(p.nodes) for p in parts)
+    parts = _chunks(gm, parts, max_nodes)
+    lowered, made = sum(len(p.nodes) for p in parts), 0
     if parts:
         gm = partitioner.fuse_partitions(parts)
         for node in list(gm.graph.nodes):
             if node.op == "call_module" and node.target.startswith("fused_"):
                 sub = getattr(gm, node.target)
-                setattr(gm, node.target, _Subgraph(sub, f"fx_{graph}"))
+                try:
+                    setattr(gm, node.target, _Subgraph(sub, f"fx_{graph}"))
+                    made += 1
+                except Exception as e:  # noqa: BLE001 - whatever went wrong, the subgraph stays an eager GraphModule
+                    n = sum(1 for x in sub.graph.nodes if x.op == "call_function")
+                    lowered -= n
+                    why = str(e) if isinstance(e, (Error, ValueError)) else f"{type(e).__name__}: {e}"
+                    support.reasons[f"a subgraph of {n} operator calls"] = f"not lowered: {why}"
+                    level = logging.DEBUG if isinstance(e, _ConstantsOnly) else logging.WARNING
+                    log.log(level, "neoflow: a subgraph of %d operator calls runs in eager: %s", n, why)
         gm.recompile()
     rep = {
         "graph": graph,
         "nodes": len(calls),
         "lowered": lowered,
-        "subgraphs": len(parts),
+        "subgraphs": made,
         "fallback": dict(sorted(support.reasons.items())),
     }
     with _lock:

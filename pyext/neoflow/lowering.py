@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 
 import torch
+
+from . import convlowering
 
 aten = torch.ops.aten
 
@@ -60,7 +63,37 @@ _BINARY = {
     aten.pow.Tensor_Scalar: "pow({0}, {1})",
     aten.pow.Tensor_Tensor: "pow({0}, {1})",
 }
-_REDUCE = {aten.sum.dim_IntList: "+=", aten.amax.default: "max=", aten.amin.default: "min="}
+_BINARY.update(
+    {
+        aten.add.Scalar: _BINARY[aten.add.Tensor],
+        aten.sub.Scalar: _BINARY[aten.sub.Tensor],
+        aten.mul.Scalar: _BINARY[aten.mul.Tensor],
+        aten.div.Scalar: _BINARY[aten.div.Tensor],
+        aten.rsub.Scalar: "({1} - {0})",
+    }
+)
+# comparisons: a bool result, held as 1.0 or 0.0 inside a subgraph (and made bool where it leaves it)
+_COMPARE = {}
+for _name, _sym in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
+    for _overload in ("Scalar", "Tensor"):
+        _COMPARE[getattr(getattr(aten, _name), _overload)] = f"where({{0}} {_sym} {{1}}, 1.0, 0.0)"
+_COMPARE[aten.logical_not.default] = "where({0} != 0.0, 0.0, 1.0)"
+# reductions: operator -> (assignment, whether the result is divided by the count of reduced elements)
+_REDUCE = {
+    aten.sum.dim_IntList: ("+=", False),
+    aten.sum.default: ("+=", False),
+    aten.mean.dim: ("+=", True),
+    aten.mean.default: ("+=", True),
+    aten.amax.default: ("max=", False),
+    aten.amin.default: ("min=", False),
+}
+_CONSTANTS = {
+    aten.full.default,
+    aten.full_like.default,
+    aten.scalar_tensor.default,
+    aten.zeros_like.default,
+    aten.ones_like.default,
+}
 _VIEWS = {
     aten.view.default,
     aten._unsafe_view.default,
@@ -74,6 +107,8 @@ _VIEWS = {
     aten.t.default,
     aten.expand.default,
     aten.alias.default,
+    aten.select.int,
+    aten.slice.Tensor,
 }
 _OTHER = {
     aten.mm.default,
@@ -84,9 +119,21 @@ _OTHER = {
     aten.where.self,
     aten.native_layer_norm.default,
     aten._to_copy.default,
+    aten.cat.default,
+    aten.split_with_sizes.default,
+    aten.split.Tensor,
+    aten._softmax.default,
+    aten._log_softmax.default,
+    aten.elu.default,
+    aten.convolution.default,
+    aten.convolution_backward.default,
     operator.getitem,
 }
-SUPPORTED = set(_UNARY) | set(_BINARY) | set(_REDUCE) | _VIEWS | _OTHER
+SUPPORTED = set(_UNARY) | set(_BINARY) | set(_COMPARE) | set(_REDUCE) | _CONSTANTS | _VIEWS | _OTHER
+# operators that may read bool tensors (as 0 or 1)
+_BOOL_IN = {aten.where.self, aten._to_copy.default, aten.logical_not.default} | {
+    k for k in _COMPARE if k.overloadpacket in (aten.eq, aten.ne)
+}
 
 
 def is_view(node) -> bool:
@@ -110,23 +157,29 @@ def unsupported(node) -> str | None:
     if vals is None:
         return "no shape information (node.meta['val'])"
     outs = vals if isinstance(vals, (tuple, list)) else [vals]
+    if node.target is aten.convolution_backward.default:  # the gradients not asked for are None
+        outs = [v for v in outs if v is not None]
     for v in outs:
         if not isinstance(v, torch.Tensor):
             return "an output that is not a tensor"
-        if v.dtype not in FLOATS:
+        if v.dtype not in FLOATS and not (v.dtype == torch.bool and node.target in _COMPARE):
             return f"a {v.dtype} output (lowered graphs compute in float32 or float64)"
         if not _static(v.shape):
             return "a dynamic shape (lowered graphs need static shapes)"
+        if 0 in v.shape:
+            return "an empty output"
     if node.target is operator.getitem:  # lowered with its producer
         return None
-    dtypes = {v.dtype for v in outs}
+    dtypes = {v.dtype for v in outs if v.dtype in FLOATS}
     for a in _tensor_args(node):
         av = _val(a)
         if not isinstance(av, torch.Tensor) or not _static(av.shape):
             return "an input without a static shape"
+        if 0 in av.shape:
+            return "an empty input"
         if av.dtype in FLOATS:
             dtypes.add(av.dtype)
-        elif not (node.target is aten.where.self and av.dtype == torch.bool):
+        elif not (node.target in _BOOL_IN and av.dtype == torch.bool):
             return f"a {av.dtype} input"
     if len(dtypes) > 1:
         return "inputs of mixed float dtypes"
@@ -141,8 +194,10 @@ def _argument_problem(node) -> str | None:
         return "a rounding mode"
     if t is aten.addmm.default and (kw.get("beta", 1) != 1 or kw.get("alpha", 1) != 1):
         return "beta or alpha other than 1"
-    if t is aten.sum.dim_IntList and (len(node.args) < 2 or not node.args[1]):
-        return "a sum over every dimension given as no dimensions"
+    if t in (aten.convolution.default, aten.convolution_backward.default):
+        return convlowering.unsupported(node)
+    if t in (aten._softmax.default, aten._log_softmax.default) and node.args[2]:
+        return "half_to_float"
     if t is aten._to_copy.default and set(kw) - {"dtype", "layout", "device", "memory_format"}:
         return "a copy with other options"
     if t is aten.clamp.default and any(isinstance(a, torch.fx.Node) for a in node.args[1:]):
@@ -153,7 +208,10 @@ def _argument_problem(node) -> str | None:
 
 
 def _tensor_args(node):
-    return [a for a in list(node.args) + list(node.kwargs.values()) if isinstance(a, torch.fx.Node)]
+    flat = []
+    for a in list(node.args) + list(node.kwargs.values()):
+        flat.extend(a if isinstance(a, (list, tuple)) else [a])
+    return [a for a in flat if isinstance(a, torch.fx.Node)]
 
 
 def _shape(node) -> tuple:
@@ -185,6 +243,7 @@ class Lowering:
         self.outputs: list[str] = []
         self.out_shapes: list[tuple] = []  # the outputs' true shapes (0-d ones as ())
         self.out_strides: list[tuple] = []  # the strides eager gives them
+        self.out_dtypes: list[torch.dtype] = []
         self.in_shapes: list[tuple] = []
         for k, node in enumerate(gm.graph.nodes):
             if node.op == "placeholder":
@@ -201,7 +260,14 @@ class Lowering:
                     self.outputs.append(self.names[o])
                     self.out_shapes.append(_shape(o))
                     self.out_strides.append(tuple(_val(o).stride()))
+                    self.out_dtypes.append(_val(o).dtype)
         self.source = "\n".join(self.lines)
+        # placeholders only a shape was taken from (full_like) are not the op's inputs
+        self.used = [k for k, name in enumerate(self.inputs) if re.search(rf"\b{name}\[", self.source)]
+        self.inputs = [self.inputs[k] for k in self.used]
+
+    def shape_of(self, node) -> tuple:
+        return _shape(node)
 
     def _name(self, node, name: str, shape: tuple) -> None:
         self.names[node] = name
@@ -247,8 +313,30 @@ class Lowering:
             self._emit(k, node, "=", lambda i, s: _UNARY[t].format(self._read(a[0], i, s)))
         elif t is aten._to_copy.default:
             self._emit(k, node, "=", lambda i, s: self._read(a[0], i, s))
-        elif t in _BINARY:
-            self._emit(k, node, "=", lambda i, s: _BINARY[t].format(self._read(a[0], i, s), self._read(a[1], i, s)))
+        elif t in _BINARY or t in _COMPARE:
+            form = _BINARY.get(t) or _COMPARE[t]
+            self._emit(k, node, "=", lambda i, s: form.format(*(self._read(x, i, s) for x in a[:2])))
+        elif t in _CONSTANTS:
+            value = {aten.zeros_like.default: 0.0, aten.ones_like.default: 1.0}.get(t)
+            value = a[0] if t is aten.scalar_tensor.default else a[1] if value is None else value
+            self._emit(k, node, "=", lambda i, s: _num(value))
+        elif t is aten.elu.default:
+            alpha, scale, in_scale = (list(a[1:]) + [1.0, 1.0, 1.0])[:3]
+            self._emit(
+                k,
+                node,
+                "=",
+                lambda i, s: (
+                    f"where({self._read(a[0], i, s)} > 0.0, {_num(scale)} * {self._read(a[0], i, s)}, "
+                    f"{_num(scale * alpha)} * expm1({self._read(a[0], i, s)} * {_num(in_scale)}))"
+                ),
+            )
+        elif t is aten.cat.default:
+            self._emit(k, node, "=", lambda i, s: self._cat(node, i))
+        elif t in (aten.split_with_sizes.default, aten.split.Tensor):
+            self._split(k, node)
+        elif t in (aten._softmax.default, aten._log_softmax.default):
+            self._softmax(k, node, log=t is aten._log_softmax.default)
         elif t is aten.where.self:
             self._emit(
                 k,
@@ -271,24 +359,30 @@ class Lowering:
         elif t is aten.gelu.default:
             self._emit(k, node, "=", lambda i, s: _gelu(self._read(a[0], i, s), node.kwargs.get("approximate")))
         elif t in _REDUCE:
-            self._reduce(k, node, _REDUCE[t])
+            self._reduce(k, node, *_REDUCE[t])
         elif t in (aten.mm.default, aten.bmm.default, aten.addmm.default):
             self._matmul(k, node)
         elif t is aten.native_layer_norm.default:
             self._layer_norm(k, node)
+        elif t is aten.convolution.default:
+            convlowering.convolution(self, k, node)
+        elif t is aten.convolution_backward.default:
+            convlowering.convolution_backward(self, k, node)
         else:
             self._emit(k, node, "=", lambda i, s: self._view(node, i))
 
-    def _reduce(self, k: int, node, op: str) -> None:
+    def _reduce(self, k: int, node, op: str, mean: bool) -> None:
         x = node.args[0]
         xs = _shape(x)
         dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
-        dims = {d % len(xs) for d in ([dims] if isinstance(dims, int) else dims)} if xs else set()
+        if node.target in (aten.sum.default, aten.mean.default) or not dims:
+            dims = range(len(xs))
+        dims = sorted({d % len(xs) for d in ([dims] if isinstance(dims, int) else dims)}) if xs else []
         keep = (node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)) if xs else True
         out = _shape(node)
         idx = self._vars(k, out)
-        red = self._vars(k, [xs[d] for d in sorted(dims)], prefix="r")
-        rd = dict(zip(sorted(dims), red))
+        red = self._vars(k, [xs[d] for d in dims], prefix="r")
+        rd = dict(zip(dims, red))
         parts, o = [], 0
         for d in range(len(xs)):
             if d in rd:
@@ -299,8 +393,69 @@ class Lowering:
                 o += 1
         read = f"{self.names[x]}[{', '.join(parts) or '0'}]"
         name = f"T{k}"
-        self.lines.append(f"{name}[{', '.join(idx)}] {op} {read}")
+        if not mean:
+            self.lines.append(f"{name}[{', '.join(idx)}] {op} {read}")
+        else:
+            self.lines.append(f"S{k}[{', '.join(idx)}] {op} {read}")
+            j = self._vars(k, out, prefix="j")
+            count = math.prod(xs[d] for d in dims)
+            self.lines.append(f"{name}[{', '.join(j)}] = S{k}[{', '.join(j)}] * {_num(1.0 / count)}")
         self._name(node, name, out)
+
+    def _cat(self, node, idx: list) -> str:
+        parts = [p for p in node.args[0]]
+        out = _shape(node)
+        dim = (node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) % len(out)
+        i = idx[dim]
+        expr, starts, off = None, [], 0
+        for p in parts:
+            starts.append(off)
+            off += _shape(p)[dim]
+        for p, start in reversed(list(zip(parts, starts))):
+            shifted = list(idx)
+            shifted[dim] = f"{i} - {start}" if start else i
+            read = f"{self.names[p]}[{', '.join(shifted)}]"
+            expr = read if expr is None else f"where({i} < {start + _shape(p)[dim]}, {read}, {expr})"
+        return expr
+
+    def _split(self, k: int, node) -> None:
+        x = node.args[0]
+        xs = _shape(x)
+        dim = (node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)) % len(xs)
+        names, off = [], 0
+        for j, v in enumerate(_val(node)):
+            out = tuple(v.shape)
+            idx = self._vars(k, out, prefix=f"s{j}_")
+            read = list(idx)
+            read[dim] = f"{idx[dim]} + {off}" if off else idx[dim]
+            name = f"T{k}_{j}"
+            self.lines.append(f"{name}[{', '.join(idx)}] = {self.names[x]}[{', '.join(read)}]")
+            self.shapes[name] = out
+            names.append(name)
+            off += out[dim]
+        self.names[node] = tuple(names)
+
+    def _softmax(self, k: int, node, log: bool) -> None:
+        x = node.args[0]
+        xs = _shape(x) or (1,)
+        dim = node.args[1] % len(xs)
+        X = self.names[x]
+        stat = tuple(1 if d == dim else n for d, n in enumerate(xs))
+
+        def at(v, r):
+            return ", ".join(r if d == dim else v[d] for d in range(len(xs)))
+
+        m, mr = self._vars(k, stat, prefix="a"), self._vars(k, [xs[dim]], prefix="b")[0]
+        self.lines.append(f"M{k}[{', '.join(m)}] max= {X}[{at(m, mr)}]")
+        e, er = self._vars(k, stat, prefix="c"), self._vars(k, [xs[dim]], prefix="d")[0]
+        self.lines.append(f"S{k}[{', '.join(e)}] += exp({X}[{at(e, er)}] - M{k}[{', '.join(e)}])")
+        o = self._vars(k, xs, prefix="g")
+        st = at(o, "0")
+        if log:
+            self.lines.append(f"T{k}[{', '.join(o)}] = {X}[{', '.join(o)}] - M{k}[{st}] - log(S{k}[{st}])")
+        else:
+            self.lines.append(f"T{k}[{', '.join(o)}] = exp({X}[{', '.join(o)}] - M{k}[{st}]) / S{k}[{st}]")
+        self._name(node, f"T{k}", _shape(node))
 
     def _matmul(self, k: int, node) -> None:
         t = node.target
@@ -375,6 +530,19 @@ class Lowering:
             return f"{X}[{', '.join(parts) or '0'}]"
         if t is aten.expand.default:
             return self._read(x, idx, out)
+        if t is aten.select.int:
+            dim = node.args[1] % len(xs)
+            parts = list(idx[:dim]) + [str(node.args[2] % xs[dim])] + list(idx[dim:])
+            return f"{X}[{', '.join(parts)}]"
+        if t is aten.slice.Tensor:
+            dim = (node.args[1] if len(node.args) > 1 else 0) % len(xs)
+            start = node.args[2] if len(node.args) > 2 and node.args[2] is not None else 0
+            start = max(0, min(start + xs[dim] if start < 0 else start, xs[dim]))
+            step = node.args[4] if len(node.args) > 4 else 1
+            parts = list(idx)
+            term = idx[dim] if step == 1 else f"{idx[dim]} * {step}"
+            parts[dim] = f"{term} + {start}" if start else term
+            return f"{X}[{', '.join(parts)}]"
         return _reshape_read(X, xs, out, idx)
 
 

@@ -24,6 +24,7 @@ from .version import __version__
 # 3: those are the temporaries the saving gradient reads and does not
 # recompute (the save-or-recompute reward).
 _CUSTOM_OP_CONVENTION = 3
+_MAX_SCHEMA_ARGS = 64  # PyTorch's limit on an operator schema's arguments (the custom op adds sizes)
 
 _FLOATS = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 # Integer inputs: read as values (converted to the op's float dtype) or as indices; they get no gradient.
@@ -338,9 +339,11 @@ class Op:
         weakref.finalize(self, _release, resp.op_id)
         # Registered now, outside any traced code, so that the first call may
         # come from inside torch.compile (which cannot trace registration).
+        # PyTorch's schemas take at most 64 arguments: an op with more inputs
+        # runs eagerly, with autograd, but cannot be a custom op (see custom_op).
         from .autograd import register
 
-        self._custom = register(self)
+        self._custom = register(self) if len(self.inputs) < _MAX_SCHEMA_ARGS else None
 
     @classmethod
     def _from_response(cls, resp: pb.DefineResponse, name: str, sizes: dict, definition: tuple) -> Op:
@@ -576,7 +579,7 @@ class Op:
             return self._traced(tensors, sizes)
         else:  # torch.compile or tensor subclasses: through the custom op, registered when the op was defined
             self._check(tensors)
-            custom = self._custom if torch.compiler.is_compiling() else self.custom_op
+            custom = self._custom if torch.compiler.is_compiling() and self._custom else self.custom_op
             outs = custom(*tensors, sizes_text(self._merged_sizes(sizes)))[: len(self.outputs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -604,6 +607,12 @@ class Op:
         """
         # Registered once; again if a scoped library (torch.library.opcheck
         # makes one) removed it. Cheap enough for Dynamo to trace.
+        if len(self.inputs) >= _MAX_SCHEMA_ARGS:
+            raise RuntimeError(
+                f"op {self.name!r} has {len(self.inputs)} inputs: PyTorch's operator schemas take at most "
+                f"{_MAX_SCHEMA_ARGS} arguments, so it cannot run under torch.compile, torch.func or a tensor "
+                "subclass as a custom op (it runs in eager, with autograd)"
+            )
         if self._custom is None or not hasattr(torch.ops.neoflow, self._custom_name):
             from .autograd import register
 

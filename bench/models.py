@@ -1,0 +1,220 @@
+"""Whole models under ``torch.compile(backend="neoflow")``: a training step against eager and inductor.
+
+Models (float32, CPU): the six workloads' plain-PyTorch baselines at bench size and batch 16 (workloads/,
+unchanged), an MLP with GELU and LayerNorm, a transformer block (attention, layer norms, MLP) and a small
+convolutional net. For each, in one process, a training step (zero_grad + forward + loss + backward +
+``Adam.step()``) of
+
+- ``eager``: the model as it is;
+- ``inductor``: ``torch.compile`` of the loss function (default backend and mode);
+- ``neoflow``: ``torch.compile`` of the loss function with neoflow's backend, untuned (``NEOFLOW_TUNE=off``);
+- ``neoflow tuned``: the same, compiled again under ``NEOFLOW_TUNE=background``, after the background tuner
+  finished the subgraphs' kernels (``neoflow.wait_background``, at most ``--tune-timeout`` s per model);
+  ``--no-tuned`` leaves it out.
+
+Each variant is a separate copy of the model with the same parameters. Step times: the median (min-max) of
+``--repeat`` steps after ``--warmup``; the first step (tracing and compiling) is reported as ``first_s``. The
+report adds the fraction of each graph's operator calls that neoflow lowered (``neoflow.compile_report``) and
+the geomean of inductor's time over neoflow's on the six workloads. Caches start cold. Writes
+``models-DATE-cpu.json``, ``.md`` and ``.png`` into ``--out``. Not a test: speed is reported, not asserted.
+
+    python bench/models.py [--models lltm mlp ...] [--repeat 15] [--warmup 3] [--no-tuned] [--tune-timeout 120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import math
+import os
+import sys
+from pathlib import Path
+
+import workloads_module
+
+ROOT = Path(__file__).resolve().parent.parent
+wl = workloads_module.load()
+
+WORKLOADS = ["milstm", "scrnn", "sublstm", "lltm", "capsnet", "shufflenet"]
+OTHERS = ["mlp", "transformer", "convnet"]
+BATCH = 16
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", nargs="+", default=WORKLOADS + OTHERS, choices=WORKLOADS + OTHERS)
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--no-tuned", action="store_true", help="skip the background-tuned neoflow variant")
+    ap.add_argument("--tune-timeout", type=float, default=120.0, help="seconds to wait for tuning, per model")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    return ap.parse_args(argv)
+
+
+def other_model(torch, name: str):
+    """(model, loss(model), lr) for the models beside the workloads."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    if name == "mlp":
+        model = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.LayerNorm(512), nn.Linear(512, 256))
+        x, y = torch.randn(BATCH * 8, 256), torch.randn(BATCH * 8, 256)
+    elif name == "transformer":
+
+        class Block(nn.Module):
+            def __init__(self, d=128, heads=4):
+                super().__init__()
+                self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+                self.att = nn.MultiheadAttention(d, heads, batch_first=True)
+                self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+            def forward(self, x):
+                h = self.ln1(x)
+                x = x + self.att(h, h, h, need_weights=False)[0]
+                return x + self.mlp(self.ln2(x))
+
+        model = Block()
+        x, y = torch.randn(BATCH, 64, 128), torch.randn(BATCH, 64, 128)
+    else:
+        model = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(4),
+            nn.Flatten(),
+            nn.Linear(32 * 16, 10),
+        )
+        x, y = torch.randn(BATCH, 3, 32, 32), torch.randn(BATCH, 10)
+
+    def loss(m):
+        return torch.nn.functional.mse_loss(m(x), y)
+
+    return model, loss, 1e-3
+
+
+def model_and_loss(torch, name: str):
+    if name in WORKLOADS:
+        base, _, loss, lr, _ = wl.setup(name, "bench", BATCH, torch.float32, torch)
+        return base, loss, lr
+    return other_model(torch, name)
+
+
+def variant_step(torch, neoflow, model, loss, lr, variant: str):
+    """A training step of a copy of model under the variant, and the compile reports it made."""
+    m = copy.deepcopy(model)
+    torch._dynamo.reset()
+    neoflow.compile_report(clear=True)
+    if variant == "eager":
+        fn = lambda: loss(m)  # noqa: E731
+    elif variant == "inductor":
+        fn = torch.compile(lambda: loss(m))
+    else:
+        neoflow.configure(tune="background" if variant == "neoflow tuned" else "off")
+        fn = neoflow.compile(lambda: loss(m))
+    return wl.train_step(torch, m, fn, lr)
+
+
+def bench_model(torch, neoflow, name: str, args) -> dict:
+    model, loss, lr = model_and_loss(torch, name)
+    variants = ["eager", "inductor", "neoflow"] + ([] if args.no_tuned else ["neoflow tuned"])
+    row = {"model": name}
+    for v in variants:
+        step = variant_step(torch, neoflow, model, loss, lr, v)
+        settle = (lambda: neoflow.wait_background(timeout=args.tune_timeout)) if v == "neoflow tuned" else None
+        row[v] = wl.measure(step, args.repeat, args.warmup, settle=settle)
+        if v == "neoflow":
+            reps = neoflow.compile_report()
+            row["lowered"] = sum(r["lowered"] for r in reps)
+            row["nodes"] = sum(r["nodes"] for r in reps)
+            row["fallback"] = sorted({k for r in reps for k in r["fallback"]})
+        print(f"{name:12s} {v:14s} {row[v]['median_ms']:9.2f} ms", file=sys.stderr, flush=True)
+    neoflow.configure(tune="off")
+    for v in variants[1:]:
+        row[f"eager/{v}"] = row["eager"]["median_ms"] / row[v]["median_ms"]
+    for v in variants[2:]:
+        row[f"inductor/{v}"] = row["inductor"]["median_ms"] / row[v]["median_ms"]
+    return row
+
+
+def geomean(xs):
+    xs = [x for x in xs if x]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def render_markdown(result: dict) -> str:
+    m, rows = result["machine"], result["rows"]
+    variants = [v for v in ("eager", "inductor", "neoflow", "neoflow tuned") if v in rows[0]]
+    lines = [
+        f'# Whole models under backend="neoflow" ({result["date"]})',
+        "",
+        f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}; float32, CPU, "
+        f"batch {BATCH}. Training step (forward, loss, backward, Adam), ms: median over {result['settings']['repeat']} "
+        "steps (min-max). Ratios: the other's time / neoflow's (above 1: neoflow is faster). lowered: operator "
+        "calls of the forward and backward graphs that neoflow ran, of all.",
+        "",
+        "| model | "
+        + " | ".join(variants)
+        + " | vs eager | vs inductor | lowered | first step s (inductor, neoflow) |",
+        "|---|" + "---|" * (len(variants) + 4),
+    ]
+    for r in rows:
+        cells = [wl.spread(r[v]) for v in variants]
+        vs_e = f"{r['eager/neoflow']:.2f}x"
+        vs_i = f"{r['inductor/neoflow']:.2f}x"
+        if "neoflow tuned" in r:
+            vs_e += f" ({r['eager/neoflow tuned']:.2f}x tuned)"
+            vs_i += f" ({r['inductor/neoflow tuned']:.2f}x tuned)"
+        first = f"{r['inductor']['first_s']:.1f}, {r['neoflow']['first_s']:.1f}"
+        lines.append(
+            f"| {r['model']} | " + " | ".join(cells) + f" | {vs_e} | {vs_i} | {r['lowered']}/{r['nodes']} | {first} |"
+        )
+    g = result["geomean"]
+    lines += ["", f"Six workloads, inductor's time / neoflow's, geomean: untuned {g['untuned']:.2f}x"]
+    if g.get("tuned"):
+        lines[-1] += f", tuned {g['tuned']:.2f}x"
+    lines += ["", "Operators left in eager, per model:", ""]
+    for r in rows:
+        lines.append(f"- {r['model']}: {', '.join(r['fallback']) or 'none'}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    wl.cold_caches()
+    os.environ["NEOFLOW_TUNE"] = "off"
+    if (os.cpu_count() or 1) <= 4:
+        os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    import neoflow
+    import torch
+
+    info = wl.machine_info(torch, neoflow)
+    rows = [bench_model(torch, neoflow, name, args) for name in args.models]
+    wrows = [r for r in rows if r["model"] in WORKLOADS]
+    result = {
+        "date": datetime.date.today().isoformat(),
+        "machine": info,
+        "settings": vars(args),
+        "rows": rows,
+        "geomean": {
+            "untuned": geomean([r["inductor/neoflow"] for r in wrows]),
+            "tuned": geomean([r.get("inductor/neoflow tuned") for r in wrows]),
+        },
+    }
+    md = render_markdown(result)
+    variants = tuple(v for v in ("eager", "inductor", "neoflow", "neoflow tuned") if v in rows[0])
+
+    def chart(path):
+        title = f"training step, batch {BATCH}, {info['cpu']}"
+        wl.bar_chart(rows, variants, [r["model"] for r in rows], "ms per step (log scale)", title, path)
+
+    stem = wl.write_results(args.out, f"models-{result['date']}-cpu", result, md, chart)
+    print(md)
+    print(f"wrote {stem}.json, .md, .png", file=sys.stderr)
+    return result
+
+
+if __name__ == "__main__":
+    main()

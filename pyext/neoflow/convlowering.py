@@ -1,0 +1,147 @@
+"""Convolutions as statements, for lowering.Lowering: ``aten.convolution``
+(any number of spatial dimensions, stride, padding, dilation, groups; not
+transposed) and its ``convolution_backward``.
+
+For a 2-d convolution with stride S, padding P and dilation D, node k:
+
+    Y[n, o, p, q] += where(guard, X[n, g*Ci + c, p*S + r*D - P, q*S + s*D - P] * W[o, c, r, s], 0.0)
+
+where ``g = o / Co`` is the output channel's group (Ci and Co the channels
+per group) and ``guard`` keeps the input position inside the image (no
+guard without padding). The input's gradient gathers over the output
+positions that read it, those where ``h + P - r*D`` is a multiple of S:
+
+    dX[n, i, h, w] += where(guard, dY[n, (i / Ci)*Co + o, (h + P - r*D) / S, ...] * W[.., i % Ci, r, s], 0.0)
+
+and the weight's gradient sums the products over the batch and the output
+positions; the bias's sums dY.
+"""
+
+from __future__ import annotations
+
+
+def _conv_args(node):
+    a = list(node.args) + [None] * 10
+    return {
+        "stride": list(a[3]),
+        "padding": list(a[4]),
+        "dilation": list(a[5]),
+        "transposed": a[6],
+        "output_padding": list(a[7] or []),
+        "groups": a[8],
+    }
+
+
+def unsupported(node) -> str | None:
+    args = _conv_args(node) if "backward" not in str(node.target) else _backward_args(node)
+    if args["transposed"]:
+        return "a transposed convolution"
+    return None
+
+
+def _backward_args(node):
+    a = list(node.args)
+    return {
+        "stride": list(a[4]),
+        "padding": list(a[5]),
+        "dilation": list(a[6]),
+        "transposed": a[7],
+        "groups": a[9],
+        "mask": list(a[10]),
+    }
+
+
+def _spatial(low, k, prefix, shape):
+    return low._vars(k, shape, prefix=prefix)
+
+
+def _guard(pos: list[str], pads: list[int], sizes: list[int]) -> str:
+    """In-bounds condition of input positions pos (before subtracting the padding)."""
+    conds = []
+    for p, pad, n in zip(pos, pads, sizes):
+        if pad:
+            conds.append(f"{p} >= {pad} && {p} < {n + pad}")
+    return " && ".join(conds)
+
+
+def convolution(low, k: int, node) -> None:
+    x, w, b = node.args[0], node.args[1], node.args[2]
+    a = _conv_args(node)
+    xs, ws, out = low.shape_of(x), low.shape_of(w), low.shape_of(node)
+    nsp = len(xs) - 2
+    groups = a["groups"]
+    ci, co = xs[1] // groups, ws[0] // groups
+    idx = low._vars(k, out)
+    (c,) = low._vars(k, [ci], prefix="c")
+    taps = low._vars(k, ws[2:], prefix="r")
+    pos = [f"{idx[2 + d]} * {a['stride'][d]} + {taps[d]} * {a['dilation'][d]}" for d in range(nsp)]
+    reads = [f"{p} - {a['padding'][d]}" if a["padding"][d] else p for d, p in enumerate(pos)]
+    chan = c if groups == 1 else f"{idx[1]} / {co} * {ci} + {c}"
+    prod = f"{low.names[x]}[{idx[0]}, {chan}, {', '.join(reads)}] * {low.names[w]}[{idx[1]}, {c}, {', '.join(taps)}]"
+    guard = _guard(pos, a["padding"], xs[2:])
+    rhs = f"where({guard}, {prod}, 0.0)" if guard else prod
+    name = f"T{k}" if b is None else f"C{k}"
+    low.lines.append(f"{name}[{', '.join(idx)}] += {rhs}")
+    if b is not None:
+        j = low._vars(k, out, prefix="j")
+        low.lines.append(f"T{k}[{', '.join(j)}] = C{k}[{', '.join(j)}] + {low.names[b]}[{j[1]}]")
+    low._name(node, f"T{k}", out)
+
+
+def convolution_backward(low, k: int, node) -> None:
+    dy, x, w = node.args[0], node.args[1], node.args[2]
+    a = _backward_args(node)
+    xs, ws, ys = low.shape_of(x), low.shape_of(w), low.shape_of(dy)
+    nsp = len(xs) - 2
+    groups = a["groups"]
+    ci, co = xs[1] // groups, ws[0] // groups
+    DY, X, W = low.names[dy], low.names[x], low.names[w]
+    names = [None, None, None]
+    if a["mask"][0]:  # the input's gradient
+        idx = low._vars(k, xs, prefix="a")
+        (o,) = low._vars(k, [co], prefix="o")
+        taps = low._vars(k, ws[2:], prefix="t")
+        nums = [
+            f"{idx[2 + d]} + {a['padding'][d]} - {taps[d]} * {a['dilation'][d]}"
+            if a["padding"][d]
+            else f"{idx[2 + d]} - {taps[d]} * {a['dilation'][d]}"
+            for d in range(nsp)
+        ]
+        conds = []
+        for d, num in enumerate(nums):  # num / S < Ho written as num < Ho * S, the form the bounds proof follows
+            conds.append(f"{num} >= 0 && {num} < {ys[2 + d] * a['stride'][d]}")
+            if a["stride"][d] != 1:
+                conds.append(f"({num}) % {a['stride'][d]} == 0")
+        # the proof of bounds does not carry the guard through the division: the read position is clamped
+        # into the output, which changes nothing where the guard holds
+        outs = [
+            f"min(max(({num}) / {a['stride'][d]}, 0), {ys[2 + d] - 1})" if a["stride"][d] != 1 else f"({num})"
+            for d, num in enumerate(nums)
+        ]
+        och = o if groups == 1 else f"{idx[1]} / {ci} * {co} + {o}"
+        wch = "0" if ci == 1 else (idx[1] if groups == 1 else f"{idx[1]} % {ci}")
+        prod = f"{DY}[{idx[0]}, {och}, {', '.join(outs)}] * {W}[{och}, {wch}, {', '.join(taps)}]"
+        low.lines.append(f"GX{k}[{', '.join(idx)}] += where({' && '.join(conds)}, {prod}, 0.0)")
+        low.shapes[f"GX{k}"] = tuple(xs)
+        names[0] = f"GX{k}"
+    if a["mask"][1]:  # the weight's gradient
+        widx = low._vars(k, ws, prefix="b")
+        (n,) = low._vars(k, [xs[0]], prefix="n")
+        pts = low._vars(k, ys[2:], prefix="p")
+        pos = [f"{pts[d]} * {a['stride'][d]} + {widx[2 + d]} * {a['dilation'][d]}" for d in range(nsp)]
+        reads = [f"{p} - {a['padding'][d]}" if a["padding"][d] else p for d, p in enumerate(pos)]
+        chan = widx[1] if groups == 1 else f"{widx[0]} / {co} * {ci} + {widx[1]}"
+        prod = f"{DY}[{n}, {widx[0]}, {', '.join(pts)}] * {X}[{n}, {chan}, {', '.join(reads)}]"
+        guard = _guard(pos, a["padding"], xs[2:])
+        rhs = f"where({guard}, {prod}, 0.0)" if guard else prod
+        low.lines.append(f"GW{k}[{', '.join(widx)}] += {rhs}")
+        low.shapes[f"GW{k}"] = tuple(ws)
+        names[1] = f"GW{k}"
+    if a["mask"][2]:  # the bias's gradient
+        (bo,) = low._vars(k, [ws[0]], prefix="e")
+        (bn,) = low._vars(k, [xs[0]], prefix="f")
+        pts = low._vars(k, ys[2:], prefix="q")
+        low.lines.append(f"GB{k}[{bo}] += {DY}[{bn}, {bo}, {', '.join(pts)}]")
+        low.shapes[f"GB{k}"] = (ws[0],)
+        names[2] = f"GB{k}"
+    low.names[node] = tuple(names)
