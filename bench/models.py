@@ -47,6 +47,7 @@ def parse_args(argv=None):
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--no-tuned", action="store_true", help="skip the background-tuned neoflow variant")
+    ap.add_argument("--no-compile", action="store_true", help="skip inductor")
     ap.add_argument("--tune-timeout", type=float, default=120.0, help="seconds to wait for tuning, per model")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     return ap.parse_args(argv)
@@ -119,7 +120,8 @@ def variant_step(torch, neoflow, model, loss, lr, variant: str):
 
 def bench_model(torch, neoflow, name: str, args) -> dict:
     model, loss, lr = model_and_loss(torch, name)
-    variants = ["eager", "inductor", "neoflow"] + ([] if args.no_tuned else ["neoflow tuned"])
+    variants = ["eager"] + ([] if args.no_compile else ["inductor"]) + ["neoflow"]
+    variants += [] if args.no_tuned else ["neoflow tuned"]
     row = {"model": name}
     for v in variants:
         step = variant_step(torch, neoflow, model, loss, lr, v)
@@ -134,8 +136,8 @@ def bench_model(torch, neoflow, name: str, args) -> dict:
     neoflow.configure(tune="off")
     for v in variants[1:]:
         row[f"eager/{v}"] = row["eager"]["median_ms"] / row[v]["median_ms"]
-    for v in variants[2:]:
-        row[f"inductor/{v}"] = row["inductor"]["median_ms"] / row[v]["median_ms"]
+        if "inductor" in row and v.startswith("neoflow"):
+            row[f"inductor/{v}"] = row["inductor"]["median_ms"] / row[v]["median_ms"]
     return row
 
 
@@ -163,18 +165,20 @@ def render_markdown(result: dict) -> str:
     for r in rows:
         cells = [wl.spread(r[v]) for v in variants]
         vs_e = f"{r['eager/neoflow']:.2f}x"
-        vs_i = f"{r['inductor/neoflow']:.2f}x"
+        vs_i = f"{r['inductor/neoflow']:.2f}x" if "inductor" in r else "-"
         if "neoflow tuned" in r:
             vs_e += f" ({r['eager/neoflow tuned']:.2f}x tuned)"
-            vs_i += f" ({r['inductor/neoflow tuned']:.2f}x tuned)"
-        first = f"{r['inductor']['first_s']:.1f}, {r['neoflow']['first_s']:.1f}"
+            vs_i += f" ({r['inductor/neoflow tuned']:.2f}x tuned)" if "inductor" in r else ""
+        first = f"{r['inductor']['first_s']:.1f}" if "inductor" in r else "-"
+        first += f", {r['neoflow']['first_s']:.1f}"
         lines.append(
             f"| {r['model']} | " + " | ".join(cells) + f" | {vs_e} | {vs_i} | {r['lowered']}/{r['nodes']} | {first} |"
         )
     g = result["geomean"]
-    lines += ["", f"Six workloads, inductor's time / neoflow's, geomean: untuned {g['untuned']:.2f}x"]
-    if g.get("tuned"):
-        lines[-1] += f", tuned {g['tuned']:.2f}x"
+    if g.get("untuned"):
+        lines += ["", f"Six workloads, inductor's time / neoflow's, geomean: untuned {g['untuned']:.2f}x"]
+        if g.get("tuned"):
+            lines[-1] += f", tuned {g['tuned']:.2f}x"
     lines += ["", "Operators left in eager, per model:", ""]
     for r in rows:
         lines.append(f"- {r['model']}: {', '.join(r['fallback']) or 'none'}")
@@ -199,7 +203,7 @@ def main(argv=None) -> dict:
         "settings": vars(args),
         "rows": rows,
         "geomean": {
-            "untuned": geomean([r["inductor/neoflow"] for r in wrows]),
+            "untuned": geomean([r.get("inductor/neoflow") for r in wrows]),
             "tuned": geomean([r.get("inductor/neoflow tuned") for r in wrows]),
         },
     }

@@ -140,6 +140,7 @@ def test_gpu_benchmarks_smoke(tmp_path):
         ("dynamic", ["--size", "small", "--seconds", "2", "--repeat", "2", "--workloads", "lltm"]),
         ("joint", ["--size", "small", "--batch", "2", "--trials", "3", "--workloads", "lltm"]),
         ("bandwidth", ["--mib", "4", "--repeat", "3"]),
+        ("models", ["--models", "mlp", "scrnn", "--repeat", "1", "--warmup", "0", "--no-tuned"]),
     ],
 )
 def test_other_benches_run_and_write_their_files(tmp_path, script, args):
