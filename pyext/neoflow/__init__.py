@@ -128,14 +128,15 @@ __all__ = [
 ]
 
 
-def compile(model=None, *, explain: bool = False, **kwargs):
+def compile(model=None, *, explain: bool = False, contractions: str = "eager", **kwargs):
     """``torch.compile(model, backend="neoflow", **kwargs)``: the model's graphs
     lowered into neoflow ops where neoflow has a lowering, the rest in eager
     PyTorch; ``explain=True`` prints what each graph lowered and what fell
-    back, and why (see neoflow.backend)."""
+    back, and why; ``contractions="neoflow"`` lowers matrix products and
+    convolutions too (by default PyTorch runs them; see neoflow.backend)."""
     from . import backend
 
-    return backend.compile(model, explain=explain, **kwargs)
+    return backend.compile(model, explain=explain, contractions=contractions, **kwargs)
 
 
 def compile_report(clear: bool = False) -> list[dict]:

@@ -77,14 +77,14 @@ def convolution(low, k: int, node) -> None:
     pos = [f"{idx[2 + d]} * {a['stride'][d]} + {taps[d]} * {a['dilation'][d]}" for d in range(nsp)]
     reads = [f"{p} - {a['padding'][d]}" if a["padding"][d] else p for d, p in enumerate(pos)]
     chan = c if groups == 1 else f"{idx[1]} / {co} * {ci} + {c}"
-    prod = f"{low.names[x]}[{idx[0]}, {chan}, {', '.join(reads)}] * {low.names[w]}[{idx[1]}, {c}, {', '.join(taps)}]"
+    prod = f"{low.at(x, [idx[0], chan, *reads])} * {low.at(w, [idx[1], c, *taps])}"
     guard = _guard(pos, a["padding"], xs[2:])
     rhs = f"where({guard}, {prod}, 0.0)" if guard else prod
     name = f"T{k}" if b is None else f"C{k}"
     low.lines.append(f"{name}[{', '.join(idx)}] += {rhs}")
     if b is not None:
         j = low._vars(k, out, prefix="j")
-        low.lines.append(f"T{k}[{', '.join(j)}] = C{k}[{', '.join(j)}] + {low.names[b]}[{j[1]}]")
+        low.lines.append(f"T{k}[{', '.join(j)}] = C{k}[{', '.join(j)}] + {low.at(b, [j[1]])}")
     low._name(node, f"T{k}", out)
 
 
@@ -95,7 +95,6 @@ def convolution_backward(low, k: int, node) -> None:
     nsp = len(xs) - 2
     groups = a["groups"]
     ci, co = xs[1] // groups, ws[0] // groups
-    DY, X, W = low.names[dy], low.names[x], low.names[w]
     names = [None, None, None]
     if a["mask"][0]:  # the input's gradient
         idx = low._vars(k, xs, prefix="a")
@@ -120,7 +119,7 @@ def convolution_backward(low, k: int, node) -> None:
         ]
         och = o if groups == 1 else f"{idx[1]} / {ci} * {co} + {o}"
         wch = "0" if ci == 1 else (idx[1] if groups == 1 else f"{idx[1]} % {ci}")
-        prod = f"{DY}[{idx[0]}, {och}, {', '.join(outs)}] * {W}[{och}, {wch}, {', '.join(taps)}]"
+        prod = f"{low.at(dy, [idx[0], och, *outs])} * {low.at(w, [och, wch, *taps])}"
         low.lines.append(f"GX{k}[{', '.join(idx)}] += where({' && '.join(conds)}, {prod}, 0.0)")
         low.shapes[f"GX{k}"] = tuple(xs)
         names[0] = f"GX{k}"
@@ -131,7 +130,7 @@ def convolution_backward(low, k: int, node) -> None:
         pos = [f"{pts[d]} * {a['stride'][d]} + {widx[2 + d]} * {a['dilation'][d]}" for d in range(nsp)]
         reads = [f"{p} - {a['padding'][d]}" if a["padding"][d] else p for d, p in enumerate(pos)]
         chan = widx[1] if groups == 1 else f"{widx[0]} / {co} * {ci} + {widx[1]}"
-        prod = f"{DY}[{n}, {widx[0]}, {', '.join(pts)}] * {X}[{n}, {chan}, {', '.join(reads)}]"
+        prod = f"{low.at(dy, [n, widx[0], *pts])} * {low.at(x, [n, chan, *reads])}"
         guard = _guard(pos, a["padding"], xs[2:])
         rhs = f"where({guard}, {prod}, 0.0)" if guard else prod
         low.lines.append(f"GW{k}[{', '.join(widx)}] += {rhs}")
@@ -141,7 +140,7 @@ def convolution_backward(low, k: int, node) -> None:
         (bo,) = low._vars(k, [ws[0]], prefix="e")
         (bn,) = low._vars(k, [xs[0]], prefix="f")
         pts = low._vars(k, ys[2:], prefix="q")
-        low.lines.append(f"GB{k}[{bo}] += {DY}[{bn}, {bo}, {', '.join(pts)}]")
+        low.lines.append(f"GB{k}[{bo}] += {low.at(dy, [bn, bo, *pts])}")
         low.shapes[f"GB{k}"] = (ws[0],)
         names[2] = f"GB{k}"
     low.names[node] = tuple(names)

@@ -149,10 +149,22 @@ def _static(shape) -> bool:
     return all(isinstance(d, int) for d in shape)
 
 
-def unsupported(node) -> str | None:
-    """Why node cannot be lowered, or None when it can."""
+CONTRACTIONS = {
+    aten.mm.default,
+    aten.bmm.default,
+    aten.addmm.default,
+    aten.convolution.default,
+    aten.convolution_backward.default,
+}
+
+
+def unsupported(node, contractions: str = "neoflow") -> str | None:
+    """Why node cannot be lowered, or None when it can; with contractions
+    "eager", matrix products and convolutions are left to PyTorch."""
     if node.target not in SUPPORTED:
         return "no lowering for this operator"
+    if contractions == "eager" and node.target in CONTRACTIONS:
+        return "a contraction, left to PyTorch's BLAS and oneDNN (contractions='eager')"
     vals = _val(node)
     if vals is None:
         return "no shape information (node.meta['val'])"
@@ -183,6 +195,9 @@ def unsupported(node) -> str | None:
             return f"a {av.dtype} input"
     if len(dtypes) > 1:
         return "inputs of mixed float dtypes"
+    devices = {v.device for v in outs} | {_val(a).device for a in _tensor_args(node)}
+    if len(devices) > 1:
+        return "tensors on several devices"
     return _argument_problem(node)
 
 
@@ -236,6 +251,7 @@ class Lowering:
 
     def __init__(self, gm: torch.fx.GraphModule):
         self.names: dict = {}  # node -> tensor name, or a tuple of names for a multi-output node
+        self.views: dict = {}  # view node -> its index map (index expressions -> a read of the viewed tensor)
         self.shapes: dict = {}  # tensor name -> shape (a 0-d tensor as (1,))
         self.lines: list[str] = []
         self.sizes: dict[str, int] = {}
@@ -282,20 +298,23 @@ class Lowering:
             out.append(v)
         return out
 
+    def at(self, node, parts: list) -> str:
+        """node's element at index expressions parts (none for a 0-d tensor):
+        a read of its tensor, or, for a view, of the viewed tensor through the
+        view's index map."""
+        view = self.views.get(node)
+        if view is not None:
+            return view(list(parts))
+        return f"{self.names[node]}[{', '.join(parts) or '0'}]"
+
     def _read(self, arg, idx: list, shape: tuple) -> str:
         """arg (a node or a number) read at output indices idx of an output
         of this shape, broadcasting as PyTorch does."""
         if not isinstance(arg, torch.fx.Node):
             return _num(arg)
-        name = self.names[arg]
         ash = tuple(_shape(arg))
-        if not ash:
-            return f"{name}[0]"
         off = len(shape) - len(ash)
-        parts = []
-        for d, n in enumerate(ash):
-            parts.append("0" if n == 1 else idx[d + off])
-        return f"{name}[{', '.join(parts)}]"
+        return self.at(arg, ["0" if n == 1 else idx[d + off] for d, n in enumerate(ash)])
 
     def _emit(self, k: int, node, reduce: str, rhs_of, shape=None, name=None) -> str:
         shape = tuple(_shape(node) if shape is None else shape)
@@ -368,8 +387,10 @@ class Lowering:
             convlowering.convolution(self, k, node)
         elif t is aten.convolution_backward.default:
             convlowering.convolution_backward(self, k, node)
-        else:
-            self._emit(k, node, "=", lambda i, s: self._view(node, i))
+        else:  # a view: read through its index map, stored only where the subgraph returns it
+            self.views[node] = lambda parts, node=node: self._view(node, parts)
+            if any(u.op == "output" for u in node.users):
+                self._emit(k, node, "=", lambda i, s: self._view(node, i))
 
     def _reduce(self, k: int, node, op: str, mean: bool) -> None:
         x = node.args[0]
@@ -391,7 +412,7 @@ class Lowering:
             else:
                 parts.append(idx[o])
                 o += 1
-        read = f"{self.names[x]}[{', '.join(parts) or '0'}]"
+        read = self.at(x, parts)
         name = f"T{k}"
         if not mean:
             self.lines.append(f"{name}[{', '.join(idx)}] {op} {read}")
@@ -414,7 +435,7 @@ class Lowering:
         for p, start in reversed(list(zip(parts, starts))):
             shifted = list(idx)
             shifted[dim] = f"{i} - {start}" if start else i
-            read = f"{self.names[p]}[{', '.join(shifted)}]"
+            read = self.at(p, shifted)
             expr = read if expr is None else f"where({i} < {start + _shape(p)[dim]}, {read}, {expr})"
         return expr
 
@@ -429,7 +450,7 @@ class Lowering:
             read = list(idx)
             read[dim] = f"{idx[dim]} + {off}" if off else idx[dim]
             name = f"T{k}_{j}"
-            self.lines.append(f"{name}[{', '.join(idx)}] = {self.names[x]}[{', '.join(read)}]")
+            self.lines.append(f"{name}[{', '.join(idx)}] = {self.at(x, read)}")
             self.shapes[name] = out
             names.append(name)
             off += out[dim]
@@ -439,22 +460,25 @@ class Lowering:
         x = node.args[0]
         xs = _shape(x) or (1,)
         dim = node.args[1] % len(xs)
-        X = self.names[x]
         stat = tuple(1 if d == dim else n for d, n in enumerate(xs))
+        scalar = not _shape(x)
 
-        def at(v, r):
-            return ", ".join(r if d == dim else v[d] for d in range(len(xs)))
+        def X(v):  # x's element at v
+            return self.at(x, [] if scalar else v)
+
+        def along(v, r):
+            return [r if d == dim else v[d] for d in range(len(xs))]
 
         m, mr = self._vars(k, stat, prefix="a"), self._vars(k, [xs[dim]], prefix="b")[0]
-        self.lines.append(f"M{k}[{', '.join(m)}] max= {X}[{at(m, mr)}]")
+        self.lines.append(f"M{k}[{', '.join(m)}] max= {X(along(m, mr))}")
         e, er = self._vars(k, stat, prefix="c"), self._vars(k, [xs[dim]], prefix="d")[0]
-        self.lines.append(f"S{k}[{', '.join(e)}] += exp({X}[{at(e, er)}] - M{k}[{', '.join(e)}])")
+        self.lines.append(f"S{k}[{', '.join(e)}] += exp({X(along(e, er))} - M{k}[{', '.join(e)}])")
         o = self._vars(k, xs, prefix="g")
-        st = at(o, "0")
+        st = ", ".join(along(o, "0"))
         if log:
-            self.lines.append(f"T{k}[{', '.join(o)}] = {X}[{', '.join(o)}] - M{k}[{st}] - log(S{k}[{st}])")
+            self.lines.append(f"T{k}[{', '.join(o)}] = {X(o)} - M{k}[{st}] - log(S{k}[{st}])")
         else:
-            self.lines.append(f"T{k}[{', '.join(o)}] = exp({X}[{', '.join(o)}] - M{k}[{st}]) / S{k}[{st}]")
+            self.lines.append(f"T{k}[{', '.join(o)}] = exp({X(o)} - M{k}[{st}]) / S{k}[{st}]")
         self._name(node, f"T{k}", _shape(node))
 
     def _matmul(self, k: int, node) -> None:
@@ -464,7 +488,7 @@ class Lowering:
         idx = self._vars(k, out)
         (r,) = self._vars(k, [_shape(a)[-1]], prefix="r")
         lead = idx[:-2]
-        prod = f"{self.names[a]}[{', '.join(lead + [idx[-2], r])}] * {self.names[b]}[{', '.join(lead + [r, idx[-1]])}]"
+        prod = f"{self.at(a, lead + [idx[-2], r])} * {self.at(b, lead + [r, idx[-1]])}"
         if t is not aten.addmm.default:
             self.lines.append(f"T{k}[{', '.join(idx)}] += {prod}")
             self._name(node, f"T{k}", out)
@@ -479,8 +503,10 @@ class Lowering:
         xs = _shape(x)
         m = len(xs) - len(normalized)
         count = math.prod(xs[m:])
-        X = self.names[x]
         stat = tuple(xs[:m]) + (1,) * len(normalized)
+
+        def X(v):
+            return self.at(x, v)
 
         def vars_(prefix, shape):
             return self._vars(k, shape, prefix=prefix)
@@ -489,31 +515,32 @@ class Lowering:
             return ", ".join(v)
 
         s1, r1 = vars_("a", stat), vars_("b", xs[m:])
-        self.lines.append(f"S{k}[{lhs(s1)}] += {X}[{lhs(s1[:m] + r1)}]")
+        self.lines.append(f"S{k}[{lhs(s1)}] += {X(s1[:m] + r1)}")
         s2 = vars_("c", stat)
         self.lines.append(f"Mu{k}[{lhs(s2)}] = S{k}[{lhs(s2)}] / {_num(count)}")
         s3, r3 = vars_("d", stat), vars_("e", xs[m:])
-        dev = f"({X}[{lhs(s3[:m] + r3)}] - Mu{k}[{lhs(s3)}])"
+        dev = f"({X(s3[:m] + r3)} - Mu{k}[{lhs(s3)}])"
         self.lines.append(f"V{k}[{lhs(s3)}] += {dev} * {dev}")
         s4 = vars_("f", stat)
         self.lines.append(f"R{k}[{lhs(s4)}] = rsqrt(V{k}[{lhs(s4)}] / {_num(count)} + {_num(eps)})")
         o = vars_("g", xs)
         st = o[:m] + ["0"] * len(normalized)
-        y = f"({X}[{lhs(o)}] - Mu{k}[{lhs(st)}]) * R{k}[{lhs(st)}]"
+        y = f"({X(o)} - Mu{k}[{lhs(st)}]) * R{k}[{lhs(st)}]"
         if w is not None:
-            y = f"{y} * {self.names[w]}[{lhs(o[m:])}]"
+            y = f"{y} * {self.at(w, o[m:])}"
         if b is not None:
-            y = f"{y} + {self.names[b]}[{lhs(o[m:])}]"
+            y = f"{y} + {self.at(b, o[m:])}"
         self.lines.append(f"Y{k}[{lhs(o)}] = {y}")
         for name, shape in ((f"Y{k}", xs), (f"Mu{k}", stat), (f"R{k}", stat)):
             self.shapes[name] = shape
         self.names[node] = (f"Y{k}", f"Mu{k}", f"R{k}")
 
     def _view(self, node, idx: list) -> str:
-        """The read of node's input at output indices idx for a view-like node."""
+        """The read of view node's input at the view's index expressions idx."""
         t, x = node.target, node.args[0]
         xs, out = _shape(x), _shape(node)
-        X = self.names[x]
+        if not out:
+            idx = []  # a 0-d view: no index
         if t is aten.permute.default or t is aten.t.default or t is aten.transpose.int:
             n = len(xs)
             if t is aten.t.default:
@@ -527,40 +554,44 @@ class Lowering:
             parts = [None] * n
             for d, p in enumerate(perm):
                 parts[p] = idx[d]
-            return f"{X}[{', '.join(parts) or '0'}]"
+            return self.at(x, parts)
         if t is aten.expand.default:
             return self._read(x, idx, out)
         if t is aten.select.int:
             dim = node.args[1] % len(xs)
-            parts = list(idx[:dim]) + [str(node.args[2] % xs[dim])] + list(idx[dim:])
-            return f"{X}[{', '.join(parts)}]"
+            return self.at(x, list(idx[:dim]) + [str(node.args[2] % xs[dim])] + list(idx[dim:]))
         if t is aten.slice.Tensor:
             dim = (node.args[1] if len(node.args) > 1 else 0) % len(xs)
             start = node.args[2] if len(node.args) > 2 and node.args[2] is not None else 0
             start = max(0, min(start + xs[dim] if start < 0 else start, xs[dim]))
             step = node.args[4] if len(node.args) > 4 else 1
             parts = list(idx)
-            term = idx[dim] if step == 1 else f"{idx[dim]} * {step}"
+            term = idx[dim] if step == 1 else f"{_p(idx[dim])} * {step}"
             parts[dim] = f"{term} + {start}" if start else term
-            return f"{X}[{', '.join(parts)}]"
-        return _reshape_read(X, xs, out, idx)
+            return self.at(x, parts)
+        return self.at(x, _reshape_parts(xs, out, idx))
 
 
-def _reshape_read(X: str, xs: tuple, out: tuple, idx: list) -> str:
-    """X (shape xs) read at the row-major position of idx in shape out."""
+def _p(x: str) -> str:
+    """x parenthesized unless it is a name or a number."""
+    return x if re.fullmatch(r"[A-Za-z0-9_.]+", x) else f"({x})"
+
+
+def _reshape_parts(xs: tuple, out: tuple, idx: list) -> list:
+    """The indices into shape xs of the row-major position of idx in shape out."""
     if not xs:
-        return f"{X}[0]"
+        return []
     keep_x = [d for d, n in enumerate(xs) if n != 1]
     keep_o = [d for d, n in enumerate(out) if n != 1]
     if [xs[d] for d in keep_x] == [out[d] for d in keep_o]:  # only dimensions of size 1 added or removed
         parts = ["0"] * len(xs)
         for dx, do in zip(keep_x, keep_o):
             parts[dx] = idx[do]
-        return f"{X}[{', '.join(parts)}]"
+        return parts
     terms, stride = [], 1
     for d in range(len(out) - 1, -1, -1):
         if out[d] != 1:
-            terms.append(idx[d] if stride == 1 else f"{idx[d]} * {stride}")
+            terms.append(idx[d] if stride == 1 else f"{_p(idx[d])} * {stride}")
         stride *= out[d]
     lin = " + ".join(reversed(terms)) or "0"
     parts, stride = [], 1
@@ -571,7 +602,7 @@ def _reshape_read(X: str, xs: tuple, out: tuple, idx: list) -> str:
             q = f"({lin})" if stride == 1 else f"({lin}) / {stride}"
             parts.append(f"{q} % {xs[d]}")
         stride *= xs[d]
-    return f"{X}[{', '.join(reversed(parts))}]"
+    return list(reversed(parts))
 
 
 def _gelu(x: str, approximate) -> str:
