@@ -4,14 +4,17 @@ Dynamo hands the backend an FX graph; AOT Autograd traces its backward and
 decomposes both into core ATen operators (``core_aten_decompositions``), and
 each of the two graphs goes through ``compile_graph``:
 
-1. every node that ``lowering.unsupported`` accepts is a candidate, and
-   PyTorch's ``CapabilityBasedPartitioner`` groups the candidates into
+1. every node that ``lowering.unsupported`` accepts is a candidate
+   (matrix products and convolutions only with ``contractions="neoflow"``),
+   and PyTorch's ``CapabilityBasedPartitioner`` groups the candidates into
    subgraphs that can each run as one call (no cycle through an eager node);
-   a subgraph of views only (permute, view, expand: free in eager) stays in
+   those are cut into runs of at most ``MAX_NODES`` calls, views that eager
+   users take are made again in eager, and a subgraph of views only stays in
    eager;
 2. each subgraph becomes one neoflow op (``lowering.Lowering``): its nodes
    are statements, which the op's passes fuse, schedule and compile like any
-   op's, and it runs as one native call;
+   op's, and it runs as one native call; a subgraph the compiler refuses
+   runs in eager, with a warning;
 3. the other nodes run in eager PyTorch, as they would without the backend.
 
 ``report()`` (and ``explain=True``, which also logs each graph's report on

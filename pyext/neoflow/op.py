@@ -131,9 +131,9 @@ def _autocast(tensors) -> tuple:
 def check_index_tensor(t: torch.Tensor, name: str, limit: int) -> None:
     """Raises IndexError unless every element of index tensor t lies in
     [0, limit): one pass on t's device (torch.aminmax on CUDA, a C loop on
-    the host); only a failing tensor is searched for the position to name. The check reads its result
-    on the host, which a CUDA graph capture does not allow: there it raises
-    instead of launching unchecked."""
+    the host); only a failing tensor is searched for the position to name.
+    The check reads its result on the host, which a CUDA graph capture does
+    not allow: there it raises instead of launching unchecked."""
     if t.is_cuda and torch.cuda.is_current_stream_capturing():
         raise RuntimeError(
             f"index tensor {name} cannot be checked while a CUDA graph is being captured (the check before each "
