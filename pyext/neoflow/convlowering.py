@@ -64,21 +64,26 @@ def _guard(pos: list[str], pads: list[int], sizes: list[int]) -> str:
     return " && ".join(conds)
 
 
+def _image_read(low, a: dict, x, xs, batch: str, chan: str, pts: list, taps: list) -> tuple[str, str]:
+    """x's element that output position pts reads through taps, and the
+    guard that keeps it inside the image ("" without padding)."""
+    pos = [f"{pts[d]} * {a['stride'][d]} + {taps[d]} * {a['dilation'][d]}" for d in range(len(xs) - 2)]
+    reads = [f"{p} - {a['padding'][d]}" if a["padding"][d] else p for d, p in enumerate(pos)]
+    return low.at(x, [batch, chan, *reads]), _guard(pos, a["padding"], xs[2:])
+
+
 def convolution(low, k: int, node) -> None:
     x, w, b = node.args[0], node.args[1], node.args[2]
     a = _conv_args(node)
     xs, ws, out = low.shape_of(x), low.shape_of(w), low.shape_of(node)
-    nsp = len(xs) - 2
     groups = a["groups"]
     ci, co = xs[1] // groups, ws[0] // groups
     idx = low._vars(k, out)
     (c,) = low._vars(k, [ci], prefix="c")
     taps = low._vars(k, ws[2:], prefix="r")
-    pos = [f"{idx[2 + d]} * {a['stride'][d]} + {taps[d]} * {a['dilation'][d]}" for d in range(nsp)]
-    reads = [f"{p} - {a['padding'][d]}" if a["padding"][d] else p for d, p in enumerate(pos)]
     chan = c if groups == 1 else f"{idx[1]} / {co} * {ci} + {c}"
-    prod = f"{low.at(x, [idx[0], chan, *reads])} * {low.at(w, [idx[1], c, *taps])}"
-    guard = _guard(pos, a["padding"], xs[2:])
+    xr, guard = _image_read(low, a, x, xs, idx[0], chan, idx[2:], taps)
+    prod = f"{xr} * {low.at(w, [idx[1], c, *taps])}"
     rhs = f"where({guard}, {prod}, 0.0)" if guard else prod
     name = f"T{k}" if b is None else f"C{k}"
     low.lines.append(f"{name}[{', '.join(idx)}] += {rhs}")
@@ -127,11 +132,9 @@ def convolution_backward(low, k: int, node) -> None:
         widx = low._vars(k, ws, prefix="b")
         (n,) = low._vars(k, [xs[0]], prefix="n")
         pts = low._vars(k, ys[2:], prefix="p")
-        pos = [f"{pts[d]} * {a['stride'][d]} + {widx[2 + d]} * {a['dilation'][d]}" for d in range(nsp)]
-        reads = [f"{p} - {a['padding'][d]}" if a["padding"][d] else p for d, p in enumerate(pos)]
         chan = widx[1] if groups == 1 else f"{widx[0]} / {co} * {ci} + {widx[1]}"
-        prod = f"{low.at(dy, [n, widx[0], *pts])} * {low.at(x, [n, chan, *reads])}"
-        guard = _guard(pos, a["padding"], xs[2:])
+        xr, guard = _image_read(low, a, x, xs, n, chan, pts, widx[2:])
+        prod = f"{low.at(dy, [n, widx[0], *pts])} * {xr}"
         rhs = f"where({guard}, {prod}, 0.0)" if guard else prod
         low.lines.append(f"GW{k}[{', '.join(widx)}] += {rhs}")
         low.shapes[f"GW{k}"] = tuple(ws)

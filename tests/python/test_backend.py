@@ -41,6 +41,18 @@ def _check_training(model, *inputs, tol=TOL, **opts):
     return neoflow.compile_report()
 
 
+def _check_value_and_grad(f, x, *rest):
+    """f(x, *rest) and its gradient in x under the backend against eager."""
+    x = x.requires_grad_()
+    y = neoflow.compile(f)(x, *rest)
+    (g,) = torch.autograd.grad(y.sum(), x)
+    x0 = x.detach().requires_grad_()
+    y0 = f(x0, *rest)
+    (g0,) = torch.autograd.grad(y0.sum(), x0)
+    torch.testing.assert_close(y, y0, **TOL)
+    torch.testing.assert_close(g, g0, **TOL)
+
+
 class MLP(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -194,14 +206,7 @@ def test_lowered_softmax_cat_split_slices_comparisons_and_constants():
         u = t.mean(1, keepdim=True) * t.mean() + x[2] - (1.0 - x[:, 0:1]) / 4.0
         return u + torch.ones_like(u) * (c == c.amax()).float().sum()
 
-    x, y = torch.randn(5, 4, requires_grad=True), torch.randn(5, 4)
-    got = neoflow.compile(f)(x, y)
-    (g,) = torch.autograd.grad(got.sum(), x)
-    x0 = x.detach().requires_grad_()
-    ref = f(x0, y)
-    (g0,) = torch.autograd.grad(ref.sum(), x0)
-    torch.testing.assert_close(got, ref, **TOL)
-    torch.testing.assert_close(g, g0, **TOL)
+    _check_value_and_grad(f, torch.randn(5, 4), torch.randn(5, 4))
     fw = neoflow.compile_report()[0]
     lowered = {"aten._softmax.default", "aten._log_softmax.default", "aten.cat.default", "aten.gt.Scalar"}
     assert fw["lowered"] >= 20 and not lowered & set(fw["fallback"]), fw
@@ -322,15 +327,7 @@ def test_generated_chains_match_eager(shape, ops):
                 x = x.transpose(0, -1).reshape(-1).reshape(x.shape[::-1]).transpose(0, -1) - x
         return x
 
-    x = torch.randn(*shape, requires_grad=True)
-    row = torch.randn(shape[-1])
-    y = neoflow.compile(f)(x, row)
-    (g,) = torch.autograd.grad(y.sum(), x)
-    x0 = x.detach().requires_grad_()
-    y0 = f(x0, row)
-    (g0,) = torch.autograd.grad(y0.sum(), x0)
-    torch.testing.assert_close(y, y0, **TOL)
-    torch.testing.assert_close(g, g0, **TOL)
+    _check_value_and_grad(f, torch.randn(*shape), torch.randn(shape[-1]))
 
 
 def test_dynamic_shapes_fall_back_to_eager():
