@@ -27,7 +27,7 @@ import re
 
 import torch
 
-from . import convlowering
+from . import convlowering, inlining
 
 aten = torch.ops.aten
 
@@ -161,8 +161,11 @@ CONTRACTIONS = {
 def unsupported(node, contractions: str = "neoflow") -> str | None:
     """Why node cannot be lowered, or None when it can; with contractions
     "eager", matrix products and convolutions are left to PyTorch."""
-    if node.target not in SUPPORTED:
+    user_op = inlining.op_of(node)
+    if user_op is None and node.target not in SUPPORTED:
         return "no lowering for this operator"
+    if user_op is not None and (why := inlining.unsupported(node, user_op)):
+        return why
     if contractions == "eager" and node.target in CONTRACTIONS:
         return "a contraction, left to PyTorch's BLAS and oneDNN (contractions='eager')"
     vals = _val(node)
@@ -326,7 +329,10 @@ class Lowering:
 
     def _lower(self, k: int, node) -> None:
         t, a = node.target, node.args
-        if t is operator.getitem:
+        user_op = inlining.op_of(node)
+        if user_op is not None:
+            inlining.inline(self, k, node, user_op)
+        elif t is operator.getitem:
             self._name(node, self.names[a[0]][a[1]], _shape(node))
         elif t in _UNARY:
             self._emit(k, node, "=", lambda i, s: _UNARY[t].format(self._read(a[0], i, s)))

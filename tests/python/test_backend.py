@@ -145,6 +145,45 @@ def test_workload_baselines_train_as_in_eager(name, contractions):
     assert all(0 < r["lowered"] <= r["nodes"] for r in reps)
 
 
+def test_neoflow_op_in_a_model_is_inlined_as_statements():
+    """The op's forward and gradient custom ops become statements of the subgraphs around them: a transposed
+    input (a view, stored first), a scaling and a sum fuse with them."""
+    torch.manual_seed(0)
+    op = neoflow.op("H[b, j] = tanh(X[b, j]) * W[j]; G[b, j] = H[b, j] * H[b, j]", outputs=["G"])
+    w = torch.randn(4, requires_grad=True)
+
+    def f(x):
+        return op(x.t() * 2.0, w).sum(1)
+
+    x = torch.randn(4, 3, requires_grad=True)
+    y = neoflow.compile(f)(x)
+    grads = torch.autograd.grad(y.sum(), [x, w])
+    y0 = f(x)
+    grads0 = torch.autograd.grad(y0.sum(), [x, w])
+    torch.testing.assert_close(y, y0, **TOL)
+    for g, g0 in zip(grads, grads0):
+        torch.testing.assert_close(g, g0, **TOL)
+    fw, bw = neoflow.compile_report()
+    for r in (fw, bw):
+        assert r["fallback"] == {} and r["subgraphs"] == 1 and r["lowered"] + r["eager_views"] == r["nodes"], r
+
+
+@pytest.mark.parametrize("name", list(train.WORKLOADS))
+def test_neoflow_workloads_train_with_their_ops_inlined(name):
+    eager, loss_eager, _, _ = train.build(name, use_torch=False, seed=0)
+    model, loss, _, _ = train.build(name, use_torch=False, seed=0)
+    a = neoflow.compile(loss)()
+    a.backward()
+    b = loss_eager()
+    b.backward()
+    torch.testing.assert_close(a, b, **TOL)
+    for (pname, p), q in zip(eager.named_parameters(), model.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-3, atol=1e-5, msg=lambda m, n=pname: f"{n}: {m}")
+    for r in neoflow.compile_report():
+        left = [k for k, why in r["fallback"].items() if k.startswith("neoflow.") or "not lowered" in why]
+        assert all("constants only" in r["fallback"][k] for k in left), r["fallback"]
+
+
 def test_only_unsupported_operators_run_exactly_as_eager():
     torch.manual_seed(0)
     w = torch.randn(3, 4, 3, 3, requires_grad=True)
