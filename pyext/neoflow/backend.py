@@ -12,9 +12,10 @@ each of the two graphs goes through ``compile_graph``:
    users take are made again in eager, and a subgraph of views only stays in
    eager;
 2. each subgraph becomes one neoflow op (``lowering.Lowering``): its nodes
-   are statements (a neoflow op's node its own statements, ``inlining``), which the op's passes fuse, schedule and compile like any
-   op's, and it runs as one native call; a subgraph the compiler refuses
-   runs in eager, with a warning;
+   are statements (a neoflow op's node its own statements, ``inlining``),
+   which the op's passes fuse, schedule and compile like any op's, and it
+   runs as one native call; a subgraph the compiler refuses runs in eager,
+   with a warning;
 3. the other nodes run in eager PyTorch, as they would without the backend.
 
 ``report()`` (and ``explain=True``, which also logs each graph's report on
