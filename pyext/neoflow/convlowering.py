@@ -51,10 +51,6 @@ def _backward_args(node):
     }
 
 
-def _spatial(low, k, prefix, shape):
-    return low._vars(k, shape, prefix=prefix)
-
-
 def _guard(pos: list[str], pads: list[int], sizes: list[int]) -> str:
     """In-bounds condition of input positions pos (before subtracting the padding)."""
     conds = []

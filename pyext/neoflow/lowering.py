@@ -319,13 +319,12 @@ class Lowering:
         off = len(shape) - len(ash)
         return self.at(arg, ["0" if n == 1 else idx[d + off] for d, n in enumerate(ash)])
 
-    def _emit(self, k: int, node, reduce: str, rhs_of, shape=None, name=None) -> str:
-        shape = tuple(_shape(node) if shape is None else shape)
+    def _emit(self, k: int, node, rhs_of) -> None:
+        """T<k>[its output's indices] = rhs_of(those indices, the output's shape)."""
+        shape = _shape(node)
         idx = self._vars(k, shape)
-        name = name or f"T{k}"
-        self.lines.append(f"{name}[{', '.join(idx)}] {reduce} {rhs_of(idx, shape)}")
-        self._name(node, name, shape)
-        return name
+        self.lines.append(f"T{k}[{', '.join(idx)}] = {rhs_of(idx, shape)}")
+        self._name(node, f"T{k}", shape)
 
     def _lower(self, k: int, node) -> None:
         t, a = node.target, node.args
@@ -335,29 +334,28 @@ class Lowering:
         elif t is operator.getitem:
             self._name(node, self.names[a[0]][a[1]], _shape(node))
         elif t in _UNARY:
-            self._emit(k, node, "=", lambda i, s: _UNARY[t].format(self._read(a[0], i, s)))
+            self._emit(k, node, lambda i, s: _UNARY[t].format(self._read(a[0], i, s)))
         elif t is aten._to_copy.default:
-            self._emit(k, node, "=", lambda i, s: self._read(a[0], i, s))
+            self._emit(k, node, lambda i, s: self._read(a[0], i, s))
         elif t in _BINARY or t in _COMPARE:
             form = _BINARY.get(t) or _COMPARE[t]
-            self._emit(k, node, "=", lambda i, s: form.format(*(self._read(x, i, s) for x in a[:2])))
+            self._emit(k, node, lambda i, s: form.format(*(self._read(x, i, s) for x in a[:2])))
         elif t in _CONSTANTS:
             value = {aten.zeros_like.default: 0.0, aten.ones_like.default: 1.0}.get(t)
             value = a[0] if t is aten.scalar_tensor.default else a[1] if value is None else value
-            self._emit(k, node, "=", lambda i, s: _num(value))
+            self._emit(k, node, lambda i, s: _num(value))
         elif t is aten.elu.default:
             alpha, scale, in_scale = (list(a[1:]) + [1.0, 1.0, 1.0])[:3]
             self._emit(
                 k,
                 node,
-                "=",
                 lambda i, s: (
                     f"where({self._read(a[0], i, s)} > 0.0, {_num(scale)} * {self._read(a[0], i, s)}, "
                     f"{_num(scale * alpha)} * expm1({self._read(a[0], i, s)} * {_num(in_scale)}))"
                 ),
             )
         elif t is aten.cat.default:
-            self._emit(k, node, "=", lambda i, s: self._cat(node, i))
+            self._emit(k, node, lambda i, s: self._cat(node, i))
         elif t in (aten.split_with_sizes.default, aten.split.Tensor):
             self._split(k, node)
         elif t in (aten._softmax.default, aten._log_softmax.default):
@@ -366,7 +364,6 @@ class Lowering:
             self._emit(
                 k,
                 node,
-                "=",
                 lambda i, s: (
                     f"where({self._read(a[0], i, s)} != 0.0, {self._read(a[1], i, s)}, {self._read(a[2], i, s)})"
                 ),
@@ -380,9 +377,9 @@ class Lowering:
                 x = x if lo is None else f"max({x}, {_num(lo)})"
                 return x if hi is None else f"min({x}, {_num(hi)})"
 
-            self._emit(k, node, "=", clamp)
+            self._emit(k, node, clamp)
         elif t is aten.gelu.default:
-            self._emit(k, node, "=", lambda i, s: _gelu(self._read(a[0], i, s), node.kwargs.get("approximate")))
+            self._emit(k, node, lambda i, s: _gelu(self._read(a[0], i, s), node.kwargs.get("approximate")))
         elif t in _REDUCE:
             self._reduce(k, node, *_REDUCE[t])
         elif t in (aten.mm.default, aten.bmm.default, aten.addmm.default):
@@ -396,7 +393,7 @@ class Lowering:
         else:  # a view: read through its index map, stored only where the subgraph returns it
             self.views[node] = lambda parts, node=node: self._view(node, parts)
             if any(u.op == "output" for u in node.users):
-                self._emit(k, node, "=", lambda i, s: self._view(node, i))
+                self._emit(k, node, lambda i, s: self._view(node, i))
 
     def _reduce(self, k: int, node, op: str, mean: bool) -> None:
         x = node.args[0]

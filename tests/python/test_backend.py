@@ -128,19 +128,25 @@ def test_conv_net_falls_back_where_it_must():
     assert fw["lowered"] > 0 and bw["lowered"] > 0
 
 
-@pytest.mark.parametrize("contractions", ["eager", "neoflow"])
-@pytest.mark.parametrize("name", list(train.WORKLOADS))
-def test_workload_baselines_train_as_in_eager(name, contractions):
-    eager, loss_eager, _, _ = train.build(name, use_torch=True, seed=0)
-    model, loss, _, _ = train.build(name, use_torch=True, seed=0)
-    a = neoflow.compile(loss, contractions=contractions)()
+def _workload_twins(name, use_torch, **opts):
+    """One training step of a workload under the backend against its eager twin (same seed): the loss and
+    every parameter's gradient; returns the compile reports."""
+    eager, loss_eager, _, _ = train.build(name, use_torch=use_torch, seed=0)
+    model, loss, _, _ = train.build(name, use_torch=use_torch, seed=0)
+    a = neoflow.compile(loss, **opts)()
     a.backward()
     b = loss_eager()
     b.backward()
     torch.testing.assert_close(a, b, **TOL)
     for (pname, p), q in zip(eager.named_parameters(), model.parameters()):
         torch.testing.assert_close(q.grad, p.grad, rtol=1e-3, atol=1e-5, msg=lambda m, n=pname: f"{n}: {m}")
-    reps = neoflow.compile_report()
+    return neoflow.compile_report()
+
+
+@pytest.mark.parametrize("contractions", ["eager", "neoflow"])
+@pytest.mark.parametrize("name", list(train.WORKLOADS))
+def test_workload_baselines_train_as_in_eager(name, contractions):
+    reps = _workload_twins(name, use_torch=True, contractions=contractions)
     assert {r["graph"] for r in reps} == {"forward", "backward"}
     assert all(0 < r["lowered"] <= r["nodes"] for r in reps)
 
@@ -170,16 +176,7 @@ def test_neoflow_op_in_a_model_is_inlined_as_statements():
 
 @pytest.mark.parametrize("name", list(train.WORKLOADS))
 def test_neoflow_workloads_train_with_their_ops_inlined(name):
-    eager, loss_eager, _, _ = train.build(name, use_torch=False, seed=0)
-    model, loss, _, _ = train.build(name, use_torch=False, seed=0)
-    a = neoflow.compile(loss)()
-    a.backward()
-    b = loss_eager()
-    b.backward()
-    torch.testing.assert_close(a, b, **TOL)
-    for (pname, p), q in zip(eager.named_parameters(), model.parameters()):
-        torch.testing.assert_close(q.grad, p.grad, rtol=1e-3, atol=1e-5, msg=lambda m, n=pname: f"{n}: {m}")
-    for r in neoflow.compile_report():
+    for r in _workload_twins(name, use_torch=False):
         left = [k for k, why in r["fallback"].items() if k.startswith("neoflow.") or "not lowered" in why]
         assert all("constants only" in r["fallback"][k] for k in left), r["fallback"]
 
