@@ -1,9 +1,9 @@
 """Whole models under ``torch.compile(backend="neoflow")``: a training step against eager and inductor.
 
-Models (float32, CPU): the six workloads' plain-PyTorch baselines at bench size and batch 16 (workloads/,
-unchanged), an MLP with GELU and LayerNorm, a transformer block (attention, layer norms, MLP) and a small
-convolutional net. For each, in one process, a training step (zero_grad + forward + loss + backward +
-``Adam.step()``) of
+Models (float32, on the CPU or with ``--device cuda`` on the GPU): the six workloads' plain-PyTorch baselines
+at bench size and batch 16 (workloads/, unchanged), an MLP with GELU and LayerNorm, a transformer block
+(attention, layer norms, MLP) and a small convolutional net. For each, in one process, a training step
+(zero_grad + forward + loss + backward + ``Adam.step()``) of
 
 - ``eager``: the model as it is;
 - ``inductor``: ``torch.compile`` of the loss function (default backend and mode);
@@ -16,9 +16,11 @@ Each variant is a separate copy of the model with the same parameters. Step time
 ``--repeat`` steps after ``--warmup``; the first step (tracing and compiling) is reported as ``first_s``. The
 report adds the fraction of each graph's operator calls that neoflow lowered (``neoflow.compile_report``) and
 the geomean of inductor's time over neoflow's on the six workloads. Caches start cold. Writes
-``models-DATE-cpu.json``, ``.md`` and ``.png`` into ``--out``. Not a test: speed is reported, not asserted.
+``models-DATE-cpu.json`` (``models-DATE-<gpu>.json`` for a CUDA run), ``.md`` and ``.png`` into ``--out``. Not a
+test: speed is reported, not asserted.
 
     python bench/models.py [--models lltm mlp ...] [--repeat 15] [--warmup 3] [--no-tuned] [--tune-timeout 120]
+                           [--device cpu|cuda]
 """
 
 from __future__ import annotations
@@ -49,11 +51,12 @@ def parse_args(argv=None):
     ap.add_argument("--no-tuned", action="store_true", help="skip the background-tuned neoflow variant")
     ap.add_argument("--no-compile", action="store_true", help="skip inductor")
     ap.add_argument("--tune-timeout", type=float, default=120.0, help="seconds to wait for tuning, per model")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where models and data live")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     return ap.parse_args(argv)
 
 
-def other_model(torch, name: str):
+def other_model(torch, name: str, device: str = "cpu"):
     """(model, loss(model), lr) for the models beside the workloads."""
     torch.manual_seed(0)
     nn = torch.nn
@@ -90,17 +93,20 @@ def other_model(torch, name: str):
         )
         x, y = torch.randn(BATCH, 3, 32, 32), torch.randn(BATCH, 10)
 
+    model.to(device)
+    x, y = x.to(device), y.to(device)
+
     def loss(m):
         return torch.nn.functional.mse_loss(m(x), y)
 
     return model, loss, 1e-3
 
 
-def model_and_loss(torch, name: str):
+def model_and_loss(torch, name: str, device: str):
     if name in WORKLOADS:
-        base, _, loss, lr, _ = wl.setup(name, "bench", BATCH, torch.float32, torch)
+        base, _, loss, lr, _ = wl.setup(name, "bench", BATCH, torch.float32, torch, device)
         return base, loss, lr
-    return other_model(torch, name)
+    return other_model(torch, name, device)
 
 
 def variant_step(torch, neoflow, model, loss, lr, variant: str):
@@ -119,7 +125,7 @@ def variant_step(torch, neoflow, model, loss, lr, variant: str):
 
 
 def bench_model(torch, neoflow, name: str, args) -> dict:
-    model, loss, lr = model_and_loss(torch, name)
+    model, loss, lr = model_and_loss(torch, name, args.device)
     variants = ["eager"] + ([] if args.no_compile else ["inductor"]) + ["neoflow"]
     variants += [] if args.no_tuned else ["neoflow tuned"]
     row = {"model": name}
@@ -148,11 +154,12 @@ def geomean(xs):
 
 def render_markdown(result: dict) -> str:
     m, rows = result["machine"], result["rows"]
+    where = f"CUDA on {m['gpu']}" if m["device"] == "cuda" else "CPU"
     variants = [v for v in ("eager", "inductor", "neoflow", "neoflow tuned") if v in rows[0]]
     lines = [
         f'# Whole models under backend="neoflow" ({result["date"]})',
         "",
-        f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}; float32, CPU, "
+        f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}; float32, {where}, "
         f"batch {BATCH}. Training step (forward, loss, backward, Adam), ms: median over {result['settings']['repeat']} "
         "steps (min-max). Ratios: the other's time / neoflow's (above 1: neoflow is faster). lowered: operator "
         "calls of the forward and backward graphs that neoflow ran, of all.",
@@ -194,7 +201,9 @@ def main(argv=None) -> dict:
     import neoflow
     import torch
 
-    info = wl.machine_info(torch, neoflow)
+    info = wl.machine_info(torch, neoflow, args.device)
+    if args.device == "cuda":
+        wl.SYNC = torch.cuda.synchronize
     rows = [bench_model(torch, neoflow, name, args) for name in args.models]
     wrows = [r for r in rows if r["model"] in WORKLOADS]
     result = {
@@ -211,10 +220,10 @@ def main(argv=None) -> dict:
     variants = tuple(v for v in ("eager", "inductor", "neoflow", "neoflow tuned") if v in rows[0])
 
     def chart(path):
-        title = f"training step, batch {BATCH}, {info['cpu']}"
+        title = f"training step, batch {BATCH}, {info['gpu'] if args.device == 'cuda' else info['cpu']}"
         wl.bar_chart(rows, variants, [r["model"] for r in rows], "ms per step (log scale)", title, path)
 
-    stem = wl.write_results(args.out, f"models-{result['date']}-cpu", result, md, chart)
+    stem = wl.write_results(args.out, f"models-{result['date']}-{wl.machine_tag(info)}", result, md, chart)
     print(md)
     print(f"wrote {stem}.json, .md, .png", file=sys.stderr)
     return result

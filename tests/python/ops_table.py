@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,18 +132,28 @@ def float_leaves(tensors) -> list:
 
 
 def half_inputs(case: Case, half, device="cpu") -> list:
-    """The case's inputs rounded to a 16-bit type, on device. For a min= or max= reduction PyTorch's amin/amax
-    split a tie's gradient evenly where neoflow gives it to the first arg-extremum (as torch.max(dim)
-    does): both are subgradients, so such cases redraw until no input holds a value twice after
-    rounding (bfloat16 keeps 8 bits, so ties are common)."""
+    """The case's inputs rounded to a 16-bit type, on device, redrawn (at most 100 times) off the points where
+    the op has a kink, since there neoflow and PyTorch may pick different subgradients:
+    - for a min= or max= reduction, a tie: PyTorch's amin/amax split its gradient evenly where neoflow gives it
+      to the first arg-extremum (as torch.max(dim) does); bfloat16 keeps 8 bits, so ties are common;
+    - a clamp's bound: at x == bound torch 2.11 passes the gradient (CPU and CUDA alike, measured on an
+      H100), torch 2.15 and neoflow pass none; bfloat16 rounds about one value in 500 of a unit normal onto
+      0.5."""
     extremum = "min=" in case.source or "max=" in case.source
+    bounds = [float(b) for pair in _CLAMP_BOUNDS.findall(case.source) for b in pair]
     for _ in range(100):
         tensors = [
             t.to(device, half) if t.is_floating_point() else t.to(device) for t in case.inputs("test", torch.float32)
         ]
-        if not extremum or all(t.unique().numel() == t.numel() for t in tensors):
+        floats = [t for t in tensors if t.is_floating_point()]
+        tie = extremum and any(t.unique().numel() != t.numel() for t in tensors)
+        on_bound = any(bool((t == b).any()) for t in floats for b in bounds)
+        if not tie and not on_bound:
             break
     return [t.requires_grad_(t.is_floating_point()) for t in tensors]
+
+
+_CLAMP_BOUNDS = re.compile(r"clamp\([^,()]*(?:\[[^\]]*\])?[^,()]*,\s*(-?[\d.]+),\s*(-?[\d.]+)\)")
 
 
 # A 16-bit op against PyTorch's float32 computation on the same 16-bit inputs.

@@ -1,7 +1,6 @@
 """torch.compile(model, backend="neoflow"): lowered graphs against eager,
 forward and backward, the fallback and its report."""
 
-import copy
 import importlib.metadata
 import sys
 from pathlib import Path
@@ -11,12 +10,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import neoflow  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from backend_models import MLP, TOL, Block, ConvNet, check_training, check_value_and_grad  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from workloads import train  # noqa: E402
-
-TOL = {"rtol": 1e-4, "atol": 1e-5}
 
 
 @pytest.fixture(autouse=True)
@@ -27,75 +25,9 @@ def _fresh():
     torch._dynamo.reset()
 
 
-def _check_training(model, *inputs, tol=TOL, **opts):
-    """Forward and backward of model under backend="neoflow" against an eager twin; returns the reports."""
-    twin = copy.deepcopy(model)
-    compiled = neoflow.compile(twin, **opts)
-    y = compiled(*inputs)
-    y.square().mean().backward()
-    ref = model(*inputs)
-    ref.square().mean().backward()
-    torch.testing.assert_close(y, ref, **tol)
-    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
-        torch.testing.assert_close(q.grad, p.grad, **tol, msg=lambda m, name=name: f"{name}: {m}")
-    return neoflow.compile_report()
-
-
-def _check_value_and_grad(f, x, *rest):
-    """f(x, *rest) and its gradient in x under the backend against eager."""
-    x = x.requires_grad_()
-    y = neoflow.compile(f)(x, *rest)
-    (g,) = torch.autograd.grad(y.sum(), x)
-    x0 = x.detach().requires_grad_()
-    y0 = f(x0, *rest)
-    (g0,) = torch.autograd.grad(y0.sum(), x0)
-    torch.testing.assert_close(y, y0, **TOL)
-    torch.testing.assert_close(g, g0, **TOL)
-
-
-class MLP(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.net = torch.nn.Sequential(
-            torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32), torch.nn.Linear(32, 8)
-        )
-
-    def forward(self, x):
-        return self.net(x)
-
-
-class Block(torch.nn.Module):
-    """A transformer block: attention, layer norms, an MLP."""
-
-    def __init__(self, d=32, heads=4):
-        super().__init__()
-        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
-        self.att = torch.nn.MultiheadAttention(d, heads, batch_first=True)
-        self.mlp = torch.nn.Sequential(
-            torch.nn.Linear(d, 4 * d), torch.nn.GELU(approximate="tanh"), torch.nn.Linear(4 * d, d)
-        )
-
-    def forward(self, x):
-        h = self.ln1(x)
-        x = x + self.att(h, h, h, need_weights=False)[0]
-        return x + self.mlp(self.ln2(x))
-
-
-class ConvNet(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
-        self.bn = torch.nn.BatchNorm2d(8)
-        self.fc = torch.nn.Linear(8 * 4 * 4, 10)
-
-    def forward(self, x):
-        x = torch.relu(self.bn(self.conv(x)))
-        return self.fc(torch.nn.functional.max_pool2d(x, 2).flatten(1))
-
-
 def test_mlp_with_gelu_and_layer_norm_is_lowered_whole():
     torch.manual_seed(0)
-    reps = _check_training(MLP(), torch.randn(4, 16), contractions="neoflow")
+    reps = check_training(MLP(), torch.randn(4, 16), contractions="neoflow")
     assert [r["graph"] for r in reps] == ["forward", "backward"]
     for r in reps:
         assert r["lowered"] + r["eager_views"] == r["nodes"] > 0 and r["subgraphs"] == 1 and r["fallback"] == {}
@@ -103,7 +35,7 @@ def test_mlp_with_gelu_and_layer_norm_is_lowered_whole():
 
 def test_contractions_run_in_pytorch_by_default():
     torch.manual_seed(0)
-    fw, bw = _check_training(MLP(), torch.randn(4, 16))
+    fw, bw = check_training(MLP(), torch.randn(4, 16))
     assert fw["fallback"] == {
         "aten.addmm.default": "a contraction, left to PyTorch's BLAS and oneDNN (contractions='eager')"
     }
@@ -114,7 +46,7 @@ def test_contractions_run_in_pytorch_by_default():
 
 def test_transformer_block_lowers_all_but_the_attention():
     torch.manual_seed(0)
-    reps = _check_training(Block(), torch.randn(2, 5, 32), contractions="neoflow")
+    reps = check_training(Block(), torch.randn(2, 5, 32), contractions="neoflow")
     fw, bw = reps
     assert fw["lowered"] > fw["nodes"] // 2 and bw["lowered"] > bw["nodes"] // 2
     assert "aten._scaled_dot_product_flash_attention_for_cpu.default" in fw["fallback"]
@@ -122,7 +54,7 @@ def test_transformer_block_lowers_all_but_the_attention():
 
 def test_conv_net_falls_back_where_it_must():
     torch.manual_seed(0)
-    fw, bw = _check_training(ConvNet(), torch.randn(2, 3, 8, 8), contractions="neoflow")
+    fw, bw = check_training(ConvNet(), torch.randn(2, 3, 8, 8), contractions="neoflow")
     assert fw["fallback"]["aten.max_pool2d_with_indices.default"] == "no lowering for this operator"
     assert "aten.convolution.default" not in fw["fallback"]
     assert fw["lowered"] > 0 and bw["lowered"] > 0
@@ -242,7 +174,7 @@ def test_lowered_softmax_cat_split_slices_comparisons_and_constants():
         u = t.mean(1, keepdim=True) * t.mean() + x[2] - (1.0 - x[:, 0:1]) / 4.0
         return u + torch.ones_like(u) * (c == c.amax()).float().sum()
 
-    _check_value_and_grad(f, torch.randn(5, 4), torch.randn(5, 4))
+    check_value_and_grad(f, torch.randn(5, 4), torch.randn(5, 4))
     fw = neoflow.compile_report()[0]
     lowered = {"aten._softmax.default", "aten._log_softmax.default", "aten.cat.default", "aten.gt.Scalar"}
     assert fw["lowered"] >= 20 and not lowered & set(fw["fallback"]), fw
@@ -363,7 +295,7 @@ def test_generated_chains_match_eager(shape, ops):
                 x = x.transpose(0, -1).reshape(-1).reshape(x.shape[::-1]).transpose(0, -1) - x
         return x
 
-    _check_value_and_grad(f, torch.randn(*shape), torch.randn(shape[-1]))
+    check_value_and_grad(f, torch.randn(*shape), torch.randn(shape[-1]))
 
 
 def test_dynamic_shapes_fall_back_to_eager():

@@ -2,6 +2,9 @@
 in float64 on the GPU, a non-default stream without synchronizing, and a CUDA
 graph that captures a training step. Skipped without a GPU (CI has none)."""
 
+import logging
+import re
+
 import neoflow
 import pytest
 import torch
@@ -191,10 +194,11 @@ def test_cuda_graph_replays_a_training_step():
     torch.testing.assert_close(w.detach(), wr.detach(), rtol=1e-4, atol=5e-4)
 
 
-def test_tune_on_the_gpu(tmp_path, capfd):
+def test_tune_on_the_gpu(tmp_path, caplog):
     """neoflow.tune on CUDA tensors searches the CUDA schedule space, timed
-    with CUDA events, stores records keyed by the GPU, and the tuned kernels
-    then compute what PyTorch does."""
+    with CUDA events, logs each kernel's result, stores records keyed by the
+    GPU, and the tuned kernels then compute what PyTorch does."""
+    caplog.set_level(logging.INFO, logger="neoflow.tune")
     neoflow.configure(cache_dir=tmp_path / "cache", tune="default")
     try:
         op = neoflow.op("C[i,j] += A[i,k] * B[k,j]", name="gpu_tune_mm")
@@ -204,7 +208,7 @@ def test_tune_on_the_gpu(tmp_path, capfd):
         assert [r.kernel for r in report] == ["gpu_tune_mm", "gpu_tune_mm_grad"]
         for r in report:
             assert r.trials == 12 and 0 < r.best_ms <= r.default_ms and not r.already, r
-        assert "tuning gpu_tune_mm " in capfd.readouterr().err
+        assert re.search(r"tuned gpu_tune_mm: 12 trials in [\d.]+ s, best [\d.]+ ms", caplog.text), caplog.text
         listing = neoflow.tunedb.run("list")
         assert "gpu_tune_mm" in listing
         (row,) = [ln for ln in listing.splitlines() if " gpu_tune_mm " in f" {ln} "]
@@ -259,3 +263,50 @@ def test_gathers_on_cuda_and_no_unchecked_capture():
     with pytest.raises(RuntimeError, match="cannot be checked while a CUDA graph is being captured"):
         with torch.cuda.graph(graph):
             bag(lut.detach(), static)
+
+
+@pytest.fixture
+def no_tf32():
+    """Exact float32 in PyTorch's references (cuDNN convolutions default to TF32)."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    torch._dynamo.reset()
+    neoflow.compile_report(clear=True)
+    yield
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("contractions", ["eager", "neoflow"])
+@pytest.mark.parametrize("model", ["MLP", "Block", "ConvNet"])
+def test_backend_trains_on_cuda_as_in_eager(model, contractions, no_tf32):
+    """backend="neoflow" on CUDA tensors: forward and every parameter's gradient against eager, with the
+    lowered subgraphs' outputs on the GPU."""
+    import backend_models as tb
+
+    torch.manual_seed(0)
+    shape = {"MLP": (4, 16), "Block": (2, 5, 32), "ConvNet": (2, 3, 8, 8)}[model]
+    net = getattr(tb, model)().to(DEV)
+    reps = tb.check_training(net, torch.randn(*shape, device=DEV), contractions=contractions)
+    assert {r["graph"] for r in reps} == {"forward", "backward"}
+    assert all(r["lowered"] > 0 for r in reps), reps
+
+
+def test_backend_inlines_a_neoflow_op_on_cuda(no_tf32):
+    op = neoflow.op("H[b, j] = tanh(X[b, j]) * W[j]; G[b, j] = H[b, j] * H[b, j]", outputs=["G"])
+    w = torch.randn(4, device=DEV, requires_grad=True)
+
+    def f(x):
+        return op(x.t() * 2.0, w).sum(1)
+
+    x = torch.randn(4, 3, device=DEV, requires_grad=True)
+    y = neoflow.compile(f)(x)
+    grads = torch.autograd.grad(y.sum(), [x, w])
+    y0 = f(x)
+    grads0 = torch.autograd.grad(y0.sum(), [x, w])
+    assert y.device == x.device
+    torch.testing.assert_close(y, y0, rtol=1e-4, atol=1e-5)
+    for g, g0 in zip(grads, grads0):
+        torch.testing.assert_close(g, g0, rtol=1e-4, atol=1e-5)
+    fw, bw = neoflow.compile_report()
+    assert fw["fallback"] == {} and bw["fallback"] == {}, (fw, bw)
