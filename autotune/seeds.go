@@ -168,7 +168,7 @@ func (ss *stmtSpace) packedLanes(spec *ir.Spec, g []int) bool {
 func closestUnroll(f int64, depth int) int {
 	best := 0
 	for i, u := range unrolls {
-		if u.depth == depth && int64(u.factor) <= f && u.factor > unrolls[best].factor {
+		if !u.tile && u.depth == depth && int64(u.factor) <= f && u.factor > unrolls[best].factor {
 			best = i
 		}
 	}
@@ -244,6 +244,7 @@ func (ss *stmtSpace) registerLanes(spec *ir.Spec, g []int) bool {
 	v := int64(loops.VectorBytes / max(spec.DType.Size(), 1))
 	genes[n+m-1] = closest(ss.splits[n+m-1], []int64{min(st.Reduction[m-1].Extent, v)})
 	ss.laneGenes(g, 4, parallel)
+	g[ss.off+geneUnroll] = tileUnrollGene // the tile's accumulators in registers
 	return true
 }
 

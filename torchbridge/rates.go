@@ -58,9 +58,17 @@ const (
 )
 
 // copyElems is the elements of the copy past the caches: its input and
-// output are each the size of the last-level cache (llc bytes), 16 MiB at
-// least.
-func copyElems(llc int64) int64 { return max(llc/4, 1<<22) }
+// output are each the size of the last-level cache (llc bytes, at most
+// rateLLCBytes), 16 MiB at least.
+func copyElems(llc int64) int64 { return max(min(llc, rateLLCBytes)/4, 1<<22) }
+
+// rateLLCBytes caps the last-level cache that the copies are sized by. A
+// server's cache is shared by every core of its sockets (300 MiB on the
+// development machine's Xeon, of which this process gets 2 cores): copies
+// of that size took 1.1 of the 1.5 s that the first measurement cost (the
+// first build of any fused op waits for it), and measured the same
+// bandwidth, 19-20 GB/s, as copies of 64 MiB.
+const rateLLCBytes = 64 << 20
 
 // rateKernels lists what measureRates times (see there); copyN is the
 // elements of the copy past the caches (copyElems), llcN those of a copy
@@ -115,7 +123,7 @@ func rateKernels(copyN, llcN int64) (list []rateKernel, arith, calls string) {
 //     reduction member's accumulator costs in a group.
 func (r *Runtime) measureRates(threads int) (fuse.Machine, error) {
 	llc := cacheBytes(3, fuse.DefaultLLCBytes)
-	llcN := max(llc/4/8, 1<<10)
+	llcN := max(min(llc, rateLLCBytes)/4/8, 1<<10)
 	copyN := copyElems(llc)
 	list, arith, calls := rateKernels(copyN, llcN)
 	specs := make([]*ir.Spec, len(list))
@@ -180,7 +188,7 @@ func (r *Runtime) measureRates(threads int) (fuse.Machine, error) {
 		OpsPerSec:         opsPerSec,
 		NestSec:           max(t[rateNests]-t[rateOne], 0) / 15,
 		CallOps:           max(int64(math.Round(perCall)), 1),
-		LLCBytes:          llc,
+		LLCBytes:          min(llc, rateLLCBytes), // the cache its rate was measured in
 		LLCBytesPerSec:    float64(2*4*llcN) / t[rateLLC],
 		RereadBytesPerSec: 4 * rereadB * rereadG * rereadJ / t[rateReread],
 		AccumulatorOps:    max(int64(math.Round(acc)), 1),

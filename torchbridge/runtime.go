@@ -144,9 +144,7 @@ func (r *Runtime) kernelBuilder() (*kernels.Builder, error) {
 			Dump:      r.cfg.Dump,
 			Bundle:    r.bundled.open,
 		}
-		if r.cfg.Tune != TuneOff {
-			opts.Schedules = r.tunedSchedules
-		}
+		opts.Schedules = r.firstSchedules
 		b, err := kernels.NewBuilder(opts)
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package torchbridge
 
 import (
 	"fmt"
+	"github.com/neoflow/neoflow/autotune"
 	"sort"
 	"strings"
 
@@ -55,7 +56,7 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 		return r.specializeCUDA(req, spec, resp, key)
 	}
 	if req.GetSourceOnly() {
-		resp.CSource, err = kernels.Source(spec)
+		resp.CSource, err = kernels.ScheduledSource(spec, autotune.FirstSchedules(spec))
 		return resp, err
 	}
 	builder, err := r.kernelBuilder()

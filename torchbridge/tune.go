@@ -57,12 +57,18 @@ func (r *Runtime) tuneDB() (*tunedb.DB, error) {
 	return r.db, nil
 }
 
-// tunedSchedules is the builder's Options.Schedules: the database's
-// schedules for spec's CPU kernel on this machine (tuned, or picked,
-// picks.go), else those of its nearest shape's record projected onto it
-// (warm.go), or nil (the defaults).
-func (r *Runtime) tunedSchedules(spec *ir.Spec) []loops.Schedule {
-	return r.recordSchedules(spec, autotune.Key(spec, Version), false)
+// firstSchedules is the builder's Options.Schedules: unless NEOFLOW_TUNE
+// is off, the database's schedules for spec's CPU kernel on this machine
+// (tuned, or picked, picks.go), else those of its nearest shape's record
+// projected onto it (warm.go); without either, the first build's
+// (autotune.FirstSchedules), or nil (the defaults).
+func (r *Runtime) firstSchedules(spec *ir.Spec) []loops.Schedule {
+	if r.config().Tune != TuneOff {
+		if s := r.recordSchedules(spec, autotune.Key(spec, Version), false); s != nil {
+			return s
+		}
+	}
+	return autotune.FirstSchedules(spec)
 }
 
 // recordSchedules is the schedules of the database's record under key,

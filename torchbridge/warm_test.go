@@ -64,13 +64,13 @@ func TestWarmStartFromTheNearestShape(t *testing.T) {
 	gained := proto.Clone(rec).(*api.TuneRecord)
 	gained.BestSeconds, gained.DefaultSeconds = 1, 2
 	r.stored(db, gained)
-	if got := r.tunedSchedules(spec); !reflect.DeepEqual(got, want) {
+	if got := r.firstSchedules(spec); !reflect.DeepEqual(got, want) {
 		t.Fatalf("schedules %v, want the warm start's %v", got, want)
 	}
 	flat := proto.Clone(rec).(*api.TuneRecord)
 	flat.BestSeconds, flat.DefaultSeconds = 1, 1.1
 	r.stored(db, flat)
-	if got := r.tunedSchedules(spec); got != nil {
+	if got := r.firstSchedules(spec); got != nil {
 		t.Fatalf("schedules %v from a record that gained 10%%, want the defaults", got)
 	}
 	if seeds := r.warmSeeds(spec, key, false); len(seeds) != 1 || !reflect.DeepEqual(seeds[0], g) {
