@@ -9,8 +9,9 @@ import (
 // schedule in a first build (FirstSchedules).
 const FirstMinPoints = 1 << 20
 
-// FirstSchedules is the CPU schedules of a kernel's first build, when the
-// tuning database has none for it: each statement's default
+// FirstSchedules is the CPU schedules of a kernel built without a record
+// where nothing picks or tunes its schedules later (NEOFLOW_TUNE=off; the
+// runtime decides, torchbridge/tune.go): each statement's default
 // (loops.DefaultSchedule), except for a reduction of its own (not in a
 // fused group) with at least FirstMinPoints points and an untiled default
 // in lanes, which takes a register tile instead:
@@ -27,10 +28,9 @@ const FirstMinPoints = 1 << 20
 //     gradient d_H[b, j] += d_UH[b, g] * U[g, j]: 1.7 ms against the
 //     default's 26 ms, which re-reads U for every row b.
 //
-// Each is the usual winner of the background pick (picks.go) for its kind,
-// and the other kind's tile loses there by 10x or more (2-core Xeon). The
-// pick still measures the default and the other candidates afterwards. nil
-// when every statement keeps its default.
+// Each is the usual winner of the background pick (torchbridge/picks.go)
+// for its kind, and the other kind's tile loses there by 10x or more
+// (2-core Xeon). nil when every statement keeps its default.
 func FirstSchedules(spec *ir.Spec) []loops.Schedule {
 	sp := NewSpace(spec)
 	g := sp.Default()

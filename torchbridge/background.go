@@ -252,7 +252,7 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 	}
 	p := t.Progress()
 	swapped := false
-	if p.Best > 0 && p.Best < p.Default {
+	if p.Best > 0 { // the best may be the defaults where a first build took register tiles
 		if swapped, err = r.swapIn(ctx, b, job, t.Best()); err != nil {
 			return err
 		}
@@ -269,6 +269,10 @@ func (r *Runtime) swapIn(ctx context.Context, b *kernels.Builder, job *bgJob, sc
 	k, err := b.BuildScheduled(ctx, job.spec, scheds)
 	if err != nil {
 		return false, err
+	}
+	if k.Key() == job.cacheKey {
+		_ = k.Close() // the kernel that runs already
+		return false, nil
 	}
 	r.mu.Lock()
 	table := *r.table.Load()

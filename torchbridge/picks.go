@@ -51,11 +51,12 @@ func (r *Runtime) pickJob(job *bgJob) error {
 		return err
 	}
 	r.stored(db, rec)
-	swapped := false
-	if p.Schedules != nil {
-		if swapped, err = r.swapIn(ctx, b, job, p.Schedules); err != nil {
-			return err
-		}
+	// The decided schedules replace the kernel's where they differ: the
+	// picked ones, or the defaults where they beat the register tiles of
+	// a first build (autotune.FirstSchedules).
+	swapped, err := r.swapIn(ctx, b, job, p.Decided())
+	if err != nil {
+		return err
 	}
 	r.bg.mu.Lock()
 	job.progress, job.swapped = progress, swapped

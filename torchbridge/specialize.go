@@ -2,7 +2,6 @@ package torchbridge
 
 import (
 	"fmt"
-	"github.com/neoflow/neoflow/autotune"
 	"sort"
 	"strings"
 
@@ -56,7 +55,7 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 		return r.specializeCUDA(req, spec, resp, key)
 	}
 	if req.GetSourceOnly() {
-		resp.CSource, err = kernels.ScheduledSource(spec, autotune.FirstSchedules(spec))
+		resp.CSource, err = kernels.ScheduledSource(spec, r.untunedSchedules(spec))
 		return resp, err
 	}
 	builder, err := r.kernelBuilder()

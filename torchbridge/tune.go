@@ -57,16 +57,31 @@ func (r *Runtime) tuneDB() (*tunedb.DB, error) {
 	return r.db, nil
 }
 
-// firstSchedules is the builder's Options.Schedules: unless NEOFLOW_TUNE
-// is off, the database's schedules for spec's CPU kernel on this machine
-// (tuned, or picked, picks.go), else those of its nearest shape's record
-// projected onto it (warm.go); without either, the first build's
-// (autotune.FirstSchedules), or nil (the defaults).
+// firstSchedules is the builder's Options.Schedules: the database's
+// schedules for spec's CPU kernel on this machine (tuned, or picked,
+// picks.go), else those of its nearest shape's record projected onto it
+// (warm.go), else untunedSchedules.
 func (r *Runtime) firstSchedules(spec *ir.Spec) []loops.Schedule {
+	if r.config().Tune == TuneOff {
+		return r.untunedSchedules(spec)
+	}
+	if s := r.recordSchedules(spec, autotune.Key(spec, Version), false); s != nil {
+		return s
+	}
+	return r.untunedSchedules(spec)
+}
+
+// untunedSchedules is the schedules of a CPU kernel without a record: the
+// defaults (nil), which compile fastest, where the background picks them
+// over (NEOFLOW_TUNE=default or background: a first step of the MI-LSTM
+// workload took 1.0 s so, 1.6 s with the register tiles below, whose
+// kernels take longer to compile; the picks land 20-30 s later), and with
+// NEOFLOW_TUNE=off, where nothing is picked, the register tiles of
+// autotune.FirstSchedules (float32 GEMM 1024^3 14 ms against the
+// defaults' 115 ms; 2-core Xeon).
+func (r *Runtime) untunedSchedules(spec *ir.Spec) []loops.Schedule {
 	if r.config().Tune != TuneOff {
-		if s := r.recordSchedules(spec, autotune.Key(spec, Version), false); s != nil {
-			return s
-		}
+		return nil
 	}
 	return autotune.FirstSchedules(spec)
 }

@@ -530,10 +530,10 @@ class Op:
 
     def c_source(self, *tensors, sizes=None) -> str:
         """The generated C source for these inputs under the default schedules
-        (a first build's: register tiles for contractions with enough work),
-        without compiling it. ``op.specialize(*tensors).c_source`` is the
-        source of the kernel that runs, under the tuned schedules when the
-        tuning database has a record for it."""
+        (with ``NEOFLOW_TUNE=off``, register tiles for contractions with
+        enough work), without compiling it. ``op.specialize(*tensors).c_source``
+        is the source of the kernel that runs, under the tuned schedules when
+        the tuning database has a record for it."""
         self._check(tensors)
         config.ensure()
         resp = _lib.call("nf_specialize", self._request(tensors, sizes, source_only=True), pb.SpecializeResponse)

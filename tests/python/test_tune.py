@@ -269,19 +269,17 @@ def test_new_shape_warm_starts_from_the_nearest_tuned_one(tune_cache):
     onto it (when that tuning beat the defaults by 1.25x), computes the right result, and the database
     records carry the family and genome that make this work; another dtype does not take it."""
     op = neoflow.op(MATMUL, name="tune_warm")
-    # Below autotune.FirstMinPoints (1M), where a first build keeps the default schedule: above it, the
-    # first build's register tile can be the warm start's projection itself.
-    a, b = torch.randn(96, 96), torch.randn(96, 96)
+    a, b = torch.randn(256, 256), torch.randn(256, 256)
     (rep,) = neoflow.tune(op, a, b, trials=8, backward=False, progress=False)
     (path,) = records(tune_cache)
     rec = tune_pb2.TuneRecord()
     rec.ParseFromString(path.read_bytes()[len(MAGIC) + 40 :])
     assert rec.family and len(rec.genome) > 0
-    x, y = torch.randn(80, 96), torch.randn(96, 112)
+    x, y = torch.randn(240, 256), torch.randn(256, 272)
     default_src = op.c_source(x, y)
     warm_src = normalized(op.specialize(x, y).c_source)
     assert (warm_src != default_src) == (rep.default_ms >= 1.25 * rep.best_ms), (rep.default_ms, rep.best_ms)
-    torch.testing.assert_close(op(x, y), x @ y, rtol=1e-4, atol=1e-4)  # sums of 96 products
+    torch.testing.assert_close(op(x, y), x @ y, rtol=1e-4, atol=1e-4)  # sums of 256 products
     assert normalized(op.specialize(x.double(), y.double()).c_source) == op.c_source(x.double(), y.double())
 
 
@@ -500,3 +498,21 @@ def test_tune_session_rejects_bad_arguments_and_nesting(tune_cache):
     with neoflow.tune_session(trials=2, progress=False):
         with pytest.raises(RuntimeError, match="already tuning"):
             neoflow.tune(op, *matmul_inputs(m=3, k=3, n=3), trials=2)
+
+
+def test_untuned_large_contractions_are_register_tiled(tune_cache):
+    """With NEOFLOW_TUNE=off (nothing picks schedules later) a contraction of 1M points or more is built
+    register-tiled, its accumulators unrolled, and computes what PyTorch does; the default mode builds the
+    plain loop nest (it compiles fastest; the background picks the tiles); a small one stays plain in both."""
+    op = neoflow.op("UH[b, g] += U[g, j] * H[b, j]", name="tune_first_tiles")
+    u, h = torch.randn(512, 256), torch.randn(16, 256)
+    plain = specialized_source(op, u, h, tune="default")
+    assert "GCC unroll" not in plain and normalized(op.c_source(u, h)) == plain
+    tiled = specialized_source(op, u, h, tune="off")
+    assert tiled != plain and tiled.count("#pragma GCC unroll 8") >= 4, tiled
+    assert normalized(op.c_source(u, h)) == tiled
+    torch.testing.assert_close(op(u, h), h @ u.T, **F32)
+    gemm = neoflow.op(MATMUL, name="tune_first_gemm")
+    a, b = torch.randn(64, 32), torch.randn(32, 48)
+    assert specialized_source(gemm, a, b, tune="off") == normalized(gemm.c_source(a, b))
+    assert "GCC unroll" not in normalized(gemm.c_source(a, b))
