@@ -8,7 +8,8 @@ import (
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
-// A first build register-tiles the contractions with enough work: in
+// FirstSchedules (a build without a record under NEOFLOW_TUNE=off)
+// register-tiles the contractions with enough work: in
 // lanes over the reduction where the default reduces there (every loop
 // of the tile unrolled, so its accumulators stay in registers), 8 rows of
 // 4 vectors where the default's lanes are spatial; small statements and

@@ -66,8 +66,8 @@ func copyElems(llc int64) int64 { return max(min(llc, rateLLCBytes)/4, 1<<22) }
 // server's cache is shared by every core of its sockets (300 MiB on the
 // development machine's Xeon, of which this process gets 2 cores): copies
 // of that size took 1.1 of the 1.5 s that the first measurement cost (the
-// first build of any fused op waits for it), and measured the same
-// bandwidth, 19-20 GB/s, as copies of 64 MiB.
+// first build of any fused op waits for it), and measured about the
+// same bandwidth as copies of 64 MiB (19-20 GB/s against 17.6).
 const rateLLCBytes = 64 << 20
 
 // rateKernels lists what measureRates times (see there); copyN is the

@@ -1,13 +1,16 @@
 """Every op on CUDA tensors: forward and backward against PyTorch, gradcheck
-in float64 on the GPU, a non-default stream without synchronizing, and a CUDA
-graph that captures a training step. Skipped without a GPU (CI has none)."""
+in float64 on the GPU, a non-default stream without synchronizing, a CUDA
+graph that captures a training step, and models compiled with
+backend="neoflow" against eager. Skipped without a GPU (CI has none)."""
 
 import logging
 import re
 
+import backend_models
 import neoflow
 import pytest
 import torch
+from backend_models import check_training
 from conftest import tol
 from neoflow import config
 from ops_table import CASES, HALF_TOL, as_tuple, check_half, float_leaves
@@ -282,12 +285,10 @@ def no_tf32():
 def test_backend_trains_on_cuda_as_in_eager(model, contractions, no_tf32):
     """backend="neoflow" on CUDA tensors: forward and every parameter's gradient against eager, with the
     lowered subgraphs' outputs on the GPU."""
-    import backend_models as tb
-
     torch.manual_seed(0)
     shape = {"MLP": (4, 16), "Block": (2, 5, 32), "ConvNet": (2, 3, 8, 8)}[model]
-    net = getattr(tb, model)().to(DEV)
-    reps = tb.check_training(net, torch.randn(*shape, device=DEV), contractions=contractions)
+    net = getattr(backend_models, model)().to(DEV)
+    reps = check_training(net, torch.randn(*shape, device=DEV), contractions=contractions)
     assert {r["graph"] for r in reps} == {"forward", "backward"}
     assert all(r["lowered"] > 0 for r in reps), reps
 
