@@ -38,8 +38,7 @@ func FirstSchedules(spec *ir.Spec) []loops.Schedule {
 	for i := range sp.stmts {
 		ss := &sp.stmts[i]
 		st := spec.Stmts[i]
-		grouped := st.Joined || i+1 < len(spec.Stmts) && spec.Stmts[i+1].Joined
-		if grouped || ss.scatter || !ss.red || ss.grp != nil || st.Points() < FirstMinPoints {
+		if grouped(spec, i) || ss.scatter || !ss.red || ss.grp != nil || st.Points() < FirstMinPoints {
 			continue
 		}
 		def := loops.DefaultSchedule(spec, i)
@@ -51,7 +50,7 @@ func FirstSchedules(spec *ir.Spec) []loops.Schedule {
 		case m > 0 && def.VectorAxis == st.Reduction[m-1].Name:
 			changed = ss.registerLanes(spec, g) || changed
 		case !isRedLoop(st, def.VectorAxis):
-			ss.heuristic(spec, g, 8, 4, 1, 3)
+			ss.registerTile(spec, g)
 			changed = true
 		}
 	}

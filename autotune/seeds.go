@@ -334,13 +334,23 @@ func (ss *stmtSpace) reductionLanes(g []int) bool {
 func (sp *Space) registerTiled() []int {
 	g := sp.Default()
 	for i, ss := range sp.stmts {
-		st := sp.spec.Stmts[i]
-		grouped := st.Joined || i+1 < len(sp.spec.Stmts) && sp.spec.Stmts[i+1].Joined
-		if st.Stmt.Reduce != ir.Assign && !grouped {
-			ss.heuristic(sp.spec, g, 8, 4, 1, 3)
+		if sp.spec.Stmts[i].Stmt.Reduce != ir.Assign && !grouped(sp.spec, i) {
+			ss.registerTile(sp.spec, g)
 		}
 	}
 	return g
+}
+
+// registerTile writes the statement's genes of the largest register tile,
+// 8 rows of 4 vectors (heuristic), into g.
+func (ss *stmtSpace) registerTile(spec *ir.Spec, g []int) {
+	ss.heuristic(spec, g, 8, 4, 1, 3)
+}
+
+// grouped reports whether statement i of spec belongs to a fused group
+// (whose schedule is the group's).
+func grouped(spec *ir.Spec, i int) bool {
+	return spec.Stmts[i].Joined || i+1 < len(spec.Stmts) && spec.Stmts[i+1].Joined
 }
 
 // heuristic writes the register-tiled genes of the statement into g.

@@ -57,16 +57,15 @@ func (r *Runtime) tuneDB() (*tunedb.DB, error) {
 	return r.db, nil
 }
 
-// firstSchedules is the builder's Options.Schedules: the database's
-// schedules for spec's CPU kernel on this machine (tuned, or picked,
-// picks.go), else those of its nearest shape's record projected onto it
-// (warm.go), else untunedSchedules.
+// firstSchedules is the builder's Options.Schedules: unless NEOFLOW_TUNE
+// is off, the database's schedules for spec's CPU kernel on this machine
+// (tuned, or picked, picks.go), else those of its nearest shape's record
+// projected onto it (warm.go); without either, untunedSchedules.
 func (r *Runtime) firstSchedules(spec *ir.Spec) []loops.Schedule {
-	if r.config().Tune == TuneOff {
-		return r.untunedSchedules(spec)
-	}
-	if s := r.recordSchedules(spec, autotune.Key(spec, Version), false); s != nil {
-		return s
+	if r.config().Tune != TuneOff {
+		if s := r.recordSchedules(spec, autotune.Key(spec, Version), false); s != nil {
+			return s
+		}
 	}
 	return r.untunedSchedules(spec)
 }
