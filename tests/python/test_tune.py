@@ -511,7 +511,7 @@ def test_untuned_large_contractions_are_register_tiled(tune_cache):
     tiled = specialized_source(op, u, h, tune="off")
     assert tiled != plain and tiled.count("#pragma GCC unroll 8") >= 4, tiled
     assert normalized(op.c_source(u, h)) == tiled
-    torch.testing.assert_close(op(u, h), h @ u.T, **F32)
+    torch.testing.assert_close(op(u, h), h @ u.T, rtol=1e-4, atol=1e-4)  # sums of 256 products, reassociated
     gemm = neoflow.op(MATMUL, name="tune_first_gemm")
     a, b = torch.randn(64, 32), torch.randn(32, 48)
     assert specialized_source(gemm, a, b, tune="off") == normalized(gemm.c_source(a, b))
