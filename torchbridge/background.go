@@ -2,6 +2,7 @@ package torchbridge
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,8 +29,11 @@ import (
 // its trial budget (backgroundTrials) is spent. Before the search it
 // picks the kernel's schedules as the default mode does (picks.go) and
 // swaps the picked kernel in, seconds after the first call; the search
-// then starts from the pick's genome. In the default mode the worker only
-// picks.
+// then starts from the pick's genome. Every queued kernel is picked before
+// any is searched (nextJob): a search takes a minute or more, and a
+// kernel queued behind one waited that long for its pick, seconds' work
+// that makes a first build's kernel several times faster where it has
+// enough work. In the default mode the worker only picks.
 //
 // The worker runs at a low CPU priority (cc.LowPriority, nice 10): its
 // thread, the OpenMP team it times kernels with and the compilers it
@@ -103,6 +107,10 @@ type bgJob struct {
 	kernelID uint64
 
 	pick bool // a pick (picks.go), not a search
+	// picked says that a search's pick is done (or had nothing to pick);
+	// seeds are the genomes its search starts from.
+	picked bool
+	seeds  [][]int
 	// db is the tuning database the job was queued under: its record goes
 	// there even when the settings have moved to another cache since.
 	db *tunedb.DB
@@ -183,13 +191,13 @@ func (r *Runtime) runQueue() {
 		}
 		r.bg.mu.Unlock()
 		r.waitQuiet()
-		r.bg.mu.Lock()
-		job := r.bg.queue[0]
-		r.bg.queue = r.bg.queue[1:]
-		r.bg.mu.Unlock()
+		job := r.nextJob()
 		run := r.tuneJob
-		if job.pick {
+		switch {
+		case job.pick:
 			run = r.pickJob
+		case !job.picked:
+			run = r.searchPick
 		}
 		if err := run(job); err != nil {
 			r.bg.mu.Lock()
@@ -200,31 +208,55 @@ func (r *Runtime) runQueue() {
 	}
 }
 
-// tuneJob tunes one kernel, stores its record and swaps the faster
-// kernel in.
+// nextJob takes the next job off the queue: the first whose pick is to
+// be done (a pick job, or a search not yet picked), else the first.
+func (r *Runtime) nextJob() *bgJob {
+	r.bg.mu.Lock()
+	defer r.bg.mu.Unlock()
+	i := slices.IndexFunc(r.bg.queue, func(j *bgJob) bool { return j.pick || !j.picked })
+	i = max(i, 0)
+	job := r.bg.queue[i]
+	r.bg.queue = slices.Delete(r.bg.queue, i, i+1)
+	return job
+}
+
+// searchPick is a search job's first part: the pick (seconds, not
+// minutes), whose kernel runs while the search goes on, which starts
+// from its genome. The job goes back to the end of the queue for its
+// search.
+func (r *Runtime) searchPick(job *bgJob) error {
+	b, err := r.kernelBuilder()
+	if err != nil {
+		return err
+	}
+	seeds := r.warmSeeds(job.spec, job.key, false)
+	swapped := false
+	if autotune.Picks(job.spec) {
+		ctx := cc.WithLowPriority(context.Background())
+		p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads, seeds)
+		if err == nil && p.Schedules != nil {
+			if swapped, err = r.swapIn(ctx, b, job, p.Schedules); err != nil {
+				return err
+			}
+			seeds = append(seeds, p.Genome)
+		}
+	}
+	r.bg.mu.Lock()
+	defer r.bg.mu.Unlock()
+	job.picked, job.seeds, job.swapped = true, seeds, swapped
+	r.bg.queue = append(r.bg.queue, job)
+	return nil
+}
+
+// tuneJob tunes one kernel (after its pick, searchPick), stores its
+// record and swaps the faster kernel in.
 func (r *Runtime) tuneJob(job *bgJob) error {
 	b, err := r.kernelBuilder()
 	if err != nil {
 		return err
 	}
-	warm := r.warmSeeds(job.spec, job.key, false)
-	opts := autotune.Options{Trials: backgroundTrials, Timing: autotune.Timing{Threads: r.config().NumThreads}, Version: Version, Seeds: warm}
+	opts := autotune.Options{Trials: backgroundTrials, Timing: autotune.Timing{Threads: r.config().NumThreads}, Version: Version, Seeds: job.seeds}
 	ctx := cc.WithLowPriority(context.Background())
-	// First the pick (seconds, not minutes): its kernel runs while the
-	// search goes on, which starts from its genome.
-	if autotune.Picks(job.spec) {
-		p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads, warm)
-		if err == nil && p.Schedules != nil {
-			swapped, err := r.swapIn(ctx, b, job, p.Schedules)
-			if err != nil {
-				return err
-			}
-			r.bg.mu.Lock()
-			job.swapped = swapped
-			r.bg.mu.Unlock()
-			opts.Seeds = append(opts.Seeds, p.Genome)
-		}
-	}
 	t, err := autotune.NewTuner(b, job.spec, opts)
 	if err != nil {
 		return err

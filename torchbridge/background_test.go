@@ -1,6 +1,7 @@
 package torchbridge
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -127,5 +128,28 @@ func TestDefaultModePicks(t *testing.T) {
 	}
 	if _, err := r2.TuneEnd(&api.TuneStepRequest{SessionId: tr.SessionId}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Every queued kernel is picked before any is searched: the worker takes
+// a pick job or a search not yet picked first, in queue order, and a
+// search once its pick is done (searchPick puts it back at the end).
+func TestPicksBeforeSearches(t *testing.T) {
+	r := New()
+	picked := &bgJob{name: "picked", picked: true}
+	search := &bgJob{name: "search"}
+	pick := &bgJob{name: "pick", pick: true}
+	r.bg.queue = []*bgJob{picked, search, pick}
+	var got []string
+	for len(r.bg.queue) > 0 {
+		j := r.nextJob()
+		got = append(got, j.name)
+		if j == search && !j.picked { // its pick done: back at the end for its search
+			j.picked = true
+			r.bg.queue = append(r.bg.queue, j)
+		}
+	}
+	if want := []string{"search", "pick", "picked", "search"}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
 	}
 }

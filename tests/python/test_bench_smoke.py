@@ -132,12 +132,15 @@ def test_gpu_benchmarks_smoke(tmp_path):
     assert all(v["matches"] for v in result["variants"])
 
 
+SMALL_LLTM = ["--size", "small", "--workloads", "lltm"]
+
+
 @pytest.mark.parametrize(
     "script,args",
     [
         ("overhead", ["--rounds", "1", "--calls", "5"]),
         ("fusion", ["--rounds", "1", "--repeat", "1", "--warmup", "0", "--size", "small", "--workloads", "lltm"]),
-        ("dynamic", ["--size", "small", "--seconds", "2", "--repeat", "2", "--workloads", "lltm"]),
+        ("dynamic", [*SMALL_LLTM, "--seconds", "2", "--repeat", "2", "--eager-every", ".5"]),
         ("joint", ["--size", "small", "--batch", "2", "--trials", "3", "--workloads", "lltm"]),
         ("bandwidth", ["--mib", "4", "--repeat", "3"]),
         ("models", ["--models", "mlp", "scrnn", "--repeat", "1", "--warmup", "0", "--no-tuned"]),
@@ -153,6 +156,8 @@ def test_other_benches_run_and_write_their_files(tmp_path, script, args):
     assert {p.suffix for p in tmp_path.glob(f"{script}-*")} == {".json", ".md", ".png"}
     result = json.loads(next(tmp_path.glob(f"{script}-*.json")).read_text())
     assert result["machine"]["cpu"] and result["date"]
+    if script == "dynamic":  # eager steps timed during the run, every 0.5 s of its 2
+        assert len(result["rows"][0]["eager_points"]) >= 5
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA_ONLY)])
