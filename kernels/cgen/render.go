@@ -75,6 +75,9 @@ func render(fn *loops.Func, symbol string, profile bool) (string, error) {
 		b.WriteString("\t(void)nthreads;\n")
 	}
 	b.WriteString(body.String())
+	if r.anyStream { // the streaming stores of nests outside a parallel loop (those inside fence there)
+		b.WriteString("#if defined(__AVX512F__)\n\t_mm_sfence();\n#endif\n")
+	}
 	b.WriteString("}\n")
 	return b.String(), nil
 }
@@ -182,6 +185,9 @@ type renderer struct {
 	// (not even NF_SCALAR) between them.
 	collapsing int
 	masks      []*code
+	// streamed is set by a streaming store (stream.go) in the parallel
+	// loop being rendered, anyStream by one anywhere in the kernel.
+	streamed, anyStream bool
 	// kinds and reads memoize ir.KindOf and readsTensor by node, so
 	// rendering is linear in the size of the expressions.
 	kinds ir.KindMemo
@@ -200,6 +206,9 @@ func (r *renderer) header(b *strings.Builder, profile bool, nests int) {
 	b.WriteString("#include <math.h>\n#include <stdint.h>\n")
 	if profile {
 		b.WriteString("#include <time.h>\n")
+	}
+	if r.anyStream {
+		b.WriteString("#if defined(__AVX512F__)\n#include <immintrin.h>\n#endif\n")
 	}
 	b.WriteString(scalarLoopDef)
 	b.WriteString("\n")
@@ -303,6 +312,18 @@ func (r *renderer) loop(l *loops.Loop, depth int) error {
 	if _, dup := r.vars[l.Var]; dup {
 		return errors.Errorf("loop variable %s shadows an enclosing loop", l.Var)
 	}
+	if s, ok := r.streamable(l); ok {
+		return r.streamLoop(l, s, v, depth)
+	}
+	if l.Parallel && !r.cuda {
+		return r.parallelLoop(l, v, depth)
+	}
+	return r.loopBody(l, v, depth)
+}
+
+// loopBody renders loop l, whose variable's C name is v.
+func (r *renderer) loopBody(l *loops.Loop, v string, depth int) error {
+	var err error
 	switch {
 	case l.Bind == loops.BindThread && r.cuda:
 		return r.threads(l, depth)
@@ -352,6 +373,22 @@ func (r *renderer) loop(l *loops.Loop, depth int) error {
 	delete(r.vars, l.Var)
 	r.collapsing = saved
 	r.line(depth, "}")
+	return err
+}
+
+// parallelLoop renders a parallel loop of a C kernel (loopBody), fenced
+// for the streaming stores in it (fenceStreams).
+func (r *renderer) parallelLoop(l *loops.Loop, v string, depth int) error {
+	out, saved := r.b, r.streamed
+	var b strings.Builder
+	r.b, r.streamed = &b, false
+	err := r.loopBody(l, v, depth)
+	text := b.String()
+	if r.streamed {
+		text = fenceStreams(text, depth)
+	}
+	r.b, r.streamed = out, saved || r.streamed
+	r.b.WriteString(text)
 	return err
 }
 
