@@ -129,3 +129,27 @@ func tensorIndex(spec *ir.Spec, name string) int {
 	}
 	return -1
 }
+
+// An output the kernel reads back (a later statement reads it) is not
+// streamed, whatever its size; the one nothing reads is.
+func TestStreamingSkipsWhatIsReadBack(t *testing.T) {
+	op, err := parse.Parse("Y[i, j] = X[i, j] * 2.0\nZ[i, j] = Y[i, j] + 1.0", parse.Options{Name: "reread", Inputs: []string{"X"}, Outputs: []string{"Y", "Z"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sema.Check(op); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := sema.Specialize(op, ir.Float32, [][]int64{{1024, 1024}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Source(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(src, "_mm512_stream_ps") != 1 || !strings.Contains(src, "float *nf_sp = &t_Z[") {
+		t.Fatalf("want Z streamed and Y not:\n%s", src)
+	}
+	run(t, spec, hostbuf.RandomInputs(spec, false, 5), 2, tolerance(ir.Float32))
+}

@@ -33,6 +33,7 @@ func render(fn *loops.Func, symbol string, profile bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	r.reread = rereadTensors(fn)
 	var body strings.Builder
 	r.b = &body
 	for _, n := range fn.Nests {
@@ -188,6 +189,9 @@ type renderer struct {
 	// streamed is set by a streaming store (stream.go) in the parallel
 	// loop being rendered, anyStream by one anywhere in the kernel.
 	streamed, anyStream bool
+	// reread are the tensors the kernel reads or combines into
+	// (rereadTensors): they are never streamed.
+	reread map[string]bool
 	// kinds and reads memoize ir.KindOf and readsTensor by node, so
 	// rendering is linear in the size of the expressions.
 	kinds ir.KindMemo

@@ -39,7 +39,8 @@ var streamIntrinsics = map[string][2]string{
 }
 
 // streamable returns the store of lane loop l when l is rendered with a
-// streaming store (see above).
+// streaming store (see above): an output the kernel never reads back
+// (rereadTensors).
 func (r *renderer) streamable(l *loops.Loop) (*loops.Store, bool) {
 	if r.cuda || !l.Vector || l.Parallel || StreamMinBytes <= 0 || len(r.masks) > 0 || r.stype != "" || len(l.Body) != 1 {
 		return nil, false
@@ -49,7 +50,7 @@ func (r *renderer) streamable(l *loops.Loop) (*loops.Store, bool) {
 		return nil, false
 	}
 	t := r.tensors[s.Dst.Tensor]
-	if _, ok := streamIntrinsics[r.ctype]; !ok || t == nil || t.Role == ir.RoleInput || r.elemType(t) != r.ctype || len(s.Dst.Indices) != len(t.Shape) {
+	if _, ok := streamIntrinsics[r.ctype]; !ok || t == nil || t.Role != ir.RoleOutput || r.reread[t.Name] || r.elemType(t) != r.ctype || len(s.Dst.Indices) != len(t.Shape) {
 		return nil, false
 	}
 	size := int64(r.spec.DType.Size())
@@ -170,4 +171,49 @@ func fenceStreams(text string, depth int) string {
 	b.WriteString(rest)
 	fmt.Fprintf(&b, "#if defined(__AVX512F__)\n%s_mm_sfence();\n#endif\n%s}\n", indent, indent)
 	return b.String()
+}
+
+// rereadTensors are the tensors fn reads, or combines into (a store other
+// than an assignment reads the element first), anywhere. A streaming
+// store of one would send to memory what the kernel then reads back from
+// there: a fused group's statement reading the one before it, an output
+// set to zero before its sum, a sum combined into its output.
+func rereadTensors(fn *loops.Func) map[string]bool {
+	out := map[string]bool{}
+	reads := func(e ir.Expr) {
+		ir.Walk(e, func(x ir.Expr) bool {
+			if a, ok := x.(*ir.Access); ok && !loops.IsLocal(a.Tensor) {
+				out[a.Tensor] = true
+			}
+			return true
+		})
+	}
+	var walk func(nodes []loops.Node)
+	walk = func(nodes []loops.Node) {
+		for _, n := range nodes {
+			switch n := n.(type) {
+			case *loops.Loop:
+				walk(n.Body)
+			case *loops.Block:
+				walk(n.Body)
+			case *loops.If:
+				reads(n.Cond)
+				walk(n.Body)
+			case *loops.Store:
+				reads(n.Value)
+				for _, x := range n.Dst.Indices {
+					reads(x)
+				}
+				if n.Op != ir.Assign {
+					out[n.Dst.Tensor] = true
+				}
+			case *loops.Prefetch:
+				out[n.Addr.Tensor] = true
+			}
+		}
+	}
+	for _, nest := range fn.Nests {
+		walk(nest.Body)
+	}
+	return out
 }
