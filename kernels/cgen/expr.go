@@ -472,16 +472,7 @@ func (r *renderer) ref(a *ir.Access) (cexpr, error) {
 			return cexpr{}, errors.Errorf("index of %s is a %v: %s", a.Tensor, k, ir.ExprString(x))
 		}
 	}
-	strides := make([]int64, len(t.Shape))
-	stride := int64(1)
-	for d := len(t.Shape) - 1; d >= 0; d-- {
-		strides[d] = stride
-		stride *= t.Shape[d]
-	}
-	off := loops.Lit(0)
-	for d, x := range a.Indices {
-		off = loops.Add(off, loops.Mul(x, loops.Lit(strides[d])))
-	}
+	off := flatIndex(a, t)
 	name, err := tensorName(a.Tensor)
 	if err != nil {
 		return cexpr{}, err
@@ -494,6 +485,22 @@ func (r *renderer) ref(a *ir.Access) (cexpr, error) {
 		read = cexpr{cat(r.maskText(), " ? ", read.s, " : ", r.floatLit(0).s), precCond, ir.KindValue}
 	}
 	return read, err
+}
+
+// flatIndex is a's element offset in t (row-major), as the C source
+// indexes t: each index times its stride, outermost first.
+func flatIndex(a *ir.Access, t *ir.TensorDecl) ir.Expr {
+	strides := make([]int64, len(t.Shape))
+	stride := int64(1)
+	for d := len(t.Shape) - 1; d >= 0; d-- {
+		strides[d] = stride
+		stride *= t.Shape[d]
+	}
+	off := loops.Lit(0)
+	for d, x := range a.Indices {
+		off = loops.Add(off, loops.Mul(x, loops.Lit(strides[d])))
+	}
+	return off
 }
 
 // kind is ir.KindOf(e), memoized.

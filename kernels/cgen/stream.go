@@ -61,16 +61,6 @@ func (r *renderer) streamable(l *loops.Loop) (*loops.Store, bool) {
 	return s, ok && step == 1
 }
 
-// flatIndex is a's element offset in t (row-major).
-func flatIndex(a *ir.Access, t *ir.TensorDecl) ir.Expr {
-	off, stride := loops.Lit(0), int64(1)
-	for d := len(t.Shape) - 1; d >= 0; d-- {
-		off = loops.Add(off, loops.Mul(a.Indices[d], loops.Lit(stride)))
-		stride *= t.Shape[d]
-	}
-	return off
-}
-
 // laneStep is how far e moves when loop variable v grows by one, where e
 // is affine in v: v only in sums and differences and in products with
 // integer literals. ok is false otherwise.
