@@ -77,7 +77,7 @@ func render(fn *loops.Func, symbol string, profile bool) (string, error) {
 	}
 	b.WriteString(body.String())
 	if r.anyStream { // the streaming stores of nests outside a parallel loop (those inside fence there)
-		b.WriteString("#if defined(__AVX512F__)\n\t_mm_sfence();\n#endif\n")
+		b.WriteString("#if defined(__AVX512F__)\n\tnf_sfence();\n#endif\n")
 	}
 	b.WriteString("}\n")
 	return b.String(), nil
@@ -212,7 +212,7 @@ func (r *renderer) header(b *strings.Builder, profile bool, nests int) {
 		b.WriteString("#include <time.h>\n")
 	}
 	if r.anyStream {
-		b.WriteString("#if defined(__AVX512F__)\n#include <immintrin.h>\n#endif\n")
+		b.WriteString(streamPrelude)
 	}
 	b.WriteString(scalarLoopDef)
 	b.WriteString("\n")
