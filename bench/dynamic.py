@@ -11,13 +11,21 @@ background tuner's progress sampled along the way. Every ``--eager-every``
 seconds the run also times 5 steps of the eager baseline (not counted as
 neoflow's), so that neoflow is compared with eager under the same load: on a
 shared machine eager's own step time drifts by a third within minutes, more
-than the differences measured. The report gives the first step's time, the
-median step time in windows of the run (neoflow's and the interleaved
-eager's), when the median of the last 5 s of steps first reached the median of
-the eager steps timed within 20 s of it, the final median
-(neoflow's steps of the last 30 s) against the eager steps of that time, the
-slowest step after the third against the final median, and the kernels tuned
-and swapped in. The warm eager and torch.compile medians measured before the
+than the differences measured. Those eager steps start from the neoflow
+model's weights of that moment (its state_dict, loaded into the baseline),
+so that both are timed at the same point of the training: the step time
+depends on it. MI-LSTM's training at bench size diverges after about 250
+steps, and its saturated activations then make every step about three times
+slower, eager's as much as neoflow's (measured: eager alone, 160 ms a step
+before, 450-510 ms after); an eager baseline trained only by its own few
+interleaved steps stayed fast, which made neoflow look 3-4x slower.
+
+The report gives the first step's time, the median step time in windows of
+the run (neoflow's and the interleaved eager's), when the median of the last
+5 s of steps first reached the median of the eager steps timed within 20 s of
+it, the final median (neoflow's steps of the last 30 s) against the eager
+steps of that time, the slowest step after the third against the final
+median, and the kernels tuned and swapped in. The warm eager and torch.compile medians measured before the
 run are reference lines. Writes ``dynamic-DATE-cpu.json``, ``.md`` and
 ``.png`` into ``--out``. Not a test: speed is reported, not asserted.
 
@@ -92,10 +100,10 @@ def caught_up(points, eager_points, eager_ms: float, width_s: float = 5.0) -> fl
     return None
 
 
-def run_background(torch, neoflow, nf, loss, lr, seconds: float, eager_step, eager_every: float) -> tuple:
+def run_background(torch, neoflow, nf, loss, lr, seconds: float, eager_step, eager_every: float, base) -> tuple:
     """Trains nf for ``seconds`` under background tuning: (time since start, step seconds) per step, samples
     (time, trials done, kernels swapped), and the eager steps timed every ``eager_every`` seconds
-    (5 at a time) as (time since start, step seconds)."""
+    (5 at a time, base starting from nf's weights) as (time since start, step seconds)."""
     step = wl.train_step(torch, nf, lambda: loss(nf), lr)
     points, samples, eager_points = [], [], []
     start = time.perf_counter()
@@ -110,6 +118,7 @@ def run_background(torch, neoflow, nf, loss, lr, seconds: float, eager_step, eag
             samples.append((t1 - start, sum(k.trials for k in st), sum(k.swapped for k in st), len(st)))
             next_sample += 2.0
         if t1 - start >= next_eager:
+            base.load_state_dict(nf.state_dict())
             for _ in range(5):
                 e0 = time.perf_counter()
                 eager_step()
@@ -132,7 +141,7 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
     neoflow.configure(cache_dir=os.path.join(tmp, name), tune="background")
     earlier = len(neoflow.background_status())  # kernels of the workloads before this one
     points, samples, eager_points = run_background(
-        torch, neoflow, nf, loss, lr, args.seconds, eager_step, args.eager_every
+        torch, neoflow, nf, loss, lr, args.seconds, eager_step, args.eager_every, base
     )
     status = neoflow.background_status()[earlier:]
     end = points[-1][0]
@@ -178,7 +187,8 @@ def render_markdown(result: dict) -> str:
         f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}. Each neoflow run "
         f"starts from a cold kernel cache and an empty tuning database and trains for {s['seconds']:.0f} s; eager "
         "and torch.compile: median step of a warm run before it. During the run 5 eager steps are timed every "
-        f"{s.get('eager_every', 10):.0f} s: final vs eager compares neoflow's steps of the last 30 s with the "
+        f"{s.get('eager_every', 10):.0f} s, starting from the neoflow model's weights of that moment: final vs "
+        "eager compares neoflow's steps of the last 30 s with the "
         "eager steps of that time, and neoflow caught eager when the median of its last 5 s of steps reached "
         "the eager steps timed within 20 s.",
         "",

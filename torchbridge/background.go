@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/neoflow/neoflow/api"
@@ -36,15 +37,18 @@ import (
 // enough work. In the default mode the worker only picks.
 //
 // The worker runs at a low CPU priority (cc.LowPriority, nice 10): its
-// thread, the OpenMP team it times kernels with and the compilers it
-// starts (started from a thread at that priority, they and their children
-// inherit it). A training that keeps every core busy then keeps most of them:
-// measured on two cores, LLTM steps took 14-17 ms while a search compiled
-// its candidates and 23-26 ms while it timed them, against 13-15 ms
-// undisturbed (see backgroundWorker for the part the timing team's pool
-// plays). At normal priority, with the training's launches on one thread
-// fewer to leave the worker a core, MI-LSTM and subLSTM steps took 2 to 5
-// times as long until the picks landed, and the timings were as noisy.
+// thread and the OpenMP team it times kernels with; the compilers it
+// starts run under SCHED_IDLE besides (started from a thread so set, they
+// and their children inherit it), and while it runs a job the calls'
+// launches take one thread fewer (launchThreads), which leaves the
+// compilers a core. On two cores (bench/results/dynamic-2026-11-27-cpu-
+// xeon*.md) that took the worst LLTM step from 16.3 to 9.0 times the final
+// median and ended the tuning of LLTM and MI-LSTM at 84 s instead of 92
+// and 112 s; the steps run about twice as long while it works, against
+// spikes of 100-290 ms before (kernels/cc's priority.go says why). At
+// normal priority, with one thread fewer, MI-LSTM and subLSTM steps took 2
+// to 5 times as long until the picks landed, and the timings were as
+// noisy.
 
 // backgroundTrials is the trial budget of one kernel tuned in the
 // background.
@@ -57,6 +61,9 @@ type background struct {
 	byID    map[string]*bgJob // by tuning record id
 	queue   []*bgJob
 	running bool
+	// busy is set while the worker runs a job: launches leave it a core
+	// (launchThreads).
+	busy atomic.Bool
 	// lastBuild is when a specialization last started or finished building
 	// a kernel (waitQuiet).
 	lastBuild time.Time
@@ -199,7 +206,10 @@ func (r *Runtime) runQueue() {
 		case !job.picked:
 			run = r.searchPick
 		}
-		if err := run(job); err != nil {
+		r.bg.busy.Store(true)
+		err := run(job)
+		r.bg.busy.Store(false)
+		if err != nil {
 			r.bg.mu.Lock()
 			job.err = err.Error()
 			job.progress.Done = true

@@ -153,3 +153,17 @@ func TestPicksBeforeSearches(t *testing.T) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
 }
+
+// While the worker runs a job, C kernel launches leave it a core.
+func TestLaunchLeavesACoreWhileTuning(t *testing.T) {
+	r := New()
+	for _, c := range []struct {
+		busy          bool
+		asked, wanted int
+	}{{false, 4, 4}, {true, 4, 3}, {true, 2, 1}, {true, 1, 1}, {false, 0, 1}, {true, 0, 1}} {
+		r.bg.busy.Store(c.busy)
+		if got := r.launchThreads(c.asked); got != c.wanted {
+			t.Errorf("busy %v, %d threads asked: launched on %d, want %d", c.busy, c.asked, got, c.wanted)
+		}
+	}
+}

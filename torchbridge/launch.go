@@ -19,8 +19,29 @@ func (r *Runtime) Launch(id uint64, bufs unsafe.Pointer, nbufs int, nthreads int
 	if l.cuda != nil {
 		return errors.Errorf("kernel %d is a CUDA kernel (device %d): launch it with nf_launch_cuda", id, l.device)
 	}
-	cc.CallRaw(l.fn.Load(), bufs, int64(max(nthreads, 1)))
+	cc.CallRaw(l.fn.Load(), bufs, int64(r.launchThreads(nthreads)))
 	return nil
+}
+
+// launchThreads is the threads a C kernel launch asked for nthreads runs
+// with: one fewer while the background worker runs a job (a pick or a
+// search: its compilers and the kernels it times), at least one.
+//
+// The worker's compilers run under SCHED_IDLE (kernels/cc), so that a
+// training thread that wakes takes the CPU from them at once; at nice 10
+// the training's OpenMP thread waited for the scheduler's tick instead, 4
+// ms and more a parallel region. But on a machine the training keeps busy
+// a SCHED_IDLE compiler gets no CPU at all: libgomp's threads spin between
+// the training's parallel regions, and in 60 s of LLTM training on two
+// cores no pick finished. Launching on one thread fewer leaves the worker
+// a core while it has work: on that machine the kernels run about twice as
+// long (LLTM's steps 25-31 ms instead of 13) until the tuning ends, at 84
+// s instead of 92-112 (bench/results/dynamic-2026-11-27-cpu-xeon.md).
+func (r *Runtime) launchThreads(nthreads int) int {
+	if nthreads > 1 && r.bg.busy.Load() {
+		nthreads--
+	}
+	return max(nthreads, 1)
 }
 
 // launchable is kernel id's entry, checked to take nbufs buffers.

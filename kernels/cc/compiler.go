@@ -142,10 +142,11 @@ func (c Compiler) Compile(ctx context.Context, source, out string) error {
 	cmd.Stdout = &stderr
 	cmd.Stderr = &stderr
 	if IsLowPriority(ctx) {
-		// Forked from a thread at LowPriority, the driver and its children
-		// (cc1, as, ld) are born at it. (Lowering the driver after Start
-		// raced with it: on a busy machine it had often forked cc1 by then.)
-		OnOwnThread(ctx, func() { err = cmd.Start() })
+		// Forked from a thread at LowPriority under SCHED_IDLE, the driver
+		// and its children (cc1, as, ld) are born so (priority.go).
+		// (Lowering the driver after Start raced with it: on a busy machine
+		// it had often forked cc1 by then.)
+		onIdleThread(func() { err = cmd.Start() })
 	} else {
 		err = cmd.Start()
 	}

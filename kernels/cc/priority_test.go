@@ -2,6 +2,7 @@ package cc
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,15 +12,18 @@ import (
 	"testing"
 )
 
-// A compiler started under WithLowPriority runs at LowPriority from its
-// start, and so do the children it starts at once; one started without it
-// runs at the caller's priority.
+// A compiler started under WithLowPriority runs at LowPriority and under
+// SCHED_IDLE from its start, and so do the children it starts at once; one
+// started without it runs at the caller's priority and policy.
 func TestLowPriorityCompiler(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "fakecc")
-	// It records its nice value and its child's where the next argument
-	// after -o points, at once: a compiler's children must start low too.
-	body := "#!/bin/sh\nwhile [ \"$1\" != -o ]; do shift; done\nnice > \"$2\"\nsh -c nice >> \"$2\"\n"
+	// It records its nice value and scheduling policy (the 41st field of
+	// /proc/PID/stat) and its child's, where the next argument after -o
+	// points, at once: a compiler's children must start low too.
+	body := "#!/bin/sh\nwhile [ \"$1\" != -o ]; do shift; done\n" +
+		"echo $(nice) $(cut -d' ' -f41 /proc/$$/stat) > \"$2\"\n" +
+		"sh -c 'echo $(nice) $(cut -d\" \" -f41 /proc/$$/stat)' >> \"$2\"\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -39,12 +43,13 @@ func TestLowPriorityCompiler(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := base
+		nice, policy := base, "0" // SCHED_OTHER
 		if low {
-			want = max(base, LowPriority) // an unprivileged process cannot raise its priority
+			nice, policy = max(base, LowPriority), strconv.Itoa(schedIdle) // an unprivileged process cannot raise its priority
 		}
-		if w := strconv.Itoa(want); strings.Fields(string(got)) == nil || strings.Join(strings.Fields(string(got)), " ") != w+" "+w {
-			t.Errorf("low priority %v: the compiler and its child ran at nice %q, want %d", low, strings.Fields(string(got)), want)
+		want := fmt.Sprintf("%d %s %d %s", nice, policy, nice, policy)
+		if g := strings.Join(strings.Fields(string(got)), " "); g != want {
+			t.Errorf("low priority %v: the compiler and its child ran at nice and policy %q, want %q", low, g, want)
 		}
 	}
 }

@@ -22,7 +22,17 @@ import (
 // thread: a Go thread that ends locked (runtime.LockOSThread) may be the
 // runtime's first thread, which Go keeps, pool and all.
 func OnOwnThread(ctx context.Context, fn func()) {
-	run := &threadRun{fn: fn, low: IsLowPriority(ctx)}
+	onThread(&threadRun{fn: fn, low: IsLowPriority(ctx)})
+}
+
+// onIdleThread runs fn as OnOwnThread does, on a thread at LowPriority
+// under SCHED_IDLE (setThreadIdle).
+func onIdleThread(fn func()) {
+	onThread(&threadRun{fn: fn, low: true, idle: true})
+}
+
+// onThread runs run on a thread of its own.
+func onThread(run *threadRun) {
 	h := cgo.NewHandle(run)
 	defer h.Delete()
 	if rc := C.nf_run_on_thread(C.uintptr_t(h)); rc != 0 {
@@ -38,6 +48,7 @@ func OnOwnThread(ctx context.Context, fn func()) {
 type threadRun struct {
 	fn       func()
 	low      bool
+	idle     bool
 	panicked any
 }
 
@@ -52,6 +63,9 @@ func nfRunOnThread(h C.uintptr_t) {
 	run := cgo.Handle(h).Value().(*threadRun)
 	if run.low {
 		setThreadPriority(LowPriority)
+	}
+	if run.idle {
+		setThreadIdle()
 	}
 	run.call()
 }
