@@ -131,27 +131,21 @@ func (c Compiler) Compile(ctx context.Context, source, out string) error {
 		return errors.Wrapf(err, "writing kernel source %s", src)
 	}
 	args := c.CommandLine(compiler, src, out)
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	// Cancelling kills the compiler's whole process group: the driver's
-	// children (cc1, as, ld) hold its output pipe, and would otherwise run
-	// to their end before Run returns.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
 	var stderr bytes.Buffer
-	cmd.Stdout = &stderr
-	cmd.Stderr = &stderr
-	if IsLowPriority(ctx) {
-		// Forked from a thread at LowPriority under SCHED_IDLE, the driver
-		// and its children (cc1, as, ld) are born so (priority.go).
-		// (Lowering the driver after Start raced with it: on a busy machine
-		// it had often forked cc1 by then.)
-		onIdleThread(func() { err = cmd.Start() })
-	} else {
-		err = cmd.Start()
-	}
-	if err == nil {
-		err = cmd.Wait()
+	switch {
+	case !IsLowPriority(ctx):
+		err = run(ctx, args, &stderr, priorityNormal)
+	default:
+		// Under SCHED_IDLE first; a compiler that has not ended after
+		// IdleCompileLimit is starved (priority.go) and runs again at
+		// LowPriority alone, where it gets a share of a busy machine.
+		idle, cancel := context.WithTimeout(ctx, IdleCompileLimit)
+		err = run(idle, args, &stderr, priorityIdle)
+		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(idle.Err(), context.DeadlineExceeded) {
+			stderr.Reset()
+			err = run(ctx, args, &stderr, priorityLow)
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -160,4 +154,46 @@ func (c Compiler) Compile(ctx context.Context, source, out string) error {
 		return errors.Errorf("C compiler failed (%v): %s\n%s", err, strings.Join(args, " "), strings.TrimRight(stderr.String(), "\n"))
 	}
 	return nil
+}
+
+// IdleCompileLimit is how long a compiler may run under SCHED_IDLE before
+// it is stopped and started again at LowPriority alone.
+var IdleCompileLimit = 10 * time.Second
+
+// A compiler's priority: the caller's, LowPriority, or LowPriority under
+// SCHED_IDLE.
+const (
+	priorityNormal = iota
+	priorityLow
+	priorityIdle
+)
+
+// run runs the compiler command line args at priority, its output into
+// out. Cancelling ctx kills the compiler's whole process group: the
+// driver's children (cc1, as, ld) hold its output pipe, and would
+// otherwise run to their end before it returns.
+func run(ctx context.Context, args []string, out *bytes.Buffer, priority int) error {
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	cmd.Stdout = out
+	cmd.Stderr = out
+	var err error
+	// Forked from a thread at LowPriority (under SCHED_IDLE), the driver
+	// and its children (cc1, as, ld) are born so. (Lowering the driver
+	// after Start raced with it: on a busy machine it had often forked cc1
+	// by then.)
+	switch priority {
+	case priorityIdle:
+		onIdleThread(func() { err = cmd.Start() })
+	case priorityLow:
+		OnOwnThread(WithLowPriority(context.Background()), func() { err = cmd.Start() })
+	default:
+		err = cmd.Start()
+	}
+	if err != nil {
+		return err
+	}
+	return cmd.Wait()
 }

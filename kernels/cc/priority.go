@@ -19,8 +19,11 @@ import (
 // which takes it at once: 13 such launches in 60 s. A SCHED_IDLE compiler
 // gets no CPU while the training keeps every core busy, though, so the
 // training's launches leave one free while the worker works (torchbridge's
-// launchThreads). The worker's own thread stays at nice 10 only: it holds
-// locks and a Go P that the training's calls may wait for.
+// launchThreads), and a compiler still running after IdleCompileLimit is
+// stopped and run again at nice 10 alone (an unprivileged process cannot
+// move a running one out of SCHED_IDLE). The worker's own thread stays at
+// nice 10 only: it holds locks and a Go P that the training's calls may
+// wait for.
 
 // LowPriority is the nice value of background compilers and threads.
 const LowPriority = 10

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // A compiler started under WithLowPriority runs at LowPriority and under
@@ -70,5 +71,38 @@ func TestSetThreadPriority(t *testing.T) {
 	}
 	if p, _ := syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid()); p != prio {
 		t.Errorf("this thread's nice value changed from %d to %d", 20-prio, 20-p)
+	}
+}
+
+// A compiler still running under SCHED_IDLE after IdleCompileLimit (one
+// starved on a busy machine) is stopped and run again at LowPriority alone.
+func TestStarvedIdleCompilerRunsAgainLow(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "fakecc")
+	// Under SCHED_IDLE it hangs (as if starved); otherwise it records its
+	// nice value and policy where the next argument after -o points.
+	body := "#!/bin/sh\nwhile [ \"$1\" != -o ]; do shift; done\n" +
+		"if [ \"$(cut -d' ' -f41 /proc/$$/stat)\" = 5 ]; then exec sleep 30; fi\n" +
+		"echo $(nice) $(cut -d' ' -f41 /proc/$$/stat) > \"$2\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { IdleCompileLimit = d }(IdleCompileLimit)
+	IdleCompileLimit = 300 * time.Millisecond
+	prio, _ := syscall.Getpriority(syscall.PRIO_PROCESS, 0) // 20 - nice on Linux
+	out := filepath.Join(dir, "out.txt")
+	start := time.Now()
+	if err := (Compiler{Path: script}).Compile(WithLowPriority(context.Background()), "int x;", out); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the starved compiler was not stopped: the compile took %v", d)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, want := strings.Join(strings.Fields(string(got)), " "), fmt.Sprintf("%d 0", max(20-prio, LowPriority)); g != want {
+		t.Errorf("the second run's nice value and policy are %q, want %q", g, want)
 	}
 }
