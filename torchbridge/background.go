@@ -37,18 +37,19 @@ import (
 // enough work. In the default mode the worker only picks.
 //
 // The worker runs at a low CPU priority (cc.LowPriority, nice 10): its
-// thread and the OpenMP team it times kernels with; the compilers it
-// starts run under SCHED_IDLE besides (started from a thread so set, they
-// and their children inherit it), and while it runs a job the calls'
-// launches take one thread fewer (launchThreads), which leaves the
-// compilers a core. On two cores (bench/results/dynamic-2026-11-27-cpu-
-// xeon*.md) that took the worst LLTM step from 16.3 to 9.0 times the final
-// median and ended the tuning of LLTM and MI-LSTM at 84 s instead of 92
-// and 112 s; the steps run about twice as long while it works, against
-// spikes of 100-290 ms before (kernels/cc's priority.go says why). At
-// normal priority, with one thread fewer, MI-LSTM and subLSTM steps took 2
-// to 5 times as long until the picks landed, and the timings were as
-// noisy.
+// thread, the OpenMP team it times kernels with and the compilers it
+// starts (started from a thread at that priority, they and their children
+// inherit it). In background mode its compilers run under SCHED_IDLE
+// besides (cc.WithIdleCompiles), and while it runs a job the calls'
+// launches take one thread fewer (launchThreads), which leaves those
+// compilers a core; kernels/cc's priority.go says why, and why the default
+// mode's picks do neither. On two cores (bench/results/dynamic-2026-11-27-
+// cpu-xeon*.md) that took the worst LLTM step from 16.3 to 9.0 times the
+// final median and ended the tuning of LLTM and MI-LSTM at 84 s instead of
+// 92 and 112 s; the steps run about twice as long while it works, against
+// spikes of 100-290 ms before. At normal priority, with one thread fewer,
+// MI-LSTM and subLSTM steps took 2 to 5 times as long until the picks
+// landed, and the timings were as noisy.
 
 // backgroundTrials is the trial budget of one kernel tuned in the
 // background.
@@ -206,7 +207,7 @@ func (r *Runtime) runQueue() {
 		case !job.picked:
 			run = r.searchPick
 		}
-		r.bg.busy.Store(true)
+		r.bg.busy.Store(!job.pick) // a default mode's pick leaves the calls every thread (cc.WithIdleCompiles)
 		err := run(job)
 		r.bg.busy.Store(false)
 		if err != nil {
@@ -242,7 +243,7 @@ func (r *Runtime) searchPick(job *bgJob) error {
 	seeds := r.warmSeeds(job.spec, job.key, false)
 	swapped := false
 	if autotune.Picks(job.spec) {
-		ctx := cc.WithLowPriority(context.Background())
+		ctx := cc.WithIdleCompiles(context.Background())
 		p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads, seeds)
 		if err == nil && p.Schedules != nil {
 			if swapped, err = r.swapIn(ctx, b, job, p.Schedules); err != nil {
@@ -266,7 +267,7 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 		return err
 	}
 	opts := autotune.Options{Trials: backgroundTrials, Timing: autotune.Timing{Threads: r.config().NumThreads}, Version: Version, Seeds: job.seeds}
-	ctx := cc.WithLowPriority(context.Background())
+	ctx := cc.WithIdleCompiles(context.Background())
 	t, err := autotune.NewTuner(b, job.spec, opts)
 	if err != nil {
 		return err

@@ -24,8 +24,9 @@ func (r *Runtime) Launch(id uint64, bufs unsafe.Pointer, nbufs int, nthreads int
 }
 
 // launchThreads is the threads a C kernel launch asked for nthreads runs
-// with: one fewer while the background worker runs a job (a pick or a
-// search: its compilers and the kernels it times), at least one.
+// with: one fewer while the background worker runs a job of background
+// mode (a pick or a search: its compilers and the kernels it times), at
+// least one.
 //
 // The worker's compilers run under SCHED_IDLE (kernels/cc), so that a
 // training thread that wakes takes the CPU from them at once; at nice 10

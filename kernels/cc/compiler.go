@@ -135,6 +135,8 @@ func (c Compiler) Compile(ctx context.Context, source, out string) error {
 	switch {
 	case !IsLowPriority(ctx):
 		err = run(ctx, args, &stderr, priorityNormal)
+	case !isIdle(ctx):
+		err = run(ctx, args, &stderr, priorityLow)
 	default:
 		// Under SCHED_IDLE first; a compiler that has not ended after
 		// IdleCompileLimit is starved (priority.go) and runs again at

@@ -17,7 +17,8 @@
 //
 // Background work runs at LowPriority: WithLowPriority marks a context,
 // under which Compile starts the compiler from a thread at that priority
-// and under SCHED_IDLE (the compiler and its children are born so), and
+// (the compiler and its children are born at it; WithIdleCompiles adds
+// SCHED_IDLE, with a fallback for a starved compiler), and
 // OnOwnThread runs a function on a C thread of its own at it (the
 // background worker, whose OpenMP pool then ends with it). dl.go and
 // thread.go use cgo.

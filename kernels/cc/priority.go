@@ -9,21 +9,26 @@ import (
 // Background work (the tuner's and the picks' builds and timings while
 // training runs) runs at a low CPU priority (LowPriority), so that it
 // takes the cores the training leaves idle and little of those it uses.
-// The compilers it starts run under SCHED_IDLE besides (setThreadIdle).
-// At nice 10 alone, a compiler on the second of two cores kept the
-// training's OpenMP thread waiting for the scheduler's next tick (4 ms)
-// when it woke for a parallel region: in 40 s of LLTM training beside the
-// picks and the search, 412 launches of 0.3-0.5 ms kernels took 4.4 ms or,
-// in bursts, 15.8 and 23.6 ms, and whole steps 100-290 ms against 15-20.
-// A CPU that runs only SCHED_IDLE work counts as idle to a waking thread,
-// which takes it at once: 13 such launches in 60 s. A SCHED_IDLE compiler
-// gets no CPU while the training keeps every core busy, though, so the
-// training's launches leave one free while the worker works (torchbridge's
+// The compilers the background tuner (NEOFLOW_TUNE=background) starts
+// run under SCHED_IDLE besides (WithIdleCompiles, setThreadIdle). At nice
+// 10 alone, a compiler on the second of two cores kept the training's
+// OpenMP thread waiting for the scheduler's next tick (4 ms) when it woke
+// for a parallel region: in 40 s of LLTM training beside the picks and the
+// search, 412 launches of 0.3-0.5 ms kernels took 4.4 ms or, in bursts,
+// 15.8 and 23.6 ms, and whole steps 100-290 ms against 15-20. A CPU that
+// runs only SCHED_IDLE work counts as idle to a waking thread, which takes
+// it at once: 13 such launches in 60 s. A SCHED_IDLE compiler gets no CPU
+// while the training keeps every core busy, though, so the training's
+// launches leave one free while that tuner works (torchbridge's
 // launchThreads), and a compiler still running after IdleCompileLimit is
 // stopped and run again at nice 10 alone (an unprivileged process cannot
-// move a running one out of SCHED_IDLE). The worker's own thread stays at
-// nice 10 only: it holds locks and a Go P that the training's calls may
-// wait for.
+// move a running one out of SCHED_IDLE). The default mode's picks keep
+// nice 10 and every thread for the training: there, with a core left
+// free, MI-LSTM's and subLSTM's steps ran 1.5 and 2 times as long while
+// they were picked (their picks landed sooner, at 38 s against more than
+// 40), a price a mode nobody asked to tune in should not charge. The
+// worker's own thread stays at nice 10 only: it holds locks and a Go P
+// that the training's calls may wait for.
 
 // LowPriority is the nice value of background compilers and threads.
 const LowPriority = 10
@@ -39,6 +44,20 @@ func WithLowPriority(ctx context.Context) context.Context {
 func IsLowPriority(ctx context.Context) bool {
 	low, _ := ctx.Value(lowPriorityKey{}).(bool)
 	return low
+}
+
+type idleKey struct{}
+
+// WithIdleCompiles marks ctx as WithLowPriority does, and compilers started
+// under it run under SCHED_IDLE besides (see above).
+func WithIdleCompiles(ctx context.Context) context.Context {
+	return context.WithValue(WithLowPriority(ctx), idleKey{}, true)
+}
+
+// isIdle reports whether ctx was marked by WithIdleCompiles.
+func isIdle(ctx context.Context) bool {
+	idle, _ := ctx.Value(idleKey{}).(bool)
+	return idle
 }
 
 // setThreadPriority sets the nice value of the calling OS thread (Linux

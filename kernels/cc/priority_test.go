@@ -6,16 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// A compiler started under WithLowPriority runs at LowPriority and under
-// SCHED_IDLE from its start, and so do the children it starts at once; one
-// started without it runs at the caller's priority and policy.
+// A compiler started under WithLowPriority runs at LowPriority, one under
+// WithIdleCompiles under SCHED_IDLE besides, from its start, and so do the
+// children it starts at once; one started without either runs at the
+// caller's priority and policy.
 func TestLowPriorityCompiler(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "fakecc")
@@ -31,26 +31,28 @@ func TestLowPriorityCompiler(t *testing.T) {
 	c := Compiler{Path: script}
 	prio, _ := syscall.Getpriority(syscall.PRIO_PROCESS, 0) // 20 - nice on Linux
 	base := 20 - prio
-	for _, low := range []bool{false, true} {
-		ctx := context.Background()
-		if low {
-			ctx = WithLowPriority(ctx)
-		}
+	low := max(base, LowPriority) // an unprivileged process cannot raise its priority
+	for _, k := range []struct {
+		name   string
+		ctx    context.Context
+		nice   int
+		policy int
+	}{
+		{"normal", context.Background(), base, 0}, // SCHED_OTHER
+		{"low", WithLowPriority(context.Background()), low, 0},
+		{"idle", WithIdleCompiles(context.Background()), low, schedIdle},
+	} {
 		out := filepath.Join(dir, "out.txt")
-		if err := c.Compile(ctx, "int x;", out); err != nil {
+		if err := c.Compile(k.ctx, "int x;", out); err != nil {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		nice, policy := base, "0" // SCHED_OTHER
-		if low {
-			nice, policy = max(base, LowPriority), strconv.Itoa(schedIdle) // an unprivileged process cannot raise its priority
-		}
-		want := fmt.Sprintf("%d %s %d %s", nice, policy, nice, policy)
+		want := fmt.Sprintf("%d %d %d %d", k.nice, k.policy, k.nice, k.policy)
 		if g := strings.Join(strings.Fields(string(got)), " "); g != want {
-			t.Errorf("low priority %v: the compiler and its child ran at nice and policy %q, want %q", low, g, want)
+			t.Errorf("%s: the compiler and its child ran at nice and policy %q, want %q", k.name, g, want)
 		}
 	}
 }
@@ -92,7 +94,7 @@ func TestStarvedIdleCompilerRunsAgainLow(t *testing.T) {
 	prio, _ := syscall.Getpriority(syscall.PRIO_PROCESS, 0) // 20 - nice on Linux
 	out := filepath.Join(dir, "out.txt")
 	start := time.Now()
-	if err := (Compiler{Path: script}).Compile(WithLowPriority(context.Background()), "int x;", out); err != nil {
+	if err := (Compiler{Path: script}).Compile(WithIdleCompiles(context.Background()), "int x;", out); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
