@@ -25,9 +25,10 @@ the run (neoflow's and the interleaved eager's), when the median of the last
 5 s of steps first reached the median of the eager steps timed within 20 s of
 it, the final median (neoflow's steps of the last 30 s) against the eager
 steps of that time, the slowest step after the third against the final
-median, and the kernels tuned and swapped in. The warm eager and torch.compile medians measured before the
-run are reference lines. Writes ``dynamic-DATE-cpu.json``, ``.md`` and
-``.png`` into ``--out``. Not a test: speed is reported, not asserted.
+median, and the kernels tuned and swapped in. The warm eager and
+torch.compile medians measured before the run are reference lines. Writes
+``dynamic-DATE-cpu.json``, ``.md`` and ``.png`` into ``--out``. Not a test:
+speed is reported, not asserted.
 
     python bench/dynamic.py [--workloads lltm milstm] [--seconds 150] [--repeat 20] [--eager-every 10]
                             [--out bench/results]

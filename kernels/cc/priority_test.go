@@ -17,18 +17,11 @@ import (
 // children it starts at once; one started without either runs at the
 // caller's priority and policy.
 func TestLowPriorityCompiler(t *testing.T) {
-	dir := t.TempDir()
-	script := filepath.Join(dir, "fakecc")
-	// It records its nice value and scheduling policy (the 41st field of
-	// /proc/PID/stat) and its child's, where the next argument after -o
-	// points, at once: a compiler's children must start low too.
-	body := "#!/bin/sh\nwhile [ \"$1\" != -o ]; do shift; done\n" +
-		"echo $(nice) $(cut -d' ' -f41 /proc/$$/stat) > \"$2\"\n" +
+	// The fake compiler records its nice value and scheduling policy (the
+	// 41st field of /proc/PID/stat) and its child's, at once: a compiler's
+	// children must start low too.
+	body := "echo $(nice) $(cut -d' ' -f41 /proc/$$/stat) > \"$2\"\n" +
 		"sh -c 'echo $(nice) $(cut -d\" \" -f41 /proc/$$/stat)' >> \"$2\"\n"
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c := Compiler{Path: script}
 	prio, _ := syscall.Getpriority(syscall.PRIO_PROCESS, 0) // 20 - nice on Linux
 	base := 20 - prio
 	low := max(base, LowPriority) // an unprivileged process cannot raise its priority
@@ -42,19 +35,32 @@ func TestLowPriorityCompiler(t *testing.T) {
 		{"low", WithLowPriority(context.Background()), low, 0},
 		{"idle", WithIdleCompiles(context.Background()), low, schedIdle},
 	} {
-		out := filepath.Join(dir, "out.txt")
-		if err := c.Compile(k.ctx, "int x;", out); err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
 		want := fmt.Sprintf("%d %d %d %d", k.nice, k.policy, k.nice, k.policy)
-		if g := strings.Join(strings.Fields(string(got)), " "); g != want {
+		if g := fakeCompile(t, k.ctx, body); g != want {
 			t.Errorf("%s: the compiler and its child ran at nice and policy %q, want %q", k.name, g, want)
 		}
 	}
+}
+
+// fakeCompile compiles under ctx with a fake compiler whose shell script is
+// body (it finds its output path after -o), and returns the whitespace-
+// separated fields the script wrote there, joined by single spaces.
+func fakeCompile(t *testing.T, ctx context.Context, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "fakecc")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nwhile [ \"$1\" != -o ]; do shift; done\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.txt")
+	if err := (Compiler{Path: script}).Compile(ctx, "int x;", out); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(strings.Fields(string(got)), " ")
 }
 
 // setThreadPriority changes the calling thread's priority only.
@@ -79,32 +85,19 @@ func TestSetThreadPriority(t *testing.T) {
 // A compiler still running under SCHED_IDLE after IdleCompileLimit (one
 // starved on a busy machine) is stopped and run again at LowPriority alone.
 func TestStarvedIdleCompilerRunsAgainLow(t *testing.T) {
-	dir := t.TempDir()
-	script := filepath.Join(dir, "fakecc")
-	// Under SCHED_IDLE it hangs (as if starved); otherwise it records its
-	// nice value and policy where the next argument after -o points.
-	body := "#!/bin/sh\nwhile [ \"$1\" != -o ]; do shift; done\n" +
-		"if [ \"$(cut -d' ' -f41 /proc/$$/stat)\" = 5 ]; then exec sleep 30; fi\n" +
+	// Under SCHED_IDLE the fake compiler hangs (as if starved); otherwise it
+	// records its nice value and policy.
+	body := "if [ \"$(cut -d' ' -f41 /proc/$$/stat)\" = 5 ]; then exec sleep 30; fi\n" +
 		"echo $(nice) $(cut -d' ' -f41 /proc/$$/stat) > \"$2\"\n"
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	defer func(d time.Duration) { IdleCompileLimit = d }(IdleCompileLimit)
 	IdleCompileLimit = 300 * time.Millisecond
 	prio, _ := syscall.Getpriority(syscall.PRIO_PROCESS, 0) // 20 - nice on Linux
-	out := filepath.Join(dir, "out.txt")
 	start := time.Now()
-	if err := (Compiler{Path: script}).Compile(WithIdleCompiles(context.Background()), "int x;", out); err != nil {
-		t.Fatal(err)
-	}
+	got := fakeCompile(t, WithIdleCompiles(context.Background()), body)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the starved compiler was not stopped: the compile took %v", d)
 	}
-	got, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g, want := strings.Join(strings.Fields(string(got)), " "), fmt.Sprintf("%d 0", max(20-prio, LowPriority)); g != want {
-		t.Errorf("the second run's nice value and policy are %q, want %q", g, want)
+	if want := fmt.Sprintf("%d 0", max(20-prio, LowPriority)); got != want {
+		t.Errorf("the second run's nice value and policy are %q, want %q", got, want)
 	}
 }
