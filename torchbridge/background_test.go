@@ -154,6 +154,19 @@ func TestPicksBeforeSearches(t *testing.T) {
 	}
 }
 
+// While compilers that a caller waits for run, C kernel launches leave
+// each a core, and one more for a busy worker, down to one thread.
+func TestLaunchLeavesCoresToCompilers(t *testing.T) {
+	for _, c := range []struct {
+		busy                    bool
+		compiles, asked, wanted int
+	}{{false, 1, 2, 1}, {false, 2, 4, 2}, {false, 5, 4, 1}, {true, 1, 4, 2}, {true, 1, 2, 1}, {false, 0, 3, 3}, {false, 2, 1, 1}, {false, 1, 0, 1}} {
+		if got := threadsBeside(c.asked, c.busy, c.compiles); got != c.wanted {
+			t.Errorf("busy %v, %d compiles, %d threads asked: launched on %d, want %d", c.busy, c.compiles, c.asked, got, c.wanted)
+		}
+	}
+}
+
 // While the worker runs a job, C kernel launches leave it a core.
 func TestLaunchLeavesACoreWhileTuning(t *testing.T) {
 	r := New()

@@ -38,9 +38,25 @@ func (r *Runtime) Launch(id uint64, bufs unsafe.Pointer, nbufs int, nthreads int
 // a core while it has work: on that machine the kernels run about twice as
 // long (LLTM's steps 25-31 ms instead of 13) until the tuning ends, at 84
 // s instead of 92-112 (bench/results/dynamic-2026-11-27-cpu-xeon.md).
+//
+// While compilers that a caller waits for run (cc.Foreground: the
+// gradient kernels built ahead during a first forward pass), a launch
+// leaves one core to each, up to all but one thread. The compilers are on
+// the critical path of the first step, and beside a launch on every core
+// they ran at half speed or less: the OpenMP team's barrier waits for
+// whichever of its threads a compiler has descheduled.
 func (r *Runtime) launchThreads(nthreads int) int {
-	if nthreads > 1 && r.bg.busy.Load() {
+	return threadsBeside(nthreads, r.bg.busy.Load(), cc.Foreground())
+}
+
+// threadsBeside is launchThreads' count for a worker busy or not and
+// compiles foreground compilers running.
+func threadsBeside(nthreads int, busy bool, compiles int) int {
+	if nthreads > 1 && busy {
 		nthreads--
+	}
+	if compiles > 0 && nthreads > 1 {
+		nthreads -= min(compiles, nthreads-1)
 	}
 	return max(nthreads, 1)
 }

@@ -47,11 +47,25 @@ func from16(d ir.DType) func(uint16) float32 {
 	return ir.Float16From
 }
 
-// filled is a slice of n elements set to nan, then to src converted by conv.
-func filled[T any](n int64, nan T, src []float64, conv func(float64) T) []T {
+// pageBytes is the smallest page size of the machines neoflow runs on.
+const pageBytes = 4096
+
+// filled is a slice of n elements set to nan (zero when poison is unset),
+// then to src converted by conv.
+func filled[T any](n int64, nan T, src []float64, conv func(float64) T, poison bool) []T {
 	d := make([]T, n)
-	for i := range d {
-		d[i] = nan
+	if poison {
+		for i := range d {
+			d[i] = nan
+		}
+	} else {
+		// A page never written reads as the kernel's one shared zero page,
+		// from the cache: a copy "from memory" ran at 67 GB/s, against 27.
+		var zero T
+		step := max(pageBytes/int(unsafe.Sizeof(zero)), 1)
+		for i := 0; i < len(d); i += step {
+			d[i] = zero
+		}
 	}
 	for i, v := range src {
 		d[i] = conv(v)
@@ -63,12 +77,27 @@ func filled[T any](n int64, nan T, src []float64, conv func(float64) T) []T {
 // set from inputs (one slice per input, in order; integer inputs take the
 // values truncated) and every other tensor set to NaN.
 func New(spec *ir.Spec, inputs [][]float64) *Buffers {
+	return newBuffers(spec, inputs, true)
+}
+
+// Zeroed is New with every tensor but the inputs given zero, and inputs
+// may be nil where an input may be zero too. Fresh memory from the OS is
+// zero: Zeroed writes one element per page, not every one (the fusion
+// reward's rates kernels filled 170 MiB of NaN in 0.3 s, beside their
+// compilers).
+func Zeroed(spec *ir.Spec, inputs [][]float64) *Buffers {
+	return newBuffers(spec, inputs, false)
+}
+
+func newBuffers(spec *ir.Spec, inputs [][]float64, poison bool) *Buffers {
 	b := &Buffers{DType: spec.DType}
 	in := 0
 	for _, t := range spec.Tensors {
 		var src []float64
 		if t.Role == ir.RoleInput {
-			src = inputs[in]
+			if in < len(inputs) {
+				src = inputs[in]
+			}
 			in++
 		}
 		n := max(t.Elems(), 1)
@@ -81,10 +110,10 @@ func New(spec *ir.Spec, inputs [][]float64) *Buffers {
 		var u8 []uint8
 		switch dt := spec.ElemType(t); {
 		case dt == ir.Int32:
-			i32 = filled(n, 0, src, func(v float64) int32 { return int32(v) })
+			i32 = filled(n, 0, src, func(v float64) int32 { return int32(v) }, poison)
 			p = unsafe.Pointer(&i32[0])
 		case dt == ir.Int64:
-			i64 = filled(n, 0, src, func(v float64) int64 { return int64(v) })
+			i64 = filled(n, 0, src, func(v float64) int64 { return int64(v) }, poison)
 			p = unsafe.Pointer(&i64[0])
 		case dt == ir.Bool:
 			u8 = filled(n, 0, src, func(v float64) uint8 {
@@ -92,17 +121,17 @@ func New(spec *ir.Spec, inputs [][]float64) *Buffers {
 					return 1
 				}
 				return 0
-			})
+			}, poison)
 			p = unsafe.Pointer(&u8[0])
 		case dt.Half():
 			bits := to16(dt)
-			b16 = filled(n, bits(float32(math.NaN())), src, func(v float64) uint16 { return bits(float32(v)) })
+			b16 = filled(n, bits(float32(math.NaN())), src, func(v float64) uint16 { return bits(float32(v)) }, poison)
 			p = unsafe.Pointer(&b16[0])
 		case dt == ir.Float32:
-			f32 = filled(n, float32(math.NaN()), src, func(v float64) float32 { return float32(v) })
+			f32 = filled(n, float32(math.NaN()), src, func(v float64) float32 { return float32(v) }, poison)
 			p = unsafe.Pointer(&f32[0])
 		default:
-			f64 = filled(n, math.NaN(), src, func(v float64) float64 { return v })
+			f64 = filled(n, math.NaN(), src, func(v float64) float64 { return v }, poison)
 			p = unsafe.Pointer(&f64[0])
 		}
 		b.F32, b.F64, b.Bits16 = append(b.F32, f32), append(b.F64, f64), append(b.Bits16, b16)

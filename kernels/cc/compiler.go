@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -134,7 +135,9 @@ func (c Compiler) Compile(ctx context.Context, source, out string) error {
 	var stderr bytes.Buffer
 	switch {
 	case !IsLowPriority(ctx):
+		foreground.Add(1)
 		err = run(ctx, args, &stderr, priorityNormal)
+		foreground.Add(-1)
 	case !isIdle(ctx):
 		err = run(ctx, args, &stderr, priorityLow)
 	default:
@@ -157,6 +160,15 @@ func (c Compiler) Compile(ctx context.Context, source, out string) error {
 	}
 	return nil
 }
+
+// foreground counts the compilers running at the caller's priority.
+var foreground atomic.Int64
+
+// Foreground is the number of this process's compilers running now at
+// their caller's priority: builds that someone waits for (a first call's
+// kernels, its gradients built ahead), not the low-priority work of
+// picks and searches.
+func Foreground() int { return int(foreground.Load()) }
 
 // IdleCompileLimit is how long a compiler may run under SCHED_IDLE before
 // it is stopped and started again at LowPriority alone.

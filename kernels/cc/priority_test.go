@@ -101,3 +101,44 @@ func TestStarvedIdleCompilerRunsAgainLow(t *testing.T) {
 		t.Errorf("the second run's nice value and policy are %q, want %q", got, want)
 	}
 }
+
+// Foreground counts the compilers running at their caller's priority
+// while they run, not the low-priority ones.
+func TestForegroundCountsWaitedForCompiles(t *testing.T) {
+	for _, k := range []struct {
+		name string
+		ctx  context.Context
+		want int
+	}{{"normal", context.Background(), 1}, {"low", WithLowPriority(context.Background()), 0}} {
+		dir := t.TempDir()
+		started, gate := filepath.Join(dir, "started"), filepath.Join(dir, "gate")
+		script := filepath.Join(dir, "fakecc")
+		body := fmt.Sprintf("#!/bin/sh\nwhile [ \"$1\" != -o ]; do shift; done\n: > %s\nwhile [ ! -e %s ]; do sleep 0.01; done\n: > \"$2\"\n", started, gate)
+		if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- (Compiler{Path: script}).Compile(k.ctx, "int x;", filepath.Join(dir, "out.so")) }()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(started); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the fake compiler did not start")
+			}
+		}
+		got := Foreground()
+		if err := os.WriteFile(gate, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if got != k.want {
+			t.Errorf("%s: %d foreground compiles while it ran, want %d", k.name, got, k.want)
+		}
+		if n := Foreground(); n != 0 {
+			t.Errorf("%s: %d foreground compiles after it ended", k.name, n)
+		}
+	}
+}

@@ -260,35 +260,32 @@ class _Plan:
     and its kernel once the first backward has built it, with the positions
     of each input's gradient among that kernel's buffers. On the CPU that
     kernel's build starts when the plan is made (grad_future), on a helper
-    thread, with stand-in tensors of the shapes the backward will pass; the
-    backward waits for it and then finds the kernel built."""
+    thread, before the forward's own build (_build_ahead); the backward
+    waits for it and then finds the kernel built."""
 
     __slots__ = ("kernel", "kept", "gop", "gsizes", "grad_kernel", "grad_future", "grad_at", "wrt")
 
     def __init__(self, op, tensors, sizes: dict, wrt):
         op._check(tensors)  # what it checks, the plan's key fixes: calls that find the plan need no check
-        self.kernel = op.specialize(*tensors, sizes=sizes)
         self.wrt = [bool(w) for w in wrt]
         self.kept, self.gop, self.gsizes, self.grad_kernel, self.grad_future = [], None, None, None, None
         self.grad_at = None
-        if not any(wrt):
+        if any(wrt):
+            # Derived (and registered) now, as _keep does, for the same reason.
+            self.gop, self.gsizes = op.grad_op(*tensors, sizes=sizes, wrt=self.wrt, saved=True)
+            _ = self.gop.custom_op
+            if _may_build_ahead(tensors):
+                # Before the forward's own build: the C compiler then builds both at once (a core stood idle
+                # while the forward's kernel compiled alone).
+                self.grad_future = _build_ahead(op, self.gop, self.gsizes, tensors, sizes)
+        self.kernel = op.specialize(*tensors, sizes=sizes)
+        if self.gop is None:
             return
-        # Derived (and registered) now, as _keep does, for the same reason.
-        self.gop, self.gsizes = op.grad_op(*tensors, sizes=sizes, wrt=self.wrt, saved=True)
-        _ = self.gop.custom_op
         names = [self.kernel.buffers[i][0] for i in self.kernel.returned]
         if all(n in names for n in self.gop.saved):
             self.kept = [self.kernel.returned[names.index(n)] for n in self.gop.saved]
         else:
             self.kept = None
-            return
-        if _may_build_ahead(tensors):
-            shapes = {name: shape for name, _, shape in self.kernel.buffers}
-            grads = [self.kernel.buffers[i][2] for i in self.kernel.outputs]
-            like = [(t.dtype, tuple(t.shape)) for t in tensors]
-            dtypes = {name: dt for (name, _, _), dt in zip(self.kernel.buffers, self.kernel.dtypes)}
-            like += [(self.kernel.dtype, s) for s in grads] + [(dtypes[n], shapes[n]) for n in self.gop.saved]
-            self.grad_future = _ahead_pool().submit(_build_grad, self.gop, like, self.gsizes)
 
     def grad_kernel_for(self, args):
         """The gradient op's kernel for the backward's arguments: built ahead, or now."""
@@ -303,6 +300,22 @@ class _Plan:
             self.grad_at = [next(outs) if w else None for w in self.wrt]
             self.grad_kernel = kernel
         return self.grad_kernel
+
+
+def _build_ahead(op, gop, gsizes, tensors, sizes) -> concurrent.futures.Future | None:
+    """Starts the build of the saving gradient op's kernel on a helper thread, for stand-in tensors of the shapes
+    the backward will pass: the op's inputs, one gradient per output, then the forward's tensors that the gradient
+    reads (their shapes inferred without building the forward). None where the forward keeps none of those."""
+    outs, temps, dtypes = op._buffer_shapes(tensors, sizes)
+    names = list(op.outputs) + [n for n, _ in temps]
+    shapes = dict(zip(names, [*outs, *[s for _, s in temps]]))
+    types = dict(zip(names, dtypes))
+    if not all(n in shapes for n in gop.saved):
+        return None
+    dtype = next(t.dtype for t in tensors if t.is_floating_point())
+    like = [(t.dtype, tuple(t.shape)) for t in tensors] + [(dtype, shape) for shape in outs]
+    like += [(types[n], shapes[n]) for n in gop.saved]
+    return _ahead_pool().submit(_build_grad, gop, like, gsizes)
 
 
 def _build_grad(gop, like, sizes) -> None:

@@ -1,0 +1,120 @@
+package kernels
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/kernels/cc"
+	"github.com/neoflow/neoflow/kernels/cgen"
+)
+
+// BuildBatch builds the C kernels of specs, all of one dtype, with their
+// default schedules into one shared object: one C compiler run
+// (cgen.RenderBatch). Kernel i is spec i's; each is closed on its own, and
+// the last Close unloads the library. A batch is cached under the key of
+// all its kernels' sources and never comes from a bundle: it is for
+// kernels built together and thrown away together (the fusion reward's
+// rates), where the compiler's start would cost more than the kernels.
+func (b *Builder) BuildBatch(ctx context.Context, specs []*ir.Spec) ([]*Kernel, error) {
+	if len(specs) == 0 {
+		return nil, errors.New("kernels: an empty batch")
+	}
+	fns := make([]*loops.Func, len(specs))
+	syms := make([]string, len(specs))
+	keys := make([]string, len(specs))
+	pkeys := make([]string, len(specs))
+	canonical := make([]string, len(specs))
+	for i, spec := range specs {
+		fn, src, err := lower(spec, nil, false, b.dump)
+		if err != nil {
+			return nil, err
+		}
+		fns[i], canonical[i] = fn, src
+		keys[i], pkeys[i] = b.cache.Key(src), b.cache.PortableKey(src)
+		syms[i] = Symbol(spec.Op.Name, pkeys[i])
+	}
+	src, err := cgen.RenderBatch(fns, syms)
+	if err != nil {
+		return nil, errors.Wrapf(err, "kernel batch of %s", opName(specs[0]))
+	}
+	key := b.cache.Key("batch\n" + strings.Join(canonical, "\n"))
+	lib, outcome, err := b.cache.Get(ctx, key, src, opName(specs[0])+" (batch)", syms...)
+	if err != nil {
+		return nil, errors.Wrapf(err, "building a batch of %d kernels", len(specs))
+	}
+	path, _ := b.cache.Paths(key)
+	ks := make([]*Kernel, 0, len(specs))
+	fail := func(err error) ([]*Kernel, error) {
+		for _, k := range ks { // kernel 0 holds lib's first reference
+			_ = k.Close()
+		}
+		if len(ks) == 0 {
+			_ = lib.Close()
+		}
+		return nil, err
+	}
+	for i, spec := range specs {
+		l := lib
+		if i > 0 { // one reference per kernel
+			if l, err = cc.Open(path); err != nil {
+				return fail(err)
+			}
+		}
+		k, err := l.Kernel(syms[i], len(spec.Tensors))
+		if err != nil {
+			if i > 0 {
+				_ = l.Close()
+			}
+			return fail(errors.Wrapf(err, "kernel %s", opName(spec)))
+		}
+		ks = append(ks, &Kernel{spec: spec, src: src, key: keys[i], portable: pkeys[i], path: path, outcome: outcome, k: k})
+	}
+	return ks, nil
+}
+
+// BuildBatches builds specs as parallel batches at once (below 1: as many
+// as there are CPUs), spec i in batch i mod parallel, and returns the
+// kernels in the order of specs. On an error it closes what was built and
+// returns the first error.
+func (b *Builder) BuildBatches(ctx context.Context, specs []*ir.Spec, parallel int) ([]*Kernel, error) {
+	if parallel < 1 {
+		parallel = runtime.NumCPU()
+	}
+	parallel = min(parallel, len(specs))
+	groups := make([][]*ir.Spec, parallel)
+	for i, spec := range specs {
+		groups[i%parallel] = append(groups[i%parallel], spec)
+	}
+	built := make([][]*Kernel, parallel)
+	errs := make([]error, parallel)
+	var wg sync.WaitGroup
+	for g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			built[g], errs[g] = b.BuildBatch(ctx, groups[g])
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			for _, ks := range built {
+				for _, k := range ks {
+					_ = k.Close()
+				}
+			}
+			return nil, err
+		}
+	}
+	ks := make([]*Kernel, len(specs))
+	for i := range specs {
+		ks[i] = built[i%parallel][i/parallel]
+	}
+	return ks, nil
+}
