@@ -161,7 +161,7 @@ func (r *Runtime) measureRates(threads int) (fuse.Machine, error) {
 			if round >= 3 && i != rateApart && i != rateFused {
 				continue
 			}
-			v, err := roundTime(i, ks[i], bufs[i], threads)
+			v, err := roundTime(i, ks[i], bufs[i], threads, round)
 			if err != nil {
 				return fuse.Machine{}, err
 			}
@@ -261,38 +261,45 @@ func chainCost(chain string) (int64, error) {
 	return fuse.Cost(op.Stmts[0].RHS, 0), nil
 }
 
-// roundTime is one round's seconds of rates kernel i: the median of five
-// launches, or for the two that stream from memory (6.6 ms a launch on
-// the development machine, where the others take at most 1.3 ms) the
+// roundTime is round's seconds of rates kernel i: the median of five
+// launches, or for the two that stream from memory (4-7 ms a launch on
+// the development machines, where the others take at most 1.3 ms) the
 // faster of two, since a streaming kernel runs no faster than the memory
-// lets it, only slower when disturbed (six launches of each took 0.24 of
-// the 0.28 s the three rounds cost).
-func roundTime(i int, k *kernels.Kernel, bufs *hostbuf.Buffers, threads int) (float64, error) {
+// lets it, only slower when disturbed. Those two stream from memory in
+// every launch, so only their first round starts with an untimed one
+// (which also touches their buffers' pages first); the others' untimed
+// launch brings their data into the caches, which the kernels timed in
+// between have filled with their own.
+func roundTime(i int, k *kernels.Kernel, bufs *hostbuf.Buffers, threads, round int) (float64, error) {
 	if i == rateCopy || i == rateReread {
-		times, err := timeLaunches(k, bufs, threads, 2)
+		times, err := timeLaunches(k, bufs, threads, 2, round == 0)
 		if err != nil {
 			return 0, err
 		}
 		return times[0], nil
 	}
-	times, err := timeLaunches(k, bufs, threads, 5)
+	times, err := timeLaunches(k, bufs, threads, 5, true)
 	if err != nil {
 		return 0, err
 	}
 	return times[len(times)/2], nil
 }
 
-// timeLaunches is the seconds of n launches of k, after one, sorted.
-func timeLaunches(k *kernels.Kernel, bufs *hostbuf.Buffers, threads, n int) ([]float64, error) {
+// timeLaunches is the seconds of n launches of k, sorted, after an
+// untimed one when warm is set.
+func timeLaunches(k *kernels.Kernel, bufs *hostbuf.Buffers, threads, n int, warm bool) ([]float64, error) {
 	var times []float64
-	for i := range n + 1 {
+	if warm {
+		if err := k.Launch(bufs.Ptr, threads); err != nil {
+			return nil, err
+		}
+	}
+	for range n {
 		start := time.Now()
 		if err := k.Launch(bufs.Ptr, threads); err != nil {
 			return nil, err
 		}
-		if i > 0 {
-			times = append(times, time.Since(start).Seconds())
-		}
+		times = append(times, time.Since(start).Seconds())
 	}
 	slices.Sort(times)
 	return times, nil
