@@ -76,6 +76,8 @@ type bench struct {
 	prof []float64
 	ptr  []unsafe.Pointer
 	pin  runtime.Pinner
+	// built holds kernels prebuilt for measure, by schedKey (prebuild).
+	built map[string]*kernels.Kernel
 }
 
 func newBench(b *kernels.Builder, spec *ir.Spec, timing Timing) *bench {
@@ -87,18 +89,67 @@ func newBench(b *kernels.Builder, spec *ir.Spec, timing Timing) *bench {
 }
 
 func (m *bench) free() {
+	for _, k := range m.built {
+		_ = k.Close()
+	}
+	m.built = nil
 	m.pin.Unpin()
 	m.bufs.Free()
 }
 
-// measure builds spec with scheds (nil: default), profiled, runs it once
+// prebuild builds the profiled kernels of list that are not built yet,
+// in batches on parallel compilers at once (kernels.Builder.
+// BuildKernelsParallel), for measure to take. A C compiler's start costs
+// about 0.04 s, as much as a small kernel's compile; a batch pays it once.
+// A batch that fails to build is dropped: measure then builds each of its
+// kernels alone, and a schedule that does not compile fails alone.
+func (m *bench) prebuild(ctx context.Context, list [][]loops.Schedule, parallel int) {
+	var batch kernels.Batch
+	batch.Profiled = true
+	keys := map[string]bool{}
+	for _, s := range list {
+		k := schedKey(s)
+		if m.built[k] != nil || keys[k] {
+			continue
+		}
+		keys[k] = true
+		batch.Specs, batch.Scheds = append(batch.Specs, m.spec), append(batch.Scheds, s)
+	}
+	if len(batch.Specs) < 2 { // measure builds a lone kernel
+		return
+	}
+	ks, err := m.b.BuildKernelsParallel(ctx, batch, parallel)
+	if err != nil {
+		return
+	}
+	if m.built == nil {
+		m.built = map[string]*kernels.Kernel{}
+	}
+	for i, k := range ks {
+		m.built[schedKey(batch.Scheds[i])] = k
+	}
+}
+
+// kernel is the profiled kernel of scheds: prebuilt, or built now. The
+// caller closes it.
+func (m *bench) kernel(ctx context.Context, scheds []loops.Schedule) (*kernels.Kernel, error) {
+	key := schedKey(scheds)
+	if k := m.built[key]; k != nil {
+		delete(m.built, key)
+		return k, nil
+	}
+	return m.b.BuildProfiled(ctx, m.spec, scheds)
+}
+
+// measure builds spec with scheds (nil: default), profiled (or takes the
+// kernel prebuild built), runs it once
 // and compares its outputs with the reference (the first kernel measured
 // becomes the reference), then times it. A kernel whose first run takes
 // longer than cutoff seconds (0: no cutoff) is not timed further: that
 // run is its sample, which is enough to rank it last without spending
 // seconds on a hopeless configuration.
 func (m *bench) measure(ctx context.Context, scheds []loops.Schedule, cutoff float64) (Sample, error) {
-	k, err := m.b.BuildProfiled(ctx, m.spec, scheds)
+	k, err := m.kernel(ctx, scheds)
 	if err != nil {
 		return Sample{}, err
 	}

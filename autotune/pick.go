@@ -87,7 +87,8 @@ func (p *Pick) Decided() []loops.Schedule {
 	return p.defaults
 }
 
-// PickBuilds is how many candidates PickDefaults compiles at once: one
+// PickBuilds is how many C compilers PickDefaults runs at once, each on
+// a batch of the candidates (kernels.Builder.BuildKernelsParallel): one
 // fewer than the CPUs (one at least), since picks run behind a training,
 // which keeps a CPU.
 var PickBuilds = max(runtime.NumCPU()-1, 1)
@@ -107,9 +108,11 @@ func PickDefaults(ctx context.Context, b *kernels.Builder, spec *ir.Spec, thread
 	if len(cands) < 2 || reductionPoints(spec) < PickMinOps {
 		return &Pick{}, nil
 	}
-	ks, err := kernels.BuildEach(len(cands), PickBuilds, func(i int) (*kernels.Kernel, error) {
-		return b.BuildProfiled(ctx, spec, sp.Decode(cands[i]))
-	})
+	batch := kernels.Batch{Profiled: true}
+	for _, g := range cands {
+		batch.Specs, batch.Scheds = append(batch.Specs, spec), append(batch.Scheds, sp.Decode(g))
+	}
+	ks, err := b.BuildKernelsParallel(ctx, batch, PickBuilds)
 	if err != nil {
 		return nil, errors.Wrap(err, "picking the default schedules")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/testops"
+	"github.com/neoflow/neoflow/kernels/cc"
 )
 
 // quickTiming times each configuration with one run: the tests check the
@@ -223,5 +224,35 @@ func TestTunerSeedDeterminism(t *testing.T) {
 	other := run(43)
 	if slices.EqualFunc(first, other, slices.Equal) {
 		t.Error("seeds 42 and 43 asked the same genomes")
+	}
+}
+
+// The CPU tuner builds a generation's candidates in batches, one C
+// compiler run per PrefetchPerCompiler kernels, before it measures them:
+// a 10-trial search compiles far fewer times than it measures, and every
+// prebuilt kernel is measured or closed. At a low priority (as behind a
+// training) it runs one compiler, whatever the CPUs.
+func TestTunerBuildsCandidatesInBatches(t *testing.T) {
+	b := testBuilder(t)
+	spec := tunerSpec(t)
+	tu, err := NewTuner(b, spec, Options{Trials: 10, Seed: 7, Timing: quickTiming, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := cc.NumLoaded()
+	if err := tu.Run(cc.WithLowPriority(context.Background()), nil); err != nil {
+		t.Fatal(err)
+	}
+	if tu.Record() == nil || tu.Progress().Failed > 0 {
+		t.Fatalf("the search failed: %+v", tu.Progress())
+	}
+	// The 10 trials' kernels in 4 batches, the confirmation's (the default,
+	// up to ConfirmTop others and reverts) in one; each batch one miss.
+	if st := b.Stats(); st.Misses > 5 {
+		t.Errorf("%d compiler runs for a 10-trial search; want the candidates built in batches", st.Misses)
+	}
+	tu.Close()
+	if n := cc.NumLoaded() - loaded; n > 0 {
+		t.Errorf("%d libraries still loaded after Close", n)
 	}
 }

@@ -14,14 +14,30 @@ import (
 	"github.com/neoflow/neoflow/kernels/cgen"
 )
 
+// Batch is kernels to build together: Specs, all of one dtype, each with
+// its schedules (Scheds[i], nil or missing: the default ones), profiled
+// (Builder.BuildProfiled) when Profiled is set.
+type Batch struct {
+	Specs    []*ir.Spec
+	Scheds   [][]loops.Schedule
+	Profiled bool
+}
+
 // BuildBatch builds the C kernels of specs, all of one dtype, with their
 // default schedules into one shared object: one C compiler run
 // (cgen.RenderBatch). Kernel i is spec i's; each is closed on its own, and
 // the last Close unloads the library. A batch is cached under the key of
 // all its kernels' sources and never comes from a bundle: it is for
 // kernels built together and thrown away together (the fusion reward's
-// rates), where the compiler's start would cost more than the kernels.
+// rates, a search's candidates), where the compiler's start would cost
+// more than the kernels.
 func (b *Builder) BuildBatch(ctx context.Context, specs []*ir.Spec) ([]*Kernel, error) {
+	return b.BuildKernels(ctx, Batch{Specs: specs})
+}
+
+// BuildKernels is BuildBatch for a Batch.
+func (b *Builder) BuildKernels(ctx context.Context, batch Batch) ([]*Kernel, error) {
+	specs := batch.Specs
 	if len(specs) == 0 {
 		return nil, errors.New("kernels: an empty batch")
 	}
@@ -31,7 +47,11 @@ func (b *Builder) BuildBatch(ctx context.Context, specs []*ir.Spec) ([]*Kernel, 
 	pkeys := make([]string, len(specs))
 	canonical := make([]string, len(specs))
 	for i, spec := range specs {
-		fn, src, err := lower(spec, nil, false, b.dump)
+		var scheds []loops.Schedule
+		if i < len(batch.Scheds) {
+			scheds = batch.Scheds[i]
+		}
+		fn, src, err := lower(spec, scheds, batch.Profiled, b.dump)
 		if err != nil {
 			return nil, err
 		}
@@ -39,11 +59,11 @@ func (b *Builder) BuildBatch(ctx context.Context, specs []*ir.Spec) ([]*Kernel, 
 		keys[i], pkeys[i] = b.cache.Key(src), b.cache.PortableKey(src)
 		syms[i] = Symbol(spec.Op.Name, pkeys[i])
 	}
-	src, err := cgen.RenderBatch(fns, syms)
+	src, err := cgen.RenderBatch(fns, syms, batch.Profiled)
 	if err != nil {
 		return nil, errors.Wrapf(err, "kernel batch of %s", opName(specs[0]))
 	}
-	key := b.cache.Key("batch\n" + strings.Join(canonical, "\n"))
+	key := b.cache.Key("batch\n" + strings.Join(canonical, "\n")) // a profiled kernel's source says so
 	lib, outcome, err := b.cache.Get(ctx, key, src, opName(specs[0])+" (batch)", syms...)
 	if err != nil {
 		return nil, errors.Wrapf(err, "building a batch of %d kernels", len(specs))
@@ -66,7 +86,11 @@ func (b *Builder) BuildBatch(ctx context.Context, specs []*ir.Spec) ([]*Kernel, 
 				return fail(err)
 			}
 		}
-		k, err := l.Kernel(syms[i], len(spec.Tensors))
+		nbufs := len(spec.Tensors)
+		if batch.Profiled {
+			nbufs++
+		}
+		k, err := l.Kernel(syms[i], nbufs)
 		if err != nil {
 			if i > 0 {
 				_ = l.Close()
@@ -83,13 +107,28 @@ func (b *Builder) BuildBatch(ctx context.Context, specs []*ir.Spec) ([]*Kernel, 
 // kernels in the order of specs. On an error it closes what was built and
 // returns the first error.
 func (b *Builder) BuildBatches(ctx context.Context, specs []*ir.Spec, parallel int) ([]*Kernel, error) {
+	return b.BuildKernelsParallel(ctx, Batch{Specs: specs}, parallel)
+}
+
+// BuildKernelsParallel is BuildBatches for a Batch.
+func (b *Builder) BuildKernelsParallel(ctx context.Context, batch Batch, parallel int) ([]*Kernel, error) {
+	specs := batch.Specs
+	if len(specs) == 0 {
+		return nil, errors.New("kernels: an empty batch")
+	}
 	if parallel < 1 {
 		parallel = runtime.NumCPU()
 	}
 	parallel = min(parallel, len(specs))
-	groups := make([][]*ir.Spec, parallel)
+	groups := make([]Batch, parallel)
 	for i, spec := range specs {
-		groups[i%parallel] = append(groups[i%parallel], spec)
+		g := &groups[i%parallel]
+		g.Specs, g.Profiled = append(g.Specs, spec), batch.Profiled
+		if i < len(batch.Scheds) {
+			g.Scheds = append(g.Scheds, batch.Scheds[i])
+		} else {
+			g.Scheds = append(g.Scheds, nil)
+		}
 	}
 	built := make([][]*Kernel, parallel)
 	errs := make([]error, parallel)
@@ -98,7 +137,7 @@ func (b *Builder) BuildBatches(ctx context.Context, specs []*ir.Spec, parallel i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			built[g], errs[g] = b.BuildBatch(ctx, groups[g])
+			built[g], errs[g] = b.BuildKernels(ctx, groups[g])
 		}()
 	}
 	wg.Wait()

@@ -1,11 +1,15 @@
 package kernels
 
 import (
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/testops"
 	"github.com/neoflow/neoflow/kernels/cc"
@@ -100,5 +104,44 @@ func TestBuildBatchRefuses(t *testing.T) {
 	}
 	if _, err := b.BuildBatch(t.Context(), nil); err == nil {
 		t.Fatal("an empty batch built")
+	}
+}
+
+// A profiled batch's kernels take the timing buffer and add each
+// statement's seconds to it, and compute what the interpreter does.
+func TestBuildProfiledBatch(t *testing.T) {
+	b := testBuilder(t)
+	spec, err := batchOps[3].Spec(ir.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := b.BuildKernels(t.Context(), Batch{Specs: []*ir.Spec{spec, spec}, Scheds: [][]loops.Schedule{nil, {{VectorWidth: 1}, {VectorWidth: 4, ParallelDepth: 1}}}, Profiled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := hostbuf.RandomInputs(spec, false, 3)
+	want, err := interp.Run(spec, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ks {
+		if !k.Profiled() || k.NumBufs() != len(spec.Tensors)+1 {
+			t.Fatalf("kernel %s: profiled %v, %d buffers", k.Symbol(), k.Profiled(), k.NumBufs())
+		}
+		bufs := hostbuf.New(spec, inputs)
+		prof := make([]float64, len(spec.Stmts))
+		ptr := append(slices.Clone(bufs.Ptr), unsafe.Pointer(&prof[0]))
+		var pin runtime.Pinner
+		pin.Pin(&prof[0])
+		if err := k.Launch(ptr, 1); err != nil {
+			t.Fatal(err)
+		}
+		pin.Unpin()
+		compareWritten(t, spec, bufs, want, tolerance(ir.Float64), k.Source())
+		if prof[0] <= 0 {
+			t.Errorf("kernel %s: statement times %v", k.Symbol(), prof)
+		}
+		bufs.Free()
+		_ = k.Close()
 	}
 }

@@ -45,14 +45,16 @@ func render(fn *loops.Func, symbol string, profile bool) (string, error) {
 // declarations and helpers of them all). One C compiler run of the batch
 // takes a fraction of what a run per kernel takes: most of a small
 // kernel's compile is the compiler's start and the headers.
-func RenderBatch(fns []*loops.Func, symbols []string) (string, error) {
+//
+// Profiled kernels (RenderProfiled) render with profile set.
+func RenderBatch(fns []*loops.Func, symbols []string, profile bool) (string, error) {
 	if len(fns) == 0 || len(fns) != len(symbols) {
 		return "", errors.Errorf("cgen: a batch of %d functions and %d symbols", len(fns), len(symbols))
 	}
 	var all *renderer
 	var comments, texts strings.Builder
 	for i, fn := range fns {
-		r, text, err := renderFunc(fn, symbols[i], false)
+		r, text, err := renderFunc(fn, symbols[i], profile)
 		if err != nil {
 			return "", err
 		}
@@ -65,12 +67,12 @@ func RenderBatch(fns []*loops.Func, symbols []string) (string, error) {
 			all.used[name] = true
 		}
 		all.anyStream = all.anyStream || r.anyStream
-		r.headerComment(&comments, false, len(fn.Spec.Stmts))
+		r.headerComment(&comments, profile, len(fn.Spec.Stmts))
 		texts.WriteString("\n" + text)
 	}
 	var b strings.Builder
 	b.WriteString(comments.String())
-	all.prelude(&b, false)
+	all.prelude(&b, profile)
 	b.WriteString(texts.String())
 	return b.String(), nil
 }
