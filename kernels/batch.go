@@ -3,6 +3,7 @@ package kernels
 import (
 	"context"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -41,7 +42,10 @@ func (b *Builder) BuildKernels(ctx context.Context, batch Batch) ([]*Kernel, err
 	if len(specs) == 0 {
 		return nil, errors.New("kernels: an empty batch")
 	}
-	fns := make([]*loops.Func, len(specs))
+	// Kernels of the same source (a search's genomes that decode alike)
+	// share one function.
+	var fns []*loops.Func
+	var unique []string
 	syms := make([]string, len(specs))
 	keys := make([]string, len(specs))
 	pkeys := make([]string, len(specs))
@@ -55,16 +59,19 @@ func (b *Builder) BuildKernels(ctx context.Context, batch Batch) ([]*Kernel, err
 		if err != nil {
 			return nil, err
 		}
-		fns[i], canonical[i] = fn, src
+		canonical[i] = src
 		keys[i], pkeys[i] = b.cache.Key(src), b.cache.PortableKey(src)
 		syms[i] = Symbol(spec.Op.Name, pkeys[i])
+		if !slices.Contains(unique, syms[i]) {
+			fns, unique = append(fns, fn), append(unique, syms[i])
+		}
 	}
-	src, err := cgen.RenderBatch(fns, syms, batch.Profiled)
+	src, err := cgen.RenderBatch(fns, unique, batch.Profiled)
 	if err != nil {
 		return nil, errors.Wrapf(err, "kernel batch of %s", opName(specs[0]))
 	}
 	key := b.cache.Key("batch\n" + strings.Join(canonical, "\n")) // a profiled kernel's source says so
-	lib, outcome, err := b.cache.Get(ctx, key, src, opName(specs[0])+" (batch)", syms...)
+	lib, outcome, err := b.cache.Get(ctx, key, src, opName(specs[0])+" (batch)", unique...)
 	if err != nil {
 		return nil, errors.Wrapf(err, "building a batch of %d kernels", len(specs))
 	}

@@ -108,14 +108,17 @@ func TestBuildBatchRefuses(t *testing.T) {
 }
 
 // A profiled batch's kernels take the timing buffer and add each
-// statement's seconds to it, and compute what the interpreter does.
+// statement's seconds to it, and compute what the interpreter does;
+// kernels of the same schedules share one function.
 func TestBuildProfiledBatch(t *testing.T) {
 	b := testBuilder(t)
 	spec, err := batchOps[3].Spec(ir.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks, err := b.BuildKernels(t.Context(), Batch{Specs: []*ir.Spec{spec, spec}, Scheds: [][]loops.Schedule{nil, {{VectorWidth: 1}, {VectorWidth: 4, ParallelDepth: 1}}}, Profiled: true})
+	other := []loops.Schedule{{VectorWidth: 1}, {VectorWidth: 4, ParallelDepth: 1}}
+	// the same schedules twice: one function serves both
+	ks, err := b.BuildKernels(t.Context(), Batch{Specs: []*ir.Spec{spec, spec, spec}, Scheds: [][]loops.Schedule{nil, other, other}, Profiled: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +126,9 @@ func TestBuildProfiledBatch(t *testing.T) {
 	want, err := interp.Run(spec, inputs)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ks[1].Symbol() != ks[2].Symbol() || ks[0].Symbol() == ks[1].Symbol() {
+		t.Fatalf("symbols %s %s %s: want the last two alike", ks[0].Symbol(), ks[1].Symbol(), ks[2].Symbol())
 	}
 	for _, k := range ks {
 		if !k.Profiled() || k.NumBufs() != len(spec.Tensors)+1 {

@@ -49,8 +49,8 @@ func (r *Runtime) launchThreads(nthreads int) int {
 	return threadsBeside(nthreads, r.bg.busy.Load(), cc.Foreground())
 }
 
-// threadsBeside is launchThreads' count for a worker busy or not and
-// compiles foreground compilers running.
+// threadsBeside is launchThreads' count for nthreads asked, with the
+// worker busy or not and compiles foreground compilers running.
 func threadsBeside(nthreads int, busy bool, compiles int) int {
 	if nthreads > 1 && busy {
 		nthreads--

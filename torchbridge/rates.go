@@ -214,8 +214,8 @@ func (r *Runtime) buildRateKernels(specs []*ir.Spec) ([]*kernels.Kernel, error) 
 // arithmetic and math calls read values that look like data (a math
 // function's time depends on its argument); the others' tensors stay
 // zero, which x86 adds, multiplies and copies at full speed, and cost no
-// pass over the 40-odd million values they hold (hostbuf.Zeroed): their
-// pages are first touched by the first launch, which no round counts.
+// pass over the 40-odd million values they hold (hostbuf.Zeroed writes
+// one element a page, which makes the page the process's own).
 func rateBuffers(specs []*ir.Spec) []*hostbuf.Buffers {
 	bufs := make([]*hostbuf.Buffers, len(specs))
 	for i, spec := range specs {

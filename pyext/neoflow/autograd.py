@@ -312,7 +312,9 @@ def _build_ahead(op, gop, gsizes, tensors, sizes) -> concurrent.futures.Future |
     types = dict(zip(names, dtypes))
     if not all(n in shapes for n in gop.saved):
         return None
-    dtype = next(t.dtype for t in tensors if t.is_floating_point())
+    dtype = next((t.dtype for t in tensors if t.is_floating_point()), None)
+    if dtype is None:
+        return None
     like = [(t.dtype, tuple(t.shape)) for t in tensors] + [(dtype, shape) for shape in outs]
     like += [(types[n], shapes[n]) for n in gop.saved]
     return _ahead_pool().submit(_build_grad, gop, like, gsizes)
