@@ -104,8 +104,7 @@ func (m *bench) free() {
 // A batch that fails to build is dropped: measure then builds each of its
 // kernels alone, and a schedule that does not compile fails alone.
 func (m *bench) prebuild(ctx context.Context, list [][]loops.Schedule, parallel int) {
-	var batch kernels.Batch
-	batch.Profiled = true
+	batch := kernels.Batch{Profiled: true, PerRun: PrefetchPerCompiler}
 	keys := map[string]bool{}
 	for _, s := range list {
 		k := schedKey(s)

@@ -88,7 +88,8 @@ func (p *Pick) Decided() []loops.Schedule {
 }
 
 // PickBuilds is how many C compilers PickDefaults runs at once, each on
-// a batch of the candidates (kernels.Builder.BuildKernelsParallel): one
+// a batch of at most PrefetchPerCompiler candidates (kernels.Builder.
+// BuildKernelsParallel): one
 // fewer than the CPUs (one at least), since picks run behind a training,
 // which keeps a CPU.
 var PickBuilds = max(runtime.NumCPU()-1, 1)
@@ -108,7 +109,7 @@ func PickDefaults(ctx context.Context, b *kernels.Builder, spec *ir.Spec, thread
 	if len(cands) < 2 || reductionPoints(spec) < PickMinOps {
 		return &Pick{}, nil
 	}
-	batch := kernels.Batch{Profiled: true}
+	batch := kernels.Batch{Profiled: true, PerRun: PrefetchPerCompiler}
 	for _, g := range cands {
 		batch.Specs, batch.Scheds = append(batch.Specs, spec), append(batch.Scheds, sp.Decode(g))
 	}

@@ -247,8 +247,9 @@ func TestTunerBuildsCandidatesInBatches(t *testing.T) {
 		t.Fatalf("the search failed: %+v", tu.Progress())
 	}
 	// The 10 trials' kernels in 4 batches, the confirmation's (the default,
-	// up to ConfirmTop others and reverts) in one; each batch one miss.
-	if st := b.Stats(); st.Misses > 5 {
+	// up to ConfirmTop others and reverts) in at most 2; each batch one
+	// miss. A compiler run per kernel made 12.
+	if st := b.Stats(); st.Misses > 6 {
 		t.Errorf("%d compiler runs for a 10-trial search; want the candidates built in batches", st.Misses)
 	}
 	tu.Close()

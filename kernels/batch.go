@@ -22,6 +22,11 @@ type Batch struct {
 	Specs    []*ir.Spec
 	Scheds   [][]loops.Schedule
 	Profiled bool
+	// PerRun, when above 0, caps the kernels of one compiler run in
+	// BuildKernelsParallel: a compiler behind a training, under
+	// SCHED_IDLE, is stopped and run again at a higher priority after
+	// cc.IdleCompileLimit, so its runs are kept short.
+	PerRun int
 }
 
 // BuildBatch builds the C kernels of specs, all of one dtype, with their
@@ -109,10 +114,11 @@ func (b *Builder) BuildKernels(ctx context.Context, batch Batch) ([]*Kernel, err
 	return ks, nil
 }
 
-// BuildBatches builds specs as parallel batches at once (below 1: as many
-// as there are CPUs), spec i in batch i mod parallel, and returns the
-// kernels in the order of specs. On an error it closes what was built and
-// returns the first error.
+// BuildBatches builds specs in batches, parallel at once (below 1: as
+// many as there are CPUs), and returns the kernels in the order of specs.
+// There are parallel batches, or more where a Batch's PerRun asks for
+// smaller ones; spec i is in batch i mod their number. On an error it
+// closes what was built and returns the first error.
 func (b *Builder) BuildBatches(ctx context.Context, specs []*ir.Spec, parallel int) ([]*Kernel, error) {
 	return b.BuildKernelsParallel(ctx, Batch{Specs: specs}, parallel)
 }
@@ -127,9 +133,13 @@ func (b *Builder) BuildKernelsParallel(ctx context.Context, batch Batch, paralle
 		parallel = runtime.NumCPU()
 	}
 	parallel = min(parallel, len(specs))
-	groups := make([]Batch, parallel)
+	n := parallel
+	if batch.PerRun > 0 {
+		n = max(n, (len(specs)+batch.PerRun-1)/batch.PerRun)
+	}
+	groups := make([]Batch, n)
 	for i, spec := range specs {
-		g := &groups[i%parallel]
+		g := &groups[i%n]
 		g.Specs, g.Profiled = append(g.Specs, spec), batch.Profiled
 		if i < len(batch.Scheds) {
 			g.Scheds = append(g.Scheds, batch.Scheds[i])
@@ -137,13 +147,16 @@ func (b *Builder) BuildKernelsParallel(ctx context.Context, batch Batch, paralle
 			g.Scheds = append(g.Scheds, nil)
 		}
 	}
-	built := make([][]*Kernel, parallel)
-	errs := make([]error, parallel)
+	built := make([][]*Kernel, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for g := range groups {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			built[g], errs[g] = b.BuildKernels(ctx, groups[g])
 		}()
 	}
@@ -160,7 +173,7 @@ func (b *Builder) BuildKernelsParallel(ctx context.Context, batch Batch, paralle
 	}
 	ks := make([]*Kernel, len(specs))
 	for i := range specs {
-		ks[i] = built[i%parallel][i/parallel]
+		ks[i] = built[i%n][i/n]
 	}
 	return ks, nil
 }

@@ -151,3 +151,33 @@ func TestBuildProfiledBatch(t *testing.T) {
 		_ = k.Close()
 	}
 }
+
+// PerRun caps the kernels of one compiler run: five kernels, two a run,
+// on one compiler, are three libraries, each kernel in batch i mod 3.
+func TestBuildBatchesPerRun(t *testing.T) {
+	b := testBuilder(t)
+	var specs []*ir.Spec
+	for _, op := range batchOps {
+		spec, err := op.Spec(ir.Float32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, spec)
+	}
+	loaded := cc.NumLoaded()
+	ks, err := b.BuildKernelsParallel(t.Context(), Batch{Specs: specs, PerRun: 2}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cc.NumLoaded() - loaded; got != 3 {
+		t.Errorf("%d libraries for 5 kernels, 2 a run", got)
+	}
+	for i, k := range ks {
+		if k.Spec() != specs[i] || k.Path() != ks[i%3].Path() {
+			t.Errorf("kernel %d: %s in %s", i, k.Spec().Op.Name, k.Path())
+		}
+	}
+	for _, k := range ks {
+		_ = k.Close()
+	}
+}
