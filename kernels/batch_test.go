@@ -26,11 +26,9 @@ var batchOps = []testops.Op{
 	{Name: "batch_sig", Src: "Y[i] = sigmoid(X[i]) * 2.0", Inputs: []string{"X"}, Shapes: [][]int64{{5}}},
 }
 
-// BuildBatches builds kernels in batches, one shared object each, and
-// every kernel computes what the interpreter does; each is closed on its
-// own, and the last Close of a batch unloads it.
-func TestBuildBatches(t *testing.T) {
-	b := testBuilder(t)
+// batchSpecs is batchOps' float32 specs.
+func batchSpecs(t *testing.T) []*ir.Spec {
+	t.Helper()
 	var specs []*ir.Spec
 	for _, op := range batchOps {
 		spec, err := op.Spec(ir.Float32)
@@ -39,6 +37,15 @@ func TestBuildBatches(t *testing.T) {
 		}
 		specs = append(specs, spec)
 	}
+	return specs
+}
+
+// BuildBatches builds kernels in batches, one shared object each, and
+// every kernel computes what the interpreter does; each is closed on its
+// own, and the last Close of a batch unloads it.
+func TestBuildBatches(t *testing.T) {
+	b := testBuilder(t)
+	specs := batchSpecs(t)
 	loaded := cc.NumLoaded()
 	ks, err := b.BuildBatches(t.Context(), specs, 2)
 	if err != nil {
@@ -156,14 +163,7 @@ func TestBuildProfiledBatch(t *testing.T) {
 // on one compiler, are three libraries, each kernel in batch i mod 3.
 func TestBuildBatchesPerRun(t *testing.T) {
 	b := testBuilder(t)
-	var specs []*ir.Spec
-	for _, op := range batchOps {
-		spec, err := op.Spec(ir.Float32)
-		if err != nil {
-			t.Fatal(err)
-		}
-		specs = append(specs, spec)
-	}
+	specs := batchSpecs(t)
 	loaded := cc.NumLoaded()
 	ks, err := b.BuildKernelsParallel(t.Context(), Batch{Specs: specs, PerRun: 2}, 1)
 	if err != nil {
