@@ -181,3 +181,23 @@ func TestBuildBatchesPerRun(t *testing.T) {
 		_ = k.Close()
 	}
 }
+
+// A failing batch fails BuildKernelsParallel, which closes the kernels the
+// other batches built: no library stays loaded.
+func TestBuildBatchesFailure(t *testing.T) {
+	b := testBuilder(t)
+	specs := batchSpecs(t)
+	f64, err := batchOps[0].Spec(ir.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := cc.NumLoaded()
+	// batch 0 holds specs 0 and 2, batch 1 specs 1 and the float64 one
+	_, err = b.BuildKernelsParallel(t.Context(), Batch{Specs: []*ir.Spec{specs[0], specs[1], specs[2], f64}}, 2)
+	if err == nil || !strings.Contains(err.Error(), "float32 and float64") {
+		t.Fatalf("error %v, want the mixed batch's", err)
+	}
+	if n := cc.NumLoaded() - loaded; n != 0 {
+		t.Fatalf("%d libraries left loaded after a failed build", n)
+	}
+}
