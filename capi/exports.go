@@ -75,10 +75,14 @@ func nf_interrupt() {
 	rt.Interrupt()
 }
 
-// nf_launch runs a kernel: bufs points to nbufs data pointers.
+// nf_launch runs a kernel: bufs points to nbufs data pointers. Its
+// integers are C ints, the type ctypes passes a Python int as when a
+// function declares no argument types: converting through declared types
+// cost about 1 us a call, as much as the rest of the launch (kernel ids
+// are small, table indices).
 //
 //export nf_launch
-func nf_launch(kernel C.uint64_t, bufs unsafe.Pointer, nbufs C.int64_t, nthreads C.int64_t) (errText *C.char) {
+func nf_launch(kernel C.int, bufs unsafe.Pointer, nbufs C.int, nthreads C.int) (errText *C.char) {
 	defer recoverInto(&errText)
 	if err := rt.Launch(uint64(kernel), bufs, int(nbufs), int(nthreads)); err != nil {
 		return C.CString(err.Error())

@@ -258,18 +258,31 @@ class _Plan:
     saving gradient op reads (None: the kernel keeps one of them in no
     buffer, and the gradient recomputes), that gradient op with its sizes,
     and its kernel once the first backward has built it, with the positions
-    of each input's gradient among that kernel's buffers. On the CPU that
+    of each input's gradient among that kernel's buffers; whether a
+    backward may launch that kernel itself (direct), and whether the
+    forward keeps nothing but the inputs for it (saves_inputs_only). On the CPU that
     kernel's build starts when the plan is made (grad_future), on a helper
     thread, before the forward's own build (_build_ahead); the backward
     waits for it and then finds the kernel built."""
 
-    __slots__ = ("kernel", "kept", "gop", "gsizes", "grad_kernel", "grad_future", "grad_at", "wrt")
+    __slots__ = (
+        "kernel",
+        "kept",
+        "gop",
+        "gsizes",
+        "grad_kernel",
+        "grad_future",
+        "grad_at",
+        "wrt",
+        "direct",
+        "saves_inputs_only",
+    )
 
     def __init__(self, op, tensors, sizes: dict, wrt):
         op._check(tensors)  # what it checks, the plan's key fixes: calls that find the plan need no check
         self.wrt = [bool(w) for w in wrt]
         self.kept, self.gop, self.gsizes, self.grad_kernel, self.grad_future = [], None, None, None, None
-        self.grad_at = None
+        self.grad_at, self.direct, self.saves_inputs_only = None, False, False
         if any(wrt):
             # Derived (and registered) now, as _keep does, for the same reason.
             self.gop, self.gsizes = op.grad_op(*tensors, sizes=sizes, wrt=self.wrt, saved=True)
@@ -284,6 +297,8 @@ class _Plan:
         names = [self.kernel.buffers[i][0] for i in self.kernel.returned]
         if all(n in names for n in self.gop.saved):
             self.kept = [self.kernel.returned[names.index(n)] for n in self.gop.saved]
+            self.direct = True  # a backward may launch the saving gradient op's kernel directly
+            self.saves_inputs_only = not self.kept
         else:
             self.kept = None
 
@@ -343,8 +358,8 @@ def make_function(op):
         @staticmethod
         def forward(ctx, sizes, *tensors):
             needs = ctx.needs_input_grad
-            skey = tuple(sorted(sizes.items())) if sizes else ()
-            key = (tuple([(t.dtype, t.shape, t.device) for t in tensors]), skey, needs)
+            key = [(t.dtype, t.shape, t.device) for t in tensors]
+            key = (*key, needs, *sorted(sizes.items())) if sizes else (*key, needs)
             plan = plans.get(key)
             if plan is None:
                 plan = plans.setdefault(key, _Plan(op, tensors, dict(sizes or {}), needs[1:]))
@@ -361,12 +376,13 @@ def make_function(op):
         @staticmethod
         def backward(ctx, *grads):
             plan, saved = ctx.plan, ctx.saved_tensors
-            if plan.kept is None or plan.gop is None or torch.is_grad_enabled() or _missing(grads, n_outputs):
+            if not plan.direct or torch.is_grad_enabled() or _missing(grads, n_outputs):
                 tensors = saved[:n_inputs]
                 kept = None if plan.kept is None else dict(zip(plan.gop.saved if plan.gop else (), saved[n_inputs:]))
                 sizes = dict(ctx.sizes or {})
                 return (None, *_backward(op, tensors, sizes, list(grads), ctx.needs_input_grad[1:], kept))
-            args = (*saved[:n_inputs], *grads[:n_outputs], *saved[n_inputs:])
+            # (grads holds one gradient per output)
+            args = (*saved, *grads) if plan.saves_inputs_only else (*saved[:n_inputs], *grads, *saved[n_inputs:])
             bufs = (plan.grad_kernel or plan.grad_kernel_for(args)).run(args)
             return (None, *[None if i is None else bufs[i] for i in plan.grad_at])
 
