@@ -65,6 +65,8 @@ type background struct {
 	// busy is set while the worker runs a job: launches leave it a core
 	// (launchThreads).
 	busy atomic.Bool
+	// onBusy, when set (OnBusy), is told each change of busy.
+	onBusy atomic.Pointer[func(bool)]
 	// lastBuild is when a specialization last started or finished building
 	// a kernel (waitQuiet).
 	lastBuild time.Time
@@ -207,9 +209,9 @@ func (r *Runtime) runQueue() {
 		case !job.picked:
 			run = r.searchPick
 		}
-		r.bg.busy.Store(!job.pick) // a default mode's pick leaves the calls every thread (cc.WithIdleCompiles)
+		r.bg.setBusy(!job.pick) // a default mode's pick leaves the calls every thread (cc.WithIdleCompiles)
 		err := run(job)
-		r.bg.busy.Store(false)
+		r.bg.setBusy(false)
 		if err != nil {
 			r.bg.mu.Lock()
 			job.err = err.Error()
@@ -217,6 +219,23 @@ func (r *Runtime) runQueue() {
 			r.bg.mu.Unlock()
 		}
 	}
+}
+
+// setBusy sets busy and tells onBusy.
+func (b *background) setBusy(busy bool) {
+	b.busy.Store(busy)
+	if f := b.onBusy.Load(); f != nil {
+		(*f)(busy)
+	}
+}
+
+// OnBusy has f told whenever the background worker starts (true) or ends
+// (false) a job of background mode, during which the calls' C kernel
+// launches take one thread fewer (launchThreads). The library publishes it
+// to Python, which lowers PyTorch's own thread count meanwhile
+// (neoflow/threadshare.py).
+func (r *Runtime) OnBusy(f func(busy bool)) {
+	r.bg.onBusy.Store(&f)
 }
 
 // nextJob takes the next job off the queue: the first whose pick is to

@@ -180,3 +180,18 @@ func TestLaunchLeavesACoreWhileTuning(t *testing.T) {
 		}
 	}
 }
+
+// OnBusy's function hears every change of the worker's state, in order.
+func TestOnBusyHearsTheWorker(t *testing.T) {
+	r := New()
+	var heard []bool
+	r.OnBusy(func(busy bool) { heard = append(heard, busy) })
+	r.bg.setBusy(true)
+	if !r.bg.busy.Load() {
+		t.Fatal("setBusy(true) left busy unset")
+	}
+	r.bg.setBusy(false)
+	if !slices.Equal(heard, []bool{true, false}) {
+		t.Fatalf("heard %v, want [true false]", heard)
+	}
+}

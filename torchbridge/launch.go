@@ -38,6 +38,12 @@ func (r *Runtime) Launch(id uint64, bufs unsafe.Pointer, nbufs int, nthreads int
 // a core while it has work: on that machine the kernels run about twice as
 // long (LLTM's steps 25-31 ms instead of 13) until the tuning ends, at 84
 // s instead of 92-112 (bench/results/dynamic-2026-11-27-cpu-xeon.md).
+// PyTorch's own operators of the training took every thread still, and
+// the worker's threads stalled their OpenMP teams: single LLTM steps ran
+// 4-11 times the final median. So the library publishes the worker's
+// state (OnBusy, capi's nf_worker_busy) and Python lowers PyTorch's
+// thread count by one meanwhile (neoflow/threadshare.py); the nthreads it
+// passes stays PyTorch's count from before.
 //
 // While compilers that a caller waits for run (cc.Foreground: the
 // gradient kernels built ahead during a first forward pass), a launch

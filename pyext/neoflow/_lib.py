@@ -102,17 +102,28 @@ def _bind(lib: ctypes.CDLL) -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _lib
+    global _lib, _busy
     if _lib is not None:
         _lib = None  # the Go runtime's threads did not survive the fork
+    _busy = None
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+_busy: ctypes.c_int | None = None  # the Go core's nf_worker_busy, once loaded
+
+
+def worker_job() -> int:
+    """The background tuner's job count (neoflow.threadshare), read from the library's memory: odd while it
+    runs a job, one more at each start and end; 0 before the library is loaded."""
+    flag = _busy
+    return 0 if flag is None else flag.value
+
+
 def lib() -> ctypes.CDLL:
     """Loads the library once per process."""
-    global _lib, _loaded_pid
+    global _lib, _loaded_pid, _busy
     if _lib is not None:
         return _lib
     with _lock:
@@ -129,6 +140,7 @@ def lib() -> ctypes.CDLL:
                 raise Error(f"neoflow's library is missing at {path}; reinstall with `pip install .`")
             handle = ctypes.CDLL(str(path))
             _bind(handle)
+            _busy = ctypes.c_int.in_dll(handle, "nf_worker_busy")
             _loaded_pid = os.getpid()
             _lib = handle
     return _lib

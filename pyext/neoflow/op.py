@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import torch
 
-from . import _lib, config, memory, outshapes, tuning
+from . import _lib, config, memory, outshapes, threadshare, tuning
 from ._proto import neoflow_pb2 as pb
 from .sizes import check_sizes as _sizes
 from .sizes import parse_sizes_text, sizes_text  # noqa: F401 - part of this module's interface
@@ -111,7 +111,7 @@ class Kernel:
             return bufs
         # small buffers straight from torch.empty (unpacked sizes: the fastest form), large ones from neoflow.memory
         bufs += [torch.empty(*s, dtype=dt) if small else memory.empty(s, dt) for s, small, dt in self.alloc]
-        _lib.launch(self.kernel_id, self.pointers(*[b.data_ptr() for b in bufs]), torch.get_num_threads())
+        _lib.launch(self.kernel_id, self.pointers(*[b.data_ptr() for b in bufs]), threadshare.launch_threads())
         return bufs
 
 

@@ -22,7 +22,7 @@ import warnings
 
 import torch
 
-from . import _lib, config, progress
+from . import _lib, config, progress, threadshare
 from ._proto import neoflow_pb2 as pb
 
 
@@ -381,6 +381,7 @@ def wait_background(timeout: float | None = None, poll: float = 0.2, progress: b
     finally:
         if bar:
             bar.close()
+        threadshare.follow_worker()  # this thread's PyTorch thread count back, if the worker is done
 
 
 class _BackgroundBar:

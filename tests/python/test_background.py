@@ -102,3 +102,42 @@ def test_default_mode_picks_schedules_in_the_background(tmp_path):
     again = subprocess.run([sys.executable, "-c", PICK_CHILD], env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "kernels []" in again.stdout, again.stdout
+
+
+THREADS_CHILD = textwrap.dedent(
+    """
+    import time, torch, neoflow
+    from neoflow import _lib
+    torch.set_num_threads(2)
+    neoflow.configure(tune="background")
+    mm = neoflow.op("C[i,j] += A[i,k] * B[k,j]", name="bg_threads_mm")
+    a, b = torch.randn(64, 48), torch.randn(48, 40)
+
+    def until(cond, what):
+        deadline = time.monotonic() + 240
+        while not cond():
+            assert time.monotonic() < deadline, what
+            torch.testing.assert_close(mm(a, b), a @ b, rtol=1e-4, atol=1e-4)  # a launch follows the worker
+            time.sleep(0.002)
+
+    mm(a, b)  # builds the default kernel and queues it
+    until(lambda: _lib.worker_job() & 1 and torch.get_num_threads() == 1, "never lowered while the worker was busy")
+    torch.set_num_threads(2)  # the caller's own choice during the job: kept
+    mm(a, b)
+    assert torch.get_num_threads() == 2 or not _lib.worker_job() & 1
+    status = neoflow.wait_background(timeout=240)
+    assert all(k.done for k in status), status
+    mm(a, b)
+    assert torch.get_num_threads() == 2, torch.get_num_threads()  # back once the worker is done
+    print("ok")
+    """
+)
+
+
+def test_background_worker_takes_a_pytorch_thread_while_busy(tmp_path):
+    """While the worker runs a job, a thread launching neoflow kernels runs PyTorch on one thread fewer, keeps a
+    count it sets itself, and gets its count back once the worker is done."""
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, "-c", THREADS_CHILD], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "ok" in out.stdout
