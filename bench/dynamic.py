@@ -25,7 +25,9 @@ the run (neoflow's and the interleaved eager's), when the median of the last
 5 s of steps first reached the median of the eager steps timed within 20 s of
 it, the final median (neoflow's steps of the last 30 s) against the eager
 steps of that time, the slowest step after the third against the final
-median, and the kernels tuned and swapped in. The warm eager and
+median, the steps over 3x that median with their times and when the tuning
+ended (a step's cause shows there: the tuner, or the machine), and the
+kernels tuned and swapped in. The warm eager and
 torch.compile medians measured before the run are reference lines. Writes
 ``dynamic-DATE-cpu.json``, ``.md`` and ``.png`` into ``--out``. Not a test:
 speed is reported, not asserted.
@@ -170,6 +172,10 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
             for k in status
         ],
         "tuning_done": all(k.done for k in status),
+        # when the worker's trials stopped growing (the first sample with the final count), and the steps after
+        # the third over 3x the final median, (time, ms) each: while tuning, or after it
+        "tuning_end_s": next((t for t, n, _, _ in samples if n == samples[-1][1]), None) if samples else None,
+        "over_3x": [(t, s * 1e3) for t, s in points[3:] if s * 1e3 > 3 * final],
     }
     print(
         f"  {name}: first step {row['first_step_s']:.2f} s, final {final:.3f} ms, eager (last 30 s) {eager_ms:.3f} ms, "
@@ -209,6 +215,12 @@ def render_markdown(result: dict) -> str:
             f"{r['final_vs_eager']:.2f}x | {caught} | {worst} | "
             f"{swapped} |"
         )
+    lines += ["", "Steps after the third over 3x the final median (time since the start: ms); when tuning ended:", ""]
+    for r in result["rows"]:
+        over = ", ".join(f"{t:.1f} s: {ms:.1f}" for t, ms in r.get("over_3x", [])) or "none"
+        end = r.get("tuning_end_s")
+        ended = f"tuning ended at about {end:.0f} s" if r["tuning_done"] and end is not None else "tuning not done"
+        lines.append(f"- {r['workload']}: {over} ({len(r['points'])} steps; {ended})")
     lines += [
         "",
         "Median step time (ms) by window of the run (seconds since the first step began): neoflow (its steps), "

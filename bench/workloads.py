@@ -9,7 +9,10 @@ training step (zero_grad + forward + loss + backward + ``Adam.step()``) of
 - ``neoflow``: the neoflow module (same parameters as the baseline).
 
 Step times are the median (and min–max) of ``--repeat`` steps after
-``--warmup`` steps. The first steps are reported separately: ``compile_s`` is
+``--warmup`` steps, taken in turns: once every variant has run its first
+step (and neoflow's background picks landed) and its warm-up, each round
+times one step of each variant, in an order rotating between rounds, so
+that the machine's drift falls on all of them alike. The first steps are reported separately: ``compile_s`` is
 torch.compile's first step (tracing and compiling forward and backward),
 ``build_s`` neoflow's first step (generating and compiling every kernel).
 Both start cold: the run uses fresh, empty kernel caches (neoflow's and
@@ -143,6 +146,28 @@ def stats(times: list[float]) -> dict:
     return {"median_ms": statistics.median(times) * 1e3, "min_ms": min(times) * 1e3, "max_ms": max(times) * 1e3}
 
 
+def prepare(fn, warmup: int, settle=None) -> dict:
+    """First call on its own, then ``settle()`` if given (its seconds as ``settle_s``), then ``warmup``
+    untimed calls."""
+    first = timed(fn)
+    settled = timed(settle) if settle else 0.0
+    for _ in range(warmup):
+        fn()
+    return {"first_s": first, "settle_s": settled}
+
+
+def interleaved(fns: dict, repeat: int) -> dict:
+    """``repeat`` rounds of one timed call of each function, in an order rotating between rounds; name -> stats.
+    The machines this runs on drift by a third within minutes: timed in turns, every variant sees the same drift,
+    where timed one after another a slow minute fell on one of them."""
+    names = list(fns)
+    times = {k: [] for k in names}
+    for r in range(repeat):
+        for k in names[r % len(names) :] + names[: r % len(names)]:
+            times[k].append(timed(fns[k]))
+    return {k: stats(v) for k, v in times.items()}
+
+
 def measure(fn, repeat: int, warmup: int, settle=None) -> dict:
     """First call on its own, then ``settle()`` if given (its seconds as ``settle_s``), then ``warmup``
     untimed calls, then the median of ``repeat`` timed calls."""
@@ -228,7 +253,7 @@ def bench_steps(torch, name, size, batch, dtype, args) -> dict:
     for key, step in variants.items():
         if key == "compile":
             torch._dynamo.reset()
-            step = train_step(torch, comp, torch.compile(lambda: loss(comp)), lr)
+            step = variants[key] = train_step(torch, comp, torch.compile(lambda: loss(comp)), lr)
         if key == "neoflow" and args.tune:
             import neoflow
 
@@ -238,17 +263,17 @@ def bench_steps(torch, name, size, batch, dtype, args) -> dict:
             row["tune_s"] = time.perf_counter() - t0
             row["tuned_kernels"] = tuned_rows(report)
             print(f"  {name} batch {batch}: tuned {len(report)} kernels in {row['tune_s']:.0f} s", file=sys.stderr)
-        m = measure(step, args.repeat, args.warmup, neoflow_settle if key == "neoflow" else None)
-        row[key] = {k: m[k] for k in ("median_ms", "min_ms", "max_ms")}
+        m = prepare(step, args.warmup, neoflow_settle if key == "neoflow" else None)
         if key == "compile":
             row["compile_s"] = m["first_s"]
         elif key == "neoflow":
             row["build_s"], row["pick_s"] = m["first_s"], m["settle_s"]
         else:
             row["eager_first_s"] = m["first_s"]
+    for key, m in interleaved(variants, args.repeat).items():
+        row[key] = m
         print(
-            f"  {name} batch {batch} {key}: {m['median_ms']:.3f} ms ({m['min_ms']:.3f}–{m['max_ms']:.3f}), "
-            f"first step {m['first_s']:.2f} s",
+            f"  {name} batch {batch} {key}: {m['median_ms']:.3f} ms ({m['min_ms']:.3f}–{m['max_ms']:.3f})",
             file=sys.stderr,
             flush=True,
         )
@@ -355,7 +380,8 @@ def render_markdown(result: dict) -> str:
         ),
         "",
         f"Settings: size `{s['size']}`, batches {s['batches']}, {s['dtype']}, median of {s['repeat']} steps "
-        f"after {s['warmup']} warm-up steps; kernel caches {'warm' if s['warm_cache'] else 'cold'}"
+        f"after {s['warmup']} warm-up steps, timed in turns with the other variants; kernel caches "
+        f"{'warm' if s['warm_cache'] else 'cold'}"
         + (
             f"; neoflow's kernels tuned first, {s['tune_trials']} trials each."
             if s.get("tune_trials")

@@ -274,6 +274,7 @@ class _Plan:
         "grad_future",
         "grad_at",
         "wrt",
+        "sizes",
         "direct",
         "saves_inputs_only",
     )
@@ -281,6 +282,7 @@ class _Plan:
     def __init__(self, op, tensors, sizes: dict, wrt):
         op._check(tensors)  # what it checks, the plan's key fixes: calls that find the plan need no check
         self.wrt = [bool(w) for w in wrt]
+        self.sizes = sizes  # the call's sizes: part of the plan's key
         self.kept, self.gop, self.gsizes, self.grad_kernel, self.grad_future = [], None, None, None, None
         self.grad_at, self.direct, self.saves_inputs_only = None, False, False
         if any(wrt):
@@ -368,7 +370,7 @@ def make_function(op):
                 ctx.save_for_backward(*tensors)
             else:
                 ctx.save_for_backward(*tensors, *[bufs[j] for j in plan.kept])
-            ctx.plan, ctx.sizes = plan, sizes
+            ctx.plan = plan
             if n_outputs == 1:
                 return bufs[plan.kernel.outputs[0]]
             return tuple([bufs[i] for i in plan.kernel.outputs])
@@ -379,7 +381,7 @@ def make_function(op):
             if not plan.direct or torch.is_grad_enabled() or _missing(grads, n_outputs):
                 tensors = saved[:n_inputs]
                 kept = None if plan.kept is None else dict(zip(plan.gop.saved if plan.gop else (), saved[n_inputs:]))
-                sizes = dict(ctx.sizes or {})
+                sizes = dict(plan.sizes)
                 return (None, *_backward(op, tensors, sizes, list(grads), ctx.needs_input_grad[1:], kept))
             # (grads holds one gradient per output)
             args = (*saved, *grads) if plan.saves_inputs_only else (*saved[:n_inputs], *grads, *saved[n_inputs:])
