@@ -169,7 +169,7 @@ func (p *packPlan) access() *ir.Access {
 
 // emit appends the buffer and its copy loops to *body.
 func (p *packPlan) emit(body *[]Node, t *tiler) {
-	*body = append(*body, &Local{Name: p.local, Len: p.len})
+	*body = append(*body, &Local{Name: p.local, Len: p.len, Copy: true})
 	c := body
 	for i, l := range p.loops {
 		lp := &Loop{Var: l.name, Extent: l.extent, Vector: t.vector && i == len(p.loops)-1 && l.name == t.last}

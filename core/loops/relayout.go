@@ -96,7 +96,7 @@ func (p *relayoutPlan) index(idx []ir.Expr) ir.Expr {
 // emit appends the buffer and its copy loops to *body. The loop
 // variables are named d<k>.rl_<tensor>, a suffix no tile loop has.
 func (p *relayoutPlan) emit(body *[]Node) {
-	*body = append(*body, &Local{Name: p.local, Len: p.len})
+	*body = append(*body, &Local{Name: p.local, Len: p.len, Copy: true})
 	idx := make([]ir.Expr, len(p.shape))
 	c := body
 	for i, d := range p.perm {

@@ -469,6 +469,10 @@ func (r *renderer) local(l *loops.Local, depth int) error {
 		r.line(depth, "%s %s;", r.ctype, name)
 	} else if r.cuda {
 		r.line(depth, "%s %s[%d];", r.ctype, name, l.Len)
+	} else if l.Copy {
+		// read through a restrict pointer (loops.Local.Copy says why)
+		r.line(depth, "%s %s_buf[%d] __attribute__((aligned(64)));", r.ctype, name, l.Len)
+		r.line(depth, "%s *restrict %s = %s_buf;", r.ctype, name, name)
 	} else {
 		// GCC 12.2 vectorizes an omp simd loop over a short local array with
 		// 16-byte aligned stores (vmovdqa) it has not aligned the array for

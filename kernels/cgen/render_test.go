@@ -311,3 +311,29 @@ func TestUnrollAnnotation(t *testing.T) {
 		t.Errorf("no unroll pragma:\n%s", src)
 	}
 }
+
+// A pack's buffer is read through a restrict pointer, the accumulator
+// stays a plain local array (loops.Local.Copy says why).
+func TestPackReadThroughRestrictPointer(t *testing.T) {
+	o, _ := testops.Lookup("matmul_aligned")
+	spec, err := o.Spec(ir.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := pipeline.Lower(spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn.Nests[0].Body = append([]loops.Node{&loops.Local{Name: loops.LocalPrefix + "pack0", Len: 64, Copy: true},
+		&loops.Local{Name: loops.LocalPrefix + "acc", Len: 16}}, fn.Nests[0].Body...)
+	src, err := Render(fn, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"float r_pack0_buf[64] __attribute__((aligned(64)));",
+		"float *restrict r_pack0 = r_pack0_buf;", "float r_acc[16] __attribute__((aligned(64)));"} {
+		if !strings.Contains(src, want) {
+			t.Errorf("no %q in:\n%s", want, src)
+		}
+	}
+}
