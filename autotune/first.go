@@ -24,9 +24,10 @@ const FirstMinPoints = 1 << 20
 //     UH[b, g] += U[g, j] * H[b, j] of the MI-LSTM cell (16 x 4096 x
 //     1024): 1.4 ms against the default's 3.3 ms (torch.matmul 1.2 ms);
 //   - where its lanes run over a spatial axis, the register-tiled
-//     heuristic (registerTiled: 8 rows of 4 vectors). The cell's input
-//     gradient d_H[b, j] += d_UH[b, g] * U[g, j]: 1.7 ms against the
-//     default's 26 ms, which re-reads U for every row b.
+//     heuristic (registerTile: 8 rows of 4 vectors, the read the rows
+//     share packed). The cell's input gradient d_H[b, j] += d_UH[b, g] *
+//     U[g, j]: 1.7 ms against the default's 26 ms, which re-reads U for
+//     every row b (before the pack).
 //
 // Each is the usual winner of the background pick (torchbridge/picks.go)
 // for its kind, and the other kind's tile loses there by 10x or more

@@ -12,7 +12,8 @@ import (
 // register-tiles the contractions with enough work: in
 // lanes over the reduction where the default reduces there (every loop
 // of the tile unrolled, so its accumulators stay in registers), 8 rows of
-// 4 vectors where the default's lanes are spatial; small statements and
+// 4 vectors where the default's lanes are spatial, the read all rows share
+// (U) packed before the row tiles; small statements and
 // elementwise ones keep their defaults. The kernels match the reference
 // interpreter.
 func TestFirstSchedulesRegisterTileContractions(t *testing.T) {
@@ -24,7 +25,7 @@ func TestFirstSchedulesRegisterTileContractions(t *testing.T) {
 		{testops.Op{Name: "uh", Src: "UH[b, g] += U[g, j] * H[b, j]", Inputs: []string{"U", "H"}, Shapes: [][]int64{{512, 256}, {16, 256}}},
 			"tiled b[1 2] g[1 8] j[16] loops [g.t0 b.t0 j.t0 g.t1 b.t1 g.t2 b.t2 j.t1] parallel 2 acc 2 vector unroll b.t2:8 unroll g.t2:8"},
 		{testops.Op{Name: "dh", Src: "D[b, j] += E[b, g] * U[g, j]", Inputs: []string{"E", "U"}, Shapes: [][]int64{{16, 256}, {256, 512}}},
-			"tiled b[4 4] j[1 64] g[256] loops [b.t0 j.t0 g.t0 b.t1 j.t1 g.t1 b.t2 j.t2] parallel 2 acc 5 vector unroll b.t2:8"},
+			"tiled b[4 4] j[1 64] g[256] loops [b.t0 j.t0 g.t0 b.t1 j.t1 g.t1 b.t2 j.t2] parallel 2 acc 5 vector unroll b.t2:8 pack 1@3"},
 		{testops.Op{Name: "small", Src: "C[i, j] += A[i, k] * B[k, j]", Inputs: []string{"A", "B"}, Shapes: [][]int64{{64, 64}, {64, 64}}}, ""},
 		{testops.Op{Name: "ew", Src: "C[i, j] = A[i, j] * 2.0", Inputs: []string{"A"}, Shapes: [][]int64{{2048, 2048}}}, ""},
 	} {
