@@ -6,8 +6,11 @@
 // bufs holds one pointer per entry of spec.Tensors (inputs, outputs,
 // temporaries), each a dense row-major array of the spec's dtype (float or
 // double). Inputs are read through const restrict pointers; outputs and
-// temporaries must not alias each other or any input. nthreads is the
-// OpenMP team size of every parallel loop; values below 1 mean 1.
+// temporaries must not alias each other or any input. Local arrays are
+// 64-byte aligned; a pack's or relayout's (loops.Local.Copy) is read
+// through a restrict pointer, which keeps GCC from spilling a register
+// tile's accumulators beside it. nthreads is the OpenMP team size of every
+// parallel loop; values below 1 mean 1.
 //
 // The rendering is deterministic (it is part of the kernel cache key) and
 // matches the reference interpreter (core/interp):
