@@ -376,26 +376,12 @@ func rowSharedRead(st *ir.BoundStmt, lane, row string) int {
 		if !ok {
 			return true
 		}
-		if i := slices.Index(reads, ir.ExprString(a)); i >= 0 && found < 0 && indexes(a, lane) && !indexes(a, row) {
+		if i := slices.Index(reads, ir.ExprString(a)); i >= 0 && found < 0 && loops.Uses(a, lane) && !loops.Uses(a, row) {
 			found = i
 		}
 		return false
 	})
 	return found
-}
-
-// indexes reports whether one of a's index expressions uses variable v.
-func indexes(a *ir.Access, v string) bool {
-	uses := false
-	for _, ix := range a.Indices {
-		ir.Walk(ix, func(e ir.Expr) bool {
-			if x, ok := e.(*ir.Index); ok && x.Name == v {
-				uses = true
-			}
-			return !uses
-		})
-	}
-	return uses
 }
 
 // grouped reports whether statement i of spec belongs to a fused group

@@ -171,13 +171,8 @@ def interleaved(fns: dict, repeat: int) -> dict:
 def measure(fn, repeat: int, warmup: int, settle=None) -> dict:
     """First call on its own, then ``settle()`` if given (its seconds as ``settle_s``), then ``warmup``
     untimed calls, then the median of ``repeat`` timed calls."""
-    first = timed(fn)
-    settled = timed(settle) if settle else 0.0
-    for _ in range(warmup):
-        fn()
-    out = stats([timed(fn) for _ in range(repeat)])
-    out["first_s"], out["settle_s"] = first, settled
-    return out
+    prepared = prepare(fn, warmup, settle)
+    return stats([timed(fn) for _ in range(repeat)]) | prepared
 
 
 def neoflow_settle():

@@ -267,14 +267,7 @@ func TestExprRendering(t *testing.T) {
 
 func TestRenderErrors(t *testing.T) {
 	o, _ := testops.Lookup("matmul")
-	spec, err := o.Spec(ir.Float32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn, err := pipeline.Lower(spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn, _ := lowered(t, o, ir.Float32)
 	for _, sym := range []string{"", "1abc", "a-b", "nf kernel"} {
 		if _, err := Render(fn, sym); err == nil {
 			t.Errorf("symbol %q accepted", sym)
@@ -293,14 +286,7 @@ func TestCommentSafe(t *testing.T) {
 
 func TestUnrollAnnotation(t *testing.T) {
 	o, _ := testops.Lookup("matmul_aligned")
-	spec, err := o.Spec(ir.Float32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn, err := pipeline.Lower(spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn, _ := lowered(t, o, ir.Float32)
 	outer := fn.Nests[0].Body[0].(*loops.Loop)
 	outer.Body[0].(*loops.Loop).Unroll = 3
 	src, err := Render(fn, "k")
@@ -316,14 +302,7 @@ func TestUnrollAnnotation(t *testing.T) {
 // stays a plain local array (loops.Local.Copy says why).
 func TestPackReadThroughRestrictPointer(t *testing.T) {
 	o, _ := testops.Lookup("matmul_aligned")
-	spec, err := o.Spec(ir.Float32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn, err := pipeline.Lower(spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn, _ := lowered(t, o, ir.Float32)
 	fn.Nests[0].Body = append([]loops.Node{&loops.Local{Name: loops.LocalPrefix + "pack0", Len: 64, Copy: true},
 		&loops.Local{Name: loops.LocalPrefix + "acc", Len: 16}}, fn.Nests[0].Body...)
 	src, err := Render(fn, "k")

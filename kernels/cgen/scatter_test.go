@@ -8,7 +8,6 @@ import (
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
-	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
@@ -94,14 +93,7 @@ func TestScatterCompiles(t *testing.T) {
 
 func TestIfErrors(t *testing.T) {
 	o, _ := testops.Lookup("matmul")
-	spec, err := o.Spec(ir.Float32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn, err := pipeline.Lower(spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn, _ := lowered(t, o, ir.Float32)
 	fn.Nests[0].Body = []loops.Node{&loops.If{Cond: &ir.IntLit{Value: 1}}}
 	if _, err := Render(fn, "k"); err == nil || !strings.Contains(err.Error(), "not a bool") {
 		t.Errorf("an index condition: %v", err)

@@ -259,8 +259,7 @@ class _Plan:
     buffer, and the gradient recomputes), that gradient op with its sizes,
     and its kernel once the first backward has built it, with the positions
     of each input's gradient among that kernel's buffers; whether a
-    backward may launch that kernel itself (direct), and whether the
-    forward keeps nothing but the inputs for it (saves_inputs_only). On the CPU that
+    backward may launch that kernel itself (direct). On the CPU that
     kernel's build starts when the plan is made (grad_future), on a helper
     thread, before the forward's own build (_build_ahead); the backward
     waits for it and then finds the kernel built."""
@@ -276,7 +275,6 @@ class _Plan:
         "wrt",
         "sizes",
         "direct",
-        "saves_inputs_only",
     )
 
     def __init__(self, op, tensors, sizes: dict, wrt):
@@ -284,7 +282,7 @@ class _Plan:
         self.wrt = [bool(w) for w in wrt]
         self.sizes = sizes  # the call's sizes: part of the plan's key
         self.kept, self.gop, self.gsizes, self.grad_kernel, self.grad_future = [], None, None, None, None
-        self.grad_at, self.direct, self.saves_inputs_only = None, False, False
+        self.grad_at, self.direct = None, False
         if any(wrt):
             # Derived (and registered) now, as _keep does, for the same reason.
             self.gop, self.gsizes = op.grad_op(*tensors, sizes=sizes, wrt=self.wrt, saved=True)
@@ -300,7 +298,6 @@ class _Plan:
         if all(n in names for n in self.gop.saved):
             self.kept = [self.kernel.returned[names.index(n)] for n in self.gop.saved]
             self.direct = True  # a backward may launch the saving gradient op's kernel directly
-            self.saves_inputs_only = not self.kept
         else:
             self.kept = None
 
@@ -384,7 +381,7 @@ def make_function(op):
                 sizes = dict(plan.sizes)
                 return (None, *_backward(op, tensors, sizes, list(grads), ctx.needs_input_grad[1:], kept))
             # (grads holds one gradient per output)
-            args = (*saved, *grads) if plan.saves_inputs_only else (*saved[:n_inputs], *grads, *saved[n_inputs:])
+            args = (*saved, *grads) if not plan.kept else (*saved[:n_inputs], *grads, *saved[n_inputs:])
             bufs = (plan.grad_kernel or plan.grad_kernel_for(args)).run(args)
             return (None, *[None if i is None else bufs[i] for i in plan.grad_at])
 
