@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import copy
 import datetime
+import functools
 import math
 import os
 import sys
@@ -124,6 +125,11 @@ def variant_step(torch, neoflow, model, loss, lr, variant: str):
     return wl.train_step(torch, m, fn, lr)
 
 
+def _settle(neoflow, timeout: float, into: list) -> None:
+    """Waits for the background tuner (at most timeout s) and keeps its kernels' state in into."""
+    into.extend(neoflow.wait_background(timeout=timeout))
+
+
 def bench_model(torch, neoflow, name: str, args) -> dict:
     model, loss, lr = model_and_loss(torch, name, args.device)
     variants = ["eager"] + ([] if args.no_compile else ["inductor"]) + ["neoflow"]
@@ -131,8 +137,16 @@ def bench_model(torch, neoflow, name: str, args) -> dict:
     row = {"model": name}
     for v in variants:
         step = variant_step(torch, neoflow, model, loss, lr, v)
-        settle = (lambda: neoflow.wait_background(timeout=args.tune_timeout)) if v == "neoflow tuned" else None
+        tuned: list = []
+        settle = functools.partial(_settle, neoflow, args.tune_timeout, tuned) if v.endswith("tuned") else None
         row[v] = wl.measure(step, args.repeat, args.warmup, settle=settle)
+        if tuned:  # the background tuner's state when the timed steps began
+            row["tuning"] = {
+                "kernels": len(tuned),
+                "done": sum(k.done for k in tuned),
+                "swapped": sum(k.swapped for k in tuned),
+                "errors": sorted({k.error for k in tuned if k.error}),
+            }
         if v == "neoflow":
             reps = neoflow.compile_report()
             row["lowered"] = sum(r["lowered"] for r in reps)
@@ -183,9 +197,18 @@ def render_markdown(result: dict) -> str:
         )
     g = result["geomean"]
     if g.get("untuned"):
-        lines += ["", f"Six workloads, inductor's time / neoflow's, geomean: untuned {g['untuned']:.2f}x"]
+        n = sum(r["model"] in WORKLOADS for r in rows)
+        what = "The six workloads" if n == len(WORKLOADS) else f"{n} of the six workloads"
+        lines += ["", f"{what}, inductor's time / neoflow's, geomean: untuned {g['untuned']:.2f}x"]
         if g.get("tuned"):
             lines[-1] += f", tuned {g['tuned']:.2f}x"
+    tuning = [r for r in rows if "tuning" in r]
+    if tuning:
+        lines += ["", "Background tuning when the tuned steps were timed (kernels done of taken, swapped in):", ""]
+        for r in tuning:
+            t = r["tuning"]
+            err = f"; errors: {'; '.join(t['errors'])}" if t["errors"] else ""
+            lines.append(f"- {r['model']}: {t['done']}/{t['kernels']} done, {t['swapped']} swapped in{err}")
     lines += ["", "Operators left in eager, per model:", ""]
     for r in rows:
         lines.append(f"- {r['model']}: {', '.join(r['fallback']) or 'none'}")

@@ -6,8 +6,9 @@
 #
 #   tests  the GPU test suite: tests/python/test_cuda.py (every op forward
 #          and backward against PyTorch, gradcheck in float64, float16 and
-#          bfloat16, a non-default stream, a CUDA graph, the GPU tuner) and
-#          the GPU benchmark smoke tests
+#          bfloat16, a non-default stream, a CUDA graph, the GPU tuner), the
+#          "cuda" cases of the math library, torch.func and torch.vmap tests,
+#          and the GPU benchmark smoke tests
 #   bench  bench/workloads.py --device cuda (neoflow against PyTorch eager
 #          and torch.compile; the capsule and LSTM-cell speed targets), with
 #          $NEOFLOW_BENCH_ARGS appended (e.g. "--batches 16 64 --tune 8")
@@ -76,7 +77,8 @@ run_tests() {
   local timeout=()
   "$PY" -c 'import pytest_timeout' 2>/dev/null && timeout=(--timeout "${NEOFLOW_TEST_TIMEOUT:-300}")
   (cd tests/python && "$PY" -m pytest -q -rfE -p no:cacheprovider --durations=20 "${timeout[@]}" \
-    --junitxml "$OUT/pytest-cuda.xml" test_cuda.py test_bench_smoke.py::test_gpu_benchmarks_smoke) 2>&1 | tee "$OUT/pytest-cuda.log"
+    --junitxml "$OUT/pytest-cuda.xml" -k "not cpu" test_cuda.py test_bench_smoke.py::test_gpu_benchmarks_smoke \
+    test_math.py test_func_transforms.py test_vmap.py) 2>&1 | tee "$OUT/pytest-cuda.log"
   local rc=${PIPESTATUS[0]}
   note "tests: $(tail -1 "$OUT/pytest-cuda.log") (rc $rc)"
   return "$rc"

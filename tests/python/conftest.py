@@ -17,6 +17,17 @@ def dtype(request):
     return request.param
 
 
+@pytest.fixture(
+    params=[
+        "cpu",
+        pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")),
+    ]
+)
+def device(request):
+    """Runs a test on the CPU and, where a GPU is, on CUDA (scripts/gpu-check.sh runs the CUDA ones)."""
+    return request.param
+
+
 def tol(dtype):
     return {"rtol": 1e-4, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 1e-10, "atol": 1e-12}
 

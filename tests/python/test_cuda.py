@@ -1,10 +1,13 @@
 """Every op on CUDA tensors: forward and backward against PyTorch, gradcheck
 in float64 on the GPU, a non-default stream without synchronizing, a CUDA
-graph that captures a training step, and models compiled with
-backend="neoflow" against eager. Skipped without a GPU (CI has none)."""
+graph that captures a training step, models compiled with
+backend="neoflow" against eager, and `neoflow info`. The math library, torch.func and torch.vmap
+run on CUDA in their own files' "cuda" cases. Skipped without a GPU (CI has none)."""
 
 import logging
 import re
+import subprocess
+import sys
 
 import backend_models
 import neoflow
@@ -26,6 +29,14 @@ def _cuda(tensors):
 
 def test_the_cuda_build_is_loaded():
     assert config.cuda_enabled(), "torch.cuda.is_available() but neoflow loaded its CPU-only library"
+
+
+def test_info_names_the_gpu():
+    out = subprocess.run([sys.executable, "-m", "neoflow", "info"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("cuda"))
+    assert torch.cuda.get_device_name(0) in line and "library CUDA backend: yes" in line, line
+    assert "NVRTC: not found" not in line, line
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -82,6 +93,11 @@ def test_tensor_core_contractions(src, shapes, ref, half):
     op = neoflow.op(src)
     xs = [torch.randn(*s, device=DEV).to(half).requires_grad_(True) for s in shapes]
     assert "mma.sync.aligned.m16n8k16" in op.specialize(*xs).cuda_source
+    # the gradients are contractions too, each its own member of the gradient's fused group: every
+    # member kernel calls the Tensor Core helper (defined once in the source)
+    gop, gsizes = op.grad_op(*xs)
+    gsrc = gop.cuda_source(*xs, torch.empty(op.output_shapes(*xs)[0], dtype=half, device=DEV), sizes=gsizes)
+    assert gsrc.count("nf_mma(") == 1 + gsrc.count("__global__"), gsrc
     out = op(*xs)
     ys = [x.detach().float().requires_grad_(True) for x in xs]
     want = ref(*ys)

@@ -1,5 +1,5 @@
-"""torch.func over neoflow ops: grad, jacrev, vmap(grad) and second derivatives by jacrev(jacrev)
-against PyTorch's own ops in float64; forward-mode AD is refused with a clear error, never a wrong
+"""torch.func over neoflow ops, on the CPU and on CUDA: grad, jacrev, vmap(grad) and second derivatives
+by jacrev(jacrev) against PyTorch's own ops in float64; forward-mode AD is refused with a clear error, never a wrong
 (zero) tangent."""
 
 import neoflow
@@ -7,7 +7,10 @@ import pytest
 import torch
 import torch.autograd.forward_ad as fwAD
 
-F64 = dict(dtype=torch.float64)
+
+@pytest.fixture
+def f64(device):
+    return dict(dtype=torch.float64, device=device)
 
 
 @pytest.fixture(scope="module")
@@ -33,24 +36,24 @@ def cell_ref(w, x, c):
     return cn, torch.tanh(cn)
 
 
-def test_grad(ops):
-    x, w = torch.randn(6, **F64), torch.randn(6, **F64)
+def test_grad(ops, f64):
+    x, w = torch.randn(6, **f64), torch.randn(6, **f64)
     got = torch.func.grad(lambda x, w: ops["gate"](x, w).sum(), argnums=(0, 1))(x, w)
     want = torch.func.grad(lambda x, w: (torch.tanh(x) * w).sum(), argnums=(0, 1))(x, w)
     for g, r in zip(got, want):
         torch.testing.assert_close(g, r)
 
 
-def test_jacrev(ops):
-    a, b = torch.randn(3, 4, **F64), torch.randn(4, 2, **F64)
+def test_jacrev(ops, f64):
+    a, b = torch.randn(3, 4, **f64), torch.randn(4, 2, **f64)
     got = torch.func.jacrev(ops["mm"], argnums=(0, 1))(a, b)
     want = torch.func.jacrev(torch.mm, argnums=(0, 1))(a, b)
     for g, r in zip(got, want):
         torch.testing.assert_close(g, r)
 
 
-def test_jacrev_of_a_two_output_op_with_a_kept_temporary(ops):
-    w, x, c = torch.randn(6, 4, **F64), torch.randn(2, 4, **F64), torch.randn(2, 3, **F64)
+def test_jacrev_of_a_two_output_op_with_a_kept_temporary(ops, f64):
+    w, x, c = torch.randn(6, 4, **f64), torch.randn(2, 4, **f64), torch.randn(2, 3, **f64)
     got = torch.func.jacrev(ops["cell"], argnums=(0, 1, 2))(w, x, c)
     want = torch.func.jacrev(cell_ref, argnums=(0, 1, 2))(w, x, c)
     for go, ro in zip(got, want):  # per output, per input
@@ -58,8 +61,8 @@ def test_jacrev_of_a_two_output_op_with_a_kept_temporary(ops):
             torch.testing.assert_close(g, r)
 
 
-def test_per_sample_gradients_by_vmap_of_grad(ops):
-    xs, w = torch.randn(5, 6, **F64), torch.randn(6, **F64)
+def test_per_sample_gradients_by_vmap_of_grad(ops, f64):
+    xs, w = torch.randn(5, 6, **f64), torch.randn(6, **f64)
 
     def loss(f):
         return lambda x, w: (f(x, w) ** 2).sum()
@@ -69,16 +72,16 @@ def test_per_sample_gradients_by_vmap_of_grad(ops):
     torch.testing.assert_close(got, want)
 
 
-def test_second_derivative_by_jacrev_of_jacrev(ops):
-    x, w = torch.randn(4, **F64), torch.randn(4, **F64)
+def test_second_derivative_by_jacrev_of_jacrev(ops, f64):
+    x, w = torch.randn(4, **f64), torch.randn(4, **f64)
     got = torch.func.jacrev(torch.func.jacrev(lambda x: ops["gate"](x, w).sum()))(x)
     want = torch.func.jacrev(torch.func.jacrev(lambda x: (torch.tanh(x) * w).sum()))(x)
     torch.testing.assert_close(got, want)
 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")  # inside torch.func.jacfwd
-def test_forward_mode_is_refused_not_wrong(ops):
-    x, w = torch.randn(4, **F64), torch.randn(4, **F64)
+def test_forward_mode_is_refused_not_wrong(ops, f64):
+    x, w = torch.randn(4, **f64), torch.randn(4, **f64)
     with pytest.raises(NotImplementedError, match="forward-mode AD .* not supported.*jacrev"):
         torch.func.jacfwd(lambda x: ops["gate"](x, w))(x)
     with fwAD.dual_level():

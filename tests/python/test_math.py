@@ -1,6 +1,6 @@
 """The math library on edge values: every one-argument intrinsic, atan2 and clamp against the matching torch
 function on 0, -0, ±inf, NaN, the branch points and the rounding ties, in float64 and float32, forward and
-(where PyTorch's gradient is finite) backward."""
+(where PyTorch's gradient is finite) backward, on the CPU and on CUDA."""
 
 import neoflow
 import pytest
@@ -38,9 +38,9 @@ def close(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("name", sorted(UNARY))
-def test_unary_on_edge_values(name, dtype):
+def test_unary_on_edge_values(name, dtype, device):
     op = neoflow.op(f"Y[i] = {name}(X[i])", name=f"edge_{name}")
-    x = torch.tensor(EDGES, dtype=dtype)
+    x = torch.tensor(EDGES, dtype=dtype, device=device)
     torch.testing.assert_close(op(x), UNARY[name](x), equal_nan=True, **close(dtype))
     # Backward where torch's derivative is finite: step functions give 0, the others their rule.
     xg = x.clone().requires_grad_(True)
@@ -52,16 +52,16 @@ def test_unary_on_edge_values(name, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
-def test_atan2_and_clamp_on_edge_values(dtype):
-    y = torch.tensor(EDGES, dtype=dtype)
-    x = torch.tensor(EDGES[::-1], dtype=dtype)
+def test_atan2_and_clamp_on_edge_values(dtype, device):
+    y = torch.tensor(EDGES, dtype=dtype, device=device)
+    x = torch.tensor(EDGES[::-1], dtype=dtype, device=device)
     atan2 = neoflow.op("Z[i] = atan2(Y[i], X[i])", name="edge_atan2")
     torch.testing.assert_close(atan2(y, x), torch.atan2(y, x), equal_nan=True, **close(dtype))
     clamp = neoflow.op("Z[i] = clamp(X[i], -0.5, 2.0)", name="edge_clamp")
     torch.testing.assert_close(clamp(y), y.clamp(-0.5, 2.0), equal_nan=True, **close(dtype))
 
 
-def test_math_gradcheck():
+def test_math_gradcheck(device):
     """gradcheck in float64 away from the branch points, every intrinsic at once; atan2 in both arguments."""
     src = (
         "Y[i] = sin(X[i]) * cos(X[i]) + tan(X[i] * 0.5) + asin(X[i] * 0.5) + acos(X[i] * 0.4) + atan(X[i]) "
@@ -70,8 +70,8 @@ def test_math_gradcheck():
     )
     op = neoflow.op(src, name="math_gradcheck")
     gen = torch.Generator().manual_seed(3)
-    x = (torch.rand(33, generator=gen, dtype=torch.float64) * 1.8 - 0.9).requires_grad_(True)
-    w = torch.rand(33, generator=gen, dtype=torch.float64).requires_grad_(True)
+    x = (torch.rand(33, generator=gen, dtype=torch.float64) * 1.8 - 0.9).to(device).requires_grad_(True)
+    w = torch.rand(33, generator=gen, dtype=torch.float64).to(device).requires_grad_(True)
     assert torch.autograd.gradcheck(op, (x, w))
     assert torch.autograd.gradgradcheck(op, (x, w))
 
