@@ -6,7 +6,10 @@ Times, per call, in one process:
   against ``x + z``;
 - ``forward+backward``: the same with both inputs requiring grad, the output
   given a gradient (``y.backward(g)``), against ``(x + z).backward(g)``;
-- each again with ``nn.Parameter`` inputs (a model's weights).
+- each again with ``nn.Parameter`` inputs (a model's weights);
+- ``multiply forward+backward``: ``Y[i] = X[i] * Z[i]`` against ``x * z``: an
+  add's backward passes the output's gradient on (in both), a product's
+  runs a gradient kernel.
 
 Each round times ``--calls`` calls of every variant in turn (the order
 rotating between rounds) and keeps the mean per call; the report gives the
@@ -46,6 +49,7 @@ def parse_args(argv=None):
 def variants(torch, neoflow) -> dict:
     """name -> (neoflow call, PyTorch call), each a function of no arguments doing one call."""
     op = neoflow.op("Y[i] = X[i] + Z[i]", name="overhead_add")
+    mul = neoflow.op("Y[i] = X[i] * Z[i]", name="overhead_mul")
     x, z, g = torch.randn(8), torch.randn(8), torch.randn(8)
     xg, zg = x.clone().requires_grad_(), z.clone().requires_grad_()
     px, pz = torch.nn.Parameter(x.clone()), torch.nn.Parameter(z.clone())
@@ -69,6 +73,8 @@ def variants(torch, neoflow) -> dict:
         "forward (Parameter)": (no_grad(op, px, pz), no_grad(add, px, pz)),
         "forward+backward": (fwd_bwd(op, xg, zg), fwd_bwd(add, xg, zg)),
         "forward+backward (Parameter)": (fwd_bwd(op, px, pz), fwd_bwd(add, px, pz)),
+        # an add passes its gradient on (no gradient kernel, as in PyTorch); a product's backward launches one
+        "multiply forward+backward": (fwd_bwd(mul, xg, zg), fwd_bwd(torch.mul, xg, zg)),
     }
 
 
@@ -127,7 +133,9 @@ def render_markdown(result: dict) -> str:
         f"# Per-call overhead of a tiny op ({result['date']})",
         "",
         f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}.",
-        f"`Y[i] = X[i] + Z[i]` on 8 float32 elements against `torch.add`; µs per call: median over {s['rounds']} "
+        f"`Y[i] = X[i] + Z[i]` on 8 float32 elements against `torch.add` (and `Y[i] = X[i] * Z[i]` against "
+        "`torch.mul`, whose backward runs a gradient kernel where an add's passes its gradient on); "
+        f"µs per call: median over {s['rounds']} "
         f"rounds of the mean of {s['calls']} calls (min-max of the rounds). Ratio: neoflow / PyTorch.",
         "",
         "| call | neoflow µs | PyTorch µs | ratio |",

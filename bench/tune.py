@@ -94,7 +94,7 @@ def launcher(op, tensors):
     """A function running op's kernel on preallocated buffers: the kernel alone."""
     kernel = op.specialize(*tensors)
     bufs = list(tensors) + [torch.empty(s, dtype=kernel.dtype) for s in kernel.allocated]
-    pointers = (ctypes.c_void_p * len(bufs))(*[b.data_ptr() for b in bufs])
+    pointers = kernel.pack(*[b.data_ptr() for b in bufs])
     n = torch.get_num_threads()
     return lambda: _lib.launch(kernel.kernel_id, pointers, n), bufs
 

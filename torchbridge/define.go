@@ -66,6 +66,7 @@ func (r *Runtime) register(op *ir.Op) (*api.DefineResponse, error) {
 		Inputs:  op.Inputs,
 		Outputs: op.OutputNames(),
 		Hash:    ir.Hash(op),
+		Copies:  ir.Copies(op),
 	}
 	ranks := ranksOf(op)
 	for _, in := range op.Inputs {

@@ -270,9 +270,9 @@ def release_kernel(kernel_id: int) -> None:
         raise Error(err)
 
 
-def launch(kernel_id: int, pointers, nthreads: int) -> None:
-    """Runs a kernel on a ctypes array of data pointers."""
-    err = (_lib or lib()).nf_launch(kernel_id, pointers, len(pointers), nthreads)
+def launch(kernel_id: int, pointers: bytes, nthreads: int) -> None:
+    """Runs a kernel on its buffers' data pointers, packed as 64-bit integers (Kernel.pack)."""
+    err = (_lib or lib()).nf_launch(kernel_id, pointers, len(pointers) >> 3, nthreads)
     if err:
         raise Error(_take_error(err))
 

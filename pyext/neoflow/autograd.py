@@ -259,7 +259,10 @@ class _Plan:
     buffer, and the gradient recomputes), that gradient op with its sizes,
     and its kernel once the first backward has built it, with the positions
     of each input's gradient among that kernel's buffers; whether a
-    backward may launch that kernel itself (direct). On the CPU that
+    backward may launch that kernel itself (direct). An input whose
+    gradient is an output's gradient unchanged (passed: an add's) gets
+    that tensor, as from PyTorch's add; the kernel computes the others,
+    and there is none when no other is needed. On the CPU that
     kernel's build starts when the plan is made (grad_future), on a helper
     thread, before the forward's own build (_build_ahead); the backward
     waits for it and then finds the kernel built."""
@@ -275,6 +278,7 @@ class _Plan:
         "wrt",
         "sizes",
         "direct",
+        "passed",
     )
 
     def __init__(self, op, tensors, sizes: dict, wrt):
@@ -282,17 +286,28 @@ class _Plan:
         self.wrt = [bool(w) for w in wrt]
         self.sizes = sizes  # the call's sizes: part of the plan's key
         self.kept, self.gop, self.gsizes, self.grad_kernel, self.grad_future = [], None, None, None, None
-        self.grad_at, self.direct = None, False
+        self.grad_at, self.direct, self.passed = None, False, {}
         if any(wrt):
             # Derived (and registered) now, as _keep does, for the same reason.
-            self.gop, self.gsizes = op.grad_op(*tensors, sizes=sizes, wrt=self.wrt, saved=True)
-            _ = self.gop.custom_op
-            if _may_build_ahead(tensors):
+            gop, gsizes = op.grad_op(*tensors, sizes=sizes, wrt=self.wrt, saved=True)
+            _ = gop.custom_op
+            self.passed = _passed_on(op, gop, tensors, sizes, self.wrt)
+            rest = [w and k not in self.passed for k, w in enumerate(self.wrt)]
+            if self.passed and any(rest):  # the kernel computes the other gradients only
+                gop, gsizes = op.grad_op(*tensors, sizes=sizes, wrt=rest, saved=True)
+                _ = gop.custom_op
+            if any(rest):
+                self.gop, self.gsizes = gop, gsizes
+            if self.gop is not None and _may_build_ahead(tensors):
                 # Before the forward's own build: the C compiler then builds both at once (a core stood idle
                 # while the forward's kernel compiled alone).
                 self.grad_future = _build_ahead(op, self.gop, self.gsizes, tensors, sizes)
         self.kernel = op.specialize(*tensors, sizes=sizes)
-        if self.gop is None:
+        if not any(wrt):
+            return
+        if self.gop is None:  # every gradient is an output's, passed on: no kernel
+            self.grad_at = self._grad_positions(len(tensors), iter(()))
+            self.direct = True
             return
         names = [self.kernel.buffers[i][0] for i in self.kernel.returned]
         if all(n in names for n in self.gop.saved):
@@ -300,6 +315,15 @@ class _Plan:
             self.direct = True  # a backward may launch the saving gradient op's kernel directly
         else:
             self.kept = None
+
+    def _grad_positions(self, n_inputs: int, outputs) -> list[int | None]:
+        """Where the backward finds each input's gradient among the gradient kernel's buffers (its arguments,
+        then what it allocated; the arguments alone without a kernel): an output's gradient passed on is
+        argument n_inputs + j, the kernel computes the others (outputs, in order)."""
+        return [
+            None if not w else n_inputs + self.passed[k] if k in self.passed else next(outputs)
+            for k, w in enumerate(self.wrt)
+        ]
 
     def grad_kernel_for(self, args):
         """The gradient op's kernel for the backward's arguments: built ahead, or now."""
@@ -310,10 +334,28 @@ class _Plan:
                 except Exception:  # noqa: BLE001 - specialize below builds again and raises it
                     pass
             kernel = self.gop.specialize(*args, sizes=self.gsizes)
-            outs = iter(kernel.outputs)
-            self.grad_at = [next(outs) if w else None for w in self.wrt]
+            self.grad_at = self._grad_positions(len(self.wrt), iter(kernel.outputs))
             self.grad_kernel = kernel
         return self.grad_kernel
+
+
+def _passed_on(op, gop, tensors, sizes: dict, wrt) -> dict[int, int]:
+    """The inputs whose gradient is an output's gradient unchanged, {input position: output position}: the
+    gradient op copies d_<output> into d_<input> element for element (Op.copies: an add's gradient) and the
+    two tensors have one shape and dtype. PyTorch's own add passes its gradient on so; the backward then
+    neither launches a kernel for it nor allocates it."""
+    if not gop.copies:
+        return {}
+    outs, _, dtypes = op._buffer_shapes(tensors, sizes)
+    n = len(op.inputs)
+    names = iter(gop.outputs)  # the gradients of the inputs wrt selects, in order
+    passed = {}
+    for k, w in enumerate(wrt):
+        source = gop.copies.get(next(names)) if w else None
+        j = gop.inputs.index(source) - n if source in gop.inputs else -1
+        if 0 <= j < len(op.outputs) and tuple(tensors[k].shape) == outs[j] and tensors[k].dtype == dtypes[j]:
+            passed[k] = j
+    return passed
 
 
 def _build_ahead(op, gop, gsizes, tensors, sizes) -> concurrent.futures.Future | None:
@@ -382,7 +424,10 @@ def make_function(op):
                 return (None, *_backward(op, tensors, sizes, list(grads), ctx.needs_input_grad[1:], kept))
             # (grads holds one gradient per output)
             args = (*saved, *grads) if not plan.kept else (*saved[:n_inputs], *grads, *saved[n_inputs:])
-            bufs = (plan.grad_kernel or plan.grad_kernel_for(args)).run(args)
+            if plan.gop is None:  # every gradient an output's, passed on
+                bufs = args
+            else:
+                bufs = (plan.grad_kernel or plan.grad_kernel_for(args)).run(args)
             return (None, *[None if i is None else bufs[i] for i in plan.grad_at])
 
     Function.__name__ = Function.__qualname__ = f"{op.name or 'op'}_Function"

@@ -115,3 +115,64 @@ def test_no_gradient_kernel_is_built_ahead_while_tuning(tmp_path):
         assert [r.kernel for r in report] == ["plan_cell_tuned", "plan_cell_tuned_grad"]
     finally:
         neoflow.configure()
+
+
+def _plan(op):
+    (plan,) = op._plans.values()
+    return plan
+
+
+def test_an_add_passes_its_gradient_on():
+    """An add's gradient is the output's gradient itself, as PyTorch's add passes it on: no gradient
+    kernel runs; values, one input needing a gradient, double backward and gradcheck as in PyTorch."""
+    add = neoflow.op("Y[i, j] = X[i, j] + Z[i, j]", name="plan_add")
+    x, z = torch.randn(3, 5, dtype=D, requires_grad=True), torch.randn(3, 5, dtype=D, requires_grad=True)
+    g = torch.randn(3, 5, dtype=D)
+    gx, gz = torch.autograd.grad(add(x, z), (x, z), g)
+    assert torch.equal(gx, g) and torch.equal(gz, g)
+    assert _plan(add).gop is None and _plan(add).passed == {0: 0, 1: 0}
+    (gz,) = torch.autograd.grad(add(x.detach(), z), (z,), g)  # only Z needs one: a plan of its own
+    assert torch.equal(gz, g)
+    # a graph built through the backward goes the general way
+    (gx,) = torch.autograd.grad(add(x, z).pow(2).sum(), (x,), create_graph=True)
+    (ggx,) = torch.autograd.grad(gx.sum(), (x,))
+    torch.testing.assert_close(ggx, torch.full_like(x, 2.0))
+    assert torch.autograd.gradcheck(add, (x, z))
+    assert torch.autograd.gradgradcheck(add, (x, z))
+
+
+def test_gradients_passed_on_beside_computed_ones_with_permuted_outputs():
+    """d_A is d_Y passed on, d_B and d_C come from the kernel, with the outputs returned in another
+    order than written and one output's gradient missing in some calls."""
+    op = neoflow.op("Y[i, j] = A[i, j] + B[j] * C[i, j]\nW[i] += C[i, j] * 3.0", name="plan_mixed", outputs=["W", "Y"])
+
+    def ref(a, b, c):
+        return (c * 3.0).sum(1), a + b * c
+
+    for missing in (None, 0, 1):
+        leaves = [torch.randn(*s, dtype=D, requires_grad=True) for s in ((4, 3), (3,), (4, 3))]
+        refs = [t.detach().clone().requires_grad_() for t in leaves]
+        gs = [torch.randn(4, dtype=D), torch.randn(4, 3, dtype=D)]
+        if missing is not None:
+            gs[missing] = None
+        got = grads(op(*leaves), leaves, gs)
+        want = grads(ref(*refs), refs, gs)
+        for a, b in zip(got, want):
+            if b is None:
+                assert a is None or not a.any()
+            else:
+                torch.testing.assert_close(a, b)
+    plan = _plan(op)
+    assert plan.passed == {0: 1} and plan.gop is not None and len(plan.gop.outputs) == 2
+
+
+def test_no_gradient_is_passed_on_across_shapes():
+    """Y[i] = X[i] + Z[i] over the first 4 of 6 elements: X's gradient is d_Y padded with zeros, not d_Y."""
+    add = neoflow.op("Y[i] = X[i] + Z[i]", name="plan_add_part")
+    x, z = torch.randn(6, dtype=D, requires_grad=True), torch.randn(6, dtype=D, requires_grad=True)
+    g = torch.randn(4, dtype=D)
+    gx, gz = torch.autograd.grad(add(x, z, sizes={"i": 4}), (x, z), g)
+    want = torch.cat([g, torch.zeros(2, dtype=D)])
+    torch.testing.assert_close(gx, want)
+    torch.testing.assert_close(gz, want)
+    assert _plan(add).passed == {}
