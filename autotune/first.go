@@ -10,8 +10,9 @@ import (
 const FirstMinPoints = 1 << 20
 
 // FirstSchedules is the CPU schedules of a kernel built without a record
-// where nothing picks or tunes its schedules later (NEOFLOW_TUNE=off; the
-// runtime decides, torchbridge/tune.go): each statement's default
+// where nothing picks its schedules soon (NEOFLOW_TUNE=off, and background,
+// whose worker takes a core from the training; the runtime decides,
+// torchbridge/tune.go): each statement's default
 // (loops.DefaultSchedule), except for a reduction of its own (not in a
 // fused group) with at least FirstMinPoints points and an untiled default
 // in lanes, which takes a register tile instead:

@@ -72,14 +72,16 @@ func (r *Runtime) firstSchedules(spec *ir.Spec) []loops.Schedule {
 
 // untunedSchedules is the schedules of a CPU kernel without a record: the
 // defaults (nil), which compile fastest, where the background picks them
-// over (NEOFLOW_TUNE=default or background: a first step of the MI-LSTM
-// workload took 1.0 s so, 1.6 s with the register tiles below, whose
-// kernels take longer to compile; the picks land 20-30 s later), and with
-// NEOFLOW_TUNE=off, where nothing is picked, the register tiles of
-// autotune.FirstSchedules (float32 GEMM 1024^3 14 ms against the
-// defaults' 115 ms; 2-core Xeon).
+// over (NEOFLOW_TUNE=default: a first step of the MI-LSTM workload took
+// 1.0 s so, 1.6 s with the register tiles below, whose kernels take longer
+// to compile), and the register tiles of autotune.FirstSchedules with
+// NEOFLOW_TUNE=off, where nothing is picked (float32 GEMM 1024^3 14 ms
+// against the defaults' 115 ms; 2-core Xeon), and with background, whose
+// training runs on one thread fewer while the worker picks and searches:
+// LLTM's steps of its first seconds took 24-25 ms with the defaults, 18-19
+// ms with the tiles, its first step 0.74-0.79 s against 0.97-1.05 s.
 func (r *Runtime) untunedSchedules(spec *ir.Spec) []loops.Schedule {
-	if r.config().Tune != TuneOff {
+	if t := r.config().Tune; t != TuneOff && t != TuneBackground {
 		return nil
 	}
 	return autotune.FirstSchedules(spec)

@@ -501,15 +501,19 @@ def test_tune_session_rejects_bad_arguments_and_nesting(tune_cache):
 
 
 def test_untuned_large_contractions_are_register_tiled(tune_cache):
-    """With NEOFLOW_TUNE=off (nothing picks schedules later) a contraction of 1M points or more is built
-    register-tiled, its accumulators unrolled, and computes what PyTorch does; the default mode builds the
-    plain loop nest (it compiles fastest; the background picks the tiles); a small one stays plain in both."""
+    """With NEOFLOW_TUNE=off (nothing picks schedules later) and background (training runs on while the
+    worker tunes) a contraction of 1M points or more is built register-tiled, its accumulators unrolled, and
+    computes what PyTorch does; the default mode builds the plain loop nest (it compiles fastest; the
+    background picks the tiles); a small one stays plain in all three."""
     op = neoflow.op("UH[b, g] += U[g, j] * H[b, j]", name="tune_first_tiles")
     u, h = torch.randn(512, 256), torch.randn(16, 256)
     plain = specialized_source(op, u, h, tune="default")
     assert "GCC unroll" not in plain and normalized(op.c_source(u, h)) == plain
     tiled = specialized_source(op, u, h, tune="off")
     assert tiled != plain and tiled.count("#pragma GCC unroll 8") >= 4, tiled
+    # background on another shape: no pick of the default mode's queue has a record of it yet
+    u2 = torch.randn(1024, 256)
+    assert specialized_source(op, u2, h, tune="background") == specialized_source(op, u2, h, tune="off")
     assert normalized(op.c_source(u, h)) == tiled
     torch.testing.assert_close(op(u, h), h @ u.T, rtol=1e-4, atol=1e-4)  # sums of 256 products, reassociated
     gemm = neoflow.op(MATMUL, name="tune_first_gemm")
