@@ -69,6 +69,11 @@ void nf_kernel(void **bufs, int64_t nthreads)
 			for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
 				r_acc[vl_j] = -INFINITY;
 			}
+			float r_rem[3] __attribute__((aligned(64)));
+			#pragma omp simd
+			for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
+				r_rem[vl_j] = -INFINITY;
+			}
 			#pragma omp simd
 			for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
 				r_acc[vl_j] = nf_max(r_acc[vl_j], t_X[v_i * 19 + vl_j]);
@@ -76,7 +81,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 			{ // remainder: j in [16, 19)
 				#pragma omp simd
 				for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
-					r_acc[vl_j] = nf_max(r_acc[vl_j], t_X[v_i * 19 + vl_j + 16]);
+					r_rem[vl_j] = nf_max(r_rem[vl_j], t_X[v_i * 19 + vl_j + 16]);
 				}
 			}
 			float r_red;
@@ -84,6 +89,10 @@ void nf_kernel(void **bufs, int64_t nthreads)
 			for (int64_t vh_j = 0; vh_j < 16; vh_j++) {
 				NF_SCALAR;
 				r_red = nf_max(r_red, r_acc[vh_j]);
+			}
+			for (int64_t vhr_j = 0; vhr_j < 3; vhr_j++) {
+				NF_SCALAR;
+				r_red = nf_max(r_red, r_rem[vhr_j]);
 			}
 			t_M[v_i] = r_red;
 		}
@@ -117,6 +126,11 @@ void nf_kernel(void **bufs, int64_t nthreads)
 			for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
 				r_acc[vl_j] = 0.0f;
 			}
+			float r_rem[3] __attribute__((aligned(64)));
+			#pragma omp simd
+			for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
+				r_rem[vl_j] = 0.0f;
+			}
 			#pragma omp simd
 			for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
 				r_acc[vl_j] += t_E[v_i * 19 + vl_j];
@@ -124,7 +138,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 			{ // remainder: j in [16, 19)
 				#pragma omp simd
 				for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
-					r_acc[vl_j] += t_E[v_i * 19 + vl_j + 16];
+					r_rem[vl_j] += t_E[v_i * 19 + vl_j + 16];
 				}
 			}
 			float r_red;
@@ -132,6 +146,10 @@ void nf_kernel(void **bufs, int64_t nthreads)
 			for (int64_t vh_j = 0; vh_j < 16; vh_j++) {
 				NF_SCALAR;
 				r_red += r_acc[vh_j];
+			}
+			for (int64_t vhr_j = 0; vhr_j < 3; vhr_j++) {
+				NF_SCALAR;
+				r_red += r_rem[vhr_j];
 			}
 			t_S[v_i] = r_red;
 		}

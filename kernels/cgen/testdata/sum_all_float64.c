@@ -58,6 +58,11 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		for (int64_t vl_j = 0; vl_j < 8; vl_j++) {
 			r_acc[vl_j] = 0.0;
 		}
+		double r_rem[5] __attribute__((aligned(64)));
+		#pragma omp simd
+		for (int64_t vl_j = 0; vl_j < 5; vl_j++) {
+			r_rem[vl_j] = 0.0;
+		}
 		for (int64_t v_i = 0; v_i < 13; v_i++) {
 			NF_SCALAR;
 			for (int64_t vo_j = 0; vo_j < 3; vo_j++) {
@@ -70,7 +75,7 @@ void nf_kernel(void **bufs, int64_t nthreads)
 			{ // remainder: j in [24, 29)
 				#pragma omp simd
 				for (int64_t vl_j = 0; vl_j < 5; vl_j++) {
-					r_acc[vl_j] += t_X[v_i * 29 + vl_j + 24];
+					r_rem[vl_j] += t_X[v_i * 29 + vl_j + 24];
 				}
 			}
 		}
@@ -79,6 +84,10 @@ void nf_kernel(void **bufs, int64_t nthreads)
 		for (int64_t vh_j = 0; vh_j < 8; vh_j++) {
 			NF_SCALAR;
 			r_red += r_acc[vh_j];
+		}
+		for (int64_t vhr_j = 0; vhr_j < 5; vhr_j++) {
+			NF_SCALAR;
+			r_red += r_rem[vhr_j];
 		}
 		t_S[0] = r_red;
 	}
