@@ -202,6 +202,18 @@ def render_markdown(result: dict) -> str:
         lines += ["", f"{what}, inductor's time / neoflow's, geomean: untuned {g['untuned']:.2f}x"]
         if g.get("tuned"):
             lines[-1] += f", tuned {g['tuned']:.2f}x"
+    untouched = [r["model"] for r in rows if "neoflow tuned" in r and "tuning" not in r]
+    if untouched:
+        lines += [
+            "",
+            f"The background tuner took no kernel of {', '.join(untouched)}: "
+            + (
+                "CUDA kernels are not tuned in the background (`neoflow.tune` tunes them), so the tuned column "
+                "runs the same default kernels as the untuned one."
+                if m["device"] == "cuda"
+                else "the tuned column runs the kernels of the untuned one."
+            ),
+        ]
     tuning = [r for r in rows if "tuning" in r]
     if tuning:
         lines += ["", "Background tuning when the tuned steps were timed (kernels done of taken, swapped in):", ""]
