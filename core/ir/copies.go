@@ -17,17 +17,17 @@ func Copies(op *Op) map[string]string {
 	for _, s := range op.Stmts {
 		writes[s.Tensor]++
 	}
-	copies := make(map[string]string)
+	outputs := make(map[string]bool)
 	for _, out := range op.OutputNames() {
-		if writes[out] != 1 {
+		outputs[out] = true
+	}
+	copies := make(map[string]string)
+	for _, s := range op.Stmts {
+		if !outputs[s.Tensor] || writes[s.Tensor] != 1 {
 			continue
 		}
-		for _, s := range op.Stmts {
-			if s.Tensor == out {
-				if in, ok := copyOf(s, inputs); ok {
-					copies[out] = in
-				}
-			}
+		if in, ok := copyOf(s, inputs); ok {
+			copies[s.Tensor] = in
 		}
 	}
 	return copies

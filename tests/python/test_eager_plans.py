@@ -20,6 +20,12 @@ def grads(outs, leaves, gs):
     return torch.autograd.grad([o for o, _ in keep], leaves, [g for _, g in keep], allow_unused=True)
 
 
+def _plan(op):
+    """The op's one eager plan."""
+    (plan,) = op._plans.values()
+    return plan
+
+
 @pytest.fixture(scope="module")
 def cell():
     return neoflow.op(CELL, name="plan_cell", outputs=["Cn", "Hn"])
@@ -87,7 +93,7 @@ def test_gradient_kernel_is_built_during_the_forward():
     torch.manual_seed(3)
     c, x, g = (torch.randn(*s, dtype=D, requires_grad=True) for s in ((5, 4), (5, 4), (5, 8)))
     cn, hn = op(c, x, g, sizes={"u": 4})
-    (plan,) = op._plans.values()
+    plan = _plan(op)
     assert plan.grad_future is not None and plan.grad_kernel is None
     plan.grad_future.result(timeout=120)
     assert plan.gop._kernels, "the gradient kernel was not built ahead"
@@ -109,17 +115,11 @@ def test_no_gradient_kernel_is_built_ahead_while_tuning(tmp_path):
         c, x, g = (torch.randn(*s, dtype=D, requires_grad=True) for s in ((3, 4), (3, 4), (3, 8)))
         with neoflow.tune_session(trials=2, progress=False) as report:
             cn, hn = op(c, x, g, sizes={"u": 4})
-            (plan,) = op._plans.values()
-            assert plan.grad_future is None
+            assert _plan(op).grad_future is None
             (cn.sum() + hn.sum()).backward()
         assert [r.kernel for r in report] == ["plan_cell_tuned", "plan_cell_tuned_grad"]
     finally:
         neoflow.configure()
-
-
-def _plan(op):
-    (plan,) = op._plans.values()
-    return plan
 
 
 def test_an_add_passes_its_gradient_on():
