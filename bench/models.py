@@ -207,12 +207,7 @@ def render_markdown(result: dict) -> str:
         lines += [
             "",
             f"The background tuner took no kernel of {', '.join(untouched)}: "
-            + (
-                "CUDA kernels are not tuned in the background (`neoflow.tune` tunes them), so the tuned column "
-                "runs the same default kernels as the untuned one."
-                if m["device"] == "cuda"
-                else "the tuned column runs the kernels of the untuned one."
-            ),
+            "the tuned column runs the kernels of the untuned one.",
         ]
     tuning = [r for r in rows if "tuning" in r]
     if tuning:

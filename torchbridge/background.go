@@ -128,6 +128,8 @@ type bgJob struct {
 	progress autotune.Progress
 	swapped  bool
 	err      string
+
+	gpu *gpuJob // a CUDA kernel's device (background_cuda.go); nil for a C kernel
 }
 
 // tuneInBackground queues spec's kernel k, launched as kernel id, when k
@@ -142,10 +144,17 @@ func (r *Runtime) tuneInBackground(spec *ir.Spec, k *kernels.Kernel, id uint64) 
 	case mode == TuneDefault && !autotune.Picks(spec):
 		return // too little work to pick for
 	}
-	key := autotune.Key(spec, Version)
-	rid := tunedb.ID(key)
+	r.enqueue(&bgJob{name: opName(spec.Op), spec: spec, key: autotune.Key(spec, Version), cacheKey: k.Key(), kernelID: id, pick: mode == TuneDefault})
+}
+
+// enqueue queues job for the worker, and starts the worker if none runs,
+// unless a job of its record was queued before or the tuning database
+// holds its record tuned (or, for a pick, at all): its kernel was built
+// with the record's schedules.
+func (r *Runtime) enqueue(job *bgJob) {
+	job.recordID = tunedb.ID(job.key)
 	r.bg.mu.Lock()
-	known := r.bg.byID[rid] != nil
+	known := r.bg.byID[job.recordID] != nil
 	r.bg.mu.Unlock()
 	if known {
 		return
@@ -154,19 +163,19 @@ func (r *Runtime) tuneInBackground(spec *ir.Spec, k *kernels.Kernel, id uint64) 
 	if err != nil {
 		return
 	}
-	if rec, ok, _ := db.Get(key); ok && (mode == TuneDefault || rec.GetTrials() > 0) {
-		return // k was built with the record's schedules
+	if rec, ok, _ := db.Get(job.key); ok && (job.pick || rec.GetTrials() > 0) {
+		return
 	}
-	job := &bgJob{name: opName(spec.Op), spec: spec, key: key, recordID: rid, cacheKey: k.Key(), kernelID: id, pick: mode == TuneDefault, db: db}
+	job.db = db
 	r.bg.mu.Lock()
 	defer r.bg.mu.Unlock()
 	if r.bg.byID == nil {
 		r.bg.byID = map[string]*bgJob{}
 	}
-	if r.bg.byID[rid] != nil {
+	if r.bg.byID[job.recordID] != nil {
 		return
 	}
-	r.bg.byID[rid] = job
+	r.bg.byID[job.recordID] = job
 	r.bg.order = append(r.bg.order, job)
 	r.bg.queue = append(r.bg.queue, job)
 	if !r.bg.running {
@@ -204,12 +213,16 @@ func (r *Runtime) runQueue() {
 		job := r.nextJob()
 		run := r.tuneJob
 		switch {
+		case job.gpu != nil:
+			run = r.tuneCUDAJob
 		case job.pick:
 			run = r.pickJob
 		case !job.picked:
 			run = r.searchPick
 		}
-		r.bg.setBusy(!job.pick) // a default mode's pick leaves the calls every thread (cc.WithIdleCompiles)
+		// A default mode's pick leaves the calls every thread
+		// (cc.WithIdleCompiles); a CUDA kernel's search times on the GPU.
+		r.bg.setBusy(!job.pick && job.gpu == nil)
 		err := run(job)
 		r.bg.setBusy(false)
 		if err != nil {
@@ -292,27 +305,10 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 		return err
 	}
 	defer t.Close()
-	for {
-		p, err := t.Step(ctx)
-		if err != nil {
-			return err
-		}
-		r.bg.mu.Lock()
-		job.progress = p
-		job.progress.Done = false // done once the kernel is swapped in
-		r.bg.mu.Unlock()
-		if p.Done {
-			break
-		}
+	p, err := r.search(ctx, job, t)
+	if err != nil {
+		return err
 	}
-	rec := t.Record()
-	if rec != nil {
-		if _, err := job.db.Put(rec); err != nil {
-			return err
-		}
-		r.stored(job.db, rec)
-	}
-	p := t.Progress()
 	swapped := false
 	if p.Best > 0 { // the best may be the defaults where a first build took register tiles
 		if swapped, err = r.swapIn(ctx, b, job, t.Best()); err != nil {
@@ -323,6 +319,31 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 	job.progress, job.swapped = p, swapped || job.swapped
 	r.bg.mu.Unlock()
 	return nil
+}
+
+// search runs job's tuner t to the end of its budget, reporting its
+// progress in job, stores its record and returns its progress.
+func (r *Runtime) search(ctx context.Context, job *bgJob, t *autotune.Tuner) (autotune.Progress, error) {
+	for {
+		p, err := t.Step(ctx)
+		if err != nil {
+			return p, err
+		}
+		r.bg.mu.Lock()
+		job.progress = p
+		job.progress.Done = false // done once the kernel is swapped in
+		r.bg.mu.Unlock()
+		if p.Done {
+			break
+		}
+	}
+	if rec := t.Record(); rec != nil {
+		if _, err := job.db.Put(rec); err != nil {
+			return t.Progress(), err
+		}
+		r.stored(job.db, rec)
+	}
+	return t.Progress(), nil
 }
 
 // swapIn builds job's kernel with scheds and makes job's kernel id launch

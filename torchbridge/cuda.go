@@ -60,17 +60,26 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp
 	resp.CudaSource = k.Source()
 	resp.Aligned = k.Aligned()
 	resp.CacheHit = k.Outcome() == cache.Hit
-	loadKey := fmt.Sprintf("%s@cuda:%d", k.Key(), ord)
+	loadKey := cudaLoadKey(k, ord)
 	if resp.KernelId = r.acquireKey(loadKey); resp.KernelId == 0 {
 		m, err := cudadrv.Load(ord, k.Image(), k.Launches())
 		if err != nil {
 			return nil, errors.Wrapf(err, "kernel %s", opName(spec.Op))
 		}
-		l := &launchable{cuda: m, nbufs: len(spec.Tensors), device: ord, aligned: k.Aligned(), close: func() { _ = m.Unload() }}
+		l := &launchable{nbufs: len(spec.Tensors), device: ord, aligned: k.Aligned(), close: func() { _ = m.Unload() }}
+		l.cuda.Store(m)
 		resp.KernelId = r.registerKernel(loadKey, l)
+	}
+	if !r.config().Deterministic { // tuned schedules may scatter with atomics
+		r.tuneCUDAInBackground(spec, k, ord, gpu.arch, resp.KernelId)
 	}
 	r.remember(req, key, resp)
 	return resp, nil
+}
+
+// cudaLoadKey is the key CUDA kernel k is loaded under on device ord.
+func cudaLoadKey(k *kernels.CUDAKernel, ord int) string {
+	return fmt.Sprintf("%s@cuda:%d", k.Key(), ord)
 }
 
 // requireCUDA is the error for what (a CUDA tensor, tuning a CUDA kernel)
@@ -91,7 +100,8 @@ func (r *Runtime) LaunchCUDA(id uint64, bufs unsafe.Pointer, nbufs int, stream u
 	if err != nil {
 		return err
 	}
-	if l.cuda == nil {
+	m := l.cuda.Load()
+	if m == nil {
 		return errors.Errorf("kernel %d is a CPU kernel: launch it with nf_launch", id)
 	}
 	ptrs := unsafe.Slice((*uintptr)(bufs), nbufs)
@@ -102,7 +112,7 @@ func (r *Runtime) LaunchCUDA(id uint64, bufs unsafe.Pointer, nbufs int, stream u
 			}
 		}
 	}
-	return l.cuda.Launch(stream, ptrs)
+	return m.Launch(stream, ptrs)
 }
 
 // deterministic is scheds (the GPU defaults when nil) with every scatter

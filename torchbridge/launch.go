@@ -16,7 +16,7 @@ func (r *Runtime) Launch(id uint64, bufs unsafe.Pointer, nbufs int, nthreads int
 	if err != nil {
 		return err
 	}
-	if l.cuda != nil {
+	if l.cuda.Load() != nil {
 		return errors.Errorf("kernel %d is a CUDA kernel (device %d): launch it with nf_launch_cuda", id, l.device)
 	}
 	cc.CallRaw(l.fn.Load(), bufs, int64(r.launchThreads(nthreads)))

@@ -60,9 +60,11 @@ type Runtime struct {
 type launchable struct {
 	// fn is the C entry point; background tuning swaps a faster kernel's
 	// in (background.go), so launches load it atomically.
-	fn     atomic.Uintptr
-	nbufs  int
-	cuda   *cudadrv.Module
+	fn    atomic.Uintptr
+	nbufs int
+	// cuda is a CUDA kernel's module, swapped as fn is
+	// (background_cuda.go); nil for a C kernel.
+	cuda   atomic.Pointer[cudadrv.Module]
 	device int // the CUDA device ordinal of a CUDA kernel
 	// aligned: the CUDA kernel loads 16-byte vectors, so every pointer
 	// must be 16-byte aligned.
@@ -105,7 +107,7 @@ func (r *Runtime) Init(req *api.InitRequest) (*api.InitResponse, error) {
 		return nil, err
 	}
 	if cfg.NumThreads > 0 {
-		runtime.GOMAXPROCS(cfg.NumThreads)
+		runtime.GOMAXPROCS(goProcs(cfg.NumThreads))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -5,9 +5,11 @@ backend="neoflow" against eager, and `neoflow info`. The math library, torch.fun
 run on CUDA in their own files' "cuda" cases. Skipped without a GPU (CI has none)."""
 
 import logging
+import os
 import re
 import subprocess
 import sys
+import textwrap
 
 import backend_models
 import neoflow
@@ -243,6 +245,77 @@ def test_tune_on_the_gpu(tmp_path, caplog):
     finally:
         config.reset()
         neoflow.configure()
+
+
+BACKGROUND_CHILD = textwrap.dedent(
+    """
+    import sys, threading, torch, neoflow
+    neoflow.configure(tune="background", deterministic=sys.argv[1] == "det")
+    mm = neoflow.op("C[i,j] += A[i,k] * B[k,j]", name="bg_gpu_mm")
+    a = torch.randn(256, 192, device="cuda", requires_grad=True)
+    b = torch.randn(192, 320, device="cuda", requires_grad=True)
+    mm(a, b).sum().backward()  # builds the forward and both gradient kernels at once
+    if sys.argv[1] == "det":
+        print("queued", len(neoflow.background_status()))
+        raise SystemExit
+    first = neoflow.background_status()
+    assert {k.kernel for k in first} == {"bg_gpu_mm", "bg_gpu_mm_grad"}, first
+    assert not all(k.done for k in first), first  # nothing was tuned before the call returned
+    errors = []
+
+    def train():  # on PyTorch's stream while the worker times candidates on its own
+        try:
+            for _ in range(60):
+                x, y = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+                out = mm(x, y)
+                out.backward(torch.ones_like(out))
+                torch.testing.assert_close(out, x @ y, rtol=1e-4, atol=1e-3)
+                torch.testing.assert_close(x.grad, torch.ones_like(out) @ y.T, rtol=1e-4, atol=1e-3)
+                torch.testing.assert_close(y.grad, x.T @ torch.ones_like(out), rtol=1e-4, atol=1e-3)
+        except Exception as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=train) for _ in range(2)]
+    for t in threads: t.start()
+    status = neoflow.wait_background(timeout=400)
+    for t in threads: t.join()
+    assert not errors, errors
+    assert all(k.done and not k.error for k in status), status
+    assert all(0 < k.trials <= k.budget and k.default_ms > 0 and k.best_ms <= k.default_ms for k in status), status
+    torch.testing.assert_close(mm(a, b), a @ b, rtol=1e-4, atol=1e-3)  # after the swaps, still right
+    print("swapped", sum(k.swapped for k in status), "records", len(status))
+    """
+)
+
+
+def test_background_tuning_of_cuda_kernels(tmp_path):
+    """NEOFLOW_TUNE=background tunes CUDA kernels behind the calls, on the
+    GPU tuner's own buffers and stream, stores records keyed by the GPU and
+    swaps the faster modules in while two threads train: every result stays
+    right. Deterministic kernels are not queued (tuned scatters may use
+    atomic adds)."""
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run(
+        [sys.executable, "-c", BACKGROUND_CHILD, "tune"], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    records = int(re.search(r"records (\d+)", out.stdout).group(1))
+    assert records >= 2, out.stdout
+    code = textwrap.dedent(
+        """
+        import neoflow
+        for row in neoflow.tunedb.run("list").splitlines():
+            if "bg_gpu_mm" in row:
+                print("cuda" in neoflow.tunedb.run("show", row.split()[0]))
+        """
+    )
+    listed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert listed.stdout.split() == ["True"] * records, listed.stdout + listed.stderr[-3000:]
+    env["NEOFLOW_CACHE_DIR"] = str(tmp_path / "det")
+    det = subprocess.run(
+        [sys.executable, "-c", BACKGROUND_CHILD, "det"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert det.returncode == 0 and "queued 0" in det.stdout, det.stdout + det.stderr[-3000:]
 
 
 @pytest.mark.parametrize("half", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
