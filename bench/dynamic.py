@@ -25,9 +25,11 @@ the run (neoflow's and the interleaved eager's), when the median of the last
 5 s of steps first reached the median of the eager steps timed within 20 s of
 it, the final median (neoflow's steps of the last 30 s) against the eager
 steps of that time, the slowest step after the third against the final
-median, the steps over 3x that median with their times and when the tuning
-ended (a step's cause shows there: the tuner, or the machine), and the
-kernels tuned and swapped in. The warm eager and
+median, the steps over 3x that median with their times, the time Python's
+garbage collector took within each and the interleaved eager steps' median
+within a second of each, and when the tuning ended (a step's cause shows
+there: the tuner, Python, or the machine, whose slow spells slow eager's
+steps as much), and the kernels tuned and swapped in. The warm eager and
 torch.compile medians measured before the run are reference lines. Writes
 ``dynamic-DATE-cpu.json``, ``.md`` and ``.png`` into ``--out``. Not a test:
 speed is reported, not asserted.
@@ -41,6 +43,7 @@ from __future__ import annotations
 import argparse
 import copy
 import datetime
+import gc
 import os
 import statistics
 import sys
@@ -103,13 +106,44 @@ def caught_up(points, eager_points, eager_ms: float, width_s: float = 5.0) -> fl
     return None
 
 
+def gc_recorder(start: float) -> tuple[list, object]:
+    """A ``gc.callbacks`` callback that records Python's garbage-collector passes of over a millisecond, as
+    (time since start, seconds, generation), and the list it records into: a slow step's cause shows there."""
+    passes, began = [], [0.0]
+
+    def record(phase, info):
+        now = time.perf_counter()
+        if phase == "start":
+            began[0] = now
+        elif now - began[0] > 1e-3:
+            passes.append((began[0] - start, now - began[0], info["generation"]))
+
+    return passes, record
+
+
+def collected_during(passes: list, t: float, seconds: float) -> float:
+    """Seconds of the garbage-collector passes that began within the step [t, t + seconds)."""
+    return sum(d for at, d, _ in passes if t <= at < t + seconds)
+
+
 def run_background(torch, neoflow, nf, loss, lr, seconds: float, eager_step, eager_every: float, base) -> tuple:
     """Trains nf for ``seconds`` under background tuning: (time since start, step seconds) per step, samples
-    (time, trials done, kernels swapped), and the eager steps timed every ``eager_every`` seconds
-    (5 at a time, base starting from nf's weights) as (time since start, step seconds)."""
+    (time, trials done, kernels swapped), the eager steps timed every ``eager_every`` seconds
+    (5 at a time, base starting from nf's weights) as (time since start, step seconds), and the
+    garbage-collector passes of over a millisecond (gc_recorder)."""
     step = wl.train_step(torch, nf, lambda: loss(nf), lr)
-    points, samples, eager_points = [], [], []
     start = time.perf_counter()
+    passes, record = gc_recorder(start)
+    gc.callbacks.append(record)
+    try:
+        return _train(step, neoflow, seconds, eager_step, eager_every, base, nf, start) + (passes,)
+    finally:
+        gc.callbacks.remove(record)
+
+
+def _train(step, neoflow, seconds, eager_step, eager_every, base, nf, start) -> tuple:
+    """run_background's loop."""
+    points, samples, eager_points = [], [], []
     next_sample, next_eager = 0.0, eager_every
     while True:
         t0 = time.perf_counter()
@@ -143,7 +177,7 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
         row["compile"] = wl.measure(wl.train_step(torch, comp, torch.compile(lambda: loss(comp)), lr), args.repeat, 3)
     neoflow.configure(cache_dir=os.path.join(tmp, name), tune="background")
     earlier = len(neoflow.background_status())  # kernels of the workloads before this one
-    points, samples, eager_points = run_background(
+    points, samples, eager_points, passes = run_background(
         torch, neoflow, nf, loss, lr, args.seconds, eager_step, args.eager_every, base
     )
     status = neoflow.background_status()[earlier:]
@@ -176,6 +210,11 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
         # the third over 3x the final median, (time, ms) each: while tuning, or after it
         "tuning_end_s": next((t for t, n, _, _ in samples if n == samples[-1][1]), None) if samples else None,
         "over_3x": [(t, s * 1e3) for t, s in points[3:] if s * 1e3 > 3 * final],
+        # of those, the milliseconds Python's garbage collector took within each, and the median of the
+        # interleaved eager steps within 1 s of each (None where none were): the machine's own slowness shows there
+        "over_3x_gc_ms": [collected_during(passes, t, s) * 1e3 for t, s in points[3:] if s * 1e3 > 3 * final],
+        "over_3x_eager_ms": [eager_near(eager_points, t, 1.0, None) for t, s in points[3:] if s * 1e3 > 3 * final],
+        "gc_passes": passes,
     }
     print(
         f"  {name}: first step {row['first_step_s']:.2f} s, final {final:.3f} ms, eager (last 30 s) {eager_ms:.3f} ms, "
@@ -215,9 +254,26 @@ def render_markdown(result: dict) -> str:
             f"{r['final_vs_eager']:.2f}x | {caught} | {worst} | "
             f"{swapped} |"
         )
-    lines += ["", "Steps after the third over 3x the final median (time since the start: ms); when tuning ended:", ""]
+    lines += [
+        "",
+        "Steps after the third over 3x the final median (time since the start: ms; the milliseconds Python's "
+        "garbage collector took within the step where over 1 ms; the interleaved eager steps' median within 1 s, "
+        "against their final median, where any were); when tuning ended:",
+        "",
+    ]
     for r in result["rows"]:
-        over = ", ".join(f"{t:.1f} s: {ms:.1f}" for t, ms in r.get("over_3x", [])) or "none"
+        over3 = r.get("over_3x", [])
+        collected = r.get("over_3x_gc_ms") or [0.0] * len(over3)
+        eager = r.get("over_3x_eager_ms") or [None] * len(over3)
+        over = (
+            ", ".join(
+                f"{t:.1f} s: {ms:.1f}"
+                + (f" (gc {g:.1f})" if g > 1 else "")
+                + (f" (eager {e:.1f}, {e / r['final_eager_ms']:.1f}x its final)" if e is not None else "")
+                for (t, ms), g, e in zip(over3, collected, eager)
+            )
+            or "none"
+        )
         end = r.get("tuning_end_s")
         ended = f"tuning ended at about {end:.0f} s" if r["tuning_done"] and end is not None else "tuning not done"
         lines.append(f"- {r['workload']}: {over} ({len(r['points'])} steps; {ended})")

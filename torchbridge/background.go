@@ -34,7 +34,8 @@ import (
 // any is searched (nextJob): a search takes a minute or more, and a
 // kernel queued behind one waited that long for its pick, seconds' work
 // that makes a first build's kernel several times faster where it has
-// enough work. In the default mode the worker only picks.
+// enough work. In the default mode the worker only picks. CUDA kernels
+// are searched by the same worker (background_cuda.go).
 //
 // The worker runs at a low CPU priority (cc.LowPriority, nice 10): its
 // thread, the OpenMP team it times kernels with and the compilers it

@@ -157,7 +157,9 @@ def test_other_benches_run_and_write_their_files(tmp_path, script, args):
     result = json.loads(next(tmp_path.glob(f"{script}-*.json")).read_text())
     assert result["machine"]["cpu"] and result["date"]
     if script == "dynamic":  # eager steps timed during the run, every 0.5 s of its 2
-        assert len(result["rows"][0]["eager_points"]) >= 5
+        row = result["rows"][0]
+        assert len(row["eager_points"]) >= 5
+        assert "gc_passes" in row and len(row["over_3x_gc_ms"]) == len(row["over_3x_eager_ms"]) == len(row["over_3x"])
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA_ONLY)])
