@@ -358,21 +358,31 @@ func (r *Runtime) swapIn(ctx context.Context, b *kernels.Builder, job *bgJob, sc
 		_ = k.Close() // the kernel that runs already
 		return false, nil
 	}
-	r.mu.Lock()
-	table := *r.table.Load()
-	if job.kernelID >= uint64(len(table)) || table[job.kernelID] == nil || table[job.kernelID].key != job.cacheKey {
-		r.mu.Unlock()
-		_ = k.Close() // unloaded meanwhile: the next specialization builds from the record
+	unload := func() { _ = k.Close() }
+	if !r.replace(job, func(l *launchable) { l.fn.Store(k.Addr()) }, unload) {
+		unload() // unloaded meanwhile: the next specialization builds from the record
 		return false, nil
 	}
-	l := table[job.kernelID]
-	l.fn.Store(k.Addr())
-	prev := l.close
-	l.close = func() { prev(); _ = k.Close() }
-	r.mu.Unlock()
 	r.noteKernel(k) // a bundle saved now carries the tuned kernel and the record that builds it
 	r.noteRecord(job.recordID)
 	return true, nil
+}
+
+// replace runs swap on the entry of job's kernel id, whose unloading then
+// runs unload too, if the id still runs the kernel job was queued with;
+// it reports whether it did.
+func (r *Runtime) replace(job *bgJob, swap func(l *launchable), unload func()) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	table := *r.table.Load()
+	if job.kernelID >= uint64(len(table)) || table[job.kernelID] == nil || table[job.kernelID].key != job.cacheKey {
+		return false
+	}
+	l := table[job.kernelID]
+	swap(l)
+	prev := l.close
+	l.close = func() { prev(); unload() }
+	return true
 }
 
 // TuneStatus reports the kernels tuned in the background.

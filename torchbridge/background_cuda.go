@@ -105,18 +105,11 @@ func (r *Runtime) swapInCUDA(ctx context.Context, b *kernels.Builder, job *bgJob
 	if err != nil {
 		return false, err
 	}
-	r.mu.Lock()
-	table := *r.table.Load()
-	if job.kernelID >= uint64(len(table)) || table[job.kernelID] == nil || table[job.kernelID].key != job.cacheKey {
-		r.mu.Unlock()
-		_ = m.Unload() // unloaded meanwhile: the next specialization builds from the record
+	unload := func() { _ = m.Unload() }
+	if !r.replace(job, func(l *launchable) { l.cuda.Store(m) }, unload) {
+		unload() // unloaded meanwhile: the next specialization builds from the record
 		return false, nil
 	}
-	l := table[job.kernelID]
-	l.cuda.Store(m)
-	prev := l.close
-	l.close = func() { prev(); _ = m.Unload() }
-	r.mu.Unlock()
 	r.noteRecord(job.recordID)
 	return true, nil
 }
