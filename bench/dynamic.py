@@ -8,7 +8,8 @@ trained from a cold kernel cache and an empty tuning database with
 step's time recorded against the time since its first step began (the first
 step included: it builds every kernel with default schedules), with the
 background tuner's progress sampled along the way. Every ``--eager-every``
-seconds the run also times 5 steps of the eager baseline (not counted as
+seconds (by default so that they take about 4% of the run, at least every
+2 s: eager_every) the run also times 5 steps of the eager baseline (not counted as
 neoflow's), so that neoflow is compared with eager under the same load: on a
 shared machine eager's own step time drifts by a third within minutes, more
 than the differences measured. Those eager steps start from the neoflow
@@ -34,7 +35,7 @@ torch.compile medians measured before the run are reference lines. Writes
 ``dynamic-DATE-cpu.json``, ``.md`` and ``.png`` into ``--out``. Not a test:
 speed is reported, not asserted.
 
-    python bench/dynamic.py [--workloads lltm milstm] [--seconds 150] [--repeat 20] [--eager-every 10]
+    python bench/dynamic.py [--workloads lltm milstm] [--seconds 150] [--repeat 20] [--eager-every SECONDS]
                             [--out bench/results]
 """
 
@@ -66,7 +67,12 @@ def parse_args(argv=None):
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=150.0, help="wall-clock time of each neoflow run")
     ap.add_argument("--repeat", type=int, default=20, help="timed steps of the eager and compile references")
-    ap.add_argument("--eager-every", type=float, default=10.0, help="seconds between the interleaved eager samples")
+    ap.add_argument(
+        "--eager-every",
+        type=float,
+        default=None,
+        help="seconds between the interleaved eager samples (default: per workload, eager_every)",
+    )
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     return ap.parse_args(argv)
@@ -126,6 +132,13 @@ def collected_during(passes: list, t: float, seconds: float) -> float:
     return sum(d for at, d, _ in passes if t <= at < t + seconds)
 
 
+def eager_every(eager_ms: float, share: float = 0.04, least: float = 2.0) -> float:
+    """Seconds between the interleaved samples of 5 eager steps of eager_ms each, so that they take about
+    ``share`` of the run, and at least ``least``: every 2 s for LLTM's 15 ms steps, about every 19 s for
+    MI-LSTM's 150 ms. A slow spell of a few seconds shows in eager's steps as well when it is the machine's."""
+    return max(least, 5 * eager_ms / 1e3 / share)
+
+
 def run_background(torch, neoflow, nf, loss, lr, seconds: float, eager_step, eager_every: float, base) -> tuple:
     """Trains nf for ``seconds`` under background tuning: (time since start, step seconds) per step, samples
     (time, trials done, kernels swapped), the eager steps timed every ``eager_every`` seconds
@@ -177,8 +190,10 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
         row["compile"] = wl.measure(wl.train_step(torch, comp, torch.compile(lambda: loss(comp)), lr), args.repeat, 3)
     neoflow.configure(cache_dir=os.path.join(tmp, name), tune="background")
     earlier = len(neoflow.background_status())  # kernels of the workloads before this one
+    every = args.eager_every or eager_every(row["eager"]["median_ms"])
+    row["eager_every_s"] = every
     points, samples, eager_points, passes = run_background(
-        torch, neoflow, nf, loss, lr, args.seconds, eager_step, args.eager_every, base
+        torch, neoflow, nf, loss, lr, args.seconds, eager_step, every, base
     )
     status = neoflow.background_status()[earlier:]
     end = points[-1][0]
@@ -227,13 +242,17 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
 
 def render_markdown(result: dict) -> str:
     m, s = result["machine"], result["settings"]
+    every = ", ".join(
+        f"{r.get('eager_every_s', s.get('eager_every') or 10):.0f} s ({r['workload']})" for r in result["rows"]
+    )
     lines = [
         f"# Dynamic mode (NEOFLOW_TUNE=background), {s['size']} size, batch {s['batch']}, float32 ({result['date']})",
         "",
         f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}. Each neoflow run "
         f"starts from a cold kernel cache and an empty tuning database and trains for {s['seconds']:.0f} s; eager "
         "and torch.compile: median step of a warm run before it. During the run 5 eager steps are timed every "
-        f"{s.get('eager_every', 10):.0f} s, starting from the neoflow model's weights of that moment: final vs "
+        + every
+        + ", starting from the neoflow model's weights of that moment: final vs "
         "eager compares neoflow's steps of the last 30 s with the "
         "eager steps of that time, and neoflow caught eager when the median of its last 5 s of steps reached "
         "the eager steps timed within 20 s.",
