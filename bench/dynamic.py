@@ -139,43 +139,38 @@ def eager_every(eager_ms: float, share: float = 0.04, least: float = 2.0) -> flo
     return max(least, 5 * eager_ms / 1e3 / share)
 
 
-def run_background(torch, neoflow, nf, loss, lr, seconds: float, eager_step, eager_every: float, base) -> tuple:
+def run_background(torch, neoflow, nf, loss, lr, seconds: float, eager_step, every: float, base) -> tuple:
     """Trains nf for ``seconds`` under background tuning: (time since start, step seconds) per step, samples
-    (time, trials done, kernels swapped), the eager steps timed every ``eager_every`` seconds
+    (time, trials done, kernels swapped), the eager steps timed every ``every`` seconds
     (5 at a time, base starting from nf's weights) as (time since start, step seconds), and the
     garbage-collector passes of over a millisecond (gc_recorder)."""
     step = wl.train_step(torch, nf, lambda: loss(nf), lr)
+    points, samples, eager_points = [], [], []
     start = time.perf_counter()
     passes, record = gc_recorder(start)
     gc.callbacks.append(record)
+    next_sample, next_eager = 0.0, every
     try:
-        return _train(step, neoflow, seconds, eager_step, eager_every, base, nf, start) + (passes,)
+        while True:
+            t0 = time.perf_counter()
+            step()
+            t1 = time.perf_counter()
+            points.append((t0 - start, t1 - t0))
+            if t1 - start >= next_sample:
+                st = neoflow.background_status()
+                samples.append((t1 - start, sum(k.trials for k in st), sum(k.swapped for k in st), len(st)))
+                next_sample += 2.0
+            if t1 - start >= next_eager:
+                base.load_state_dict(nf.state_dict())
+                for _ in range(5):
+                    e0 = time.perf_counter()
+                    eager_step()
+                    eager_points.append((e0 - start, time.perf_counter() - e0))
+                next_eager += every
+            if t1 - start >= seconds:
+                return points, samples, eager_points, passes
     finally:
         gc.callbacks.remove(record)
-
-
-def _train(step, neoflow, seconds, eager_step, eager_every, base, nf, start) -> tuple:
-    """run_background's loop."""
-    points, samples, eager_points = [], [], []
-    next_sample, next_eager = 0.0, eager_every
-    while True:
-        t0 = time.perf_counter()
-        step()
-        t1 = time.perf_counter()
-        points.append((t0 - start, t1 - t0))
-        if t1 - start >= next_sample:
-            st = neoflow.background_status()
-            samples.append((t1 - start, sum(k.trials for k in st), sum(k.swapped for k in st), len(st)))
-            next_sample += 2.0
-        if t1 - start >= next_eager:
-            base.load_state_dict(nf.state_dict())
-            for _ in range(5):
-                e0 = time.perf_counter()
-                eager_step()
-                eager_points.append((e0 - start, time.perf_counter() - e0))
-            next_eager += eager_every
-        if t1 - start >= seconds:
-            return points, samples, eager_points
 
 
 def bench(torch, neoflow, name, args, tmp) -> dict:
@@ -199,6 +194,7 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
     end = points[-1][0]
     eager_ms = eager_near(eager_points, end, 30, row["eager"]["median_ms"])
     final = statistics.median(s for t, s in points if t >= end - 30) * 1e3  # the eager steps' window
+    slow = [(t, s) for t, s in points[3:] if s * 1e3 > 3 * final]  # steps after the third over 3x the final
     row |= {
         "points": points,
         "samples": samples,
@@ -224,11 +220,11 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
         # when the worker's trials stopped growing (the first sample with the final count), and the steps after
         # the third over 3x the final median, (time, ms) each: while tuning, or after it
         "tuning_end_s": next((t for t, n, _, _ in samples if n == samples[-1][1]), None) if samples else None,
-        "over_3x": [(t, s * 1e3) for t, s in points[3:] if s * 1e3 > 3 * final],
+        "over_3x": [(t, s * 1e3) for t, s in slow],
         # of those, the milliseconds Python's garbage collector took within each, and the median of the
         # interleaved eager steps within 1 s of each (None where none were): the machine's own slowness shows there
-        "over_3x_gc_ms": [collected_during(passes, t, s) * 1e3 for t, s in points[3:] if s * 1e3 > 3 * final],
-        "over_3x_eager_ms": [eager_near(eager_points, t, 1.0, None) for t, s in points[3:] if s * 1e3 > 3 * final],
+        "over_3x_gc_ms": [collected_during(passes, t, s) * 1e3 for t, s in slow],
+        "over_3x_eager_ms": [eager_near(eager_points, t, 1.0, None) for t, s in slow],
         "gc_passes": passes,
     }
     print(

@@ -306,29 +306,18 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 		return err
 	}
 	defer t.Close()
-	p, err := r.search(ctx, job, t)
-	if err != nil {
-		return err
-	}
-	swapped := false
-	if p.Best > 0 { // the best may be the defaults where a first build took register tiles
-		if swapped, err = r.swapIn(ctx, b, job, t.Best()); err != nil {
-			return err
-		}
-	}
-	r.bg.mu.Lock()
-	job.progress, job.swapped = p, swapped || job.swapped
-	r.bg.mu.Unlock()
-	return nil
+	return r.search(ctx, job, t, func(scheds []loops.Schedule) (bool, error) { return r.swapIn(ctx, b, job, scheds) })
 }
 
 // search runs job's tuner t to the end of its budget, reporting its
-// progress in job, stores its record and returns its progress.
-func (r *Runtime) search(ctx context.Context, job *bgJob, t *autotune.Tuner) (autotune.Progress, error) {
+// progress in job, stores its record and, where the search found a best
+// schedule, has swap build that kernel and swap it in (swapIn,
+// swapInCUDA).
+func (r *Runtime) search(ctx context.Context, job *bgJob, t *autotune.Tuner, swap func([]loops.Schedule) (bool, error)) error {
 	for {
 		p, err := t.Step(ctx)
 		if err != nil {
-			return p, err
+			return err
 		}
 		r.bg.mu.Lock()
 		job.progress = p
@@ -340,11 +329,22 @@ func (r *Runtime) search(ctx context.Context, job *bgJob, t *autotune.Tuner) (au
 	}
 	if rec := t.Record(); rec != nil {
 		if _, err := job.db.Put(rec); err != nil {
-			return t.Progress(), err
+			return err
 		}
 		r.stored(job.db, rec)
 	}
-	return t.Progress(), nil
+	p := t.Progress()
+	swapped := false
+	if p.Best > 0 { // the best may be the defaults where a first build took register tiles
+		var err error
+		if swapped, err = swap(t.Best()); err != nil {
+			return err
+		}
+	}
+	r.bg.mu.Lock()
+	job.progress, job.swapped = p, swapped || job.swapped // a search's pick may have swapped one in
+	r.bg.mu.Unlock()
+	return nil
 }
 
 // swapIn builds job's kernel with scheds and makes job's kernel id launch

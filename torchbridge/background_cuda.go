@@ -41,10 +41,11 @@ type gpuJob struct {
 }
 
 // tuneCUDAInBackground queues spec's CUDA kernel k, loaded on device ord
-// (of compute capability arch) as kernel id, when the mode is background
-// and no tuned record of that device exists.
+// (of compute capability arch) as kernel id, when the mode is background,
+// the kernels are not deterministic (tuned schedules may scatter with
+// atomic adds) and no tuned record of that device exists.
 func (r *Runtime) tuneCUDAInBackground(spec *ir.Spec, k *kernels.CUDAKernel, ord, arch int, id uint64) {
-	if r.config().Tune != TuneBackground {
+	if cfg := r.config(); cfg.Tune != TuneBackground || cfg.Deterministic {
 		return
 	}
 	key, err := r.tuneKey(spec, ord)
@@ -74,20 +75,7 @@ func (r *Runtime) tuneCUDAJob(job *bgJob) error {
 	}
 	defer t.Close()
 	ctx := cc.WithLowPriority(context.Background())
-	p, err := r.search(ctx, job, t)
-	if err != nil {
-		return err
-	}
-	swapped := false
-	if p.Best > 0 {
-		if swapped, err = r.swapInCUDA(ctx, b, job, t.Best()); err != nil {
-			return err
-		}
-	}
-	r.bg.mu.Lock()
-	job.progress, job.swapped = p, swapped
-	r.bg.mu.Unlock()
-	return nil
+	return r.search(ctx, job, t, func(scheds []loops.Schedule) (bool, error) { return r.swapInCUDA(ctx, b, job, scheds) })
 }
 
 // swapInCUDA builds job's CUDA kernel with scheds, loads it on its device

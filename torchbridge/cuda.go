@@ -70,9 +70,7 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp
 		l.cuda.Store(m)
 		resp.KernelId = r.registerKernel(loadKey, l)
 	}
-	if !r.config().Deterministic { // tuned schedules may scatter with atomics
-		r.tuneCUDAInBackground(spec, k, ord, gpu.arch, resp.KernelId)
-	}
+	r.tuneCUDAInBackground(spec, k, ord, gpu.arch, resp.KernelId)
 	r.remember(req, key, resp)
 	return resp, nil
 }
