@@ -229,6 +229,25 @@ func (sp *Space) Decode(g []int) []loops.Schedule {
 
 func (sp *Space) numStmts() int { return len(sp.stmts) }
 
+// keepParallel raises, in g, the parallel gene of every statement (and
+// fused group) that floor tiles (mode 1 or 2) to floor's: g's tiling then
+// runs at least as many outer tile loops in parallel, as far as its own
+// splits allow (decode). A statement floor leaves to its default
+// schedule sets no floor.
+func (sp *Space) keepParallel(g, floor []int) {
+	for _, ss := range sp.stmts {
+		if ss.scatter || floor[ss.off+geneMode] == 0 {
+			continue
+		}
+		i := ss.off + geneParallel
+		g[i] = max(g[i], floor[i])
+		if ss.grp != nil && floor[ss.off+geneMode] == 2 {
+			j := ss.grp.dom.off + geneParallel
+			g[j] = max(g[j], floor[j])
+		}
+	}
+}
+
 // segment is the gene range [lo, hi) of statement i.
 func (sp *Space) segment(i int) (lo, hi int) {
 	return geneSegment(i, len(sp.stmts), len(sp.card), func(i int) int { return sp.stmts[i].off })

@@ -40,6 +40,13 @@ type Options struct {
 	// space's own seeds (a pick's, Pick.Genome); one of another length
 	// than the space's is ignored.
 	Seeds [][]int
+	// KeepParallel keeps every genome the search measures at least as
+	// parallel as the first of Seeds: a tiled statement that the seed
+	// tiles runs at least as many outer loops in parallel (CPU spaces;
+	// Space.keepParallel). For a search timed on fewer threads than its
+	// kernel will run on (background mode's worker times on one), whose
+	// timings barely tell a parallel loop from a serial one.
+	KeepParallel bool
 }
 
 // DefaultTrials is the trial budget when Options.Trials is 0.
@@ -112,6 +119,9 @@ type Tuner struct {
 	// bench is the CPU tuner's measurement (nil on a GPU), which
 	// TuneJointly times pairs of kernels on.
 	bench *bench
+	// adjust, when set, repairs each genome before it is measured
+	// (Options.KeepParallel).
+	adjust func(g []int)
 }
 
 // timedGenome is a measured genome and its median seconds.
@@ -201,6 +211,10 @@ func newTuner(spec *ir.Spec, sp schedSpace, opts Options) (*Tuner, error) {
 	t := &Tuner{spec: spec, space: sp, ga: g, opts: opts, start: time.Now(), seen: map[string]outcome{},
 		units: units, stmtBest: make([]float64, n), stmtGenes: make([][]int, n)}
 	t.prog.Budget = opts.Trials
+	if cpu, ok := sp.(*Space); ok && opts.KeepParallel && len(extra) > 0 {
+		floor := extra[0]
+		t.adjust = func(g []int) { cpu.keepParallel(g, floor) }
+	}
 	return t, nil
 }
 
@@ -405,6 +419,10 @@ func (t *Tuner) next() ([]int, []loops.Schedule) {
 		}
 		g := t.pending[0]
 		t.pending = t.pending[1:]
+		if t.adjust != nil {
+			g = slices.Clone(g)
+			t.adjust(g)
+		}
 		scheds := t.space.Decode(g)
 		o, dup := t.seen[schedKey(scheds)]
 		if !dup {

@@ -257,3 +257,44 @@ func TestTunerBuildsCandidatesInBatches(t *testing.T) {
 		t.Errorf("%d libraries still loaded after Close", n)
 	}
 }
+
+// With KeepParallel, every genome a search measures runs at least the
+// outer loops in parallel that its first seed does, statement by
+// statement (background mode's worker times on one thread, which would
+// not tell a serial loop from a parallel one); without it, random
+// genomes of the same search drop them.
+func TestTunerKeepsTheSeedsParallelism(t *testing.T) {
+	b := testBuilder(t)
+	gemm, err := (testops.Op{Name: "gemm", Src: "C[i,j] += A[i,k] * B[k,j]", Inputs: []string{"A", "B"},
+		Shapes: [][]int64{{64, 64}, {64, 64}}}).Spec(ir.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := NewSpace(gemm)
+	seed := sp.registerTiled()
+	at := sp.stmts[0].off + geneParallel
+	if seed[sp.stmts[0].off+geneMode] == 0 || seed[at] == 0 {
+		t.Fatalf("the register-tiled seed %v runs nothing in parallel", seed)
+	}
+	const trials = 24
+	run := func(keep bool) (fewer int) {
+		tu, err := NewTuner(b, gemm, Options{Trials: trials, Seed: 3, Seeds: [][]int{seed}, Timing: quickTiming, Version: "test", KeepParallel: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tu.Close()
+		for _, g := range askedGenomes(t, tu, trials)[1:] { // the default genome is measured as it is
+			if g[sp.stmts[0].off+geneMode] != 0 && g[at] < seed[at] {
+				fewer++
+			}
+		}
+		checkAgainstInterp(t, b, gemm, tu.Best(), hostbuf.RandomInputs(gemm, true, 7), 2)
+		return fewer
+	}
+	if n := run(true); n != 0 {
+		t.Errorf("KeepParallel: %d tiled genomes measured with fewer parallel loops than the seed's %d", n, seed[at])
+	}
+	if n := run(false); n == 0 {
+		t.Error("without KeepParallel no genome had fewer parallel loops than the seed: the test shows nothing")
+	}
+}

@@ -13,13 +13,17 @@ import "sync/atomic"
 // (odd: busy), so that Python can tell one job from the next: a thread
 // count the caller sets during a job is kept for that job only.
 func init() {
-	rt.OnBusy(func(busy bool) {
-		p := (*int32)(&C.nf_worker_busy)
-		for {
-			v := atomic.LoadInt32(p)
-			if (v&1 == 1) == busy || atomic.CompareAndSwapInt32(p, v, v+1) {
-				return
-			}
+	rt.OnBusy(publishBusy)
+}
+
+// publishBusy makes nf_worker_busy odd while the worker is busy, one more
+// at each change.
+func publishBusy(busy bool) {
+	p := (*int32)(&C.nf_worker_busy)
+	for {
+		v := atomic.LoadInt32(p)
+		if (v&1 == 1) == busy || atomic.CompareAndSwapInt32(p, v, v+1) {
+			return
 		}
-	})
+	}
 }

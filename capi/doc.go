@@ -12,7 +12,9 @@
 //     No Go pointer is ever returned.
 //   - Panics are recovered and returned as error texts.
 //   - nf_launch is the data plane: it takes only integers and pointers and
-//     allocates nothing unless it fails.
+//     allocates nothing unless it fails. It is C (launch.c): a C kernel
+//     the Go core has loaded runs from a copy of its launch table without
+//     entering Go; anything else goes to Go's nf_launch_go.
 package main
 
 func main() {}

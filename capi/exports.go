@@ -75,14 +75,15 @@ func nf_interrupt() {
 	rt.Interrupt()
 }
 
-// nf_launch runs a kernel: bufs points to nbufs data pointers. Its
+// nf_launch_go runs a kernel: bufs points to nbufs data pointers. Its
 // integers are C ints, the type ctypes passes a Python int as when a
 // function declares no argument types: converting through declared types
 // cost about 1 us a call, as much as the rest of the launch (kernel ids
-// are small, table indices).
+// are small, table indices). Python calls nf_launch (launch.c), which runs
+// the C kernels it knows without entering Go and calls this for the rest.
 //
-//export nf_launch
-func nf_launch(kernel C.int, bufs unsafe.Pointer, nbufs C.int, nthreads C.int) (errText *C.char) {
+//export nf_launch_go
+func nf_launch_go(kernel C.int, bufs unsafe.Pointer, nbufs C.int, nthreads C.int) (errText *C.char) {
 	defer recoverInto(&errText)
 	if err := rt.Launch(uint64(kernel), bufs, int(nbufs), int(nthreads)); err != nil {
 		return C.CString(err.Error())

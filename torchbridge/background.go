@@ -56,6 +56,23 @@ import (
 // background.
 const backgroundTrials = 48
 
+// workerThreads is the thread count background mode's worker times
+// kernels with (its picks and searches): the one core that the calls'
+// launches and PyTorch's operators leave it while it runs a job
+// (launchThreads, neoflow/threadshare.py). Timed with the calls' thread
+// count, one of the team's threads shared a core with the training,
+// whose thread outranks it (the worker runs at nice 10), and a
+// candidate's time said more about when the training left that core
+// than about the kernel: LLTM's three kernels searched so (bench size,
+// batch 16, 2-core Xeon) ran its training steps at 15.8-16.1 ms in a
+// quiet process, against 11.0-12.8 ms with the picks the search started
+// from, and the search's own timings had called them 1.06-2.25x faster.
+// Searched on one thread they ran at 9.9-12.7 ms. One thread's timings
+// barely tell a parallel loop from a serial one, so the search keeps its
+// genomes at least as parallel as the pick's (Options.KeepParallel),
+// and the calls run them on every thread once the worker is done.
+const workerThreads = 1
+
 // background is the queue of kernels to tune and what became of them.
 type background struct {
 	mu      sync.Mutex
@@ -277,12 +294,12 @@ func (r *Runtime) searchPick(job *bgJob) error {
 	swapped := false
 	if autotune.Picks(job.spec) {
 		ctx := cc.WithIdleCompiles(context.Background())
-		p, err := autotune.PickDefaults(ctx, b, job.spec, r.config().NumThreads, seeds)
+		p, err := autotune.PickDefaults(ctx, b, job.spec, workerThreads, seeds)
 		if err == nil && p.Schedules != nil {
 			if swapped, err = r.swapIn(ctx, b, job, p.Schedules); err != nil {
 				return err
 			}
-			seeds = append(seeds, p.Genome)
+			seeds = append([][]int{p.Genome}, seeds...) // first: the search keeps its parallelism (KeepParallel)
 		}
 	}
 	r.bg.mu.Lock()
@@ -299,7 +316,8 @@ func (r *Runtime) tuneJob(job *bgJob) error {
 	if err != nil {
 		return err
 	}
-	opts := autotune.Options{Trials: backgroundTrials, Timing: autotune.Timing{Threads: r.config().NumThreads}, Version: Version, Seeds: job.seeds}
+	opts := autotune.Options{Trials: backgroundTrials, Timing: autotune.Timing{Threads: workerThreads}, Version: Version, Seeds: job.seeds,
+		KeepParallel: true}
 	ctx := cc.WithIdleCompiles(context.Background())
 	t, err := autotune.NewTuner(b, job.spec, opts)
 	if err != nil {
@@ -380,6 +398,7 @@ func (r *Runtime) replace(job *bgJob, swap func(l *launchable), unload func()) b
 	}
 	l := table[job.kernelID]
 	swap(l)
+	r.publish(job.kernelID, l)
 	prev := l.close
 	l.close = func() { prev(); unload() }
 	return true

@@ -2,6 +2,7 @@ package torchbridge
 
 import (
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,18 @@ func TestBackgroundSwap(t *testing.T) {
 	if _, err := r.Init(&api.InitRequest{CacheDir: t.TempDir(), NumThreads: 2, Tune: TuneBackground}); err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex // the worker publishes its swap
+	entries := publishedEntries(r)
+	r.OnLaunchEntry(func(id uint64, fn uintptr, nbufs int) {
+		mu.Lock()
+		defer mu.Unlock()
+		entries[id] = entry{fn, nbufs}
+	})
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		checkPublished(t, r, entries) // the swapped kernel's entry point included
+	}()
 	def, err := r.Define(&api.DefineRequest{Source: "C[i,j] += A[i,k] * B[k,j]", Name: "bg"})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +174,7 @@ func TestLaunchLeavesCoresToCompilers(t *testing.T) {
 		busy                    bool
 		compiles, asked, wanted int
 	}{{false, 1, 2, 1}, {false, 2, 4, 2}, {false, 5, 4, 1}, {true, 1, 4, 2}, {true, 1, 2, 1}, {false, 0, 3, 3}, {false, 2, 1, 1}, {false, 1, 0, 1}} {
-		if got := threadsBeside(c.asked, c.busy, c.compiles); got != c.wanted {
+		if got := ThreadsBeside(c.asked, c.busy, c.compiles); got != c.wanted {
 			t.Errorf("busy %v, %d compiles, %d threads asked: launched on %d, want %d", c.busy, c.compiles, c.asked, got, c.wanted)
 		}
 	}

@@ -52,12 +52,12 @@ func (r *Runtime) Launch(id uint64, bufs unsafe.Pointer, nbufs int, nthreads int
 // they ran at half speed or less: the OpenMP team's barrier waits for
 // whichever of its threads a compiler has descheduled.
 func (r *Runtime) launchThreads(nthreads int) int {
-	return threadsBeside(nthreads, r.bg.busy.Load(), cc.Foreground())
+	return ThreadsBeside(nthreads, r.bg.busy.Load(), cc.Foreground())
 }
 
-// threadsBeside is launchThreads' count for nthreads asked, with the
+// ThreadsBeside is launchThreads' count for nthreads asked, with the
 // worker busy or not and compiles foreground compilers running.
-func threadsBeside(nthreads int, busy bool, compiles int) int {
+func ThreadsBeside(nthreads int, busy bool, compiles int) int {
 	if nthreads > 1 && busy {
 		nthreads--
 	}

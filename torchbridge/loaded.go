@@ -36,6 +36,7 @@ func (r *Runtime) registerKernel(key string, l *launchable) uint64 {
 	r.table.Store(&next)
 	id := uint64(len(next) - 1)
 	r.byCache[key] = id
+	r.publish(id, l)
 	return id
 }
 
@@ -102,10 +103,35 @@ func (r *Runtime) unload(id uint64) {
 	copy(next, old)
 	next[id] = nil
 	r.table.Store(&next)
+	r.publish(id, nil)
 	delete(r.byCache, l.key)
 	if l.close != nil {
 		l.close()
 	}
+}
+
+// OnLaunchEntry has f told every change of a C kernel's entry in the
+// launch table: its id, its entry point and its buffer count when it is
+// loaded or a tuned kernel is swapped in, fn 0 when it is unloaded (and
+// for a CUDA kernel). The C API keeps a copy in C memory, so that a
+// launch runs without entering Go (capi/launch.c). r.mu is held.
+func (r *Runtime) OnLaunchEntry(f func(id uint64, fn uintptr, nbufs int)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onEntry = f
+}
+
+// publish tells OnLaunchEntry's function kernel id's entry l (nil:
+// unloaded). r.mu must be held.
+func (r *Runtime) publish(id uint64, l *launchable) {
+	if r.onEntry == nil {
+		return
+	}
+	if l == nil || l.cuda.Load() != nil {
+		r.onEntry(id, 0, 0)
+		return
+	}
+	r.onEntry(id, l.fn.Load(), l.nbufs)
 }
 
 // LoadedKernels is the number of kernels in the launch table and how many

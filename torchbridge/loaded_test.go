@@ -19,6 +19,8 @@ func TestKernelsUnloadPastTheIdleLimit(t *testing.T) {
 	if _, err := r.Init(&api.InitRequest{CacheDir: t.TempDir(), NumThreads: 1, IdleKernels: 2}); err != nil {
 		t.Fatal(err)
 	}
+	entries := publishedEntries(r)
+	defer checkPublished(t, r, entries)
 	libs0 := cc.NumLoaded()
 	var ids []uint64
 	var reqs []*api.SpecializeRequest
@@ -82,5 +84,37 @@ func TestKernelsUnloadPastTheIdleLimit(t *testing.T) {
 	}
 	if err := r.Launch(fresh.KernelId, unsafe.Pointer(&bufs[0]), 2, 1); err != nil || y[3] != 4*0.5 {
 		t.Fatalf("reloaded kernel: %v, y = %v", err, y)
+	}
+}
+
+// entry is a launch table entry as OnLaunchEntry tells it.
+type entry struct {
+	fn    uintptr
+	nbufs int
+}
+
+// publishedEntries records what r's OnLaunchEntry tells, by kernel id.
+func publishedEntries(r *Runtime) map[uint64]entry {
+	m := map[uint64]entry{}
+	r.OnLaunchEntry(func(id uint64, fn uintptr, nbufs int) { m[id] = entry{fn, nbufs} })
+	return m
+}
+
+// checkPublished checks that the entries OnLaunchEntry told (C's copy of
+// the launch table, capi/launch.c) are r's launch table: every C kernel
+// loaded with its entry point now and its buffer count, every other id 0.
+func checkPublished(t *testing.T, r *Runtime, m map[uint64]entry) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	table := *r.table.Load()
+	for id := range uint64(len(table)) {
+		l, want := table[id], entry{}
+		if l != nil && l.cuda.Load() == nil {
+			want = entry{l.fn.Load(), l.nbufs}
+		}
+		if m[id] != want {
+			t.Errorf("kernel %d: published %+v, the launch table has %+v", id, m[id], want)
+		}
 	}
 }

@@ -29,6 +29,7 @@ type Runtime struct {
 	builder     *kernels.Builder                              // for cfg; nil until first needed
 	specs       map[uint64]map[string]*api.SpecializeResponse // by op id, then specialization key
 	byCache     map[string]uint64                             // kernel id by kernel cache key
+	onEntry     func(id uint64, fn uintptr, nbufs int)        // OnLaunchEntry
 	db          *tunedb.DB                                    // for cfg; nil until first needed
 	sessions    map[uint64]*session                           // tuning sessions by id
 	nextSession uint64

@@ -135,9 +135,9 @@ func (c Compiler) Compile(ctx context.Context, source, out string) error {
 	var stderr bytes.Buffer
 	switch {
 	case !IsLowPriority(ctx):
-		foreground.Add(1)
+		addForeground(1)
 		err = run(ctx, args, &stderr, priorityNormal)
-		foreground.Add(-1)
+		addForeground(-1)
 	case !isIdle(ctx):
 		err = run(ctx, args, &stderr, priorityLow)
 	default:
@@ -169,6 +169,22 @@ var foreground atomic.Int64
 // kernels, its gradients built ahead), not the low-priority work of
 // picks and searches.
 func Foreground() int { return int(foreground.Load()) }
+
+// onForeground, when set (OnForeground), is told each change of
+// foreground.
+var onForeground atomic.Pointer[func(n int)]
+
+// OnForeground has f told the number of foreground compilers (Foreground)
+// at each change: the C API publishes it to its launch path, which runs
+// without entering Go.
+func OnForeground(f func(n int)) { onForeground.Store(&f) }
+
+func addForeground(d int64) {
+	n := foreground.Add(d)
+	if f := onForeground.Load(); f != nil {
+		(*f)(int(n))
+	}
+}
 
 // IdleCompileLimit is how long a compiler may run under SCHED_IDLE before
 // it is stopped and started again at LowPriority alone.

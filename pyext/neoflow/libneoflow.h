@@ -102,7 +102,7 @@ extern char* nf_grad(void* req, int64_t reqLen, char** out, int64_t* outLen);
 extern char* nf_release(void* req, int64_t reqLen, char** out, int64_t* outLen);
 extern char* nf_release_kernel(uint64_t kernel);
 extern void nf_interrupt(void);
-extern char* nf_launch(int kernel, void* bufs, int nbufs, int nthreads);
+extern char* nf_launch_go(int kernel, void* bufs, int nbufs, int nthreads);
 extern char* nf_launch_cuda(uint64_t kernel, void* bufs, int64_t nbufs, uintptr_t stream);
 extern void nf_free(void* p);
 extern char* nf_tune_begin(void* req, int64_t reqLen, char** out, int64_t* outLen);
