@@ -74,6 +74,12 @@ def parse_args(argv=None):
         help="seconds between the interleaved eager samples (default: per workload, eager_every)",
     )
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument(
+        "--eager-alone",
+        action="store_true",
+        help="also train the eager baseline alone for --seconds after the neoflow run, as a control of the "
+        "machine's own slow steps (eager_alone)",
+    )
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     return ap.parse_args(argv)
 
@@ -173,6 +179,26 @@ def run_background(torch, neoflow, nf, loss, lr, seconds: float, eager_step, eve
         gc.callbacks.remove(record)
 
 
+def eager_alone(eager_step, seconds: float) -> dict:
+    """The control: the eager baseline trained alone for ``seconds``, its steps measured as neoflow's are
+    (the final median of the last 30 s, the slowest step after the third against it, the steps over 3x it):
+    the slow steps the machine itself makes, with no neoflow kernel, compiler or tuner in the process's work."""
+    points = []
+    start = time.perf_counter()
+    while not points or points[-1][0] + points[-1][1] < seconds:
+        t0 = time.perf_counter()
+        eager_step()
+        points.append((t0 - start, time.perf_counter() - t0))
+    end = points[-1][0]
+    final = statistics.median(s for t, s in points if t >= end - 30) * 1e3
+    return {
+        "steps": len(points),
+        "final_ms": final,
+        "worst_after_third_vs_final": max(s for _, s in points[3:]) * 1e3 / final if len(points) > 3 else None,
+        "over_3x": [(t, s * 1e3) for t, s in points[3:] if s * 1e3 > 3 * final],
+    }
+
+
 def bench(torch, neoflow, name, args, tmp) -> dict:
     dtype = torch.float32
     base, nf, loss, lr, _ = wl.setup(name, args.size, args.batch, dtype, torch)
@@ -227,6 +253,8 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
         "over_3x_eager_ms": [eager_near(eager_points, t, 1.0, None) for t, s in slow],
         "gc_passes": passes,
     }
+    if args.eager_alone:
+        row["eager_alone"] = eager_alone(eager_step, args.seconds)
     print(
         f"  {name}: first step {row['first_step_s']:.2f} s, final {final:.3f} ms, eager (last 30 s) {eager_ms:.3f} ms, "
         f"caught eager at {row['caught_eager_s']} s",
@@ -292,6 +320,23 @@ def render_markdown(result: dict) -> str:
         end = r.get("tuning_end_s")
         ended = f"tuning ended at about {end:.0f} s" if r["tuning_done"] and end is not None else "tuning not done"
         lines.append(f"- {r['workload']}: {over} ({len(r['points'])} steps; {ended})")
+    alone = [r for r in result["rows"] if "eager_alone" in r]
+    if alone:
+        lines += [
+            "",
+            f"Control: the eager baseline trained alone for {s['seconds']:.0f} s after the neoflow run, its steps "
+            "measured as neoflow's (final median of the last 30 s; slowest step after the third against it; "
+            "steps over 3x it, time since its start: ms):",
+            "",
+        ]
+        for r in alone:
+            a = r["eager_alone"]
+            over = ", ".join(f"{t:.1f} s: {ms:.1f}" for t, ms in a["over_3x"]) or "none"
+            worst = a["worst_after_third_vs_final"]
+            lines.append(
+                f"- {r['workload']}: final {a['final_ms']:.3f} ms, worst step after the 3rd "
+                f"{worst:.1f}x it ({a['steps']} steps); over 3x: {over}"
+            )
     lines += [
         "",
         "Median step time (ms) by window of the run (seconds since the first step began): neoflow (its steps), "

@@ -140,7 +140,7 @@ SMALL_LLTM = ["--size", "small", "--workloads", "lltm"]
     [
         ("overhead", ["--rounds", "1", "--calls", "5"]),
         ("fusion", ["--rounds", "1", "--repeat", "1", "--warmup", "0", "--size", "small", "--workloads", "lltm"]),
-        ("dynamic", [*SMALL_LLTM, "--seconds", "2", "--repeat", "2", "--eager-every", ".5"]),
+        ("dynamic", [*SMALL_LLTM, "--seconds", "2", "--repeat", "2", "--eager-every", ".5", "--eager-alone"]),
         ("joint", ["--size", "small", "--batch", "2", "--trials", "3", "--workloads", "lltm"]),
         ("bandwidth", ["--mib", "4", "--repeat", "3"]),
         ("models", ["--models", "mlp", "scrnn", "--repeat", "1", "--warmup", "0", "--no-tuned"]),
@@ -160,6 +160,8 @@ def test_other_benches_run_and_write_their_files(tmp_path, script, args):
         row = result["rows"][0]
         assert len(row["eager_points"]) >= 5
         assert "gc_passes" in row and len(row["over_3x_gc_ms"]) == len(row["over_3x_eager_ms"]) == len(row["over_3x"])
+        alone = row["eager_alone"]  # the control: eager trained alone as long
+        assert alone["steps"] > 3 and alone["final_ms"] > 0 and alone["worst_after_third_vs_final"] > 0
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA_ONLY)])
