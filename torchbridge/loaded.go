@@ -114,7 +114,8 @@ func (r *Runtime) unload(id uint64) {
 // launch table: its id, its entry point and its buffer count when it is
 // loaded or a tuned kernel is swapped in, fn 0 when it is unloaded (and
 // for a CUDA kernel). The C API keeps a copy in C memory, so that a
-// launch runs without entering Go (capi/launch.c). r.mu is held.
+// launch runs without entering Go (capi/launch.c). f runs with the
+// runtime's lock held, in the order of the changes.
 func (r *Runtime) OnLaunchEntry(f func(id uint64, fn uintptr, nbufs int)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
