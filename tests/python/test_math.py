@@ -51,6 +51,28 @@ def test_unary_on_edge_values(name, dtype, device):
     torch.testing.assert_close(got[finite], want[finite], **close(dtype))
 
 
+# where exp's vector variant leaves its fast path (about 87.3 in float32, 708 in float64), and past overflow
+SATURATED = [
+    s * v for v in (86.9, 87.0, 87.4, 88.0, 88.7, 88.8, 90.0, 104.0, 120.0, 700.0, 709.0, 710.0, 1e4) for s in (1, -1)
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
+def test_saturated_sigmoid(dtype, device):
+    """sigmoid keeps exp on its fast path (kernels/cgen's nf_sigmoid) with PyTorch's values and gradients."""
+    op = neoflow.op("Y[i] = sigmoid(X[i])", name="saturated_sigmoid")
+    x = torch.tensor(EDGES + SATURATED, dtype=dtype, device=device)
+    torch.testing.assert_close(op(x), torch.sigmoid(x), equal_nan=True, **close(dtype))
+    xn, xg = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    (got,) = torch.autograd.grad(op(xn).sum(), xn)
+    (want,) = torch.autograd.grad(torch.sigmoid(xg).sum(), xg)
+    finite = torch.isfinite(x)
+    torch.testing.assert_close(got[finite], want[finite], **close(dtype))
+    # a whole vector of saturated lanes, of both signs, as a saturated RNN gate gives
+    big = (torch.randn(4096, generator=torch.Generator().manual_seed(1), dtype=dtype) * 120).to(device)
+    torch.testing.assert_close(op(big), torch.sigmoid(big), **close(dtype))
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
 def test_atan2_and_clamp_on_edge_values(dtype, device):
     y = torch.tensor(EDGES, dtype=dtype, device=device)

@@ -52,7 +52,16 @@ static inline float nf_min(float a, float b) { return (a < b) | (a != a) ? a : b
 
 static inline float nf_relu(float x) { return (x > 0) | (x != x) ? x : 0; }
 
-static inline float nf_sigmoid(float x) { return 1 / (1 + expf(-x)); }
+static inline float nf_sigmoid(float x)
+{
+	const int f = sizeof(float) == 4;
+	const float lo = f ? -87 : -700, top = f ? 88.8 : 710;
+	float t = -x;
+	t = t < lo ? lo : t;
+	t = t > top ? top : t;
+	float h = expf(t * (float)0.5);
+	return 1 / (1 + h * h);
+}
 
 void nf_kernel(void **bufs, int64_t nthreads)
 {
