@@ -3,8 +3,9 @@ package torchbridge
 // spareProcs is how many Ps (GOMAXPROCS) the runtime keeps beyond the
 // calls' thread count.
 //
-// Every launch enters Go from the caller's thread (a cgo callback), and
-// that thread runs Go only once it holds a P. A goroutine that waits in a
+// Every launch entered Go from the caller's thread (a cgo callback; C
+// kernels now launch in C, capi/launch.c, but every other call still
+// does), and that thread runs Go only once it holds a P. A goroutine that waits in a
 // system call or a C call keeps its P until the runtime's monitor takes
 // it back, and that monitor, when the process has been quiet, looks only
 // every 10 ms. With GOMAXPROCS at the thread count (2 on two cores) the
