@@ -179,23 +179,32 @@ def run_background(torch, neoflow, nf, loss, lr, seconds: float, eager_step, eve
         gc.callbacks.remove(record)
 
 
+def tail(points) -> tuple:
+    """Of (time since start, step seconds) points: the final median (ms, the steps of the last 30 s), the
+    slowest step after the third against it (None with 3 steps or fewer), and the steps after the third over
+    3x it, (time, seconds) each."""
+    end = points[-1][0]
+    final = statistics.median(s for t, s in points if t >= end - 30) * 1e3
+    worst = max(s for _, s in points[3:]) * 1e3 / final if len(points) > 3 else None
+    return final, worst, [(t, s) for t, s in points[3:] if s * 1e3 > 3 * final]
+
+
 def eager_alone(eager_step, seconds: float) -> dict:
     """The control: the eager baseline trained alone for ``seconds``, its steps measured as neoflow's are
-    (the final median of the last 30 s, the slowest step after the third against it, the steps over 3x it):
-    the slow steps the machine itself makes, with no neoflow kernel, compiler or tuner in the process's work."""
+    (tail): the slow steps the machine itself makes, with no neoflow kernel, compiler or tuner in the
+    process's work."""
     points = []
     start = time.perf_counter()
     while not points or points[-1][0] + points[-1][1] < seconds:
         t0 = time.perf_counter()
         eager_step()
         points.append((t0 - start, time.perf_counter() - t0))
-    end = points[-1][0]
-    final = statistics.median(s for t, s in points if t >= end - 30) * 1e3
+    final, worst, slow = tail(points)
     return {
         "steps": len(points),
         "final_ms": final,
-        "worst_after_third_vs_final": max(s for _, s in points[3:]) * 1e3 / final if len(points) > 3 else None,
-        "over_3x": [(t, s * 1e3) for t, s in points[3:] if s * 1e3 > 3 * final],
+        "worst_after_third_vs_final": worst,
+        "over_3x": [(t, s * 1e3) for t, s in slow],
     }
 
 
@@ -219,8 +228,7 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
     status = neoflow.background_status()[earlier:]
     end = points[-1][0]
     eager_ms = eager_near(eager_points, end, 30, row["eager"]["median_ms"])
-    final = statistics.median(s for t, s in points if t >= end - 30) * 1e3  # the eager steps' window
-    slow = [(t, s) for t, s in points[3:] if s * 1e3 > 3 * final]  # steps after the third over 3x the final
+    final, worst, slow = tail(points)  # final: the eager steps' window
     row |= {
         "points": points,
         "samples": samples,
@@ -231,7 +239,7 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
         "final_eager_ms": eager_ms,
         "final_vs_eager": eager_ms / final,
         "caught_eager_s": caught_up(points, eager_points, row["eager"]["median_ms"]),
-        "worst_after_third_vs_final": max(s for _, s in points[3:]) * 1e3 / final if len(points) > 3 else None,
+        "worst_after_third_vs_final": worst,
         "kernels": [
             {
                 "kernel": k.kernel,

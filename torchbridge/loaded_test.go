@@ -94,6 +94,8 @@ type entry struct {
 }
 
 // publishedEntries records what r's OnLaunchEntry tells, by kernel id.
+// The map is written under r's lock (the background worker's swaps too),
+// which checkPublished holds while it reads it.
 func publishedEntries(r *Runtime) map[uint64]entry {
 	m := map[uint64]entry{}
 	r.OnLaunchEntry(func(id uint64, fn uintptr, nbufs int) { m[id] = entry{fn, nbufs} })
