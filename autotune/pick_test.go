@@ -47,11 +47,7 @@ func TestComposePicksPerStatement(t *testing.T) {
 // elementwise op, it leaves unmeasured.
 func TestPickDefaults(t *testing.T) {
 	b := testBuilder(t)
-	gemm, err := (testops.Op{Name: "gemm", Src: "C[i,j] += A[i,k] * B[k,j]", Inputs: []string{"A", "B"},
-		Shapes: [][]int64{{256, 256}, {256, 256}}}).Spec(ir.Float32)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gemm := gemmSpec(t, 256, 256, 256, ir.Float32)
 	p, err := PickDefaults(context.Background(), b, gemm, 2, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -79,11 +75,7 @@ func TestPickDefaults(t *testing.T) {
 // the search's best is at least as fast as the pick up to noise.
 func TestPickSeedsTheSearch(t *testing.T) {
 	b := testBuilder(t)
-	gemm, err := (testops.Op{Name: "gemm", Src: "C[i,j] += A[i,k] * B[k,j]", Inputs: []string{"A", "B"},
-		Shapes: [][]int64{{256, 256}, {256, 256}}}).Spec(ir.Float32)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gemm := gemmSpec(t, 256, 256, 256, ir.Float32)
 	sp := NewSpace(gemm)
 	g := sp.registerTiled()
 	tu, err := NewTuner(b, gemm, Options{Trials: 2, Seed: 1, Seeds: [][]int{g, {1, 2}}, Timing: Timing{Threads: 2}})

@@ -265,11 +265,7 @@ func TestTunerBuildsCandidatesInBatches(t *testing.T) {
 // genomes of the same search drop them.
 func TestTunerKeepsTheSeedsParallelism(t *testing.T) {
 	b := testBuilder(t)
-	gemm, err := (testops.Op{Name: "gemm", Src: "C[i,j] += A[i,k] * B[k,j]", Inputs: []string{"A", "B"},
-		Shapes: [][]int64{{64, 64}, {64, 64}}}).Spec(ir.Float32)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gemm := gemmSpec(t, 64, 64, 64, ir.Float32)
 	sp := NewSpace(gemm)
 	seed := sp.registerTiled()
 	at := sp.stmts[0].off + geneParallel
