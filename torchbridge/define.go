@@ -29,7 +29,7 @@ func (r *Runtime) Define(req *api.DefineRequest) (*api.DefineResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.register(op)
+	return r.register(op, req.GetForwardOnly())
 }
 
 // MaxNameLen is the longest op name.
@@ -49,8 +49,9 @@ func checkName(name string) error {
 	return nil
 }
 
-// register checks an op and adds it to the registry.
-func (r *Runtime) register(op *ir.Op) (*api.DefineResponse, error) {
+// register checks an op and adds it to the registry; with keepNone its
+// kernels keep no temporaries for a gradient (Runtime.keepNone).
+func (r *Runtime) register(op *ir.Op, keepNone bool) (*api.DefineResponse, error) {
 	if err := sema.Check(op); err != nil {
 		return nil, err
 	}
@@ -58,6 +59,9 @@ func (r *Runtime) register(op *ir.Op) (*api.DefineResponse, error) {
 	r.nextOp++
 	id := r.nextOp
 	r.ops[id] = op
+	if keepNone {
+		r.keepNone[op] = true
+	}
 	r.mu.Unlock()
 
 	resp := &api.DefineResponse{
@@ -90,7 +94,7 @@ func (r *Runtime) register(op *ir.Op) (*api.DefineResponse, error) {
 func (r *Runtime) Release(req *api.ReleaseRequest) (*api.Empty, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.saving, r.ops[req.GetOpId()])
+	delete(r.keepNone, r.ops[req.GetOpId()])
 	delete(r.gradOf, r.ops[req.GetOpId()])
 	delete(r.ops, req.GetOpId())
 	delete(r.specs, req.GetOpId())

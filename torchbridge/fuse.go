@@ -17,20 +17,22 @@ import (
 // sees (its buffers: fused-away temporaries are not allocated) and what
 // the kernel is built and tuned from. The temporaries a saving gradient
 // op of the op reads stay whole (savedTemps): under autograd the forward
-// kernel hands them to the backward. A saving gradient op runs without
-// autograd (Python's backward, a compiled backward), so for it none is
-// kept; should its caller differentiate it anyway, Python finds the
-// temporaries missing and uses the recomputing gradient.
+// kernel hands them to the backward. With keepNone none is kept: for a
+// saving gradient op, which runs without autograd (Python's backward, a
+// compiled backward), and for an op defined forward only (a subgraph the
+// torch.compile backend lowered: AOT Autograd traced its backward, and it
+// runs without autograd). Should a caller differentiate one anyway, Python
+// finds the temporaries missing and uses the recomputing gradient.
 //
 // The explanation lists each pass's decisions, then the fused op.
-func fuseSpec(spec *ir.Spec, cfg Config, saving bool, rates func() fuse.Machine) (*ir.Spec, string, error) {
+func fuseSpec(spec *ir.Spec, cfg Config, keepNone bool, rates func() fuse.Machine) (*ir.Spec, string, error) {
 	if !cfg.Fusion {
 		return spec, "fusion is off (NEOFLOW_FUSION=0)\n" + ir.PrintSpec(spec), nil
 	}
 	u := pipeline.FromSpec(spec)
 	u.Fusion, u.Dump, u.Machine = true, cfg.Dump, rates()
 	var recNotes []string
-	if !saving {
+	if !keepNone {
 		u.Keep, recNotes = savedTemps(spec)
 	}
 	if err := pipeline.Run(u, pipeline.Fused); err != nil {

@@ -34,15 +34,12 @@ func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 		return nil, err
 	}
 	g := u.Grad
-	def, err := r.register(g.Op)
+	def, err := r.register(g.Op, req.GetSave())
 	if err != nil {
 		return nil, errors.Wrapf(err, "the gradient of op %s does not check (a neoflow bug)", opName(op))
 	}
 	r.mu.Lock()
 	r.gradOf[g.Op] = op
-	if req.GetSave() {
-		r.saving[g.Op] = true
-	}
 	r.mu.Unlock()
 	return &api.GradResponse{Op: def, Sizes: g.Sizes, Explain: autodiff.Explain(g), Saved: g.Saved}, nil
 }

@@ -20,10 +20,12 @@ type Runtime struct {
 	cfg    Config
 	cfgErr error
 	ops    map[uint64]*ir.Op
-	// saving lists the saving gradient ops (Grad with save): they run
-	// without autograd, so no backward reads their temporaries and
-	// fusion keeps none of them whole (fuse).
-	saving      map[*ir.Op]bool
+	// keepNone lists the ops whose forward kernels keep no temporaries
+	// whole for a gradient (fuse): the saving gradient ops (Grad with
+	// save), which run without autograd, and the ops defined forward
+	// only (DefineRequest.forward_only: subgraphs that the torch.compile
+	// backend lowered, whose backward AOT Autograd traced).
+	keepNone    map[*ir.Op]bool
 	gradOf      map[*ir.Op]*ir.Op // a gradient op's forward op (Grad)
 	nextOp      uint64
 	builder     *kernels.Builder                              // for cfg; nil until first needed
@@ -83,7 +85,7 @@ var Default = New()
 func New() *Runtime {
 	r := &Runtime{
 		ops:      map[uint64]*ir.Op{},
-		saving:   map[*ir.Op]bool{},
+		keepNone: map[*ir.Op]bool{},
 		gradOf:   map[*ir.Op]*ir.Op{},
 		specs:    map[uint64]map[string]*api.SpecializeResponse{},
 		byCache:  map[string]uint64{},

@@ -91,9 +91,9 @@ func (r *Runtime) specialize(op *ir.Op, in typedInputs, sizes map[string]int64) 
 		return nil, "", err
 	}
 	r.mu.Lock()
-	saving := r.saving[op]
+	keepNone := r.keepNone[op]
 	r.mu.Unlock()
-	return fuseSpec(u.Spec, cfg, saving, r.machineRates)
+	return fuseSpec(u.Spec, cfg, keepNone, r.machineRates)
 }
 
 // remember keeps a specialization's response for the next request.

@@ -157,7 +157,19 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def op(source=None, /, *, name=None, inputs=None, outputs=None, sizes=None, out_shapes=None, consts=None, **kw):
+def op(
+    source=None,
+    /,
+    *,
+    name=None,
+    inputs=None,
+    outputs=None,
+    sizes=None,
+    out_shapes=None,
+    consts=None,
+    forward_only=False,
+    **kw,
+):
     """Defines an op from text, or from a decorated function.
 
     Text: ``neoflow.op("Y[n,k,p,q] += X[n,c,p*S+r,q*S+s] * W[k,c,r,s]", S=2)``.
@@ -173,14 +185,33 @@ def op(source=None, /, *, name=None, inputs=None, outputs=None, sizes=None, out_
     positional parameters are the inputs and whose keyword-only parameters
     are constants; see ``neoflow.dsl``. It returns its outputs in the order
     the function returns them.
+
+    ``forward_only=True``: no caller differentiates the op through neoflow,
+    so its kernels store no temporaries for a gradient (see ``Op``).
     """
     if isinstance(source, str):
         return Op(
-            source, name=name, inputs=inputs, outputs=outputs, sizes=sizes, out_shapes=out_shapes, consts=consts, **kw
+            source,
+            name=name,
+            inputs=inputs,
+            outputs=outputs,
+            sizes=sizes,
+            out_shapes=out_shapes,
+            consts=consts,
+            forward_only=forward_only,
+            **kw,
         )
     if source is None:
         return lambda fn: op(
-            fn, name=name, inputs=inputs, outputs=outputs, sizes=sizes, out_shapes=out_shapes, consts=consts, **kw
+            fn,
+            name=name,
+            inputs=inputs,
+            outputs=outputs,
+            sizes=sizes,
+            out_shapes=out_shapes,
+            consts=consts,
+            forward_only=forward_only,
+            **kw,
         )
     if callable(source):
         if inputs is not None:
@@ -193,7 +224,16 @@ def op(source=None, /, *, name=None, inputs=None, outputs=None, sizes=None, out_
         # The returned order is the op's output order: the Go core checks it
         # and everything downstream (gradients included) follows it.
         label = name if name is not None else re.sub(r"[^A-Za-z0-9_.\-]", "_", source.__name__)[:128] or "op"
-        result = Op(text, name=label, inputs=params, outputs=returned, sizes=sizes, out_shapes=out_shapes, consts=bound)
+        result = Op(
+            text,
+            name=label,
+            inputs=params,
+            outputs=returned,
+            sizes=sizes,
+            out_shapes=out_shapes,
+            consts=bound,
+            forward_only=forward_only,
+        )
         result.__doc__ = source.__doc__
         return result
     raise TypeError(f"neoflow.op takes an expression string or a function, got {type(source).__name__}")

@@ -81,8 +81,16 @@ class _ConstantsOnly(ValueError):
 
 
 class _Subgraph(torch.nn.Module):
-    """One lowered subgraph: a neoflow op called with the subgraph's inputs,
-    returning what the subgraph returned (a tuple when it returned several)."""
+    """One lowered subgraph: a neoflow op's kernel launched on the subgraph's
+    inputs, returning what the subgraph returned (a tuple when it returned
+    several).
+
+    A call goes straight to the kernel of its inputs' shapes and dtypes
+    (``Kernel.run``), not through the op's user-facing call: the graph is
+    already past autocast and autograd (AOT Autograd traced the backward;
+    the op is forward only), so the op's checks of those would be work
+    without effect, and at 20-60 subgraph calls a training step of a
+    recurrent cell they were most of the backend's time outside kernels."""
 
     def __init__(self, gm: torch.fx.GraphModule, name: str):
         super().__init__()
@@ -93,9 +101,18 @@ class _Subgraph(torch.nn.Module):
             raise _ConstantsOnly("it reads no tensor (constants only, which eager makes as cheaply)")
         digest = hashlib.sha1(low.source.encode()).hexdigest()[:12]
         self.source = low.source
-        self.op = Op(low.source, name=f"{name}_{digest}", inputs=low.inputs, outputs=low.outputs, sizes=low.sizes)
+        # forward only: AOT Autograd traced the backward, so the kernels keep no temporaries for a gradient
+        self.op = Op(
+            low.source,
+            name=f"{name}_{digest}",
+            inputs=low.inputs,
+            outputs=low.outputs,
+            sizes=low.sizes,
+            forward_only=True,
+        )
         self.used = low.used  # the positions of the arguments the op reads
-        self.in_shapes = [low.in_shapes[k] or (1,) for k in low.used]
+        # the op's inputs that the graph passes as 0-dimensional tensors: the op reads them as shape (1,)
+        self.scalars = [i for i, k in enumerate(low.used) if not low.in_shapes[k]]
         self.out_shapes = low.out_shapes
         self.bools = [k for k, dt in enumerate(low.out_dtypes) if dt == torch.bool]  # comparisons' results
         # outputs eager lays out otherwise than row-major: some eager operators after the subgraph rely on the
@@ -106,35 +123,55 @@ class _Subgraph(torch.nn.Module):
             for k, (shape, stride) in enumerate(zip(low.out_shapes, low.out_strides))
             if shape and stride != _row_major(shape) and _dense(shape, stride)
         ]
+        self.zero_dim = [k for k, shape in enumerate(low.out_shapes) if not shape]  # returned 0-dimensional
+        self.mended = bool(self.bools or self.relaid or self.zero_dim)
         out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
         self.many = isinstance(out, (tuple, list))
         self.eager = gm  # runs the subgraph if its first call fails to compile
-        self.called = False
+        self.kernels: dict = {}  # by the inputs' shapes and dtypes
 
     def forward(self, *args):
         if self.op is None:
             return self.eager(*args)
         flat = [args[k] for k in self.used]
-        flat = [a.reshape(s) if a.dim() == 0 else a for a, s in zip(flat, self.in_shapes)]
+        for i in self.scalars:
+            flat[i] = flat[i].reshape(1)
+        kernel = self.kernels.get(tuple([(a.shape, a.dtype) for a in flat]))
+        if kernel is None:
+            kernel = self._kernel(flat)
+            if kernel is None:
+                return self.eager(*args)
+        bufs = kernel.run(flat)
+        outs = [bufs[i] for i in kernel.outputs]
+        if self.mended:
+            outs = self._mend(outs)
+        return tuple(outs) if self.many else outs[0]
+
+    def _kernel(self, flat):
+        """The kernel for these inputs, built now; None when the first build fails (the subgraph then runs
+        in eager from now on)."""
         try:
-            with torch.no_grad():
-                outs = self.op(*flat)
+            kernel = self.op.specialize(*flat)
         except Error as e:
-            if self.called:
+            if self.kernels:
                 raise
             log.warning("neoflow: a lowered subgraph failed to compile and runs in eager instead: %s", e)
             self.op = None
-            return self.eager(*args)
-        self.called = True
-        outs = outs if isinstance(outs, tuple) else (outs,)
-        outs = [o.reshape(s) if not s else o for o, s in zip(outs, self.out_shapes)]
+            return None
+        self.kernels[tuple([(a.shape, a.dtype) for a in flat])] = kernel
+        return kernel
+
+    def _mend(self, outs: list) -> list:
+        """The outputs as the graph returned them: 0-dimensional ones reshaped, comparisons as bool tensors,
+        and the layouts eager gave them (relaid)."""
+        for k in self.zero_dim:
+            outs[k] = outs[k].reshape(())
         for k in self.bools:
             outs[k] = outs[k] != 0
         for k, stride in self.relaid:
             o = outs[k]
             outs[k] = torch.empty_strided(o.shape, stride, dtype=o.dtype, device=o.device).copy_(o)
-        outs = tuple(outs)
-        return outs if self.many else outs[0]
+        return outs
 
 
 def _row_major(shape) -> tuple:

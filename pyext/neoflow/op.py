@@ -259,6 +259,12 @@ class Op:
     the custom op's results) follows them. ``sizes`` gives extents of index
     variables that cannot be inferred from the input shapes; they can also
     be passed, or overridden, at call time.
+
+    ``forward_only=True`` says that no caller differentiates the op through
+    neoflow (the torch.compile backend's lowered subgraphs, whose backward
+    AOT Autograd traced): its kernels then store no temporaries for a
+    gradient, which is fewer loads and stores. A gradient asked of it anyway
+    recomputes them, with the same values.
     """
 
     def __init__(
@@ -271,6 +277,7 @@ class Op:
         sizes=None,
         out_shapes=None,
         consts=None,
+        forward_only: bool = False,
         **kw,
     ):
         _check_text("an op's source", source)
@@ -287,6 +294,7 @@ class Op:
             inputs=inputs,
             outputs=outputs,
             consts={_check_text("a constant's name", k): _scalar(k, v) for k, v in consts.items()},
+            forward_only=bool(forward_only),
         )
         config.ensure()
         resp = _lib.call("nf_define", request, pb.DefineResponse)
@@ -303,7 +311,16 @@ class Op:
             _release(resp.op_id)
             raise
         sizes = {**_sizes(sizes), **scattered}
-        definition = ("text", source, name or "", tuple(inputs or ()), tuple(outputs or ()), sizes, consts)
+        definition = (
+            "text",
+            source,
+            name or "",
+            tuple(inputs or ()),
+            tuple(outputs or ()),
+            sizes,
+            consts,
+            bool(forward_only),
+        )
         self._setup(resp, source, name or "", sizes, definition)
         self._out_checks = checks
 
@@ -682,8 +699,16 @@ def rebuild(definition: tuple) -> Op:
     process or another."""
     kind = definition[0] if isinstance(definition, tuple) and definition else None
     if kind == "text":
-        _, source, name, inputs, outputs, sizes, consts = definition
-        return Op(source, name=name or None, inputs=inputs, outputs=outputs, sizes=sizes, consts=consts)
+        _, source, name, inputs, outputs, sizes, consts, *rest = definition  # rest: forward_only, when set
+        return Op(
+            source,
+            name=name or None,
+            inputs=inputs,
+            outputs=outputs,
+            sizes=sizes,
+            consts=consts,
+            forward_only=bool(rest and rest[0]),
+        )
     if kind == "grad":
         _, parent, request = definition
         return rebuild(parent)._derive_grad(pb.GradRequest.FromString(request))[0]

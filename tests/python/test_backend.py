@@ -258,6 +258,34 @@ def test_a_subgraph_neoflow_refuses_runs_in_eager(monkeypatch, caplog):
     assert "runs in eager" in caplog.text
 
 
+def test_subgraphs_are_forward_only_and_launch_their_kernels_directly(monkeypatch):
+    """AOT Autograd traced the backward, so a subgraph's op keeps no
+    temporaries for a gradient of its own, and a call launches the kernel
+    of its shapes without the op's user-facing call (autocast, autograd and
+    argument checks that the graph is past)."""
+    from neoflow import backend
+    from neoflow.op import Op
+
+    made = []
+    init = backend._Subgraph.__init__
+
+    def record(self, *a, **k):
+        init(self, *a, **k)
+        made.append(self)
+
+    monkeypatch.setattr(backend._Subgraph, "__init__", record)
+    torch.manual_seed(0)
+    model, x = MLP(), torch.randn(4, 16)
+    f = neoflow.compile(model)
+    f(x).sum().backward()
+    assert len(made) >= 2
+    for sub in made:
+        assert sub.op._definition[-1] is True and len(sub.kernels) == 1
+    want = model(x)
+    monkeypatch.setattr(Op, "__call__", lambda *a, **k: pytest.fail("a subgraph called its op"))
+    torch.testing.assert_close(f(x), want, **TOL)
+
+
 def test_float64_gradients_through_the_backend():
     torch.manual_seed(0)
     lin = torch.nn.Linear(5, 3).double()

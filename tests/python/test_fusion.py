@@ -106,6 +106,35 @@ def test_differentiating_a_saving_gradient_op_recomputes():
     assert torch.autograd.gradcheck(lambda *t: gop(*t, sizes=sizes), ins)
 
 
+def test_forward_only_op_keeps_no_temporary_for_a_gradient():
+    # LLTM's forward keeps G and E whole for its saving gradient; defined
+    # forward only (as the torch.compile backend defines its subgraphs), it
+    # keeps none for that, so fusion inlines G; it computes the same outputs,
+    # a gradient asked of it anyway recomputes, with the same values, and the
+    # setting survives pickling.
+    import pickle
+
+    op, tensors = _lltm(256, 16)
+    kw = dict(inputs=["W", "H", "X", "Bias", "C"], sizes={"u": 256, "j": 256}, N=256)
+    fwd = neoflow.op(LLTM, name="lltm_forward_only", forward_only=True, **kw)
+    kept = {n for n, _ in op.temporaries(*tensors)}
+    temps = {n for n, _ in fwd.temporaries(*tensors)}
+    assert "G" in kept and "G" not in temps and temps < kept, (kept, temps)
+    assert "kept whole for the saving gradient: E, G" in op.explain_fusion(*tensors)
+    assert "kept whole" not in fwd.explain_fusion(*tensors)
+    for a, b in zip(fwd(*tensors), op(*tensors)):
+        torch.testing.assert_close(a, b)
+    assert {n for n, _ in pickle.loads(pickle.dumps(fwd)).temporaries(*tensors)} == temps
+    small, small_tensors = _lltm(2, 2, torch.float64, grad=True)
+    kw = dict(inputs=["W", "H", "X", "Bias", "C"], sizes={"u": 2, "j": 2}, N=2)
+    fwd_small = neoflow.op(LLTM, name="lltm_forward_only_small", forward_only=True, **kw)
+    assert torch.autograd.gradcheck(lambda *t: fwd_small(*t), small_tensors)
+    got = torch.autograd.grad(sum(o.sum() for o in fwd_small(*small_tensors)), small_tensors)
+    want = torch.autograd.grad(sum(o.sum() for o in small(*small_tensors)), small_tensors)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
 def test_saving_gradient_recomputes_by_reward():
     # T = X*W + B costs two operations a point: cheaper to compute again in
     # the gradient (where it is inlined into its reader) than to store and
