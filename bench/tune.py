@@ -299,8 +299,9 @@ def steady_heap() -> None:
     """Makes glibc malloc keep freed memory: no mmap for blocks up to 32 MiB
     (its ceiling) and no trimming of the heap's top."""
     libc = ctypes.CDLL("libc.so.6")
+    libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)  # mallopt's value is a C int: 1 << 40 passed as 0
     m_trim_threshold, m_mmap_threshold = -1, -3
-    if not (libc.mallopt(m_mmap_threshold, 32 << 20) and libc.mallopt(m_trim_threshold, 1 << 40)):
+    if not (libc.mallopt(m_mmap_threshold, 32 << 20) and libc.mallopt(m_trim_threshold, 2**31 - 1)):
         raise SystemExit("bench/tune.py: mallopt refused the steady heap settings")
 
 
