@@ -144,7 +144,12 @@ func TestSpecialValues(t *testing.T) {
 	// sign of its zero.
 	ops = append(ops, testops.Op{Name: "blend_special", Src: "Y[i] = where(i >= 3, X[i - 3] * Z[i], Z[i] * -0.0)",
 		Shapes: [][]int64{{n * n}, {n * n}}, Sizes: map[string]int64{"i": n * n}})
-	inputs := [][][]float64{{x, y}, {append(append([]float64(nil), x...), y...)}, {rows}, {x, y}}
+	// A where whose condition reads a tensor in bounds (a ReLU's mask in
+	// its gradient) blends too; the branch not taken divides by a special
+	// value and must not leak.
+	ops = append(ops, testops.Op{Name: "blend_tensor_cond", Src: "Y[i] = where(X[i] != 0.0, X[i] * Z[i], Z[i] / X[i])",
+		Shapes: [][]int64{{n * n}, {n * n}}, Sizes: map[string]int64{"i": n * n}})
+	inputs := [][][]float64{{x, y}, {append(append([]float64(nil), x...), y...)}, {rows}, {x, y}, {x, y}}
 	for i, o := range ops {
 		for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
 			t.Run(o.Name+"_"+dt.String(), func(t *testing.T) {
@@ -156,7 +161,7 @@ func TestSpecialValues(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if o.Name == "blend_special" && !strings.Contains(k.Source(), "nf_blend(") {
+				if strings.HasPrefix(o.Name, "blend_") && !strings.Contains(k.Source(), "nf_blend(") {
 					t.Fatalf("the where is not blended:\n%s", k.Source())
 				}
 				want, err := interp.Run(spec, inputs[i])

@@ -581,31 +581,46 @@ def _p(x: str) -> str:
 
 
 def _reshape_parts(xs: tuple, out: tuple, idx: list) -> list:
-    """The indices into shape xs of the row-major position of idx in shape out."""
+    """The indices into shape xs of the row-major position of idx in shape out.
+
+    The dimensions (those not of size 1) pair off into the shortest runs of
+    equal size, which reshape maps onto each other alone: [16, 60, 28, 28]
+    to [16, 3, 20, 28, 28] is 16 to 16, 60 to (3, 20), 28 to 28 twice. Each
+    run's indices are its own row-major position, split with / and % only
+    where a run merges or splits dimensions, so a channel shuffle reads
+    X[n, (c % 3) * 20 + c / 3, h, w] and its lane loop stays contiguous
+    (through one linear position, the whole index was divisions that GCC
+    could not vectorize)."""
     if not xs:
         return []
-    keep_x = [d for d, n in enumerate(xs) if n != 1]
-    keep_o = [d for d, n in enumerate(out) if n != 1]
-    if [xs[d] for d in keep_x] == [out[d] for d in keep_o]:  # only dimensions of size 1 added or removed
-        parts = ["0"] * len(xs)
-        for dx, do in zip(keep_x, keep_o):
-            parts[dx] = idx[do]
-        return parts
-    terms, stride = [], 1
-    for d in range(len(out) - 1, -1, -1):
-        if out[d] != 1:
+    kx = [d for d, n in enumerate(xs) if n != 1]
+    ko = [d for d, n in enumerate(out) if n != 1]
+    parts = ["0"] * len(xs)
+    a = b = 0
+    while a < len(kx):
+        gx, gy = [kx[a]], [ko[b]]
+        px, py = xs[kx[a]], out[ko[b]]
+        a, b = a + 1, b + 1
+        while px != py:
+            if px < py:
+                gx.append(kx[a])
+                px *= xs[kx[a]]
+                a += 1
+            else:
+                gy.append(ko[b])
+                py *= out[ko[b]]
+                b += 1
+        terms, stride = [], 1
+        for d in reversed(gy):
             terms.append(idx[d] if stride == 1 else f"{_p(idx[d])} * {stride}")
-        stride *= out[d]
-    lin = " + ".join(reversed(terms)) or "0"
-    parts, stride = [], 1
-    for d in range(len(xs) - 1, -1, -1):
-        if xs[d] == 1:
-            parts.append("0")
-        else:
-            q = f"({lin})" if stride == 1 else f"({lin}) / {stride}"
-            parts.append(f"{q} % {xs[d]}")
-        stride *= xs[d]
-    return list(reversed(parts))
+            stride *= out[d]
+        lin = " + ".join(reversed(terms))
+        stride = 1
+        for k, d in enumerate(reversed(gx)):  # innermost first
+            q = lin if stride == 1 else f"{_p(lin)} / {stride}"
+            parts[d] = q if k == len(gx) - 1 else f"{_p(q)} % {xs[d]}"  # the outermost needs no %: q < xs[d]
+            stride *= xs[d]
+    return parts
 
 
 def _gelu(x: str, approximate) -> str:

@@ -180,6 +180,28 @@ def test_lowered_softmax_cat_split_slices_comparisons_and_constants():
     assert fw["lowered"] >= 20 and not lowered & set(fw["fallback"]), fw
 
 
+@pytest.mark.parametrize(
+    "shape, view",
+    [((2, 6, 3, 5), (2, 3, 2, 3, 5)), ((4, 6), (6, 4)), ((2, 1, 6), (3, 1, 4)), ((3, 4, 5), (60,)), ((1, 7), (7, 1))],
+)
+def test_reshapes_read_through_runs_of_dimensions(shape, view):
+    """A reshape maps runs of dimensions of equal size onto each other; its
+    reads split or merge indices within a run only (a channel shuffle reads
+    X[n, (c % 3) * 2 + c / 3, h, w]), forward and backward as eager."""
+    from neoflow.lowering import _reshape_parts
+
+    assert _reshape_parts((16, 60, 28, 28), (16, 3, 20, 28, 28), list("abcde")) == ["a", "b * 20 + c", "d", "e"]
+    assert _reshape_parts((16, 3, 20, 28, 28), (16, 60, 28, 28), list("abcd")) == ["a", "b / 20", "b % 20", "c", "d"]
+
+    def shuffle(x):
+        y = (x * 2.0).reshape(view)
+        return (y.transpose(0, -1).contiguous().reshape(shape) * 3.0).tanh()
+
+    check_value_and_grad(shuffle, torch.randn(shape))
+    for rep in neoflow.compile_report():
+        assert rep["lowered"] > 0 and not [k for k in rep["fallback"] if "view" in k or "clone" in k], rep
+
+
 def test_a_graph_with_more_inputs_than_a_schema_takes():
     """A subgraph reading 70 tensors is one op with 70 inputs: beyond the 64
     arguments of a PyTorch schema, so it is launched directly, never as a
