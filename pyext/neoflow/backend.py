@@ -321,9 +321,14 @@ def _decompositions() -> dict:
     still calls the fused backward with the decomposition's outputs, and the
     gradients of everything before the attention come out wrong (measured
     with torch 2.15 on nn.MultiheadAttention). The attention runs in eager."""
-    from torch._decomp import core_aten_decompositions
+    from torch._decomp import core_aten_decompositions, get_decompositions
 
-    return {k: v for k, v in core_aten_decompositions().items() if "scaled_dot_product" not in str(k)}
+    table = {k: v for k, v in core_aten_decompositions().items() if "scaled_dot_product" not in str(k)}
+    # batch norm in training (a core ATen operator, so not in that table): mean, variance and the affine map,
+    # which lower and fuse with their neighbours, where eager's kernel ran alone
+    aten = torch.ops.aten
+    table.update(get_decompositions([aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit]))
+    return table
 
 
 def backend(gm: torch.fx.GraphModule, example_inputs, *, explain: bool = False, contractions="eager", **options):

@@ -118,6 +118,7 @@ _OTHER = {
     aten.clamp.default,
     aten.where.self,
     aten.native_layer_norm.default,
+    aten.var_mean.correction,
     aten._to_copy.default,
     aten.cat.default,
     aten.split_with_sizes.default,
@@ -386,6 +387,8 @@ class Lowering:
             self._matmul(k, node)
         elif t is aten.native_layer_norm.default:
             self._layer_norm(k, node)
+        elif t is aten.var_mean.correction:
+            self._var_mean(k, node)
         elif t is aten.convolution.default:
             convlowering.convolution(self, k, node)
         elif t is aten.convolution_backward.default:
@@ -425,6 +428,43 @@ class Lowering:
             count = math.prod(xs[d] for d in dims)
             self.lines.append(f"{name}[{', '.join(j)}] = S{k}[{', '.join(j)}] * {_num(1.0 / count)}")
         self._name(node, name, out)
+
+    def _var_mean(self, k: int, node) -> None:
+        """var_mean(x, dims, correction=, keepdim=): the mean, then the sum of squared deviations from it
+        over count - correction (the two-pass form, as eager's batch norm computes it)."""
+        x = node.args[0]
+        xs = _shape(x)
+        dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+        dims = range(len(xs)) if dims is None else dims
+        dims = sorted({d % len(xs) for d in ([dims] if isinstance(dims, int) else dims)}) if xs else []
+        keep = node.kwargs.get("keepdim", False) if xs else True
+        corr = node.kwargs.get("correction")
+        corr = 1 if corr is None else corr
+        out = tuple(_val(node)[0].shape)
+        count = math.prod(xs[d] for d in dims)
+
+        def read(idx, red):
+            rd, parts, o = dict(zip(dims, red)), [], 0
+            for d in range(len(xs)):
+                parts.append(rd[d] if d in rd else idx[o])
+                o += 1 if d not in rd or keep else 0
+            return self.at(x, parts)
+
+        def lhs(v):
+            return ", ".join(v)
+
+        a, ra = self._vars(k, out, prefix="a"), self._vars(k, [xs[d] for d in dims], prefix="b")
+        self.lines.append(f"S{k}[{lhs(a)}] += {read(a, ra)}")
+        c = self._vars(k, out, prefix="c")
+        self.lines.append(f"Mu{k}[{lhs(c)}] = S{k}[{lhs(c)}] / {_num(count)}")
+        d, rd = self._vars(k, out, prefix="d"), self._vars(k, [xs[d] for d in dims], prefix="e")
+        dev = f"({read(d, rd)} - Mu{k}[{lhs(d)}])"
+        self.lines.append(f"Q{k}[{lhs(d)}] += {dev} * {dev}")
+        f = self._vars(k, out, prefix="f")
+        self.lines.append(f"V{k}[{lhs(f)}] = Q{k}[{lhs(f)}] / {_num(float(max(count - corr, 0)))}")
+        for name in (f"V{k}", f"Mu{k}"):
+            self.shapes[name] = out or (1,)
+        self.names[node] = (f"V{k}", f"Mu{k}")
 
     def _cat(self, node, idx: list) -> str:
         parts = [p for p in node.args[0]]

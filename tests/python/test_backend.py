@@ -202,6 +202,32 @@ def test_reshapes_read_through_runs_of_dimensions(shape, view):
         assert rep["lowered"] > 0 and not [k for k in rep["fallback"] if "view" in k or "clone" in k], rep
 
 
+@pytest.mark.parametrize("shape", [(4, 3, 5, 5), (6, 3), (2, 4, 7)])
+def test_batch_norm_in_training_is_lowered(shape):
+    """Training batch norm (decomposed: var_mean, then the affine map) is
+    lowered with its neighbours: outputs, running statistics and the input's
+    gradient as eager's."""
+    torch.manual_seed(0)
+    c = shape[1]
+    w, b = torch.randn(c), torch.randn(c)
+    stats = [torch.randn(c), torch.rand(c) + 0.5]
+    eager_stats = [t.clone() for t in stats]
+
+    def f(x, rm, rv):
+        return torch.nn.functional.batch_norm(x, rm, rv, w, b, training=True, momentum=0.3).relu()
+
+    x = torch.randn(shape, requires_grad=True)
+    x0 = x.detach().clone().requires_grad_()
+    y, y0 = neoflow.compile(f)(x, *stats), f(x0, *eager_stats)
+    torch.testing.assert_close(y, y0, **TOL)
+    for s1, s0 in zip(stats, eager_stats):
+        torch.testing.assert_close(s1, s0, **TOL)
+    (g,), (g0,) = torch.autograd.grad((y * y0.detach()).sum(), x), torch.autograd.grad((y0 * y0.detach()).sum(), x0)
+    torch.testing.assert_close(g, g0, **TOL)
+    fw = neoflow.compile_report()[0]
+    assert not [k for k in fw["fallback"] if "norm" in k or "var" in k], fw
+
+
 def test_a_graph_with_more_inputs_than_a_schema_takes():
     """A subgraph reading 70 tensors is one op with 70 inputs: beyond the 64
     arguments of a PyTorch schema, so it is launched directly, never as a
