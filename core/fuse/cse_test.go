@@ -40,3 +40,28 @@ func TestComparedTemporaryStaysStored(t *testing.T) {
 		t.Fatalf("T was inlined:\n%s", ir.PrintSpec(f))
 	}
 }
+
+// A mask that rounds nothing (a ReLU's, where(X <= 0, 1, 0)) compared
+// with != is inlined all the same: recomputed, it gives the same bits. An
+// arithmetic one stays stored.
+func TestExactMaskComparedIsInlined(t *testing.T) {
+	src := "K[i, j] = where(X[i, j] <= 0.0, 1.0, 0.0)\nY[i, j] = where(K[i, j] != 0.0, 0.0, G[i, j] / 4.0)"
+	spec := specOf(t, src, nil, []string{"X", "G"}, [][]int64{{9, 33}, {9, 33}}, nil)
+	f := all(spec, Options{}, nil)
+	if f.Tensor("K") != nil {
+		t.Fatalf("the mask K stayed stored:\n%s", ir.PrintSpec(f))
+	}
+	sameOutputs(t, spec, f, 1)
+	for e, want := range map[string]bool{
+		"where(X[i, j] <= 0.0, 1.0, 0.0)":               true,
+		"where(i < 3 && X[i, j] > -X[j, i], 1.0, -0.0)": true,
+		"X[i, j] + 0.0":                            false,
+		"where(X[i, j] * 2.0 <= 0.0, 1.0, 0.0)":    false,
+		"where(X[i, j] <= 0.0, exp(X[i, j]), 0.0)": false,
+	} {
+		sp := specOf(t, "Y[i, j] = "+e, nil, []string{"X"}, [][]int64{{9, 9}}, nil)
+		if got := roundsNothing(sp.Stmts[0].Stmt.RHS); got != want {
+			t.Errorf("roundsNothing(%s) = %v, want %v", e, got, want)
+		}
+	}
+}

@@ -82,7 +82,8 @@ func inlinable(spec *ir.Spec, stmts []*ir.BoundStmt, i int, opts Options) bool {
 	if p.Stmt.Reduce != ir.Assign || p.Offset != nil || !isTemp(spec, name, opts) || len(writers(stmts, name)) != 1 {
 		return false
 	}
-	return len(readers(stmts, name)) > 0 && reads(p.Stmt.RHS, name) == 0 && !comparedExactly(stmts, name)
+	return len(readers(stmts, name)) > 0 && reads(p.Stmt.RHS, name) == 0 &&
+		(roundsNothing(p.Stmt.RHS) || !comparedExactly(stmts, name))
 }
 
 // comparedExactly reports whether a statement compares a read of name
@@ -90,9 +91,48 @@ func inlinable(spec *ir.Spec, stmts []*ir.BoundStmt, i int, opts Options) bool {
 // t == min(t)). Such a temporary stays stored: recomputed, its value may
 // be rounded differently from the stored one it is compared with (an
 // unrounded float32 sum in the interpreter, a multiply-add contracted in
-// one place and not the other), and the comparison would fail.
+// one place and not the other), and the comparison would fail. One whose
+// value rounds nothing (roundsNothing) may be inlined all the same.
 func comparedExactly(stmts []*ir.BoundStmt, name string) bool {
 	return slices.ContainsFunc(stmts, func(st *ir.BoundStmt) bool { return ComparesExactly(st.Stmt.RHS, name) })
+}
+
+// roundsNothing reports whether e computes its value without rounding:
+// reads, constants, comparisons, && and ||, negation and wheres of those,
+// such as a ReLU's mask where(X[i] <= 0, 1, 0). Recomputed anywhere, it
+// gives the same bits, so a comparison of it with == or != holds where
+// the stored one's did. (Index expressions inside reads and comparisons of
+// loop variables are integers: exact.)
+func roundsNothing(e ir.Expr) bool {
+	exact := true
+	ir.Walk(e, func(x ir.Expr) bool {
+		switch x := x.(type) {
+		case *ir.Access:
+			return false // its indices are integers
+		case *ir.Binary:
+			if x.Op.IsCompare() {
+				return !isIndexCompare(x) // a comparison of loop variables is integer arithmetic
+			}
+			exact = exact && x.Op.IsLogic()
+		case *ir.Unary, *ir.Where, *ir.FloatLit, *ir.IntLit, *ir.Index:
+		default:
+			exact = false
+		}
+		return exact
+	})
+	return exact
+}
+
+// isIndexCompare reports whether comparison c reads no tensor: it compares
+// loop variables and integers only.
+func isIndexCompare(c *ir.Binary) bool {
+	tensor := false
+	ir.Walk(c, func(x ir.Expr) bool {
+		_, ok := x.(*ir.Access)
+		tensor = tensor || ok
+		return !tensor
+	})
+	return !tensor
 }
 
 // ComparesExactly reports whether e compares a read of tensor name with
