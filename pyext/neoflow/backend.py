@@ -113,6 +113,14 @@ class _Subgraph(torch.nn.Module):
         self.used = low.used  # the positions of the arguments the op reads
         # the op's inputs that the graph passes as 0-dimensional tensors: the op reads them as shape (1,)
         self.scalars = [i for i, k in enumerate(low.used) if not low.in_shapes[k]]
+        # the op's inputs that come as views with other strides (lowering.Lowering.strided): passed as the
+        # flat memory they span, (position, strides, extent) each; other strides at a call run it in eager
+        self.strided = [
+            (i, strides, 1 + sum((n - 1) * st for n, st in zip(shape, strides)))
+            for i, k in enumerate(low.used)
+            if k in low.strided
+            for shape, strides in [low.strided[k]]
+        ]
         self.out_shapes = low.out_shapes
         self.bools = [k for k, dt in enumerate(low.out_dtypes) if dt == torch.bool]  # comparisons' results
         # outputs eager lays out otherwise than row-major: some eager operators after the subgraph rely on the
@@ -136,6 +144,10 @@ class _Subgraph(torch.nn.Module):
         flat = [args[k] for k in self.used]
         for i in self.scalars:
             flat[i] = flat[i].reshape(1)
+        for i, strides, extent in self.strided:
+            if flat[i].stride() != strides:
+                return self.eager(*args)
+            flat[i] = flat[i].as_strided((extent,), (1,))
         kernel = self.kernels.get(tuple([(a.shape, a.dtype) for a in flat]))
         if kernel is None:
             kernel = self._kernel(flat)

@@ -265,9 +265,14 @@ class Lowering:
         self.out_strides: list[tuple] = []  # the strides eager gives them
         self.out_dtypes: list[torch.dtype] = []
         self.in_shapes: list[tuple] = []
+        # inputs that come as views with other strides than row-major (an unfold's overlapping windows, a
+        # permutation): position -> their (shape, strides). The op takes the memory they span as a flat
+        # tensor and reads it at the strides' offsets, so that the view is never copied to be contiguous
+        self.strided: dict[int, tuple] = {}
         for k, node in enumerate(gm.graph.nodes):
             if node.op == "placeholder":
                 name = f"P{len(self.inputs)}"
+                self._strided(node, name, len(self.inputs))
                 self.inputs.append(name)
                 self.in_shapes.append(_shape(node))
                 self._name(node, name, _shape(node))
@@ -276,8 +281,13 @@ class Lowering:
             elif node.op == "output":
                 outs = node.args[0]
                 outs = outs if isinstance(outs, (tuple, list)) else [outs]
-                for o in outs:
-                    self.outputs.append(self.names[o])
+                for j, o in enumerate(outs):
+                    if o.op == "placeholder" and o in self.views:  # a strided input returned: copied row-major
+                        i = self._vars(k, _shape(o), prefix=f"o{j}_")
+                        self.lines.append(f"O{k}_{j}[{', '.join(i)}] = {self.at(o, i)}")
+                        self.outputs.append(f"O{k}_{j}")
+                    else:
+                        self.outputs.append(self.names[o])
                     self.out_shapes.append(_shape(o))
                     self.out_strides.append(tuple(_val(o).stride()))
                     self.out_dtypes.append(_val(o).dtype)
@@ -288,6 +298,20 @@ class Lowering:
 
     def shape_of(self, node) -> tuple:
         return _shape(node)
+
+    def _strided(self, node, name: str, pos: int) -> None:
+        """Reads placeholder node through its strides (self.strided) when they are not row-major."""
+        v = _val(node)
+        if not isinstance(v, torch.Tensor) or v.dim() == 0 or v.is_contiguous() or not _static(v.shape):
+            return
+        shape, strides = tuple(v.shape), tuple(v.stride())
+        self.strided[pos] = (shape, strides)
+
+        def read(parts, name=name, shape=shape, strides=strides):
+            terms = [p if st == 1 else f"{_p(p)} * {st}" for p, n, st in zip(parts, shape, strides) if n > 1 and st]
+            return f"{name}[{' + '.join(terms) or '0'}]"
+
+        self.views[node] = read
 
     def _name(self, node, name: str, shape: tuple) -> None:
         self.names[node] = name

@@ -228,6 +228,46 @@ def test_batch_norm_in_training_is_lowered(shape):
     assert not [k for k in fw["fallback"] if "norm" in k or "var" in k], fw
 
 
+def test_strided_inputs_are_read_in_place(monkeypatch):
+    """A subgraph input that an eager operator made as a view with other
+    strides (an unfold's overlapping windows) is read through its strides
+    from the memory it spans, not copied; a call whose input has other
+    strides than traced runs the subgraph in eager."""
+    from neoflow import backend
+
+    made = []
+    init = backend._Subgraph.__init__
+
+    def record(self, *a, **k):
+        init(self, *a, **k)
+        made.append(self)
+
+    monkeypatch.setattr(backend._Subgraph, "__init__", record)
+
+    def f(x):
+        return ((x.unfold(1, 3, 1) * 2.0).tanh() * x[:, :1, None]).sum(-1)
+
+    check_value_and_grad(f, torch.randn(4, 10))
+    strided = [sub for sub in made if sub.strided]
+    assert strided, [sub.source for sub in made]
+    sub = strided[0]
+    (pos, strides, _), k = sub.strided[0], sub.used[sub.strided[0][0]]
+    assert pos == sub.used.index(k)
+    assert strides != backend._row_major(tuple(sub.eager.graph.find_nodes(op="placeholder")[k].meta["val"].shape))
+    args = [n.meta["val"] for n in sub.eager.graph.find_nodes(op="placeholder")]
+    real = [torch.randn(a.shape).as_strided(a.shape, a.stride()) if a.dim() else torch.randn(()) for a in args]
+    base = torch.randn(4, 10)
+    real[k] = base.unfold(1, 3, 1)
+    want = sub.eager(*real)
+    got = sub(*real)
+    copied = list(real)
+    copied[k] = real[k].contiguous()  # other strides: runs in eager, same values
+    for a, b in zip(*(x if isinstance(x, tuple) else (x,) for x in (want, got))):
+        torch.testing.assert_close(a, b, **TOL)
+    for a, b in zip(*(x if isinstance(x, tuple) else (x,) for x in (want, sub(*copied)))):
+        torch.testing.assert_close(a, b, **TOL)
+
+
 def test_a_graph_with_more_inputs_than_a_schema_takes():
     """A subgraph reading 70 tensors is one op with 70 inputs: beyond the 64
     arguments of a PyTorch schema, so it is launched directly, never as a
