@@ -94,33 +94,19 @@ class _Subgraph(torch.nn.Module):
 
     def __init__(self, gm: torch.fx.GraphModule, name: str):
         super().__init__()
-        from .op import Op
-
         low = lowering.Lowering(gm)
         if not low.inputs:
             raise _ConstantsOnly("it reads no tensor (constants only, which eager makes as cheaply)")
-        digest = hashlib.sha1(low.source.encode()).hexdigest()[:12]
+        self.name = name
         self.source = low.source
-        # forward only: AOT Autograd traced the backward, so the kernels keep no temporaries for a gradient
-        self.op = Op(
-            low.source,
-            name=f"{name}_{digest}",
-            inputs=low.inputs,
-            outputs=low.outputs,
-            sizes=low.sizes,
-            forward_only=True,
-        )
+        self.op = self._define(low)
         self.used = low.used  # the positions of the arguments the op reads
         # the op's inputs that the graph passes as 0-dimensional tensors: the op reads them as shape (1,)
         self.scalars = [i for i, k in enumerate(low.used) if not low.in_shapes[k]]
-        # the op's inputs that come as views with other strides (lowering.Lowering.strided): passed as the
-        # flat memory they span, (position, strides, extent) each; other strides at a call run it in eager
-        self.strided = [
-            (i, strides, 1 + sum((n - 1) * st for n, st in zip(shape, strides)))
-            for i, k in enumerate(low.used)
-            if k in low.strided
-            for shape, strides in [low.strided[k]]
-        ]
+        # inputs that come as views with other strides than row-major (an unfold's windows, a permutation,
+        # whatever eager operator made them): the op variant for their strides reads them in place
+        # (_strided); by the positions and strides of such inputs, () for none
+        self.variants: dict = {(): self.op}
         self.out_shapes = low.out_shapes
         self.bools = [k for k, dt in enumerate(low.out_dtypes) if dt == torch.bool]  # comparisons' results
         # outputs eager lays out otherwise than row-major: some eager operators after the subgraph rely on the
@@ -138,19 +124,33 @@ class _Subgraph(torch.nn.Module):
         self.eager = gm  # runs the subgraph if its first call fails to compile
         self.kernels: dict = {}  # by the inputs' shapes and dtypes
 
+    def _define(self, low: lowering.Lowering):
+        from .op import Op
+
+        digest = hashlib.sha1(low.source.encode()).hexdigest()[:12]
+        # forward only: AOT Autograd traced the backward, so the kernels keep no temporaries for a gradient
+        return Op(
+            low.source,
+            name=f"{self.name}_{digest}",
+            inputs=low.inputs,
+            outputs=low.outputs,
+            sizes=low.sizes,
+            forward_only=True,
+        )
+
     def forward(self, *args):
         if self.op is None:
             return self.eager(*args)
         flat = [args[k] for k in self.used]
         for i in self.scalars:
             flat[i] = flat[i].reshape(1)
-        for i, strides, extent in self.strided:
-            if flat[i].stride() != strides:
-                return self.eager(*args)
-            flat[i] = flat[i].as_strided((extent,), (1,))
-        kernel = self.kernels.get(tuple([(a.shape, a.dtype) for a in flat]))
+        sig = ()
+        if not all(map(_contiguous, flat)):
+            sig, flat = self._strided(flat)
+        key = (sig, tuple([(a.shape, a.dtype) for a in flat]))
+        kernel = self.kernels.get(key)
         if kernel is None:
-            kernel = self._kernel(flat)
+            kernel = self._kernel(flat, sig, key)
             if kernel is None:
                 return self.eager(*args)
         bufs = kernel.run(flat)
@@ -159,18 +159,40 @@ class _Subgraph(torch.nn.Module):
             outs = self._mend(outs)
         return tuple(outs) if self.many else outs[0]
 
-    def _kernel(self, flat):
+    def _strided(self, flat: list) -> tuple:
+        """For inputs of which some are not contiguous: the signature of the op variant that reads those in
+        place, and the inputs as it takes them (each such view as the flat memory it spans). Without a
+        variant (its lowering failed), () and the inputs as they are: Kernel.run copies the views."""
+        sig = tuple((i, a.stride()) for i, a in enumerate(flat) if not a.is_contiguous())
+        if any(0 in flat[i].shape or min(st) < 0 for i, st in sig):
+            return (), flat
+        if sig not in self.variants:
+            try:
+                low = lowering.Lowering(self.eager, strided={self.used[i]: st for i, st in sig})
+                self.variants[sig] = self._define(low)
+            except (Error, ValueError) as e:
+                log.debug("neoflow: a subgraph's strided inputs are copied: %s", e)
+                self.variants[sig] = None
+        if self.variants[sig] is None:
+            return (), flat
+        flat = list(flat)
+        for i, st in sig:
+            extent = 1 + sum((n - 1) * s for n, s in zip(flat[i].shape, st))
+            flat[i] = flat[i].as_strided((extent,), (1,))
+        return sig, flat
+
+    def _kernel(self, flat, sig: tuple, key):
         """The kernel for these inputs, built now; None when the first build fails (the subgraph then runs
         in eager from now on)."""
         try:
-            kernel = self.op.specialize(*flat)
+            kernel = self.variants[sig].specialize(*flat)
         except Error as e:
             if self.kernels:
                 raise
             log.warning("neoflow: a lowered subgraph failed to compile and runs in eager instead: %s", e)
             self.op = None
             return None
-        self.kernels[tuple([(a.shape, a.dtype) for a in flat])] = kernel
+        self.kernels[key] = kernel
         return kernel
 
     def _mend(self, outs: list) -> list:
@@ -184,6 +206,9 @@ class _Subgraph(torch.nn.Module):
             o = outs[k]
             outs[k] = torch.empty_strided(o.shape, stride, dtype=o.dtype, device=o.device).copy_(o)
         return outs
+
+
+_contiguous = torch.Tensor.is_contiguous
 
 
 def _row_major(shape) -> tuple:

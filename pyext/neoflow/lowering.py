@@ -253,7 +253,7 @@ class Lowering:
     order), ``outputs`` (the names returned, in the output's order) and
     ``sizes`` (every index variable)."""
 
-    def __init__(self, gm: torch.fx.GraphModule):
+    def __init__(self, gm: torch.fx.GraphModule, strided=None):
         self.names: dict = {}  # node -> tensor name, or a tuple of names for a multi-output node
         self.views: dict = {}  # view node -> its index map (index expressions -> a read of the viewed tensor)
         self.shapes: dict = {}  # tensor name -> shape (a 0-d tensor as (1,))
@@ -265,14 +265,15 @@ class Lowering:
         self.out_strides: list[tuple] = []  # the strides eager gives them
         self.out_dtypes: list[torch.dtype] = []
         self.in_shapes: list[tuple] = []
-        # inputs that come as views with other strides than row-major (an unfold's overlapping windows, a
-        # permutation): position -> their (shape, strides). The op takes the memory they span as a flat
+        # strided: placeholder position -> the strides its tensor comes with (other than row-major: an
+        # unfold's overlapping windows, a permutation). The op takes the memory such a view spans as a flat
         # tensor and reads it at the strides' offsets, so that the view is never copied to be contiguous
-        self.strided: dict[int, tuple] = {}
+        strided = strided or {}
         for k, node in enumerate(gm.graph.nodes):
             if node.op == "placeholder":
                 name = f"P{len(self.inputs)}"
-                self._strided(node, name, len(self.inputs))
+                if len(self.inputs) in strided:
+                    self._strided(node, name, strided[len(self.inputs)])
                 self.inputs.append(name)
                 self.in_shapes.append(_shape(node))
                 self._name(node, name, _shape(node))
@@ -299,13 +300,9 @@ class Lowering:
     def shape_of(self, node) -> tuple:
         return _shape(node)
 
-    def _strided(self, node, name: str, pos: int) -> None:
-        """Reads placeholder node through its strides (self.strided) when they are not row-major."""
-        v = _val(node)
-        if not isinstance(v, torch.Tensor) or v.dim() == 0 or v.is_contiguous() or not _static(v.shape):
-            return
-        shape, strides = tuple(v.shape), tuple(v.stride())
-        self.strided[pos] = (shape, strides)
+    def _strided(self, node, name: str, strides: tuple) -> None:
+        """Reads placeholder node, which comes with these strides, as the flat memory they span."""
+        shape = _shape(node)
 
         def read(parts, name=name, shape=shape, strides=strides):
             terms = [p if st == 1 else f"{_p(p)} * {st}" for p, n, st in zip(parts, shape, strides) if n > 1 and st]
