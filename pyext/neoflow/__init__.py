@@ -189,30 +189,11 @@ def op(
     ``forward_only=True``: no caller differentiates the op through neoflow,
     so its kernels store no temporaries for a gradient (see ``Op``).
     """
+    given = dict(name=name, inputs=inputs, outputs=outputs, sizes=sizes, out_shapes=out_shapes, consts=consts)
     if isinstance(source, str):
-        return Op(
-            source,
-            name=name,
-            inputs=inputs,
-            outputs=outputs,
-            sizes=sizes,
-            out_shapes=out_shapes,
-            consts=consts,
-            forward_only=forward_only,
-            **kw,
-        )
+        return Op(source, forward_only=forward_only, **given, **kw)
     if source is None:
-        return lambda fn: op(
-            fn,
-            name=name,
-            inputs=inputs,
-            outputs=outputs,
-            sizes=sizes,
-            out_shapes=out_shapes,
-            consts=consts,
-            forward_only=forward_only,
-            **kw,
-        )
+        return lambda fn: op(fn, forward_only=forward_only, **given, **kw)
     if callable(source):
         if inputs is not None:
             raise TypeError("a decorated op's inputs are its positional parameters; do not pass inputs=")

@@ -234,16 +234,8 @@ def test_strided_inputs_are_read_in_place(monkeypatch):
     from the memory it spans, by an op variant for those strides, not
     copied; the same subgraph called with a contiguous input uses its plain
     op, with the same values."""
-    from neoflow import backend
 
-    made = []
-    init = backend._Subgraph.__init__
-
-    def record(self, *a, **k):
-        init(self, *a, **k)
-        made.append(self)
-
-    monkeypatch.setattr(backend._Subgraph, "__init__", record)
+    made = _record_subgraphs(monkeypatch)
 
     def f(x):
         return ((x.unfold(1, 3, 1) * 2.0).tanh() * x[:, :1, None]).sum(-1)
@@ -346,13 +338,9 @@ def test_a_subgraph_neoflow_refuses_runs_in_eager(monkeypatch, caplog):
     assert "runs in eager" in caplog.text
 
 
-def test_subgraphs_are_forward_only_and_launch_their_kernels_directly(monkeypatch):
-    """AOT Autograd traced the backward, so a subgraph's op keeps no
-    temporaries for a gradient of its own, and a call launches the kernel
-    of its shapes without the op's user-facing call (autocast, autograd and
-    argument checks that the graph is past)."""
+def _record_subgraphs(monkeypatch) -> list:
+    """The lowered subgraphs (backend._Subgraph) made from now on, in a list that fills as they are."""
     from neoflow import backend
-    from neoflow.op import Op
 
     made = []
     init = backend._Subgraph.__init__
@@ -362,6 +350,17 @@ def test_subgraphs_are_forward_only_and_launch_their_kernels_directly(monkeypatc
         made.append(self)
 
     monkeypatch.setattr(backend._Subgraph, "__init__", record)
+    return made
+
+
+def test_subgraphs_are_forward_only_and_launch_their_kernels_directly(monkeypatch):
+    """AOT Autograd traced the backward, so a subgraph's op keeps no
+    temporaries for a gradient of its own, and a call launches the kernel
+    of its shapes without the op's user-facing call (autocast, autograd and
+    argument checks that the graph is past)."""
+    from neoflow.op import Op
+
+    made = _record_subgraphs(monkeypatch)
     torch.manual_seed(0)
     model, x = MLP(), torch.randn(4, 16)
     f = neoflow.compile(model)
