@@ -182,11 +182,16 @@ class _Subgraph(torch.nn.Module):
         return sig, flat
 
     def _kernel(self, flat, sig: tuple, key):
-        """The kernel for these inputs, built now; None when the first build fails (the subgraph then runs
-        in eager from now on)."""
+        """The kernel for these inputs, built now; None when the build fails: the first build (the subgraph
+        then runs in eager from now on) or a strided variant's (this call runs in eager, later ones copy
+        their views)."""
         try:
             kernel = self.variants[sig].specialize(*flat)
         except Error as e:
+            if sig:
+                log.debug("neoflow: a subgraph's strided variant failed to build; its views are copied: %s", e)
+                self.variants[sig] = None
+                return None
             if self.kernels:
                 raise
             log.warning("neoflow: a lowered subgraph failed to compile and runs in eager instead: %s", e)

@@ -260,6 +260,43 @@ def test_strided_inputs_are_read_in_place(monkeypatch):
             torch.testing.assert_close(a, b, **TOL)
 
 
+def test_strided_inputs_are_copied_where_no_variant_builds(monkeypatch):
+    """Where the variant for an input's strides cannot be lowered or built,
+    the view is copied (Kernel.run) and the subgraph's op runs on it."""
+    from neoflow import Error, lowering
+    from neoflow.op import Op
+
+    plain = lowering.Lowering.__init__
+
+    def refuse(self, gm, strided=None):
+        if strided:
+            raise ValueError("no strided variant (test)")
+        plain(self, gm)
+
+    monkeypatch.setattr(lowering.Lowering, "__init__", refuse)
+
+    def f(x):
+        return ((x.unfold(1, 3, 1) * 2.0).tanh() * x[:, :1, None]).sum(-1)
+
+    check_value_and_grad(f, torch.randn(4, 10))
+    monkeypatch.setattr(lowering.Lowering, "__init__", plain)
+    built, failed = Op.specialize, []
+
+    def fail_strided(self, *tensors, **kw):
+        if any(t.dim() == 1 and t.numel() > 30 for t in tensors):  # a strided variant's flat input
+            failed.append(self.name)
+            raise Error("no kernel (test)")
+        return built(self, *tensors, **kw)
+
+    torch._dynamo.reset()
+    monkeypatch.setattr(Op, "specialize", fail_strided)
+    x = torch.randn(4, 10)
+    g = neoflow.compile(f)
+    torch.testing.assert_close(g(x), f(x), **TOL)
+    torch.testing.assert_close(g(x), f(x), **TOL)
+    assert len(failed) == 1, failed  # built once; the second call copied the views
+
+
 def test_a_graph_with_more_inputs_than_a_schema_takes():
     """A subgraph reading 70 tensors is one op with 70 inputs: beyond the 64
     arguments of a PyTorch schema, so it is launched directly, never as a
