@@ -355,10 +355,12 @@ class Op:
             label = f"op_{label}"
         # The name also changes with the outputs' order (the decorated form may
         # reorder them), with the calling convention and with fusion on or off
-        # (which decides the temporaries the op returns), so that a compiled
-        # graph cached on disk by an older neoflow, or under the other fusion
-        # setting, never calls this op.
+        # (which decides the temporaries the op returns), as forward_only does,
+        # so that a compiled graph cached on disk by an older neoflow, or under
+        # the other fusion setting, never calls this op.
         convention = f"{__version__}|{_CUSTOM_OP_CONVENTION}|fusion={config.fusion_enabled()}"
+        if definition[0] == "text" and definition[7:8] == (True,):  # forward only: other temporaries
+            convention += "|forward_only"
         order = zlib.crc32(f"{','.join(self.outputs)}|{convention}".encode())
         self._custom_name = f"{label}_{resp.hash[:16]}_{order:08x}"
         # What rebuild() needs to define the op again: plain data, so that an

@@ -122,6 +122,8 @@ def test_forward_only_op_keeps_no_temporary_for_a_gradient():
     assert "G" in kept and "G" not in temps and temps < kept, (kept, temps)
     assert "kept whole for the saving gradient: E, G" in op.explain_fusion(*tensors)
     assert "kept whole" not in fwd.explain_fusion(*tensors)
+    plain = neoflow.op(LLTM, name="lltm_forward_only", **kw)  # the same op but for forward_only
+    assert plain._custom_name != fwd._custom_name  # so a compiled graph never calls one for the other
     for a, b in zip(fwd(*tensors), op(*tensors)):
         torch.testing.assert_close(a, b)
     assert {n for n, _ in pickle.loads(pickle.dumps(fwd)).temporaries(*tensors)} == temps
