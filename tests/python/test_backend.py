@@ -297,6 +297,19 @@ def test_strided_inputs_are_copied_where_no_variant_builds(monkeypatch):
     assert len(failed) == 1, failed  # built once; the second call copied the views
 
 
+@pytest.mark.parametrize(
+    "dim, correction, keepdim", [((0, 2), 1, False), (1, 0, True), (None, 1, False), (-1, 2, True)]
+)
+def test_var_mean_is_lowered(dim, correction, keepdim):
+    def f(x):
+        v, m = torch.var_mean(x * 1.5, dim=dim, correction=correction, keepdim=keepdim)
+        return v * 2.0 + m
+
+    check_value_and_grad(f, torch.randn(3, 5, 4))
+    fw = neoflow.compile_report()[0]
+    assert fw["lowered"] > 0 and "aten.var_mean.correction" not in fw["fallback"], fw
+
+
 def test_a_graph_with_more_inputs_than_a_schema_takes():
     """A subgraph reading 70 tensors is one op with 70 inputs: beyond the 64
     arguments of a PyTorch schema, so it is launched directly, never as a
