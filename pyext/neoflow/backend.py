@@ -37,7 +37,7 @@ import threading
 import torch
 from torch.fx.passes.operator_support import OperatorSupport
 
-from . import lowering, memory
+from . import lowering
 from .errors import Error
 
 log = logging.getLogger("neoflow.compile")
@@ -283,43 +283,6 @@ def _views_outside(gm, part) -> int:
     return moved
 
 
-def _mm_kept(a, b):
-    return torch.mm(a, b, out=memory.empty((a.shape[0], b.shape[1]), a.dtype))
-
-
-def _addmm_kept(bias, a, b, *, beta=1, alpha=1):
-    return torch.addmm(bias, a, b, beta=beta, alpha=alpha, out=memory.empty((a.shape[0], b.shape[1]), a.dtype))
-
-
-def _bmm_kept(a, b):
-    return torch.bmm(a, b, out=memory.empty((a.shape[0], a.shape[1], b.shape[2]), a.dtype))
-
-
-_KEPT_OUT = {
-    torch.ops.aten.mm.default: _mm_kept,
-    torch.ops.aten.addmm.default: _addmm_kept,
-    torch.ops.aten.bmm.default: _bmm_kept,
-}
-
-
-def _kept_outputs_in_eager(gm) -> int:
-    """Gives the eager matrix products whose output is large (neoflow.memory.MIN_BYTES and up) an output
-    from neoflow.memory's kept blocks (the out= form). Made by PyTorch, such an output comes from glibc,
-    which maps its pages afresh and faults on each (a 768 x 512 weight gradient per LLTM time step):
-    under glibc's default policy an LLTM training step paid 900-3,000 page faults and ran 11.7-14.9 ms,
-    against 10.2-10.4 ms with the heap kept (2-core Xeon). Returns how many it changed."""
-    changed = 0
-    for node in gm.graph.nodes:
-        v = node.meta.get("val")
-        kept = _KEPT_OUT.get(node.target) if node.op == "call_function" else None
-        if kept is None or not isinstance(v, torch.Tensor) or v.device.type != "cpu" or not v.is_contiguous():
-            continue
-        if v.dtype.is_floating_point and v.numel() * v.dtype.itemsize >= memory.MIN_BYTES:
-            node.target = kept
-            changed += 1
-    return changed
-
-
 def compile_graph(
     gm: torch.fx.GraphModule,
     example_inputs,
@@ -356,8 +319,6 @@ def compile_graph(
                     support.reasons[f"a subgraph of {n} operator calls"] = f"not lowered: {why}"
                     level = logging.DEBUG if isinstance(e, _ConstantsOnly) else logging.WARNING
                     log.log(level, "neoflow: a subgraph of %d operator calls runs in eager: %s", n, why)
-        gm.recompile()
-    if _kept_outputs_in_eager(gm):
         gm.recompile()
     rep = {
         "graph": graph,
