@@ -3,6 +3,7 @@ so that a script may read it before importing torch)."""
 
 from __future__ import annotations
 
+import ctypes
 import platform
 from pathlib import Path
 
@@ -16,3 +17,18 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def steady_heap() -> None:
+    """Makes glibc malloc keep freed memory: no mmap for blocks up to 32 MiB
+    (its ceiling) and no trimming of the heap's top. Under the default
+    policy a training step's large tensors come back as fresh pages that
+    fault on first touch, in some runs and not others, depending on the
+    heap's history: ShuffleNet's eager step ran 27 or 36 ms, neoflow's 25 or
+    36 ms, in runs minutes apart (bench/models.py, 2-core Xeon). Call it
+    before the first large allocation."""
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)  # mallopt's value is a C int: 1 << 40 passed as 0
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    if not (libc.mallopt(m_mmap_threshold, 32 << 20) and libc.mallopt(m_trim_threshold, 2**31 - 1)):
+        raise SystemExit("mallopt refused the steady heap settings")

@@ -20,7 +20,11 @@ the geomean of inductor's time over neoflow's on the six workloads. Caches start
 test: speed is reported, not asserted.
 
     python bench/models.py [--models lltm mlp ...] [--repeat 15] [--warmup 3] [--no-tuned] [--tune-timeout 120]
-                           [--device cpu|cuda]
+                           [--device cpu|cuda] [--heap default|steady]
+
+``--heap steady`` keeps glibc's freed memory (machine.steady_heap): under the default policy a step's large
+tensors come back as fresh pages in some runs and not others, and ShuffleNet's steps ran 27 or 36 ms (eager),
+25 or 36 ms (neoflow) minutes apart.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import sys
 from pathlib import Path
 
 import workloads_module
+from machine import steady_heap
 
 ROOT = Path(__file__).resolve().parent.parent
 wl = workloads_module.load()
@@ -53,6 +58,13 @@ def parse_args(argv=None):
     ap.add_argument("--no-compile", action="store_true", help="skip inductor")
     ap.add_argument("--tune-timeout", type=float, default=120.0, help="seconds to wait for tuning, per model")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where models and data live")
+    ap.add_argument(
+        "--heap",
+        default="default",
+        choices=["default", "steady"],
+        help="glibc malloc policy: steady keeps freed memory (machine.steady_heap), so that no side's steps "
+        "fault on fresh pages in some runs and not others",
+    )
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     return ap.parse_args(argv)
 
@@ -174,7 +186,8 @@ def render_markdown(result: dict) -> str:
         f'# Whole models under backend="neoflow" ({result["date"]})',
         "",
         f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}; float32, {where}, "
-        f"batch {BATCH}. Training step (forward, loss, backward, Adam), ms: median over {result['settings']['repeat']} "
+        f"batch {BATCH}, glibc heap {result['settings'].get('heap', 'default')}. "
+        f"Training step (forward, loss, backward, Adam), ms: median over {result['settings']['repeat']} "
         "steps (min-max). Ratios: the other's time / neoflow's (above 1: neoflow is faster). lowered: operator "
         "calls of the forward and backward graphs that neoflow ran, of all.",
         "",
@@ -224,6 +237,8 @@ def render_markdown(result: dict) -> str:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    if args.heap == "steady":
+        steady_heap()
     wl.cold_caches()
     os.environ["NEOFLOW_TUNE"] = "off"
     if (os.cpu_count() or 1) <= 4:

@@ -33,7 +33,6 @@ Not a test: speed is reported, not asserted.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import datetime
 import json
 import resource
@@ -49,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "pytho
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import neoflow  # noqa: E402
-from machine import cpu_model  # noqa: E402
+from machine import cpu_model, steady_heap  # noqa: E402
 from neoflow import _lib  # noqa: E402
 from ops import fwd_bwd, timeit  # noqa: E402
 from ops_table import BENCH_CASES  # noqa: E402
@@ -293,16 +292,6 @@ def training_ops(args, out):
         )
     out["training_ops"] = res
     print()
-
-
-def steady_heap() -> None:
-    """Makes glibc malloc keep freed memory: no mmap for blocks up to 32 MiB
-    (its ceiling) and no trimming of the heap's top."""
-    libc = ctypes.CDLL("libc.so.6")
-    libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)  # mallopt's value is a C int: 1 << 40 passed as 0
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    if not (libc.mallopt(m_mmap_threshold, 32 << 20) and libc.mallopt(m_trim_threshold, 2**31 - 1)):
-        raise SystemExit("bench/tune.py: mallopt refused the steady heap settings")
 
 
 def main() -> None:
