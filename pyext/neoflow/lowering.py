@@ -425,21 +425,12 @@ class Lowering:
         dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
         if node.target in (aten.sum.default, aten.mean.default) or not dims:
             dims = range(len(xs))
-        dims = sorted({d % len(xs) for d in ([dims] if isinstance(dims, int) else dims)}) if xs else []
+        dims = _reduced_dims(xs, dims)
         keep = (node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)) if xs else True
         out = _shape(node)
         idx = self._vars(k, out)
         red = self._vars(k, [xs[d] for d in dims], prefix="r")
-        rd = dict(zip(dims, red))
-        parts, o = [], 0
-        for d in range(len(xs)):
-            if d in rd:
-                parts.append(rd[d])
-                o += 1 if keep else 0
-            else:
-                parts.append(idx[o])
-                o += 1
-        read = self.at(x, parts)
+        read = self._reduced_read(x, dims, keep, idx, red)
         name = f"T{k}"
         if not mean:
             self.lines.append(f"{name}[{', '.join(idx)}] {op} {read}")
@@ -450,14 +441,22 @@ class Lowering:
             self.lines.append(f"{name}[{', '.join(j)}] = S{k}[{', '.join(j)}] * {_num(1.0 / count)}")
         self._name(node, name, out)
 
+    def _reduced_read(self, x, dims: list, keep: bool, idx: list, red: list) -> str:
+        """x's element that a reduction over dims reads at output indices idx (which hold the reduced
+        dimensions too, as size 1, when keep) and reduction indices red."""
+        rd, parts, o = dict(zip(dims, red)), [], 0
+        for d in range(len(_shape(x))):
+            parts.append(rd[d] if d in rd else idx[o])
+            o += 1 if d not in rd or keep else 0
+        return self.at(x, parts)
+
     def _var_mean(self, k: int, node) -> None:
         """var_mean(x, dims, correction=, keepdim=): the mean, then the sum of squared deviations from it
         over count - correction (the two-pass form, as eager's batch norm computes it)."""
         x = node.args[0]
         xs = _shape(x)
         dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
-        dims = range(len(xs)) if dims is None else dims
-        dims = sorted({d % len(xs) for d in ([dims] if isinstance(dims, int) else dims)}) if xs else []
+        dims = _reduced_dims(xs, range(len(xs)) if dims is None else dims)
         keep = node.kwargs.get("keepdim", False) if xs else True
         corr = node.kwargs.get("correction")
         corr = 1 if corr is None else corr
@@ -465,11 +464,7 @@ class Lowering:
         count = math.prod(xs[d] for d in dims)
 
         def read(idx, red):
-            rd, parts, o = dict(zip(dims, red)), [], 0
-            for d in range(len(xs)):
-                parts.append(rd[d] if d in rd else idx[o])
-                o += 1 if d not in rd or keep else 0
-            return self.at(x, parts)
+            return self._reduced_read(x, dims, keep, idx, red)
 
         def lhs(v):
             return ", ".join(v)
@@ -634,6 +629,11 @@ class Lowering:
             parts[dim] = f"{term} + {start}" if start else term
             return self.at(x, parts)
         return self.at(x, _reshape_parts(xs, out, idx))
+
+
+def _reduced_dims(xs: tuple, dims) -> list:
+    """A reduction's dimensions (an int or several, negative from the end) of a tensor of shape xs, sorted."""
+    return sorted({d % len(xs) for d in ([dims] if isinstance(dims, int) else dims)}) if xs else []
 
 
 def _p(x: str) -> str:
