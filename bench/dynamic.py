@@ -46,6 +46,7 @@ import copy
 import datetime
 import gc
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -138,6 +139,22 @@ def collected_during(passes: list, t: float, seconds: float) -> float:
     return sum(d for at, d, _ in passes if t <= at < t + seconds)
 
 
+def usage() -> tuple:
+    """The process's CPU seconds (all its threads, user and system), involuntary context switches and minor
+    page faults so far: a step's differences tell a slow step's kind. Both cores computing for the whole of a
+    slow step, with no switch and no fault, is the machine running slower (another guest on the host, its
+    clock), not waiting; a switch is the OS giving the core to another process; faults are memory mapped anew."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime, r.ru_nivcsw, r.ru_minflt
+
+
+def usage_of(points, spent, slow) -> list:
+    """For the slow steps (tail's, as (time, seconds)): their (CPU ms, involuntary switches, page faults) from
+    the per-step differences ``spent`` (aligned with points)."""
+    at = {t: i for i, (t, _) in enumerate(points)}
+    return [(spent[at[t]][0] * 1e3, spent[at[t]][1], spent[at[t]][2]) for t, _ in slow]
+
+
 def eager_every(eager_ms: float, share: float = 0.04, least: float = 2.0) -> float:
     """Seconds between the interleaved samples of 5 eager steps of eager_ms each, so that they take about
     ``share`` of the run, and at least ``least``: every 2 s for LLTM's 15 ms steps, about every 19 s for
@@ -149,19 +166,20 @@ def run_background(torch, neoflow, nf, loss, lr, seconds: float, eager_step, eve
     """Trains nf for ``seconds`` under background tuning: (time since start, step seconds) per step, samples
     (time, trials done, kernels swapped), the eager steps timed every ``every`` seconds
     (5 at a time, base starting from nf's weights) as (time since start, step seconds), and the
-    garbage-collector passes of over a millisecond (gc_recorder)."""
+    garbage-collector passes of over a millisecond (gc_recorder), and each step's usage differences."""
     step = wl.train_step(torch, nf, lambda: loss(nf), lr)
-    points, samples, eager_points = [], [], []
+    points, samples, eager_points, spent = [], [], [], []
     start = time.perf_counter()
     passes, record = gc_recorder(start)
     gc.callbacks.append(record)
     next_sample, next_eager = 0.0, every
     try:
         while True:
-            t0 = time.perf_counter()
+            u0, t0 = usage(), time.perf_counter()
             step()
-            t1 = time.perf_counter()
+            t1, u1 = time.perf_counter(), usage()
             points.append((t0 - start, t1 - t0))
+            spent.append(tuple(b - a for a, b in zip(u0, u1)))
             if t1 - start >= next_sample:
                 st = neoflow.background_status()
                 samples.append((t1 - start, sum(k.trials for k in st), sum(k.swapped for k in st), len(st)))
@@ -174,7 +192,7 @@ def run_background(torch, neoflow, nf, loss, lr, seconds: float, eager_step, eve
                     eager_points.append((e0 - start, time.perf_counter() - e0))
                 next_eager += every
             if t1 - start >= seconds:
-                return points, samples, eager_points, passes
+                return points, samples, eager_points, passes, spent
     finally:
         gc.callbacks.remove(record)
 
@@ -193,18 +211,23 @@ def eager_alone(eager_step, seconds: float) -> dict:
     """The control: the eager baseline trained alone for ``seconds``, its steps measured as neoflow's are
     (tail): the slow steps the machine itself makes, with no neoflow kernel, compiler or tuner in the
     process's work."""
-    points = []
+    points, spent = [], []
     start = time.perf_counter()
     while not points or points[-1][0] + points[-1][1] < seconds:
-        t0 = time.perf_counter()
+        u0, t0 = usage(), time.perf_counter()
         eager_step()
-        points.append((t0 - start, time.perf_counter() - t0))
+        t1, u1 = time.perf_counter(), usage()
+        points.append((t0 - start, t1 - t0))
+        spent.append(tuple(b - a for a, b in zip(u0, u1)))
     final, worst, slow = tail(points)
+    worst_at = max(range(3, len(points)), key=lambda i: points[i][1]) if len(points) > 3 else None
     return {
         "steps": len(points),
         "final_ms": final,
         "worst_after_third_vs_final": worst,
+        "worst_usage": usage_of(points, spent, [points[worst_at]])[0] if worst_at is not None else None,
         "over_3x": [(t, s * 1e3) for t, s in slow],
+        "over_3x_usage": usage_of(points, spent, slow),
     }
 
 
@@ -222,13 +245,14 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
     earlier = len(neoflow.background_status())  # kernels of the workloads before this one
     every = args.eager_every or eager_every(row["eager"]["median_ms"])
     row["eager_every_s"] = every
-    points, samples, eager_points, passes = run_background(
+    points, samples, eager_points, passes, spent = run_background(
         torch, neoflow, nf, loss, lr, args.seconds, eager_step, every, base
     )
     status = neoflow.background_status()[earlier:]
     end = points[-1][0]
     eager_ms = eager_near(eager_points, end, 30, row["eager"]["median_ms"])
     final, worst, slow = tail(points)  # final: the eager steps' window
+    worst_at = max(range(3, len(points)), key=lambda i: points[i][1]) if len(points) > 3 else None
     row |= {
         "points": points,
         "samples": samples,
@@ -240,6 +264,7 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
         "final_vs_eager": eager_ms / final,
         "caught_eager_s": caught_up(points, eager_points, row["eager"]["median_ms"]),
         "worst_after_third_vs_final": worst,
+        "worst_usage": usage_of(points, spent, [points[worst_at]])[0] if worst_at is not None else None,
         "kernels": [
             {
                 "kernel": k.kernel,
@@ -259,6 +284,8 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
         # interleaved eager steps within 1 s of each (None where none were): the machine's own slowness shows there
         "over_3x_gc_ms": [collected_during(passes, t, s) * 1e3 for t, s in slow],
         "over_3x_eager_ms": [eager_near(eager_points, t, 1.0, None) for t, s in slow],
+        # and the process's CPU ms, involuntary context switches and page faults within each (usage)
+        "over_3x_usage": usage_of(points, spent, slow),
         "gc_passes": passes,
     }
     if args.eager_alone:
@@ -270,6 +297,14 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
         flush=True,
     )
     return row
+
+
+def spent_text(u) -> str:
+    """A slow step's usage (CPU ms of the process, involuntary switches, page faults) as words."""
+    if u is None:
+        return ""
+    cpu, switches, faults = u
+    return f" [CPU {cpu:.0f} ms, {switches} switches, {faults} faults]"
 
 
 def render_markdown(result: dict) -> str:
@@ -309,7 +344,9 @@ def render_markdown(result: dict) -> str:
         "",
         "Steps after the third over 3x the final median (time since the start: ms; the milliseconds Python's "
         "garbage collector took within the step where over 1 ms; the interleaved eager steps' median within 1 s, "
-        "against their final median, where any were); when tuning ended:",
+        "against their final median, where any were; in brackets the process's CPU time within the step, its "
+        "involuntary context switches and minor page faults: CPU about twice the step's time with no switch is "
+        "both cores computing throughout, a machine running slower rather than a wait); when tuning ended:",
         "",
     ]
     for r in result["rows"]:
@@ -321,13 +358,15 @@ def render_markdown(result: dict) -> str:
                 f"{t:.1f} s: {ms:.1f}"
                 + (f" (gc {g:.1f})" if g > 1 else "")
                 + (f" (eager {e:.1f}, {e / r['final_eager_ms']:.1f}x its final)" if e is not None else "")
-                for (t, ms), g, e in zip(over3, collected, eager)
+                + spent_text(u)
+                for (t, ms), g, e, u in zip(over3, collected, eager, r.get("over_3x_usage") or [None] * len(over3))
             )
             or "none"
         )
         end = r.get("tuning_end_s")
         ended = f"tuning ended at about {end:.0f} s" if r["tuning_done"] and end is not None else "tuning not done"
-        lines.append(f"- {r['workload']}: {over} ({len(r['points'])} steps; {ended})")
+        worst = f"; slowest step{spent_text(r['worst_usage'])}" if r.get("worst_usage") else ""
+        lines.append(f"- {r['workload']}: {over} ({len(r['points'])} steps; {ended}{worst})")
     alone = [r for r in result["rows"] if "eager_alone" in r]
     if alone:
         lines += [
@@ -339,11 +378,12 @@ def render_markdown(result: dict) -> str:
         ]
         for r in alone:
             a = r["eager_alone"]
-            over = ", ".join(f"{t:.1f} s: {ms:.1f}" for t, ms in a["over_3x"]) or "none"
+            spent = a.get("over_3x_usage") or [None] * len(a["over_3x"])
+            over = ", ".join(f"{t:.1f} s: {ms:.1f}{spent_text(u)}" for (t, ms), u in zip(a["over_3x"], spent)) or "none"
             worst = a["worst_after_third_vs_final"]
             lines.append(
                 f"- {r['workload']}: final {a['final_ms']:.3f} ms, worst step after the 3rd "
-                f"{worst:.1f}x it ({a['steps']} steps); over 3x: {over}"
+                f"{worst:.1f}x it{spent_text(a.get('worst_usage'))} ({a['steps']} steps); over 3x: {over}"
             )
     lines += [
         "",
