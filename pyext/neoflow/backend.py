@@ -37,7 +37,7 @@ import threading
 import torch
 from torch.fx.passes.operator_support import OperatorSupport
 
-from . import lowering
+from . import lowering, mmsum
 from .errors import Error
 
 log = logging.getLogger("neoflow.compile")
@@ -51,7 +51,8 @@ def report(clear: bool = False) -> list[dict]:
     ``graph`` ("forward", "backward" or "inference"), ``nodes`` (operator
     calls), ``lowered`` (of those, run by neoflow), ``subgraphs`` (neoflow
     ops made), ``eager_views`` (views of a subgraph's tensors that eager
-    users take, made in eager), ``fallback`` ({operator: reason} for those
+    users take, made in eager), ``merged_products`` (matrix products
+    merged into others, mmsum), ``fallback`` ({operator: reason} for those
     left in eager).
     ``clear=True`` empties the list after returning it."""
     with _lock:
@@ -70,7 +71,7 @@ class _Support(OperatorSupport):
     def is_node_supported(self, submodules, node) -> bool:
         if node.op != "call_function":
             return False
-        why = lowering.unsupported(node, self.contractions)
+        why = node.meta.get(mmsum.EAGER) or lowering.unsupported(node, self.contractions)
         if why is not None:
             self.reasons.setdefault(str(node.target), why)
         return why is None
@@ -297,6 +298,7 @@ def compile_graph(
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     support = _Support(contractions)
+    products = mmsum.merge(gm)  # sums of matrix products (a shared weight's gradient) as one product
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     parts = [p for p in partitioner.propose_partitions() if not all(lowering.is_view(n) for n in p.nodes)]
@@ -326,6 +328,7 @@ def compile_graph(
         "lowered": lowered,
         "subgraphs": made,
         "eager_views": eager_views,
+        "merged_products": products,
         "fallback": dict(sorted(support.reasons.items())),
     }
     with _lock:
@@ -342,6 +345,8 @@ def explain_text(rep: dict) -> str:
         f"neoflow: {rep['graph']} graph: {rep['lowered']} of {rep['nodes']} operator calls lowered into "
         f"{rep['subgraphs']} neoflow op(s)"
     ]
+    if rep.get("merged_products"):
+        lines.append(f"  {rep['merged_products']} matrix product(s) of sums merged into others (one product each)")
     for target, why in rep["fallback"].items():
         lines.append(f"  eager: {target}: {why}")
     return "\n".join(lines)
