@@ -75,8 +75,8 @@ def test_transposed_products_and_other_terms():
 def test_transposed_operands_are_concatenated_untransposed():
     """Operands that are transposes (dY_t^T of a weight gradient) are concatenated as they lie, then
     transposed: contiguous copies, and BLAS reads the transpose through its strides."""
-    d = [torch.randn(5, 7) for _ in range(3)]
-    x = [torch.randn(5, 2) for _ in range(3)]
+    d = [torch.randn(2, 7) for _ in range(3)]
+    x = [torch.randn(2, 6) for _ in range(3)]
 
     def f(d0, d1, d2, x0, x1, x2):
         return d0.t() @ x0 + d1.t() @ x1 + d2.t() @ x2
@@ -89,11 +89,12 @@ def test_transposed_operands_are_concatenated_untransposed():
 
 @pytest.mark.parametrize(
     "case",
-    ["two_terms", "used_twice", "alpha", "broadcast", "mixed"],
+    ["two_terms", "used_twice", "alpha", "broadcast", "mixed", "copies_more"],
 )
 def test_sums_left_alone(case):
-    a = [torch.randn(4, 3) for _ in range(4)]
-    b = [torch.randn(3, 4) for _ in range(4)]
+    k = 20 if case == "copies_more" else 2  # a forward layer's x W1 + s W2 + h W3: each weight k x 8
+    a = [torch.randn(8, k) for _ in range(4)]
+    b = [torch.randn(k, 8) for _ in range(4)]
 
     def f(a0, a1, a2, a3, b0, b1, b2, b3):
         p = [a0 @ b0, a1 @ b1, a2 @ b2, a3 @ b3]
@@ -105,6 +106,8 @@ def test_sums_left_alone(case):
             return torch.add(torch.add(p[0], p[1], alpha=2.0), p[2], alpha=3.0)
         if case == "broadcast":
             return (p[0][:1] + p[1]) + p[2][:, :1]
+        if case == "copies_more":  # the concatenations would copy more than the merge saves
+            return p[0] + p[1] + p[2] + p[3]
         return p[0] + p[1].t() + p[2].t()  # two of one orientation: under MIN_TERMS
 
     gm = _traced(f, *a, *b)
