@@ -13,7 +13,11 @@ at bench size and batch 16 (workloads/, unchanged), an MLP with GELU and LayerNo
   ``--no-tuned`` leaves it out.
 
 Each variant is a separate copy of the model with the same parameters. Step times: the median (min-max) of
-``--repeat`` steps after ``--warmup``; the first step (tracing and compiling) is reported as ``first_s``. The
+``--repeat`` steps after ``--warmup``; the first step (tracing and compiling) is reported as ``first_s``.
+eager, inductor and neoflow are timed in turns, one step of each per round in a rotating order
+(``interleaved`` of bench/workloads.py): timed one after another, 15 steps each, a slow spell of this
+machine fell on one of them, and a model's ratio moved by 0.2 between runs. The tuned variant is timed after
+them, on its own. The
 report adds the fraction of each graph's operator calls that neoflow lowered (``neoflow.compile_report``) and
 the geomean of inductor's time over neoflow's on the six workloads. Caches start cold. Writes
 ``models-DATE-cpu.json`` (``models-DATE-<gpu>.json`` for a CUDA run), ``.md`` and ``.png`` into ``--out``. Not a
@@ -122,11 +126,12 @@ def model_and_loss(torch, name: str, device: str):
     return other_model(torch, name, device)
 
 
-def variant_step(torch, neoflow, model, loss, lr, variant: str):
-    """A training step of a copy of model under the variant, and the compile reports it made."""
+def variant_step(torch, neoflow, model, loss, lr, variant: str, reset: bool = True):
+    """A training step of a copy of model under the variant. ``reset`` clears Dynamo's caches first (the
+    variants timed in turns are compiled without it: a reset would make the earlier ones compile again)."""
     m = copy.deepcopy(model)
-    torch._dynamo.reset()
-    neoflow.compile_report(clear=True)
+    if reset:
+        torch._dynamo.reset()
     if variant == "eager":
         fn = lambda: loss(m)  # noqa: E731
     elif variant == "inductor":
@@ -143,15 +148,35 @@ def _settle(neoflow, timeout: float, into: list) -> None:
 
 
 def bench_model(torch, neoflow, name: str, args) -> dict:
+    """eager, inductor and untuned neoflow compiled and warmed up first, then timed in turns (wl.interleaved:
+    a slow spell of the machine falls on all three alike); the tuned variant after them, on its own (its
+    tuner swaps kernels of ops the untuned variant shares)."""
     model, loss, lr = model_and_loss(torch, name, args.device)
     variants = ["eager"] + ([] if args.no_compile else ["inductor"]) + ["neoflow"]
-    variants += [] if args.no_tuned else ["neoflow tuned"]
     row = {"model": name}
+    torch._dynamo.reset()
+    steps = {}
     for v in variants:
+        neoflow.compile_report(clear=True)
+        steps[v] = variant_step(torch, neoflow, model, loss, lr, v, reset=False)
+        row[v] = wl.prepare(steps[v], args.warmup)
+        if v == "neoflow":
+            reps = neoflow.compile_report()
+            row["lowered"] = sum(r["lowered"] for r in reps)
+            row["nodes"] = sum(r["nodes"] for r in reps)
+            row["fallback"] = sorted({k for r in reps for k in r["fallback"]})
+    for v, st in wl.interleaved(steps, args.repeat).items():
+        row[v] |= st
+        print(f"{name:12s} {v:14s} {row[v]['median_ms']:9.2f} ms", file=sys.stderr, flush=True)
+    if not args.no_tuned:
+        v = "neoflow tuned"
+        variants.append(v)
+        neoflow.compile_report(clear=True)
         step = variant_step(torch, neoflow, model, loss, lr, v)
         tuned: list = []
-        settle = functools.partial(_settle, neoflow, args.tune_timeout, tuned) if v.endswith("tuned") else None
-        row[v] = wl.measure(step, args.repeat, args.warmup, settle=settle)
+        row[v] = wl.measure(
+            step, args.repeat, args.warmup, settle=functools.partial(_settle, neoflow, args.tune_timeout, tuned)
+        )
         if tuned:  # the background tuner's state when the timed steps began
             row["tuning"] = {
                 "kernels": len(tuned),
@@ -159,11 +184,6 @@ def bench_model(torch, neoflow, name: str, args) -> dict:
                 "swapped": sum(k.swapped for k in tuned),
                 "errors": sorted({k.error for k in tuned if k.error}),
             }
-        if v == "neoflow":
-            reps = neoflow.compile_report()
-            row["lowered"] = sum(r["lowered"] for r in reps)
-            row["nodes"] = sum(r["nodes"] for r in reps)
-            row["fallback"] = sorted({k for r in reps for k in r["fallback"]})
         print(f"{name:12s} {v:14s} {row[v]['median_ms']:9.2f} ms", file=sys.stderr, flush=True)
     neoflow.configure(tune="off")
     for v in variants[1:]:
@@ -188,8 +208,9 @@ def render_markdown(result: dict) -> str:
         f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}; float32, {where}, "
         f"batch {BATCH}, glibc heap {result['settings'].get('heap', 'default')}. "
         f"Training step (forward, loss, backward, Adam), ms: median over {result['settings']['repeat']} "
-        "steps (min-max). Ratios: the other's time / neoflow's (above 1: neoflow is faster). lowered: operator "
-        "calls of the forward and backward graphs that neoflow ran, of all.",
+        "steps (min-max); eager, inductor and neoflow timed in turns, a step of each per round. Ratios: the "
+        "other's time / neoflow's (above 1: neoflow is faster). lowered: operator calls of the forward and "
+        "backward graphs that neoflow ran, of all.",
         "",
         "| model | "
         + " | ".join(variants)
