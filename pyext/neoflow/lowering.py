@@ -128,6 +128,7 @@ _OTHER = {
     aten.elu.default,
     aten.convolution.default,
     aten.convolution_backward.default,
+    aten.unfold_backward.default,
     operator.getitem,
 }
 SUPPORTED = set(_UNARY) | set(_BINARY) | set(_COMPARE) | set(_REDUCE) | _CONSTANTS | _VIEWS | _OTHER
@@ -414,6 +415,8 @@ class Lowering:
             convlowering.convolution(self, k, node)
         elif t is aten.convolution_backward.default:
             convlowering.convolution_backward(self, k, node)
+        elif t is aten.unfold_backward.default:
+            convlowering.unfold_backward(self, k, node)
         else:  # a view: read through its index map, stored only where the subgraph returns it
             self.views[node] = lambda parts, node=node: self._view(node, parts)
             if any(u.op == "output" for u in node.users):

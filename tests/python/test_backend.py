@@ -534,3 +534,37 @@ def test_registered_as_a_dynamo_backend():
     y = torch.compile(lambda x: torch.tanh(x) * 3.0, backend="neoflow")(torch.ones(3))
     torch.testing.assert_close(y, torch.tanh(torch.ones(3)) * 3.0)
     assert neoflow.compile_report()[-1]["lowered"] == 2
+
+
+@pytest.mark.parametrize(
+    "shape, unfolds",
+    [
+        ((2, 3, 9), [(2, 3, 2)]),  # windows overlap
+        ((2, 3, 10), [(2, 3, 3)]),  # step equals size; the tail (position 9) is in no window
+        ((2, 3, 11), [(2, 2, 4)]),  # gaps between windows
+        ((2, 7, 7, 3), [(1, 3, 2), (2, 3, 2)]),  # both spatial dimensions, as CapsNet's capsule convolution
+        ((5,), [(0, 5, 1)]),  # one window, the whole dimension
+    ],
+)
+def test_unfold_gradient_is_lowered(shape, unfolds):
+    """unfold's gradient is gathered over the windows in neoflow (not decomposed into an index_put)."""
+    w = torch.randn(shape)
+
+    def f(x, w):
+        u = x * w
+        for dim, size, step in unfolds:
+            u = u.unfold(dim, size, step)
+        return torch.tanh(u) * 2.0
+
+    check_value_and_grad(f, torch.randn(shape), w)
+    backward = [r for r in neoflow.compile_report() if r["graph"] == "backward"]
+    assert backward and "aten.unfold_backward.default" not in backward[0]["fallback"], backward
+    assert not any("index_put" in k or k.startswith("a subgraph") for r in backward for k in r["fallback"]), backward
+
+
+def test_unfold_gradient_gradcheck_in_float64():
+    def f(x):
+        return x.unfold(1, 3, 2).unfold(2, 2, 1).sin().sum((-1, -2))
+
+    x = torch.randn(2, 7, 6, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(neoflow.compile(f), (x,))
