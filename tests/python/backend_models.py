@@ -3,9 +3,20 @@
 import copy
 
 import neoflow
+import pytest
 import torch
 
 TOL = {"rtol": 1e-4, "atol": 1e-5}
+
+
+@pytest.fixture
+def fresh_dynamo():
+    """Dynamo's caches and neoflow's compile reports emptied before and after a test (test modules of the
+    backend use it autouse)."""
+    torch._dynamo.reset()
+    neoflow.compile_report(clear=True)
+    yield
+    torch._dynamo.reset()
 
 
 def check_training(model, *inputs, tol=TOL, **opts):

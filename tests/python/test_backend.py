@@ -10,19 +10,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import neoflow  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from backend_models import MLP, TOL, Block, ConvNet, check_training, check_value_and_grad  # noqa: E402
+from backend_models import (  # noqa: E402
+    MLP,
+    TOL,
+    Block,
+    ConvNet,
+    check_training,
+    check_value_and_grad,
+    fresh_dynamo,  # noqa: F401 - a fixture, used through pytestmark
+)
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from workloads import train  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    torch._dynamo.reset()
-    neoflow.compile_report(clear=True)
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # Dynamo's caches and the reports emptied around each test
 
 
 def test_mlp_with_gelu_and_layer_norm_is_lowered_whole():

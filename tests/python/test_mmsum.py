@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import neoflow  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from backend_models import TOL  # noqa: E402
+from backend_models import TOL, fresh_dynamo  # noqa: E402, F401 - fresh_dynamo: a fixture, used through pytestmark
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from neoflow import mmsum  # noqa: E402
@@ -19,12 +19,7 @@ from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 aten = torch.ops.aten
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    torch._dynamo.reset()
-    neoflow.compile_report(clear=True)
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # Dynamo's caches and the reports emptied around each test
 
 
 def _traced(f, *args):
