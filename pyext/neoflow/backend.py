@@ -388,8 +388,10 @@ def backend(gm: torch.fx.GraphModule, example_inputs, *, explain: bool = False, 
     through the ``torch_dynamo_backends`` entry point, or this function
     itself as ``backend=``). Options (``torch.compile(..., options={...})``):
     ``explain`` reports each graph; ``contractions`` is "eager" (the
-    default: matrix products and convolutions run in PyTorch, the rest of
-    each subgraph in neoflow) or "neoflow" (they are lowered too, and fuse
+    default: matrix products and convolutions run in PyTorch, but for
+    grouped 1x1 and depthwise convolutions on the CPU (see
+    convlowering.grouped_on_cpu), the rest of each subgraph in neoflow) or
+    "neoflow" (they are lowered too, and fuse
     with their neighbours; on the 2-core Xeon an MI-LSTM training step took
     455 ms so against 121 ms with "eager", as untuned neoflow matrix
     products run several times slower than PyTorch's BLAS)."""

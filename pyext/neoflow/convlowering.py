@@ -26,6 +26,10 @@ over the windows that hold each position:
 
 from __future__ import annotations
 
+import torch
+
+aten = torch.ops.aten
+
 
 def _conv_args(node):
     a = list(node.args) + [None] * 10
@@ -37,6 +41,25 @@ def _conv_args(node):
         "output_padding": list(a[7] or []),
         "groups": a[8],
     }
+
+
+def grouped_on_cpu(node) -> bool:
+    """Whether node is a convolution (or its backward) on the CPU that neoflow lowers even where
+    contractions are left to PyTorch (``contractions="eager"``): grouped 1x1 or depthwise (groups > 1). oneDNN
+    runs those slowly on NCHW tensors (a ShuffleNet unit's 240 -> 60 channel 1x1 convolution in 3 groups:
+    2.1 ms forward, 56 GFLOP/s; 0.8 ms on channels-last tensors, whose conversions cost more than that), and
+    lowered they fuse with the batch norms, ReLUs and shuffles around them: ShuffleNet's training step went
+    from 36 to 27 ms on the 2-core Xeon. Dense convolutions and grouped ones with wider kernels and several
+    channels a group (ResNeXt's) stay with oneDNN, as does every convolution on CUDA (cuDNN; not measured)."""
+    backward = node.target is not aten.convolution.default
+    if node.target not in (aten.convolution.default, aten.convolution_backward.default):
+        return False
+    x, w = (node.args[1], node.args[2]) if backward else (node.args[0], node.args[1])
+    groups = node.args[9] if backward else node.args[8]
+    xv, wv = x.meta.get("val"), w.meta.get("val")
+    if groups <= 1 or xv is None or wv is None or xv.device.type != "cpu":
+        return False
+    return all(k == 1 for k in wv.shape[2:]) or (groups == xv.shape[1] and wv.shape[1] == 1)
 
 
 def unsupported(node) -> str | None:

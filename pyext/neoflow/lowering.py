@@ -162,13 +162,14 @@ CONTRACTIONS = {
 
 def unsupported(node, contractions: str = "neoflow") -> str | None:
     """Why node cannot be lowered, or None when it can; with contractions
-    "eager", matrix products and convolutions are left to PyTorch."""
+    "eager", matrix products and convolutions are left to PyTorch, but for
+    grouped 1x1 and depthwise convolutions on the CPU (grouped_on_cpu)."""
     user_op = inlining.op_of(node)
     if user_op is None and node.target not in SUPPORTED:
         return "no lowering for this operator"
     if user_op is not None and (why := inlining.unsupported(node, user_op)):
         return why
-    if contractions == "eager" and node.target in CONTRACTIONS:
+    if contractions == "eager" and node.target in CONTRACTIONS and not convlowering.grouped_on_cpu(node):
         return "a contraction, left to PyTorch's BLAS and oneDNN (contractions='eager')"
     vals = _val(node)
     if vals is None:

@@ -570,3 +570,49 @@ def test_unfold_gradient_gradcheck_in_float64():
 
     x = torch.randn(2, 7, 6, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(neoflow.compile(f), (x,))
+
+
+class _ShuffleUnit(torch.nn.Module):
+    """A grouped 1x1 convolution, a depthwise 3x3 and a dense 3x3, as in ShuffleNet (and a plain CNN)."""
+
+    def __init__(self):
+        super().__init__()
+        self.g = torch.nn.Conv2d(6, 9, 1, groups=3)
+        self.dw = torch.nn.Conv2d(9, 9, 3, padding=1, groups=9, bias=False)
+        self.dense = torch.nn.Conv2d(9, 4, 3, padding=1)
+
+    def forward(self, x):
+        return self.dense(torch.relu(self.dw(torch.relu(self.g(x)))))
+
+
+def test_grouped_convolutions_are_lowered_by_default_on_the_cpu():
+    """With contractions="eager", grouped 1x1 and depthwise convolutions are lowered all the same (oneDNN
+    runs them slowly on NCHW tensors); the dense one stays in eager, forward and backward."""
+    torch.manual_seed(0)
+    fw, bw = check_training(_ShuffleUnit(), torch.randn(2, 6, 5, 5))
+    for rep in (fw, bw):
+        assert not any(k.startswith("a subgraph") for k in rep["fallback"]), rep
+    # only the dense convolution falls back (and its backward, with the getitems of its three gradients)
+    assert "aten.convolution.default" in fw["fallback"] and "aten.convolution_backward.default" in bw["fallback"]
+    assert fw["lowered"] == fw["nodes"] - 1 - fw["eager_views"], fw
+    assert bw["nodes"] - bw["lowered"] <= 4, bw
+    # which ones the policy takes, on traced ATen nodes:
+    from neoflow import convlowering
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    unit = _ShuffleUnit()
+    names = [k for k, _ in unit.named_parameters()]
+
+    def f(x, *ws):
+        return torch.func.functional_call(unit, dict(zip(names, ws)), (x,))
+
+    traced = make_fx(f, tracing_mode="fake")(torch.randn(2, 6, 5, 5), *[p.detach() for p in unit.parameters()])
+    convs = [n for n in traced.graph.nodes if n.target is torch.ops.aten.convolution.default]
+    assert [convlowering.grouped_on_cpu(n) for n in convs] == [True, True, False]
+
+
+def test_grouped_convolution_gradcheck_in_float64():
+    torch.manual_seed(0)
+    unit = _ShuffleUnit().double()
+    x = torch.randn(1, 6, 4, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(neoflow.compile(lambda x: unit.dw(unit.g(x))), (x,))
