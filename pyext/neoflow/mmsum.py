@@ -115,7 +115,10 @@ def _worth(products) -> bool:
     writing all outputs but one and the adds' reading them again. A weight's gradient over a sequence saves
     40x what it copies (LLTM: 16 outputs of 768x512 against operands of 16x768 and 16x512); a forward
     layer's x W1 + s W2 + h W3 would copy its three weights at every step to save two batch-sized outputs."""
-    copied = sum(mm.args[k].meta["val"].numel() for _, mm in products for k in (0, 1))
+    operands = [mm.args[k] for _, mm in products for k in (0, 1)]
+    if any(not isinstance(_val(a), torch.Tensor) for a in operands):
+        return False  # an operand without a traced value: left as it is
+    copied = sum(_val(a).numel() for a in operands)
     saved = 2 * (len(products) - 1) * products[0][1].meta["val"].numel()
     return copied < saved
 
