@@ -148,11 +148,26 @@ def usage() -> tuple:
     return r.ru_utime + r.ru_stime, r.ru_nivcsw, r.ru_minflt
 
 
-def usage_of(points, spent, slow) -> list:
-    """For the slow steps (tail's, as (time, seconds)): their (CPU ms, involuntary switches, page faults) from
-    the per-step differences ``spent`` (aligned with points)."""
-    at = {t: i for i, (t, _) in enumerate(points)}
-    return [(spent[at[t]][0] * 1e3, spent[at[t]][1], spent[at[t]][2]) for t, _ in slow]
+def measured(step, start: float) -> tuple:
+    """Runs step once: its (time since start, seconds) and the differences of usage() across it."""
+    u0, t0 = usage(), time.perf_counter()
+    step()
+    t1, u1 = time.perf_counter(), usage()
+    return (t0 - start, t1 - t0), tuple(b - a for a, b in zip(u0, u1))
+
+
+def slow_usage(points, spent, final: float) -> tuple:
+    """Of the steps after the third, as (CPU ms, involuntary switches, page faults) from the per-step usage
+    differences ``spent`` (aligned with points): the slowest step's, and those of the steps over 3x the final
+    median (tail's, in order); (None, []) with 3 steps or fewer."""
+    if len(points) <= 3:
+        return None, []
+
+    def of(i):
+        return spent[i][0] * 1e3, spent[i][1], spent[i][2]
+
+    later = range(3, len(points))
+    return of(max(later, key=lambda i: points[i][1])), [of(i) for i in later if points[i][1] * 1e3 > 3 * final]
 
 
 def eager_every(eager_ms: float, share: float = 0.04, least: float = 2.0) -> float:
@@ -175,23 +190,22 @@ def run_background(torch, neoflow, nf, loss, lr, seconds: float, eager_step, eve
     next_sample, next_eager = 0.0, every
     try:
         while True:
-            u0, t0 = usage(), time.perf_counter()
-            step()
-            t1, u1 = time.perf_counter(), usage()
-            points.append((t0 - start, t1 - t0))
-            spent.append(tuple(b - a for a, b in zip(u0, u1)))
-            if t1 - start >= next_sample:
+            point, used = measured(step, start)
+            points.append(point)
+            spent.append(used)
+            now = sum(point)  # seconds since start, at the step's end
+            if now >= next_sample:
                 st = neoflow.background_status()
-                samples.append((t1 - start, sum(k.trials for k in st), sum(k.swapped for k in st), len(st)))
+                samples.append((now, sum(k.trials for k in st), sum(k.swapped for k in st), len(st)))
                 next_sample += 2.0
-            if t1 - start >= next_eager:
+            if now >= next_eager:
                 base.load_state_dict(nf.state_dict())
                 for _ in range(5):
                     e0 = time.perf_counter()
                     eager_step()
                     eager_points.append((e0 - start, time.perf_counter() - e0))
                 next_eager += every
-            if t1 - start >= seconds:
+            if now >= seconds:
                 return points, samples, eager_points, passes, spent
     finally:
         gc.callbacks.remove(record)
@@ -214,20 +228,18 @@ def eager_alone(eager_step, seconds: float) -> dict:
     points, spent = [], []
     start = time.perf_counter()
     while not points or points[-1][0] + points[-1][1] < seconds:
-        u0, t0 = usage(), time.perf_counter()
-        eager_step()
-        t1, u1 = time.perf_counter(), usage()
-        points.append((t0 - start, t1 - t0))
-        spent.append(tuple(b - a for a, b in zip(u0, u1)))
+        point, used = measured(eager_step, start)
+        points.append(point)
+        spent.append(used)
     final, worst, slow = tail(points)
-    worst_at = max(range(3, len(points)), key=lambda i: points[i][1]) if len(points) > 3 else None
+    worst_usage, slow_usages = slow_usage(points, spent, final)
     return {
         "steps": len(points),
         "final_ms": final,
         "worst_after_third_vs_final": worst,
-        "worst_usage": usage_of(points, spent, [points[worst_at]])[0] if worst_at is not None else None,
+        "worst_usage": worst_usage,
         "over_3x": [(t, s * 1e3) for t, s in slow],
-        "over_3x_usage": usage_of(points, spent, slow),
+        "over_3x_usage": slow_usages,
     }
 
 
@@ -252,7 +264,7 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
     end = points[-1][0]
     eager_ms = eager_near(eager_points, end, 30, row["eager"]["median_ms"])
     final, worst, slow = tail(points)  # final: the eager steps' window
-    worst_at = max(range(3, len(points)), key=lambda i: points[i][1]) if len(points) > 3 else None
+    worst_usage, slow_usages = slow_usage(points, spent, final)
     row |= {
         "points": points,
         "samples": samples,
@@ -264,7 +276,7 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
         "final_vs_eager": eager_ms / final,
         "caught_eager_s": caught_up(points, eager_points, row["eager"]["median_ms"]),
         "worst_after_third_vs_final": worst,
-        "worst_usage": usage_of(points, spent, [points[worst_at]])[0] if worst_at is not None else None,
+        "worst_usage": worst_usage,
         "kernels": [
             {
                 "kernel": k.kernel,
@@ -285,7 +297,7 @@ def bench(torch, neoflow, name, args, tmp) -> dict:
         "over_3x_gc_ms": [collected_during(passes, t, s) * 1e3 for t, s in slow],
         "over_3x_eager_ms": [eager_near(eager_points, t, 1.0, None) for t, s in slow],
         # and the process's CPU ms, involuntary context switches and page faults within each (usage)
-        "over_3x_usage": usage_of(points, spent, slow),
+        "over_3x_usage": slow_usages,
         "gc_passes": passes,
     }
     if args.eager_alone:
