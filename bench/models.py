@@ -14,12 +14,12 @@ at bench size and batch 16 (workloads/, unchanged), an MLP with GELU and LayerNo
 
 Each variant is a separate copy of the model with the same parameters. Step times: the median (min-max) of
 ``--repeat`` steps after ``--warmup``; the first step (tracing and compiling) is reported as ``first_s``.
-eager, inductor and neoflow are timed in turns (in_turns): blocks of 5 timed steps per variant and round,
-each after 2 untimed ones, the rounds rotating the order. The tuned variant is timed after them, on its own. The
-report adds the fraction of each graph's operator calls that neoflow lowered (``neoflow.compile_report``) and
-the geomean of inductor's time over neoflow's on the six workloads. Caches start cold. Writes
-``models-DATE-cpu.json`` (``models-DATE-<gpu>.json`` for a CUDA run), ``.md`` and ``.png`` into ``--out``. Not a
-test: speed is reported, not asserted.
+eager, inductor and neoflow are timed in turns (``interleaved`` of bench/workloads.py): blocks of 5 timed
+steps per variant and round, each after 2 untimed ones, the rounds rotating the order. The tuned variant is
+timed after them, on its own. The report adds the fraction of each graph's operator calls that neoflow lowered
+(``neoflow.compile_report``) and the geomean of inductor's time over neoflow's on the six workloads. Caches
+start cold. Writes ``models-DATE-cpu.json`` (``models-DATE-<gpu>.json`` for a CUDA run), ``.md`` and ``.png``
+into ``--out``. Not a test: speed is reported, not asserted.
 
     python bench/models.py [--models lltm mlp ...] [--repeat 15] [--warmup 3] [--no-tuned] [--tune-timeout 120]
                            [--device cpu|cuda] [--heap default|steady]
@@ -145,26 +145,9 @@ def _settle(neoflow, timeout: float, into: list) -> None:
     into.extend(neoflow.wait_background(timeout=timeout))
 
 
-def in_turns(steps: dict, repeat: int, block: int = 5, untimed: int = 2) -> dict:
-    """``repeat`` timed steps of each variant, in blocks of ``block`` per variant and round, the rounds rotating
-    the order; each block after ``untimed`` steps that are not timed. Timed one after another, a slow spell
-    of the machine fell on one variant (LLTM's inductor step 9.6 ms in one run, 7.2 an hour later); timed a
-    step of each in turn, each step ran after another model's and paid for it (ShuffleNet's eager step 58 ms
-    against 30 alone, its inductor step 22.8 ms after a neoflow step against 17.6 after its own): the first
-    steps of a block absorb that."""
-    times: dict = {k: [] for k in steps}
-    names = list(steps)
-    for r in range(-(-repeat // block)):
-        for k in names[r % len(names) :] + names[: r % len(names)]:
-            for _ in range(untimed):
-                steps[k]()
-            times[k] += [wl.timed(steps[k]) for _ in range(min(block, repeat - len(times[k])))]
-    return {k: wl.stats(v) for k, v in times.items()}
-
-
 def bench_model(torch, neoflow, name: str, args) -> dict:
-    """eager, inductor and untuned neoflow compiled and warmed up first, then timed in turns (in_turns: a slow
-    spell of the machine falls on all three alike); the tuned variant after them, on its own (its tuner swaps
+    """eager, inductor and untuned neoflow compiled and warmed up first, then timed in turns (wl.interleaved: a
+    slow spell of the machine falls on all three alike); the tuned variant after them, on its own (its tuner swaps
     kernels of ops the untuned variant shares)."""
     model, loss, lr = model_and_loss(torch, name, args.device)
     variants = ["eager"] + ([] if args.no_compile else ["inductor"]) + ["neoflow"]
@@ -180,7 +163,7 @@ def bench_model(torch, neoflow, name: str, args) -> dict:
             row["lowered"] = sum(r["lowered"] for r in reps)
             row["nodes"] = sum(r["nodes"] for r in reps)
             row["fallback"] = sorted({k for r in reps for k in r["fallback"]})
-    for v, st in in_turns(steps, args.repeat).items():
+    for v, st in wl.interleaved(steps, args.repeat, block=5, untimed=2).items():
         row[v] |= st
         print(f"{name:12s} {v:14s} {row[v]['median_ms']:9.2f} ms", file=sys.stderr, flush=True)
     if not args.no_tuned:
