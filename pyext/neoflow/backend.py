@@ -71,7 +71,7 @@ class _Support(OperatorSupport):
     def is_node_supported(self, submodules, node) -> bool:
         if node.op != "call_function":
             return False
-        why = node.meta.get(mmsum.EAGER) or lowering.unsupported(node, self.contractions)
+        why = lowering.unsupported(node, self.contractions)
         if why is not None:
             self.reasons.setdefault(str(node.target), why)
         return why is None

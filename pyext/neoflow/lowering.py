@@ -160,10 +160,17 @@ CONTRACTIONS = {
 }
 
 
+# a graph pass that wants a node of its own making left to eager says why in node.meta[EAGER] (mmsum's
+# concatenations)
+EAGER = "neoflow_eager"
+
+
 def unsupported(node, contractions: str = "neoflow") -> str | None:
     """Why node cannot be lowered, or None when it can; with contractions
     "eager", matrix products and convolutions are left to PyTorch, but for
     grouped 1x1 and depthwise convolutions on the CPU (grouped_on_cpu)."""
+    if why := node.meta.get(EAGER):
+        return why
     user_op = inlining.op_of(node)
     if user_op is None and node.target not in SUPPORTED:
         return "no lowering for this operator"

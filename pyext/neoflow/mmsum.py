@@ -14,7 +14,7 @@ which BLAS runs at a higher rate, writing the output once (LLTM's training
 step: about 10 ms before, 8 after, on the 2-core Xeon). ``merge`` rewrites
 such add trees of an FX graph in place (IR to IR), before the graph is
 partitioned, where the concatenations copy less than the merge saves
-(_worth); the concatenations run in eager (see EAGER).
+(_worth); the concatenations run in eager (see CAT_REASON).
 The sum's order of additions changes: within float32 tolerances, as any
 BLAS blocking of the inner dimension.
 """
@@ -24,13 +24,11 @@ from __future__ import annotations
 import torch
 import torch.fx
 
+from .lowering import EAGER, _val
+
 aten = torch.ops.aten
 
 MIN_TERMS = 3  # fewer products are not worth the concatenations
-
-
-def _val(n):
-    return n.meta.get("val") if isinstance(n, torch.fx.Node) else None
 
 
 def _is_add(n) -> bool:
@@ -83,10 +81,9 @@ def _terms(root) -> list:
     return out
 
 
-# why the concatenations stay in eager (node.meta[EAGER], which the backend's partitioner honours): a lowered
+# why the concatenations stay in eager (node.meta[EAGER], which lowering.unsupported honours): a lowered
 # cat of n parts reads each element through n nested wheres (measured: 368 us for LLTM's two of 16 parts,
 # 1.3 MB, where eager copies at memory speed)
-EAGER = "neoflow_eager"
 CAT_REASON = "a merged matrix product's operands, concatenated: eager copies them at memory speed"
 
 
