@@ -26,6 +26,10 @@ func TestFirstSchedulesRegisterTileContractions(t *testing.T) {
 			"tiled b[1 2] g[1 8] j[16] loops [g.t0 b.t0 j.t0 g.t1 b.t1 g.t2 b.t2 j.t1] parallel 2 acc 2 vector unroll b.t2:8 unroll g.t2:8"},
 		{testops.Op{Name: "dh", Src: "D[b, j] += E[b, g] * U[g, j]", Inputs: []string{"E", "U"}, Shapes: [][]int64{{16, 256}, {256, 512}}},
 			"tiled b[4 4] j[1 64] g[256] loops [b.t0 j.t0 g.t0 b.t1 j.t1 g.t1 b.t2 j.t2] parallel 2 acc 5 vector unroll b.t2:8 pack 1@3"},
+		// A grouped 1x1 convolution's weight gradient: the tiles of c read
+		// more (X) than those of o (T and X) per tile, so c runs outermost.
+		{testops.Op{Name: "gw", Src: "GW[o,c] += T[n,o,h,w] * X[n,(o/20)*80+c,h,w]", Inputs: []string{"T", "X"}, Shapes: [][]int64{{16, 60, 28, 28}, {16, 240, 28, 28}}, Sizes: map[string]int64{"c": 80}},
+			"tiled o[1 2] c[1 8] w[16] loops [c.t0 o.t0 n h w.t0 c.t1 o.t1 c.t2 o.t2 w.t1] parallel 2 acc 2 vector unroll o.t2:8 unroll c.t2:8"},
 		{testops.Op{Name: "small", Src: "C[i, j] += A[i, k] * B[k, j]", Inputs: []string{"A", "B"}, Shapes: [][]int64{{64, 64}, {64, 64}}}, ""},
 		{testops.Op{Name: "ew", Src: "C[i, j] = A[i, j] * 2.0", Inputs: []string{"A"}, Shapes: [][]int64{{2048, 2048}}}, ""},
 	} {
