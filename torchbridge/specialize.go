@@ -39,7 +39,7 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 		}
 		r.mu.Unlock()
 	}
-	spec, explained, err := r.specialize(op, in, req.GetSizes())
+	spec, explained, err := r.specialize(op, in, req.GetSizes(), req.GetCudaDevice() == 0)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +83,10 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 // specialize runs the pipeline's specialize pass (core/pipeline) on op
 // for the inputs' dtype and shapes, then, with fusion on, the fusion
 // passes (fuseSpec), weighed with this machine's rates (machineRates),
-// passes (fuse), whose explanation it also returns.
-func (r *Runtime) specialize(op *ir.Op, in typedInputs, sizes map[string]int64) (*ir.Spec, string, error) {
+// whose explanation it also returns; for a C kernel (cpu) merge-axes
+// last, so that the builder and the tuner see the merged axes. The
+// buffers stay as the fused spec has them.
+func (r *Runtime) specialize(op *ir.Op, in typedInputs, sizes map[string]int64, cpu bool) (*ir.Spec, string, error) {
 	cfg := r.config()
 	u := &pipeline.Unit{Op: op, DType: in.dtype, Shapes: in.shapes, Ints: in.ints, Sizes: sizes, Dump: cfg.Dump}
 	if err := pipeline.Run(u, "specialize"); err != nil {
@@ -93,7 +95,12 @@ func (r *Runtime) specialize(op *ir.Op, in typedInputs, sizes map[string]int64) 
 	r.mu.Lock()
 	keepNone := r.keepNone[op]
 	r.mu.Unlock()
-	return fuseSpec(u.Spec, cfg, keepNone, r.machineRates)
+	spec, explained, err := fuseSpec(u.Spec, cfg, keepNone, r.machineRates)
+	if err != nil || !cpu {
+		return spec, explained, err
+	}
+	spec, err = pipeline.MergeAxes(spec, cfg.Dump)
+	return spec, explained, err
 }
 
 // remember keeps a specialization's response for the next request.

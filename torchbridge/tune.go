@@ -161,12 +161,12 @@ func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, _, err := r.specialize(op, in, req.GetSizes())
+	ord := int(req.GetCudaDevice()) - 1
+	spec, _, err := r.specialize(op, in, req.GetSizes(), ord < 0)
 	if err != nil {
 		return nil, err
 	}
 	resp := &api.TuneResponse{Kernel: opName(op)}
-	ord := int(req.GetCudaDevice()) - 1
 	if ord >= 0 {
 		if err := requireCUDA("tuning a CUDA kernel"); err != nil {
 			return nil, err

@@ -42,7 +42,7 @@ func TestWarmStartFromTheNearestShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, _, err := r.specialize(op, in, nil)
+	spec, _, err := r.specialize(op, in, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestWarmStartFromTheNearestShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec32, _, err := r.specialize(op32, in32, nil)
+	spec32, _, err := r.specialize(op32, in32, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestWarmIndexFollowsTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, _, err := r.specialize(op, in, nil)
+	old, _, err := r.specialize(op, in, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestWarmIndexFollowsTheCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, in2, _ := r.opInputs(def.OpId, []*api.TensorType{f64(48, 48), f64(48, 64)})
-	spec, _, err := r.specialize(op, in2, nil)
+	spec, _, err := r.specialize(op, in2, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}

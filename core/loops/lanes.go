@@ -100,14 +100,13 @@ func flatStride(spec *ir.Spec, a *ir.Access, axis string) (int64, bool) {
 	if t == nil || len(t.Shape) != len(a.Indices) {
 		return 0, false
 	}
-	stride, total := int64(1), int64(0)
-	for d := len(a.Indices) - 1; d >= 0; d-- {
-		c, ok := coefficient(a.Indices[d], axis)
+	total := int64(0)
+	for _, term := range flatTerms(a, t.Shape) {
+		c, ok := coefficient(term.index, axis)
 		if !ok {
 			return 0, false
 		}
-		total += c * stride
-		stride *= max(t.Shape[d], 1)
+		total += c * term.stride
 	}
 	return total, true
 }

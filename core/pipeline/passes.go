@@ -47,6 +47,7 @@ func table() []Pass {
 		{Name: "fuse-inline", Run: fuseInline, Applies: wantsFusion, After: []string{"fuse-cse"}, Out: LevelFused},
 		{Name: "fuse-prune", Run: fusePrune, Applies: wantsFusion, After: []string{"fuse-inline"}, Out: LevelFused},
 		{Name: "fuse-group", Run: fuseGroup, Applies: wantsFusion, After: []string{"fuse-prune"}, Out: LevelFused},
+		{Name: "merge-axes", Run: mergeAxes, Applies: wantsMergedAxes, After: []string{"specialize"}, Out: LevelSpec},
 		{Name: "schedule", Run: schedule, After: []string{"specialize"}, Out: LevelScheduled},
 		{Name: "lower", Run: lower, After: []string{"schedule"}, Out: LevelLoops},
 		{Name: "hoist-guards", Run: hoistGuards, After: []string{"lower"}, Out: LevelLoops},

@@ -57,6 +57,11 @@ type Unit struct {
 	// Machine weighs the fusion reward's terms (zero: fuse.DefaultMachine).
 	Machine fuse.Machine
 
+	// MergeAxes runs merge-axes (loops.MergeReductionAxes), for a kernel
+	// the C backend builds: the caller sets it before the spec reaches
+	// the builder and the tuner, which then schedule the merged axes.
+	MergeAxes bool
+
 	// Target picks the default schedules; Sched, when set, gives each
 	// statement's schedule instead.
 	Target Target

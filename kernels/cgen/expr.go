@@ -487,20 +487,10 @@ func (r *renderer) ref(a *ir.Access) (cexpr, error) {
 	return read, err
 }
 
-// flatIndex is a's element offset in t (row-major), as the C source
-// indexes t: each index times its stride, outermost first.
+// flatIndex is a's element offset in t, as the C source indexes t
+// (loops.FlatIndex: row-major, a merged axis's index pair read as one).
 func flatIndex(a *ir.Access, t *ir.TensorDecl) ir.Expr {
-	strides := make([]int64, len(t.Shape))
-	stride := int64(1)
-	for d := len(t.Shape) - 1; d >= 0; d-- {
-		strides[d] = stride
-		stride *= t.Shape[d]
-	}
-	off := loops.Lit(0)
-	for d, x := range a.Indices {
-		off = loops.Add(off, loops.Mul(x, loops.Lit(strides[d])))
-	}
-	return off
+	return loops.FlatIndex(a, t.Shape)
 }
 
 // kind is ir.KindOf(e), memoized.

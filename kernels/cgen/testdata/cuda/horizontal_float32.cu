@@ -33,7 +33,7 @@ extern "C" __global__ void __launch_bounds__(256) nf_kernel_k0(const float *__re
 				if (vt_g * 32 + vt_j < 128) {
 					*(float4 *)&r_sh0[(vt_g * 32 + vt_j) % 128 * 4] = *(const float4 *)&t_d_G[(vt_g * 32 + vt_j) % 128 * 4 / 32 * 96 + vb_g * 32 + (vt_g * 32 + vt_j) % 128 * 4 % 32];
 				}
-				*(float4 *)&r_sh1[(vt_g * 32 + vt_j) * 4] = *(const float4 *)&t_H[(vt_g * 32 + vt_j) * 4 / 64 * 64 + (vt_g * 32 + vt_j) * 4 % 64];
+				*(float4 *)&r_sh1[(vt_g * 32 + vt_j) * 4] = *(const float4 *)&t_H[(vt_g * 32 + vt_j) * 4];
 				__syncthreads();
 				#pragma unroll
 				for (nf_i vi_b = 0; vi_b < 16; vi_b++) {
