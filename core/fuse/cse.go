@@ -38,7 +38,7 @@ func CSE(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 	if !changed {
 		return spec
 	}
-	return withStmts(spec, stmts)
+	return spec.WithStmts(stmts)
 }
 
 // wholeAssign reports whether statement i is the one statement writing

@@ -27,7 +27,7 @@ func Fold(spec *ir.Spec, _ Options, notes *Notes) *ir.Spec {
 	if !changed {
 		return spec
 	}
-	return withStmts(spec, stmts)
+	return spec.WithStmts(stmts)
 }
 
 // withRHS is st with another right-hand side.

@@ -88,7 +88,7 @@ func Group(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 	if !joined {
 		return spec
 	}
-	return withStmts(spec, out)
+	return spec.WithStmts(out)
 }
 
 // join is a candidate join of two groups: the first group's members then

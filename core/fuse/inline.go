@@ -50,7 +50,7 @@ func Inline(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 	if !changed {
 		return spec
 	}
-	return withStmts(spec, stmts)
+	return spec.WithStmts(stmts)
 }
 
 // inlineReward is the reward of inlining statement i into its readers,

@@ -36,7 +36,7 @@ func Merge(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 	if !changed {
 		return spec
 	}
-	return withStmts(spec, stmts)
+	return spec.WithStmts(stmts)
 }
 
 // mergeAt is statement i merged with the reductions it adds up, and the

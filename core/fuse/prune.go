@@ -44,7 +44,7 @@ func Prune(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 		return spec
 	}
 	notes.add("prune: %v no longer stored", dropped)
-	out := withStmts(spec, stmts)
+	out := spec.WithStmts(stmts)
 	out.Tensors = slices.DeleteFunc(out.Tensors, func(t *ir.TensorDecl) bool { return slices.Contains(dropped, t.Name) })
 	return out
 }

@@ -2,7 +2,6 @@ package fuse
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/neoflow/neoflow/core/ir"
 )
@@ -27,24 +26,6 @@ func (n *Notes) add(format string, args ...any) {
 	if n != nil {
 		*n = append(*n, fmt.Sprintf(format, args...))
 	}
-}
-
-// withStmts is spec with other statements: a new Spec and Op sharing
-// everything else. The op keeps its outputs in their order (its
-// statements may now write an output in several parts); its statements
-// are the new ones, so that ir.Hash tells a fused op from the original.
-func withStmts(spec *ir.Spec, stmts []*ir.BoundStmt) *ir.Spec {
-	op := *spec.Op
-	op.Outputs = slices.Clone(spec.Op.OutputNames())
-	op.Stmts = make([]*ir.Stmt, len(stmts))
-	for i, st := range stmts {
-		op.Stmts[i] = st.Stmt
-	}
-	out := *spec
-	out.Op = &op
-	out.Stmts = stmts
-	out.Tensors = slices.Clone(spec.Tensors)
-	return &out
 }
 
 // isTemp reports whether name is a temporary of spec that no option keeps.

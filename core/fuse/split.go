@@ -42,7 +42,7 @@ func Split(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 	if !changed {
 		return spec
 	}
-	return withStmts(spec, stmts)
+	return spec.WithStmts(stmts)
 }
 
 // splitStmt splits st on its first axis with cuts, then each part on the

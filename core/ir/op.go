@@ -1,5 +1,7 @@
 package ir
 
+import "slices"
+
 // ReduceOp is a statement's assignment operator.
 type ReduceOp int
 
@@ -243,6 +245,25 @@ func (s *Spec) IntInputs() map[string]DType {
 		}
 	}
 	return out
+}
+
+// WithStmts is s with other statements: a new Spec and Op sharing
+// everything else, the tensor list copied. The op keeps its outputs in
+// their order (its statements may now write an output in several parts);
+// its statements are the new ones, so that Hash tells the new op from the
+// original.
+func (s *Spec) WithStmts(stmts []*BoundStmt) *Spec {
+	op := *s.Op
+	op.Outputs = slices.Clone(s.Op.OutputNames())
+	op.Stmts = make([]*Stmt, len(stmts))
+	for i, st := range stmts {
+		op.Stmts[i] = st.Stmt
+	}
+	out := *s
+	out.Op = &op
+	out.Stmts = stmts
+	out.Tensors = slices.Clone(s.Tensors)
+	return &out
 }
 
 // Tensor finds a tensor by name, or nil.

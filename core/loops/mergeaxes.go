@@ -45,15 +45,7 @@ func MergeReductionAxes(spec *ir.Spec) *ir.Spec {
 	if stmts == nil {
 		return spec
 	}
-	op := *spec.Op
-	op.Outputs = slices.Clone(spec.Op.OutputNames())
-	op.Stmts = make([]*ir.Stmt, len(stmts))
-	for i, st := range stmts {
-		op.Stmts[i] = st.Stmt
-	}
-	out := *spec
-	out.Op, out.Stmts = &op, stmts
-	return &out
+	return spec.WithStmts(stmts)
 }
 
 // mergeOnePair merges the first pair of st's reduction axes that
