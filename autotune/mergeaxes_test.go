@@ -1,9 +1,7 @@
 package autotune
 
 import (
-	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -63,27 +61,7 @@ func TestMergedAxesMatchTheOriginal(t *testing.T) {
 					}
 				}
 				for _, scheds := range variants {
-					k, err := b.BuildScheduled(context.Background(), m, scheds)
-					if err != nil {
-						t.Fatalf("schedules %v: %v", scheds, err)
-					}
-					bufs := hostbuf.New(m, inputs)
-					if err := k.Launch(bufs.Ptr, 3); err != nil {
-						t.Fatal(err)
-					}
-					for ti, td := range m.Tensors {
-						if td.Role == ir.RoleInput {
-							continue
-						}
-						got := bufs.Get(ti)
-						for j, w := range want[ti] {
-							if !(math.IsNaN(w) && math.IsNaN(got[j])) && math.Abs(got[j]-w) > 1e-9*(1+math.Abs(w)) {
-								t.Fatalf("schedules %v: %s[%d] = %v, the unmerged op's interpreter says %v\n%s", scheds, td.Name, j, got[j], w, k.Source())
-							}
-						}
-					}
-					bufs.Free()
-					k.Close()
+					checkAgainst(t, b, m, scheds, inputs, want, 3) // want: the unmerged op's
 				}
 			})
 		}

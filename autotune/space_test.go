@@ -47,14 +47,23 @@ func randomGenome(rng *rand.Rand, card []int) []int {
 // with the reference interpreter.
 func checkAgainstInterp(t *testing.T, b *kernels.Builder, spec *ir.Spec, scheds []loops.Schedule, inputs [][]float64, nthreads int) {
 	t.Helper()
-	k, err := b.BuildScheduled(context.Background(), spec, scheds)
-	if err != nil {
-		t.Fatalf("schedules %v: %v", scheds, err)
-	}
 	want, err := interp.Run(spec, inputs)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkAgainst(t, b, spec, scheds, inputs, want, nthreads)
+}
+
+// checkAgainst builds spec with scheds, runs it on inputs and compares
+// every output with want (one slice per tensor of spec, as interp.Run
+// gives them).
+func checkAgainst(t *testing.T, b *kernels.Builder, spec *ir.Spec, scheds []loops.Schedule, inputs, want [][]float64, nthreads int) {
+	t.Helper()
+	k, err := b.BuildScheduled(context.Background(), spec, scheds)
+	if err != nil {
+		t.Fatalf("schedules %v: %v", scheds, err)
+	}
+	defer k.Close()
 	bufs := hostbuf.New(spec, inputs)
 	defer bufs.Free()
 	if err := k.Launch(bufs.Ptr, nthreads); err != nil {
