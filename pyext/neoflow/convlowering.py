@@ -55,7 +55,7 @@ def grouped_on_cpu(node) -> bool:
     if node.target not in (aten.convolution.default, aten.convolution_backward.default):
         return False
     x, w = (node.args[1], node.args[2]) if backward else (node.args[0], node.args[1])
-    groups = node.args[9] if backward else node.args[8]
+    groups = (_backward_args if backward else _conv_args)(node)["groups"]
     xv, wv = x.meta.get("val"), w.meta.get("val")
     if groups <= 1 or xv is None or wv is None or xv.device.type != "cpu":
         return False
