@@ -472,7 +472,7 @@ func (r *renderer) ref(a *ir.Access) (cexpr, error) {
 			return cexpr{}, errors.Errorf("index of %s is a %v: %s", a.Tensor, k, ir.ExprString(x))
 		}
 	}
-	off := flatIndex(a, t)
+	off := loops.FlatIndex(a, t.Shape)
 	name, err := tensorName(a.Tensor)
 	if err != nil {
 		return cexpr{}, err
@@ -485,12 +485,6 @@ func (r *renderer) ref(a *ir.Access) (cexpr, error) {
 		read = cexpr{cat(r.maskText(), " ? ", read.s, " : ", r.floatLit(0).s), precCond, ir.KindValue}
 	}
 	return read, err
-}
-
-// flatIndex is a's element offset in t, as the C source indexes t
-// (loops.FlatIndex: row-major, a merged axis's index pair read as one).
-func flatIndex(a *ir.Access, t *ir.TensorDecl) ir.Expr {
-	return loops.FlatIndex(a, t.Shape)
 }
 
 // kind is ir.KindOf(e), memoized.

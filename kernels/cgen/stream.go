@@ -83,7 +83,7 @@ func (r *renderer) streamable(l *loops.Loop) (*loops.Store, bool) {
 	if t.Elems()*size < StreamMinBytes || l.Extent*size != 64 {
 		return nil, false
 	}
-	step, ok := laneStep(flatIndex(s.Dst, t), l.Var)
+	step, ok := laneStep(loops.FlatIndex(s.Dst, t.Shape), l.Var)
 	return s, ok && step == 1
 }
 
