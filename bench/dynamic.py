@@ -221,11 +221,12 @@ def tail(points) -> tuple:
     return final, worst, [(t, s) for t, s in points[3:] if s * 1e3 > 3 * final]
 
 
-def eager_alone(eager_step, seconds: float) -> dict:
+def eager_alone(eager_step, seconds: float, points: list | None = None) -> dict:
     """The control: the eager baseline trained alone for ``seconds``, its steps measured as neoflow's are
     (tail): the slow steps the machine itself makes, with no neoflow kernel, compiler or tuner in the
-    process's work."""
-    points, spent = [], []
+    process's work. Its (time since start, seconds) points go into ``points`` when given (bench/jitter.py)."""
+    points = [] if points is None else points
+    spent = []
     start = time.perf_counter()
     while not points or points[-1][0] + points[-1][1] < seconds:
         point, used = measured(eager_step, start)

@@ -144,11 +144,12 @@ SMALL_LLTM = ["--size", "small", "--workloads", "lltm"]
         ("joint", ["--size", "small", "--batch", "2", "--trials", "3", "--workloads", "lltm"]),
         ("bandwidth", ["--mib", "4", "--repeat", "3"]),
         ("models", ["--models", "mlp", "scrnn", "--repeat", "1", "--warmup", "0", "--no-tuned"]),
+        ("jitter", ["--size", "small", "--batch", "2", "--runs", "2", "--seconds", "1"]),
     ],
 )
 def test_other_benches_run_and_write_their_files(tmp_path, script, args):
     cmd = [sys.executable, str(ROOT / "bench" / f"{script}.py"), *args, "--out", str(tmp_path)]
-    if script not in ("overhead", "joint", "bandwidth"):
+    if script not in ("overhead", "joint", "bandwidth", "jitter"):
         cmd.append("--no-compile")
     env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
@@ -162,6 +163,11 @@ def test_other_benches_run_and_write_their_files(tmp_path, script, args):
         assert "gc_passes" in row and len(row["over_3x_gc_ms"]) == len(row["over_3x_eager_ms"]) == len(row["over_3x"])
         alone = row["eager_alone"]  # the control: eager trained alone as long
         assert alone["steps"] > 3 and alone["final_ms"] > 0 and alone["worst_after_third_vs_final"] > 0
+    if script == "jitter":  # two fresh processes that trained eager alone, neither loading neoflow's library
+        assert len(result["runs"]) == 2
+        for run in result["runs"]:
+            assert not run["neoflow_library_mapped"] and run["steps"] > 3 and len(run["points"]) == run["steps"]
+            assert run["worst_after_third_vs_final"] >= 1.0 and len(run["worst_usage"]) == 3
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA_ONLY)])
