@@ -14,8 +14,7 @@ go vet ./...
 stray=$(git ls-files '*.go' | grep -v -e '_test.go$' -e '^api/' | xargs grep -l -e 'fmt.Errorf' -e '^	"errors"$' || true)
 if [ -n "$stray" ]; then echo "use github.com/pkg/errors, not fmt.Errorf or the errors package: $stray"; exit 1; fi
 go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
-cuda_dev=$(bash scripts/cuda-dev.sh)
-CGO_CFLAGS="-I$cuda_dev/include" CGO_LDFLAGS="-L$cuda_dev/lib" go vet -tags cuda ./...
+CGO_CFLAGS="-I$NEOFLOW_CUDA_INCLUDE" go vet -tags cuda ./...
 
 echo "== ruff"
 "$PY" -m ruff check pyext tests/python bench examples workloads
