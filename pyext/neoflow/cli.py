@@ -4,14 +4,14 @@ Commands:
 
   info                 version, native library, C compiler, CUDA, cache and tuning records
   cache clear [--all]  delete the compiled kernels (and with --all the tuning records)
-  tunedb ...           the tuning database's commands (``neoflow tunedb --help``)
+  tunedb ACTION ...    the tuning database: list, show, clear, export, import
   bundle info FILE     a kernel bundle's manifest: version, target, kernels by op, records
   bundle check FILE    whether this machine can use the bundle (every member verified)
   explain EXPR ...     the derived gradient and the fusion plan of an expression
                        (or of FILE.py:NAME, an op defined in a file)
 
-``COMMAND --help`` describes each. The cache is NEOFLOW_CACHE_DIR's, by default
-the user's cache directory.
+``neoflow --version`` prints the version; ``COMMAND --help`` describes each. The
+cache is NEOFLOW_CACHE_DIR's, by default the user's cache directory.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import zipfile
 
 from . import _lib, config, tunedb
 from .errors import Error
+from .version import __version__
 
 # What the cache directory holds besides what a user may have put there:
 # kernels in two-hex-digit directories, CUDA modules, the machine's fusion
@@ -258,6 +259,7 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="neoflow", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    ap.add_argument("--version", action="version", version=f"neoflow {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     p = sub.add_parser("info", help="version, native library, C compiler, CUDA, cache and tuning records")
     p.set_defaults(run=info)
@@ -272,9 +274,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--all", action="store_true", help="also delete the tuning records")
     c.set_defaults(run=cache_clear)
-    p = sub.add_parser("tunedb", help="the tuning database's commands", add_help=False)
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(run=lambda a: tunedb.main(a.rest or ["--help"]))
+    p = sub.add_parser(
+        "tunedb",
+        help="the tuning database's commands",
+        description="The tuning database (NEOFLOW_CACHE_DIR/tune): the schedules the tuners chose, by op and shape.",
+    )
+    tunedb.add_commands(p)
     p = sub.add_parser("bundle", help="kernel bundles (neoflow.bundle.save)")
     bsub = p.add_subparsers(dest="bundle_command", metavar="ACTION", required=True)
     b = bsub.add_parser("info", help="a bundle's manifest: version, target, kernels by op, records")

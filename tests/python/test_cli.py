@@ -1,5 +1,6 @@
-"""The command line: python -m neoflow info | cache clear | tunedb | explain."""
+"""The command line: python -m neoflow info | cache clear | tunedb | bundle | explain."""
 
+import argparse
 import os
 import subprocess
 import sys
@@ -119,6 +120,56 @@ def test_tunedb_is_the_tuning_database_command(capsys):
     assert cli.main(["tunedb", "list"]) == 0
     assert cli.main(["tunedb", "show", "zz"]) == 1
     assert "neoflow.tunedb" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.strip() == f"neoflow {neoflow.version.__version__}"
+
+
+def _command_paths(parser, path=()):
+    """Every command and subcommand of parser, as argument lists."""
+    yield list(path)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _command_paths(sub, (*path, name))
+
+
+def test_every_command_takes_help(capsys):
+    paths = list(_command_paths(cli._parser()))
+    assert ["tunedb", "export"] in paths and ["bundle", "check"] in paths and len(paths) >= 14, paths
+    for path in paths:
+        with pytest.raises(SystemExit) as e:
+            cli.main([*path, "--help"])
+        out = capsys.readouterr().out
+        assert e.value.code == 0, path
+        assert out.startswith(f"usage: neoflow {' '.join(path)}".rstrip()), (path, out)
+
+
+def test_tunedb_checks_its_arguments_before_the_database(capsys):
+    cases = [
+        (["tunedb", "show"], "the following arguments are required: id"),
+        (["tunedb", "import", "a", "b"], "unrecognized arguments: b"),
+        (["tunedb", "frob"], "invalid choice: 'frob'"),
+    ]
+    for args, message in cases:
+        with pytest.raises(SystemExit) as e:
+            cli.main(args)
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert "usage: neoflow" in err and message in err, err
+
+
+def test_python_m_neoflow_tunedb(tmp_path):
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path))
+    cmd = [sys.executable, "-m", "neoflow.tunedb"]
+    out = subprocess.run([*cmd, "--help"], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "export" in out.stdout, out.stderr
+    out = subprocess.run([*cmd, "list"], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
 
 
 def test_python_m_neoflow(tmp_path):
