@@ -42,6 +42,12 @@ def version() -> str:
     return re.search(r'const Version = "([^"]+)"', text).group(1)
 
 
+def min_torch() -> str:
+    """The oldest PyTorch neoflow runs on (MIN_TORCH in pyext/neoflow/version.py)."""
+    text = (ROOT / "pyext" / "neoflow" / "version.py").read_text()
+    return re.search(r'^MIN_TORCH = "([^"]+)"', text, re.M).group(1)
+
+
 def go_version() -> str:
     """The Go version go.mod names."""
     return re.search(r"^go (\S+)", (ROOT / "go.mod").read_text(), re.M).group(1)
@@ -191,9 +197,9 @@ setup(
     python_requires=">=3.10",
     package_dir={"": "pyext"},
     packages=["neoflow", "neoflow._proto"],
-    # torch: 2.5 is the first with CustomOpDef.register_vmap; below 3
+    # torch: from MIN_TORCH (pyext/neoflow/version.py says why); below 3
     # because the backend uses torch._dynamo's and torch._guards' internals.
-    install_requires=["torch>=2.5,<3", "protobuf>=4.21", "tqdm>=4.60"],
+    install_requires=[f"torch>={min_torch()},<3", "protobuf>=4.21", "tqdm>=4.60"],
     extras_require={
         "bench": ["matplotlib"],
         "test": ["pytest", "hypothesis"],

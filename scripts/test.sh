@@ -17,8 +17,8 @@ go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 
 CGO_CFLAGS="-I$NEOFLOW_CUDA_INCLUDE" go vet -tags cuda ./...
 
 echo "== ruff"
-"$PY" -m ruff check pyext tests/python bench examples workloads
-"$PY" -m ruff format --check pyext tests/python bench examples workloads
+"$PY" -m ruff check pyext tests bench examples workloads scripts
+"$PY" -m ruff format --check pyext tests bench examples workloads scripts
 
 echo "== go test"
 # The kernels and autotune packages compile hundreds of kernels; on a slow

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+import torch as _torch
+
 from . import bundle, dsl, nn
 from .config import configure
 from .dsl import (
@@ -62,6 +64,9 @@ from .memory import empty_cache, memory_stats
 from .op import Op
 from .tuning import BackgroundKernel, KernelResult, TuneReport, background_status, tune, tune_session, wait_background
 from .version import __version__
+from .version import check_torch as _check_torch
+
+_check_torch(_torch.__version__)
 
 __all__ = [
     "BackgroundKernel",

@@ -326,8 +326,13 @@ def test_a_graph_with_more_inputs_than_a_schema_takes():
     src = " + ".join(f"X{i}[j]" for i in range(70))
     op = neoflow.Op(f"Y[j] = {src}")
     torch.testing.assert_close(op(*xs), sum(xs), **TOL)
-    with pytest.raises(RuntimeError, match="70 inputs: PyTorch's operator schemas take at most 64"):
+    with pytest.raises(RuntimeError) as e:
         torch.compile(op, fullgraph=True)(*xs)
+    message = "70 inputs: PyTorch's operator schemas take at most 64"
+    if torch.__version__ >= "2.12":
+        assert message in str(e.value)
+    else:  # older Dynamo reports an exception in traced code without its message
+        assert "Observed exception" in str(e.value)
 
 
 @pytest.mark.parametrize(
