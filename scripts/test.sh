@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Sets up everything from nothing and runs every test: formatting and lint,
-# go vet (also of the CUDA build), the Go tests, then the wheel with both
-# libraries (scripts/build-wheel.sh) and the Python tests.
+# go vet (also of the CUDA build), the Go tests, the release wheel with both
+# libraries (scripts/build-wheel.sh) and the Python tests on it; then the
+# distributions as users install them: the wheel in fresh environments of
+# Python 3.10, 3.12 and 3.13 without Go, on the oldest supported PyTorch,
+# and the sdist. Runs as any user; writes only to the repository, the
+# virtual environment, the user's caches and temporary directories.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -33,6 +37,11 @@ PYTHON="$PY" OUT=$(mktemp -d) bash scripts/gpu-check.sh tests --cpu-ok >/dev/nul
   echo "scripts/gpu-check.sh tests --cpu-ok failed"
   exit 1
 }
+
+echo "== the wheel in fresh environments, the oldest PyTorch, the sdist"
+bash scripts/smoke-wheel.sh
+bash scripts/test-oldest-torch.sh
+bash scripts/check-sdist.sh
 
 echo "== pytest"
 # Run from tests/ so that `import neoflow` finds the installed package, not pyext/.

@@ -2,10 +2,12 @@ package cc
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +176,75 @@ func TestCompileCancelKillsChildren(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("cancelled compile did not return")
+	}
+}
+
+// fakeCompiler is a script that logs each call to log and refuses what an
+// old toolchain refuses (refuse: the arguments and the message), else runs cc.
+func fakeCompiler(t *testing.T, refuse map[string]string) (path, log string) {
+	t.Helper()
+	dir := t.TempDir()
+	path, log = filepath.Join(dir, "oldcc"), filepath.Join(dir, "calls")
+	var cases strings.Builder
+	for arg, msg := range refuse {
+		fmt.Fprintf(&cases, "    %s) echo %q >&2; exit 1;;\n", arg, msg)
+	}
+	script := fmt.Sprintf("#!/bin/sh\necho call >> %s\nfor a in \"$@\"; do\n  case \"$a\" in\n%s  esac\ndone\nexec cc \"$@\"\n", log, cases.String())
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path, log
+}
+
+func calls(t *testing.T, log string) int {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "call")
+}
+
+func TestAnOlderToolchainCompilesWithoutWhatItRefuses(t *testing.T) {
+	needCC(t)
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("-lmvec is added on linux/amd64 only")
+	}
+	path, log := fakeCompiler(t, map[string]string{
+		"-fvect-cost-model=very-cheap": "cc1: error: unknown vectorizer cost model 'very-cheap'",
+		"-lmvec":                       "/usr/bin/ld: cannot find -lmvec",
+	})
+	c := Compiler{Path: path}
+	for i, want := range []int{3, 4} { // refused twice, then built; then built at once
+		out := filepath.Join(t.TempDir(), "add.so")
+		if err := c.Compile(context.Background(), addSrc, out); err != nil {
+			t.Fatalf("compile %d: %v", i, err)
+		}
+		if got := calls(t, log); got != want {
+			t.Errorf("after compile %d: %d compiler calls, want %d", i, got, want)
+		}
+		lib, err := Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lib.Kernel("nf_add", 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	line := c.CommandLine(path, "k.c", "k.so")
+	if slices.Contains(line, "-lmvec") || slices.Contains(line, "-fvect-cost-model=very-cheap") {
+		t.Errorf("later command lines keep a refused argument: %v", line)
+	}
+	if line := (Compiler{}).CommandLine("cc", "k.c", "k.so"); !slices.Contains(line, "-lmvec") {
+		t.Errorf("another compiler lost -lmvec: %v", line)
+	}
+}
+
+func TestACompilerWithoutOpenMPIsNamed(t *testing.T) {
+	needCC(t)
+	path, _ := fakeCompiler(t, map[string]string{"-fopenmp": "clang: error: unsupported option '-fopenmp'"})
+	err := Compiler{Path: path}.Compile(context.Background(), addSrc, filepath.Join(t.TempDir(), "add.so"))
+	if err == nil || !strings.Contains(err.Error(), "seems to lack OpenMP") || !strings.Contains(err.Error(), "NEOFLOW_CC") {
+		t.Fatalf("want an error naming OpenMP, got %v", err)
 	}
 }

@@ -98,7 +98,8 @@ func (c Compiler) Identity() (string, error) {
 }
 
 // CommandLine is the argument list (compiler first) that compiles the C
-// file src into the shared object out.
+// file src into the shared object out, less what this compiler refused
+// earlier in the process (fallback.go).
 func (c Compiler) CommandLine(compiler, src, out string) []string {
 	args := []string{compiler}
 	args = append(args, c.EffectiveFlags()...)
@@ -106,7 +107,7 @@ func (c Compiler) CommandLine(compiler, src, out string) []string {
 	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
 		args = append(args, "-lmvec") // vector math for the kernels' lane loops (cgen)
 	}
-	return append(args, "-lm")
+	return withoutLeftOut(compiler, append(args, "-lm"))
 }
 
 // Compile compiles source into the shared object out. The source is
@@ -131,34 +132,47 @@ func (c Compiler) Compile(ctx context.Context, source, out string) error {
 	if err := f.Close(); err != nil {
 		return errors.Wrapf(err, "writing kernel source %s", src)
 	}
-	args := c.CommandLine(compiler, src, out)
-	var stderr bytes.Buffer
-	switch {
-	case !IsLowPriority(ctx):
-		addForeground(1)
-		err = run(ctx, args, &stderr, priorityNormal)
-		addForeground(-1)
-	case !isIdle(ctx):
-		err = run(ctx, args, &stderr, priorityLow)
-	default:
-		// Under SCHED_IDLE first; a compiler that has not ended after
-		// IdleCompileLimit is starved (priority.go) and runs again at
-		// LowPriority alone, where it gets a share of a busy machine.
-		idle, cancel := context.WithTimeout(ctx, IdleCompileLimit)
-		err = run(idle, args, &stderr, priorityIdle)
-		cancel()
-		if err != nil && ctx.Err() == nil && errors.Is(idle.Err(), context.DeadlineExceeded) {
-			stderr.Reset()
-			err = run(ctx, args, &stderr, priorityLow)
+	for {
+		args := c.CommandLine(compiler, src, out)
+		var stderr bytes.Buffer
+		err = runAtPriority(ctx, args, &stderr)
+		if err == nil {
+			return nil
 		}
-	}
-	if err != nil {
 		if ctx.Err() != nil {
 			return errors.Wrap(ctx.Err(), "compiling the kernel: interrupted")
 		}
-		return errors.Errorf("C compiler failed (%v): %s\n%s", err, strings.Join(args, " "), strings.TrimRight(stderr.String(), "\n"))
+		// A compiler or C library older than the defaults assume: leave
+		// out what it refused and compile again (fallback.go).
+		if arg := refused(args, stderr.String()); arg != "" && leaveOut(compiler, arg) {
+			continue
+		}
+		msg := strings.TrimRight(stderr.String(), "\n")
+		return errors.Errorf("C compiler failed (%v): %s\n%s%s", err, strings.Join(args, " "), msg, openMPHint(msg))
 	}
-	return nil
+}
+
+// runAtPriority runs the compiler command args at the priority ctx asks for.
+func runAtPriority(ctx context.Context, args []string, stderr *bytes.Buffer) error {
+	switch {
+	case !IsLowPriority(ctx):
+		addForeground(1)
+		defer addForeground(-1)
+		return run(ctx, args, stderr, priorityNormal)
+	case !isIdle(ctx):
+		return run(ctx, args, stderr, priorityLow)
+	}
+	// Under SCHED_IDLE first; a compiler that has not ended after
+	// IdleCompileLimit is starved (priority.go) and runs again at
+	// LowPriority alone, where it gets a share of a busy machine.
+	idle, cancel := context.WithTimeout(ctx, IdleCompileLimit)
+	err := run(idle, args, stderr, priorityIdle)
+	cancel()
+	if err != nil && ctx.Err() == nil && errors.Is(idle.Err(), context.DeadlineExceeded) {
+		stderr.Reset()
+		err = run(ctx, args, stderr, priorityLow)
+	}
+	return err
 }
 
 // foreground counts the compilers running at the caller's priority.
