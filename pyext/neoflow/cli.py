@@ -36,7 +36,7 @@ from .version import __version__
 # rates; the tuning records in tune/.
 _KERNEL_DIR = re.compile(r"[0-9a-f]{2}")
 _RECORD = re.compile(r"[0-9a-f]{32}")
-_KERNEL_ENTRIES = ("cuda-dev", "fusion-rates.json")
+_KERNEL_ENTRIES = ("fusion-rates.json",)
 
 
 def _cache_dir() -> str:
@@ -102,7 +102,12 @@ def _cuda(has_backend: bool) -> str:
 
     n = torch.cuda.device_count() if torch.cuda.is_available() else 0
     devices = ", ".join(torch.cuda.get_device_name(i) for i in range(n)) if n else "none"
-    backend = "yes" if has_backend else "no (CPU-only build)"
+    if has_backend:
+        backend = "yes"
+    elif _lib.library_path().with_name(_lib._CUDA_LIB_NAME).exists():
+        backend = "installed, not loaded (no usable GPU)"
+    else:
+        backend = "no (CPU-only build)"
     nvrtc = _lib.nvrtc_dirs()
     return f"devices: {devices}; library CUDA backend: {backend}; NVRTC: {nvrtc[0] if nvrtc else 'not found'}"
 
