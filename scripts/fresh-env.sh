@@ -9,7 +9,7 @@ UV="$NEOFLOW_VENV/bin/uv"
 
 find_python() {
   local v=$1 p
-  for p in "$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"/versions/"$v".*/bin/python"$v"; do
+  for p in "${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")}"/versions/"$v".*/bin/python"$v"; do
     [ -x "$p" ] && { echo "$p"; return; }
   done
   p=$(command -v "python$v" || true)
