@@ -190,7 +190,7 @@ setup(
     description="New tensor operators for PyTorch, written as index expressions and compiled by a Go core",
     long_description=(ROOT / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
-    license="MIT",
+    license_expression="MIT",
     license_files=["LICENSE"],
     classifiers=CLASSIFIERS,
     keywords=["pytorch", "compiler", "tensor", "operator", "autodiff", "cuda", "kernel"],

@@ -1,8 +1,9 @@
 """Checks a built neoflow wheel: auditwheel finds it consistent with its
 manylinux tag with the CUDA driver (libcuda.so.1) as the only library from
-outside, and both libraries are in it, stripped, needing no glibc symbol
+outside; both libraries are in it, stripped, needing no glibc symbol
 version newer than the tag's (objdump -T) and no shared library besides
-glibc's parts and the CUDA driver (readelf -d).
+glibc's parts and the CUDA driver (readelf -d); the license and the
+metadata a package index shows are in it.
 
     python scripts/check_wheel.py dist/neoflow-*.whl --plat manylinux_2_17_x86_64
 """
@@ -58,10 +59,27 @@ def audit(path: Path, plat: str) -> list[str]:
     return problems
 
 
+# Metadata a package index shows: each line must be in the wheel's METADATA.
+METADATA = (
+    "License-Expression: MIT",
+    "License-File: LICENSE",
+    "Requires-Python: >=3.10",
+    "Classifier: Operating System :: POSIX :: Linux",
+    "Description-Content-Type: text/markdown",
+)
+
+
 def check(path: Path, max_glibc: str) -> list[str]:
     problems = []
     with zipfile.ZipFile(path) as z, tempfile.TemporaryDirectory() as tmp:
         names = set(z.namelist())
+        meta = next((n for n in names if n.endswith(".dist-info/METADATA")), None)
+        lines = z.read(meta).decode().splitlines() if meta else []
+        problems += [f"METADATA lacks {want!r}" for want in METADATA if want not in lines]
+        if not any(line.startswith("Requires-Dist: torch") for line in lines):
+            problems.append("METADATA does not require torch")
+        if not any(n.endswith(".dist-info/licenses/LICENSE") for n in names):
+            problems.append(f"{path.name} lacks the LICENSE")
         for lib in LIBS:
             if lib not in names:
                 problems.append(f"{path.name} lacks {lib}")

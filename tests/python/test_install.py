@@ -47,7 +47,8 @@ def test_setup_declares_the_range_the_package_checks():
 
 
 def test_metadata_a_package_index_shows():
-    assert _setup_metadata("license") == "MIT"
+    # The built wheel's METADATA is checked by scripts/check_wheel.py.
+    assert 'license_expression="MIT"' in (ROOT / "setup.py").read_text()
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
     classifiers = _setup_metadata("classifiers").splitlines()
     for want in ("Operating System :: POSIX :: Linux", "Programming Language :: Python :: 3.13"):
@@ -66,3 +67,34 @@ def test_no_script_edits_the_machines_package_sources():
             text = script.read_text()
             assert "sources.list" not in text and "apt-get update" not in text, script
     assert "sources.list" not in (ROOT / ".ci" / "run").read_text()
+
+
+def _check_wheel_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_wheel", ROOT / "scripts" / "check_wheel.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_check_wheel_finds_what_a_wheel_lacks_or_needs(tmp_path):
+    """scripts/check_wheel.py, which CI runs on the release wheel, reports a missing library, missing
+    metadata, and a library built against the build machine's glibc (dlopen is GLIBC_2.34 there)."""
+    import zipfile
+
+    src = tmp_path / "lib.c"
+    src.write_text("#include <dlfcn.h>\nvoid *nf_open(const char *p) { return dlopen(p, RTLD_NOW); }\n")
+    so = tmp_path / "libneoflow.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src), "-ldl"], check=True)
+    wheel = tmp_path / "neoflow-0.1.0-py3-none-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.write(so, "neoflow/libneoflow.so")
+        z.writestr("neoflow-0.1.0.dist-info/METADATA", "Name: neoflow\nRequires-Python: >=3.10\n")
+    problems = "\n".join(_check_wheel_module().check(wheel, "2.17"))
+    assert "lacks neoflow/libneoflow_cuda.so" in problems
+    assert "METADATA lacks 'License-Expression: MIT'" in problems and "lacks the LICENSE" in problems
+    assert "neoflow/libneoflow.so is not stripped" in problems
+    glibc = subprocess.run(["ldd", "--version"], capture_output=True, text=True).stdout.split("\n")[0].split()[-1]
+    if tuple(int(p) for p in glibc.split(".")) >= (2, 34):
+        assert "neoflow/libneoflow.so needs GLIBC_2.34" in problems, problems
