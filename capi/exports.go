@@ -75,6 +75,15 @@ func nf_interrupt() {
 	rt.Interrupt()
 }
 
+// nf_shutdown kills the C compilers still running (background builds that
+// an interrupt leaves alone) and keeps new ones from starting: Python calls
+// it as the process exits.
+//
+//export nf_shutdown
+func nf_shutdown() {
+	rt.Shutdown()
+}
+
 // nf_launch_go runs a kernel: bufs points to nbufs data pointers. Its
 // integers are C ints, the type ctypes passes a Python int as when a
 // function declares no argument types: converting through declared types

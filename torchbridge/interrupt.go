@@ -3,6 +3,8 @@ package torchbridge
 import (
 	"context"
 	"sync"
+
+	"github.com/neoflow/neoflow/kernels/cc"
 )
 
 // interrupter lets a Ctrl-C in Python stop the builds in flight: each build
@@ -34,4 +36,12 @@ func (r *Runtime) Interrupt() {
 		in.cancel()
 	}
 	in.ctx, in.cancel = context.WithCancel(context.Background())
+}
+
+// Shutdown stops every build as the process exits: the builds in flight
+// (Interrupt) and the background ones, whose compilers are killed; no
+// compiler starts after it.
+func (r *Runtime) Shutdown() {
+	r.Interrupt()
+	cc.StopAll()
 }

@@ -239,5 +239,11 @@ func run(ctx context.Context, args []string, out *bytes.Buffer, priority int) er
 	if err != nil {
 		return err
 	}
+	pgid := cmd.Process.Pid
+	if !track(pgid) {
+		cmd.Wait()
+		return errStopped
+	}
+	defer untrack(pgid)
 	return cmd.Wait()
 }

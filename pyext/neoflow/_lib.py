@@ -6,6 +6,7 @@ Control-plane calls send a protobuf request and get a protobuf response;
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import threading
@@ -94,6 +95,8 @@ def _bind(lib: ctypes.CDLL) -> None:
     lib.nf_free.restype = None
     lib.nf_interrupt.argtypes = ()
     lib.nf_interrupt.restype = None
+    lib.nf_shutdown.argtypes = ()
+    lib.nf_shutdown.restype = None
     lib.nf_release_kernel.argtypes = (ctypes.c_uint64,)
     lib.nf_release_kernel.restype = ctypes.c_void_p
     i64p = ctypes.POINTER(ctypes.c_int64)
@@ -109,6 +112,14 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _shutdown() -> None:
+    """At exit: kill the C compilers still running (background builds, which
+    Ctrl-C leaves alone), in the process that loaded the library only."""
+    handle = _lib
+    if handle is not None and _loaded_pid == os.getpid():
+        handle.nf_shutdown()
 
 
 _busy: ctypes.c_int | None = None  # the Go core's nf_worker_busy, once loaded
@@ -137,12 +148,13 @@ def lib() -> ctypes.CDLL:
                 )
             path = _path()
             if not path.exists():
-                raise Error(f"neoflow's library is missing at {path}; reinstall with `pip install .`")
+                raise Error(f"neoflow's library is missing at {path}: reinstall neoflow")
             handle = ctypes.CDLL(str(path))
             _bind(handle)
             _busy = ctypes.c_int.in_dll(handle, "nf_worker_busy")
             _loaded_pid = os.getpid()
             _lib = handle
+            atexit.register(_shutdown)
     return _lib
 
 

