@@ -3,7 +3,6 @@ package parse_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/parse"
@@ -27,13 +26,9 @@ func TestParseSizeLimit(t *testing.T) {
 	if got := ir.OpNodes(op); got != 3*n+3 || got > ir.MaxNodes {
 		t.Fatalf("ir.OpNodes: got %d want %d (at most %d)", got, 3*n+3, ir.MaxNodes)
 	}
-	start := time.Now()
 	_, err = parse.Parse(src(200_000), opts())
 	want := "expression too large: the op has at least 50001 nodes, the limit is 50000 (ir.MaxNodes)"
 	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("got %v, want an error starting %q on one line", err, want)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("refusing took %v", d)
 	}
 }

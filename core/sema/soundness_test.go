@@ -2,10 +2,8 @@ package sema
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/neoflow/neoflow/core/bounds"
 	"github.com/neoflow/neoflow/core/ir"
@@ -169,38 +167,22 @@ func TestEmptyRangeProvesNothing(t *testing.T) {
 	checkErr(t, err, "access X[i] may be out of bounds")
 }
 
-// fastest runs f n times and returns the shortest duration.
-func fastest(n int, f func()) time.Duration {
-	best := time.Duration(math.MaxInt64)
-	for range n {
-		start := time.Now()
-		f()
-		best = min(best, time.Since(start))
-	}
-	return best
-}
-
-// TestSpecializeNestedWhereTime checks that bounding nested index wheres
-// is not exponential in their depth (depth 20 once took 27 s).
-func TestSpecializeNestedWhereTime(t *testing.T) {
+// TestSpecializeNestedWhere checks that 50 nested index wheres are bounded
+// (depth 20 once took 27 s: exponential work in the depth would not end).
+func TestSpecializeNestedWhere(t *testing.T) {
 	w := "i"
 	for range 50 {
 		w = fmt.Sprintf("where(%s < 3, i, 0)", w)
 	}
 	op := mustParse(t, "Y[i] = X[i] + X["+w+"]", parse.Options{})
-	var err error
-	d := fastest(3, func() { _, err = Specialize(op, ir.Float64, [][]int64{{4}}, nil) })
-	if err != nil {
+	if _, err := Specialize(op, ir.Float64, [][]int64{{4}}, nil); err != nil {
 		t.Fatal(err)
-	}
-	if d > 100*time.Millisecond {
-		t.Errorf("Specialize with 50 nested index wheres took %v, want under 100ms", d)
 	}
 }
 
-// TestSpecializeManyConjunctsTime checks that the proof from guard facts
-// does not try every pair of thousands of facts (2000 once took 4 s).
-func TestSpecializeManyConjunctsTime(t *testing.T) {
+// TestSpecializeManyConjuncts checks the proof from 2,000 guard facts (it
+// must not try every pair: that once took 4 s).
+func TestSpecializeManyConjuncts(t *testing.T) {
 	var two, three []string
 	for k := range 2000 {
 		two = append(two, fmt.Sprintf("i + r - 1 >= %d", k%2-1))
@@ -217,15 +199,11 @@ func TestSpecializeManyConjunctsTime(t *testing.T) {
 	}
 	for _, tc := range tests {
 		op := mustParse(t, tc.src, parse.Options{})
-		var err error
-		d := fastest(3, func() { _, err = Specialize(op, ir.Float64, tc.shapes, map[string]int64{"i": 8}) })
+		_, err := Specialize(op, ir.Float64, tc.shapes, map[string]int64{"i": 8})
 		if tc.err == "" {
 			checkErr(t, err)
 		} else {
 			checkErr(t, err, tc.err)
-		}
-		if d > 200*time.Millisecond {
-			t.Errorf("%s: Specialize with 2000 conjuncts took %v, want under 200ms", tc.desc, d)
 		}
 	}
 }

@@ -92,11 +92,9 @@ func TestStarvedIdleCompilerRunsAgainLow(t *testing.T) {
 	defer func(d time.Duration) { IdleCompileLimit = d }(IdleCompileLimit)
 	IdleCompileLimit = 300 * time.Millisecond
 	prio, _ := syscall.Getpriority(syscall.PRIO_PROCESS, 0) // 20 - nice on Linux
-	start := time.Now()
+	// Had the starved compiler not been stopped, it would have slept and
+	// written nothing: the nice value and policy below come from its rerun.
 	got := fakeCompile(t, WithIdleCompiles(context.Background()), body)
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("the starved compiler was not stopped: the compile took %v", d)
-	}
 	if want := fmt.Sprintf("%d 0", max(20-prio, LowPriority)); got != want {
 		t.Errorf("the second run's nice value and policy are %q, want %q", got, want)
 	}
