@@ -49,11 +49,11 @@ import os
 import resource
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import workloads_module
+from machine import scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -450,7 +450,7 @@ def render_chart(result: dict, path: Path) -> None:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    tmp = tempfile.mkdtemp(prefix="neoflow-dynamic-")
+    tmp = scratch_dir("neoflow-dynamic-")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor")
     if (os.cpu_count() or 1) <= 4:
         os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")

@@ -34,7 +34,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -43,7 +42,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import neoflow  # noqa: E402
-from machine import cpu_model  # noqa: E402
+from machine import cpu_model, scratch_dir  # noqa: E402
 
 KINDS = ("product", "sum", "shifted sum", "shifted product")
 ELEMS = 64
@@ -59,7 +58,7 @@ def source(kind: str, n: int) -> str:
 def one_run(kind: str, n: int) -> dict:
     """Times one define and one define + first forward + backward, on a
     fresh kernel cache."""
-    neoflow.configure(cache_dir=tempfile.mkdtemp(prefix="neoflow-bench-expr-"))
+    neoflow.configure(cache_dir=scratch_dir("neoflow-bench-expr-"))
     src = source(kind, n)
     t0 = time.perf_counter()
     neoflow.op(src)

@@ -37,11 +37,11 @@ import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import workloads_module
+from machine import scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 RNN = ("milstm", "scrnn", "sublstm", "lltm")
@@ -242,7 +242,7 @@ def render_chart(result: dict, path: Path) -> None:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    tmp = tempfile.mkdtemp(prefix="neoflow-fusion-")
+    tmp = scratch_dir("neoflow-fusion-")
     os.environ["NEOFLOW_CACHE_DIR"] = os.path.join(tmp, "neoflow")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor")
     os.environ["NEOFLOW_TUNE"] = "off"

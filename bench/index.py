@@ -27,10 +27,10 @@ import argparse
 import datetime
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import workloads_module
+from machine import scratch_dir
 from overhead import rotating_times, summary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,7 +164,7 @@ def render_markdown(result: dict) -> str:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    os.environ.setdefault("NEOFLOW_CACHE_DIR", tempfile.mkdtemp(prefix="neoflow-bench-index-"))
+    os.environ.setdefault("NEOFLOW_CACHE_DIR", scratch_dir("neoflow-bench-index-"))
     os.environ["NEOFLOW_TUNE"] = "off"
     import neoflow
     import torch

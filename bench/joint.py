@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import workloads_module
+from machine import scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,7 +39,7 @@ def parse_args(argv=None):
 
 def tune_workload(torch, neoflow, name: str, args) -> list[dict]:
     """One row per gradient kernel the workload's ops build, from a tuning session over one call."""
-    neoflow.configure(cache_dir=tempfile.mkdtemp(prefix="neoflow-joint-"), tune="default")
+    neoflow.configure(cache_dir=scratch_dir("neoflow-joint-"), tune="default")
     *_, cases = wl.setup(name, args.size, args.batch, torch.float32, torch)
     rows = []
     for op_name, nf_fn, _, inputs, _ in cases():

@@ -3,8 +3,12 @@ so that a script may read it before importing torch)."""
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import platform
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 
@@ -17,6 +21,23 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def scratch_dir(prefix: str) -> str:
+    """A fresh temporary directory (a benchmark's cold kernel and Inductor
+    caches), removed when the process exits."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(remove_at_exit, path)
+    return path
+
+
+def remove_at_exit(path: str) -> None:
+    """Removes path, once neoflow (if loaded) has stopped the compilers of
+    its background builds, which would write into it meanwhile."""
+    lib = sys.modules.get("neoflow._lib")
+    if lib is not None:
+        lib._shutdown()
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def steady_heap() -> None:

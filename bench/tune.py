@@ -38,7 +38,6 @@ import json
 import resource
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -48,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "pytho
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import neoflow  # noqa: E402
-from machine import cpu_model, steady_heap  # noqa: E402
+from machine import cpu_model, scratch_dir, steady_heap  # noqa: E402
 from neoflow import _lib  # noqa: E402
 from ops import fwd_bwd, timeit  # noqa: E402
 from ops_table import BENCH_CASES  # noqa: E402
@@ -305,7 +304,7 @@ def main() -> None:
     if args.heap == "steady":
         steady_heap()
     torch.manual_seed(0)
-    cache = tempfile.mkdtemp(prefix="neoflow-bench-tune-")
+    cache = scratch_dir("neoflow-bench-tune-")
     neoflow.configure(cache_dir=cache)
     header = (
         f"machine: {cpu_model()}, torch {torch.__version__}, {torch.get_num_threads()} threads; "

@@ -56,11 +56,10 @@ import platform
 import re
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from machine import cpu_model
+from machine import cpu_model, scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ("milstm", "scrnn", "sublstm", "lltm", "capsnet", "shufflenet")
@@ -95,7 +94,7 @@ def parse_args(argv=None):
 
 def cold_caches() -> None:
     """Point neoflow's and inductor's on-disk caches at fresh directories (before either is used)."""
-    tmp = tempfile.mkdtemp(prefix="neoflow-bench-")
+    tmp = scratch_dir("neoflow-bench-")
     os.environ["NEOFLOW_CACHE_DIR"] = os.path.join(tmp, "neoflow")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor")
 

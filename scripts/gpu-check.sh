@@ -41,6 +41,7 @@ done
 whl=$(ls dist/neoflow-*.whl 2>/dev/null | head -1)
 [ -n "$whl" ] || { echo "gpu-check: no dist/neoflow-*.whl: build it with scripts/build-wheel.sh and bring dist/ along" >&2; exit 2; }
 site=$(mktemp -d /tmp/neoflow-site.XXXXXX)
+trap 'rm -rf "$site"' EXIT
 "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$whl" || { echo "gpu-check: installing $whl failed" >&2; exit 2; }
 export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
 

@@ -33,10 +33,12 @@ echo "== build and install the wheel (CPU-only and CUDA libraries)"
 bash scripts/build-wheel.sh
 
 echo "== the GPU check script on the wheel, without a GPU (its GPU tests skip here)"
-PYTHON="$PY" OUT=$(mktemp -d) bash scripts/gpu-check.sh tests --cpu-ok >/dev/null || {
-  echo "scripts/gpu-check.sh tests --cpu-ok failed"
+gpu_out=$(mktemp -d)
+PYTHON="$PY" OUT=$gpu_out bash scripts/gpu-check.sh tests --cpu-ok >/dev/null || {
+  echo "scripts/gpu-check.sh tests --cpu-ok failed (logs in $gpu_out)"
   exit 1
 }
+rm -rf "$gpu_out"
 
 echo "== the wheel in fresh environments, the oldest PyTorch, the sdist"
 bash scripts/smoke-wheel.sh

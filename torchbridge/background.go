@@ -229,6 +229,9 @@ func (r *Runtime) runQueue() {
 		r.bg.mu.Unlock()
 		r.waitQuiet()
 		job := r.nextJob()
+		if job == nil { // Shutdown emptied the queue
+			continue
+		}
 		run := r.tuneJob
 		switch {
 		case job.gpu != nil:
@@ -270,10 +273,14 @@ func (r *Runtime) OnBusy(f func(busy bool)) {
 }
 
 // nextJob takes the next job off the queue: the first whose pick is to
-// be done (a pick job, or a search not yet picked), else the first.
+// be done (a pick job, or a search not yet picked), else the first; nil
+// if the queue is empty.
 func (r *Runtime) nextJob() *bgJob {
 	r.bg.mu.Lock()
 	defer r.bg.mu.Unlock()
+	if len(r.bg.queue) == 0 {
+		return nil
+	}
 	i := slices.IndexFunc(r.bg.queue, func(j *bgJob) bool { return j.pick || !j.picked })
 	i = max(i, 0)
 	job := r.bg.queue[i]

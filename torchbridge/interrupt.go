@@ -38,10 +38,13 @@ func (r *Runtime) Interrupt() {
 	in.ctx, in.cancel = context.WithCancel(context.Background())
 }
 
-// Shutdown stops every build as the process exits: the builds in flight
-// (Interrupt) and the background ones, whose compilers are killed; no
-// compiler starts after it.
+// Shutdown stops every build as the process exits: the background queue
+// is dropped, the builds in flight (Interrupt) and the background ones are
+// stopped and their compilers killed; no kernel is built after it.
 func (r *Runtime) Shutdown() {
-	r.Interrupt()
+	r.bg.mu.Lock()
+	r.bg.queue = nil
+	r.bg.mu.Unlock()
 	cc.StopAll()
+	r.Interrupt()
 }

@@ -252,6 +252,9 @@ func (c *Cache) get(ctx context.Context, key string, a artifact) (any, Outcome, 
 		c.hits.Add(1)
 		return v, Hit, nil
 	}
+	if cc.Stopped() {
+		return nil, 0, errors.New("kernel cache: the process is exiting: no kernel is built")
+	}
 	if err := c.makeShard(shard); err != nil {
 		return nil, 0, err
 	}

@@ -37,8 +37,11 @@ const DefaultPath = "cc"
 // vectorized as before: their cost model is -fsimd-cost-model.
 // (-fno-tree-loop-vectorize would also stop the simd loops inside
 // "#pragma omp parallel for" from using vector math, _ZGVeN16v_expf.)
+//
+// -pipe passes the assembly from cc1 to as through a pipe, not a file in
+// /tmp: a compile killed (interrupted, or at exit) leaves none behind.
 var DefaultFlags = []string{"-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-std=c11", "-ffp-contract=fast", "-fno-math-errno",
-	"-fvect-cost-model=very-cheap"}
+	"-fvect-cost-model=very-cheap", "-pipe"}
 
 // Compiler is a C compiler invocation: Path (a name looked up on PATH, or
 // a path) and Flags, which replace DefaultFlags when non-nil and must then
@@ -216,14 +219,22 @@ const (
 // out. Cancelling ctx kills the compiler's whole process group: the
 // driver's children (cc1, as, ld) hold its output pipe, and would
 // otherwise run to their end before it returns.
+//
+// The compiler's temporary files (cc1's assembly, as's objects) go into a
+// directory of its own (TMPDIR), removed when it ends or is killed.
 func run(ctx context.Context, args []string, out *bytes.Buffer, priority int) error {
+	tmp, err := os.MkdirTemp("", "neoflow-cc-")
+	if err != nil {
+		return errors.Wrap(err, "the C compiler's temporary directory")
+	}
+	defer os.RemoveAll(tmp)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	cmd.Stdout = out
 	cmd.Stderr = out
-	var err error
 	// Forked from a thread at LowPriority (under SCHED_IDLE), the driver
 	// and its children (cc1, as, ld) are born so. (Lowering the driver
 	// after Start raced with it: on a busy machine it had often forked cc1
@@ -240,7 +251,7 @@ func run(ctx context.Context, args []string, out *bytes.Buffer, priority int) er
 		return err
 	}
 	pgid := cmd.Process.Pid
-	if !track(pgid) {
+	if !track(pgid, tmp) {
 		cmd.Wait()
 		return errStopped
 	}

@@ -1,6 +1,7 @@
 package cc
 
 import (
+	"os"
 	"sync"
 	"syscall"
 
@@ -13,15 +14,15 @@ import (
 // and would otherwise outlive the process.
 var running struct {
 	sync.Mutex
-	groups  map[int]struct{}
-	stopped bool // StopAll ran: no compiler starts any more
+	groups  map[int]string // the process group's temporary directory
+	stopped bool           // StopAll ran: no compiler starts any more
 }
 
 var errStopped = errors.New("compiling the kernel: the process is exiting")
 
-// track records a started compiler's process group; false (and the group
-// killed) if StopAll ran meanwhile.
-func track(pgid int) bool {
+// track records a started compiler's process group and its temporary
+// directory; false (and the group killed) if StopAll ran meanwhile.
+func track(pgid int, tmp string) bool {
 	running.Lock()
 	defer running.Unlock()
 	if running.stopped {
@@ -29,9 +30,9 @@ func track(pgid int) bool {
 		return false
 	}
 	if running.groups == nil {
-		running.groups = map[int]struct{}{}
+		running.groups = map[int]string{}
 	}
-	running.groups[pgid] = struct{}{}
+	running.groups[pgid] = tmp
 	return true
 }
 
@@ -41,15 +42,25 @@ func untrack(pgid int) {
 	running.Unlock()
 }
 
-// StopAll kills every running compiler's process group and keeps new ones
-// from starting; it returns how many it killed. The C API calls it when
-// the process exits.
+// Stopped reports whether StopAll ran: the process is exiting, and no
+// build should start (the kernel cache checks it before taking a key's
+// lock, which would create files in a cache being removed).
+func Stopped() bool {
+	running.Lock()
+	defer running.Unlock()
+	return running.stopped
+}
+
+// StopAll kills every running compiler's process group, removes its
+// temporary files and keeps new compilers from starting; it returns how
+// many it killed. The C API calls it when the process exits.
 func StopAll() int {
 	running.Lock()
 	defer running.Unlock()
 	running.stopped = true
-	for pgid := range running.groups {
+	for pgid, tmp := range running.groups {
 		syscall.Kill(-pgid, syscall.SIGKILL)
+		os.RemoveAll(tmp)
 	}
 	n := len(running.groups)
 	clear(running.groups)

@@ -1,11 +1,24 @@
+import atexit
 import os
+import shutil
+import sys
 import tempfile
 
 import pytest
 
-# Every test session gets its own kernel cache, set before neoflow is used.
+# Every test session gets its own kernel cache, set before neoflow is used,
+# and removed at exit, once neoflow has stopped its background builds.
 _CACHE = tempfile.mkdtemp(prefix="neoflow-test-cache-")
 os.environ["NEOFLOW_CACHE_DIR"] = _CACHE
+
+
+@atexit.register
+def _remove_cache() -> None:
+    lib = sys.modules.get("neoflow._lib")
+    if lib is not None:
+        lib._shutdown()
+    shutil.rmtree(_CACHE, ignore_errors=True)
+
 
 import torch  # noqa: E402
 
