@@ -6,8 +6,20 @@
 # Python 3.10, 3.12 and 3.13 without Go, on the oldest supported PyTorch,
 # and the sdist. Runs as any user; writes only to the repository, the
 # virtual environment, the user's caches and temporary directories.
+#
+#   bash scripts/test.sh            # everything (CI)
+#   bash scripts/test.sh --quick    # day-to-day: lint, the Go tests but the two
+#                                   # packages that compile hundreds of kernels
+#                                   # (kernels, autotune), the wheel, the core
+#                                   # Python tests; a few minutes
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+case "${1:-}" in
+  --quick) quick=1 ;;
+  "") ;;
+  *) echo "usage: bash scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
 source scripts/env.sh
 
 echo "== gofmt, go vet"
@@ -23,6 +35,17 @@ CGO_CFLAGS="-I$NEOFLOW_CUDA_INCLUDE" go vet -tags cuda ./...
 echo "== ruff"
 "$PY" -m ruff check pyext tests bench examples workloads scripts
 "$PY" -m ruff format --check pyext tests bench examples workloads scripts
+
+if [ $quick = 1 ]; then
+  echo "== go test -short (but ./kernels and ./autotune)"
+  go test -short $(go list ./... | grep -v -e '/neoflow/kernels$' -e '/neoflow/autotune$')
+  echo "== build and install the wheel"
+  bash scripts/build-wheel.sh
+  echo "== pytest (the core files)"
+  cd tests/python
+  exec "$PY" -m pytest -q -p no:cacheprovider test_ops.py test_grad.py test_errors.py test_bad_input.py test_cli.py \
+    test_install.py test_dsl.py test_readme.py test_backend.py
+fi
 
 echo "== go test"
 # The kernels and autotune packages compile hundreds of kernels; on a slow
