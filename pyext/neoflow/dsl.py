@@ -242,42 +242,52 @@ def where(cond, a, b) -> Expr:
 
 
 def exp(x):
+    """``exp(x)``: e to the x."""
     return _call("exp", x)
 
 
 def log(x):
+    """``log(x)``: the natural logarithm."""
     return _call("log", x)
 
 
 def sqrt(x):
+    """``sqrt(x)``: the square root."""
     return _call("sqrt", x)
 
 
 def rsqrt(x):
+    """``rsqrt(x)``: 1 / sqrt(x), as torch.rsqrt."""
     return _call("rsqrt", x)
 
 
 def tanh(x):
+    """``tanh(x)``: the hyperbolic tangent."""
     return _call("tanh", x)
 
 
 def sigmoid(x):
+    """``sigmoid(x)``: 1 / (1 + exp(-x)), as torch.sigmoid."""
     return _call("sigmoid", x)
 
 
 def relu(x):
+    """``relu(x)``: max(x, 0), as torch.relu (its gradient at 0 is 0)."""
     return _call("relu", x)
 
 
 def abs(x):  # noqa: A001 - mirrors the expression language
+    """``abs(x)``: the absolute value."""
     return _call("abs", x)
 
 
 def erf(x):
+    """``erf(x)``: the error function, as torch.erf."""
     return _call("erf", x)
 
 
 def pow(x, y):  # noqa: A001
+    """``pow(x, y)``: x to the y, as torch.pow."""
     return _call("pow", x, y)
 
 
@@ -300,6 +310,8 @@ round = _unary("round")  # noqa: A001 - mirrors the expression language: half to
 
 
 int32, int64 = _unary("int32"), _unary("int64")  # casts: a statement's whole right-hand side, with =
+int32.__doc__ = "``int32(x)``: the value cast to a 32-bit integer (a statement's whole right-hand side, with =)."
+int64.__doc__ = "``int64(x)``: the value cast to a 64-bit integer (a statement's whole right-hand side, with =)."
 
 
 def to_float(x):
@@ -308,6 +320,7 @@ def to_float(x):
 
 
 def atan2(y, x):
+    """``atan2(y, x)``: the angle of the point (x, y), as torch.atan2."""
     return _call("atan2", y, x)
 
 
@@ -317,10 +330,12 @@ def clamp(x, lo, hi):
 
 
 def min(x, y):  # noqa: A001
+    """``min(x, y)``: the smaller of two values or indices (NaN propagates, as torch.minimum)."""
     return _call("min", x, y)
 
 
 def max(x, y):  # noqa: A001
+    """``max(x, y)``: the larger of two values or indices (NaN propagates, as torch.maximum)."""
     return _call("max", x, y)
 
 
@@ -330,6 +345,7 @@ def reduce_sum(x) -> _Reduction:
 
 
 def reduce_prod(x) -> _Reduction:
+    """``Y[i] = reduce_prod(X[i, j])`` is ``Y[i] *= X[i, j]``."""
     return _Reduction("*=", _wrap(x))
 
 
@@ -339,6 +355,7 @@ def reduce_max(x) -> _Reduction:
 
 
 def reduce_min(x) -> _Reduction:
+    """``Y[i] = reduce_min(X[i, j])`` is ``Y[i] min= X[i, j]``."""
     return _Reduction("min=", _wrap(x))
 
 

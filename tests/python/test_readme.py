@@ -1,7 +1,9 @@
-"""The README's Python examples run, in order, as one script (in a child
+"""The Python examples of the README and of the docs pages run, in order
+(the README, then the pages in mkdocs.yml's order), as one script (in a child
 process with a cache of its own), with small example tensors for the names
 the prose introduces (x, w, train_step, model) and tuning budgets cut to a few
-trials; the example code itself runs as written."""
+trials; the example code itself runs as written. Every public name has a
+docstring, which the API reference shows."""
 
 import os
 import pathlib
@@ -39,12 +41,31 @@ print("README examples ran")
 """
 
 
+def pages() -> list[pathlib.Path]:
+    """README.md, then the docs pages in the order of mkdocs.yml's nav."""
+    nav = re.findall(r"^\s+- [^:]+: (\S+\.md)$", (ROOT / "mkdocs.yml").read_text(), flags=re.M)
+    return [ROOT / "README.md", *(ROOT / "docs" / name for name in nav if name != "index.md")]
+
+
 def blocks() -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(), flags=re.S | re.M)
+    return [b for p in pages() for b in re.findall(r"^```python\n(.*?)^```", p.read_text(), flags=re.S | re.M)]
 
 
 def test_readme_has_examples():
-    assert len(blocks()) >= 5
+    assert len(pages()) >= 10 and all(p.exists() for p in pages())
+    assert len(blocks()) >= 8
+
+
+def test_every_page_is_in_the_nav():
+    listed = {p.name for p in pages()[1:]} | {"index.md"}
+    assert {p.name for p in (ROOT / "docs").glob("*.md")} == listed
+
+
+def test_every_public_name_has_a_docstring():
+    import neoflow
+
+    missing = [n for n in neoflow.__all__ if not n.startswith("__") and not (getattr(neoflow, n).__doc__ or "").strip()]
+    assert not missing, f"public names without a docstring: {missing}"
 
 
 def test_readme_examples_run(tmp_path):
