@@ -59,6 +59,7 @@ import sys
 import time
 from pathlib import Path
 
+import results_index
 from machine import cpu_model, scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -477,7 +478,8 @@ def targets(ops: list[dict]) -> list[dict]:
 
 def write_results(out, name: str, result: dict, md: str, chart=None) -> Path:
     """Writes ``<out>/<name>.json`` (result) and ``.md`` (md), and ``.png`` by ``chart(path)`` when given and
-    matplotlib is installed; returns the files' common stem."""
+    matplotlib is installed; returns the files' common stem. Written into bench/results, the run replaces the
+    older runs of its benchmark and machine there, and INDEX.md is rewritten (bench/results_index.py)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / name
@@ -485,6 +487,8 @@ def write_results(out, name: str, result: dict, md: str, chart=None) -> Path:
     stem.with_suffix(".md").write_text(md)
     if chart is not None and chart_libraries():
         chart(stem.with_suffix(".png"))
+    if out.resolve() == results_index.RESULTS.resolve():  # the archive: this run supersedes the older ones
+        results_index.refresh(out, prune=True)
     return stem
 
 
