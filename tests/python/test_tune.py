@@ -257,7 +257,7 @@ def test_tuned_schedule_is_applied(tune_cache):
     # 3. Tuning again replaces the slow record, and the next build in this
     # process takes the new one: the same source as a fresh build from it.
     report = neoflow.tune(op, a, b, trials=4, backward=False, force=True, progress=False)
-    assert report[0].best_ms < 1e3
+    assert report[0].best_ms != 1e3  # measured, not the planted record's 1 s
     assert list_rows(neoflow.tunedb.run("list"))["tune_apply"][5] == "4"
     after = normalized(op.specialize(a, b).c_source)
     assert after == specialized_source(op, a, b, tune="default")
