@@ -38,9 +38,14 @@ echo "ok: $(grep -o "neoflow: building from source needs.*" "$tmp/log" | head -1
 echo "== pip wheel of the sdist, with Go"
 env -u NEOFLOW_CUDA_INCLUDE -u CC NEOFLOW_BUILD_CUDA=1 "$PY" -m pip wheel -q --no-deps -w "$tmp/wheel" "$sdist"
 whl=$(ls "$tmp"/wheel/neoflow-*.whl)
-for lib in libneoflow.so libneoflow_cuda.so; do
-  "$PY" -m zipfile -l "$whl" | grep -q "neoflow/$lib" || { echo "$whl lacks $lib"; exit 1; }
-done
+"$PY" - "$whl" <<'EOF'
+import sys, zipfile
+
+names = zipfile.ZipFile(sys.argv[1]).namelist()
+missing = [lib for lib in ("neoflow/libneoflow.so", "neoflow/libneoflow_cuda.so") if lib not in names]
+if missing:
+    sys.exit(f"{sys.argv[1]} lacks {', '.join(missing)}")
+EOF
 env_dir=$(fresh_env 3.11)
 "$UV" pip install -q -p "$env_dir/bin/python" "$whl"
 run_without_go "$env_dir/bin/python" "$PWD/tests/smoke/smoke.py"
