@@ -3,6 +3,7 @@ package torchbridge
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"sort"
 
@@ -102,8 +103,12 @@ func (r *Runtime) SaveBundle(req *api.BundleSaveRequest) (*api.BundleSaveRespons
 	}
 	r.mu.Lock()
 	cfg := r.cfg
-	var ks []bundle.Kernel
+	var ks, gone []bundle.Kernel
 	for _, k := range r.bundled.kernels {
+		if _, err := os.Stat(k.Path); os.IsNotExist(err) {
+			gone = append(gone, k)
+			continue
+		}
 		ks = append(ks, k)
 	}
 	var ids []string
@@ -111,6 +116,9 @@ func (r *Runtime) SaveBundle(req *api.BundleSaveRequest) (*api.BundleSaveRespons
 		ids = append(ids, id)
 	}
 	r.mu.Unlock()
+	for _, k := range gone {
+		r.warnf("kernel bundle: kernel %s is no longer in the cache (%s was removed since it ran): not bundled", k.Op, k.Path)
+	}
 	sort.Strings(ids)
 	ids = r.presentRecords(db, ids)
 	c := bundle.Contents{Target: bundleTarget(cfg), Version: Version, Kernels: ks}

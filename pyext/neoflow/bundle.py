@@ -42,7 +42,9 @@ def save(path) -> dict:
     )
     for w in resp.warnings:
         warnings.warn(w, RuntimeWarning, stacklevel=2)
-    return json.loads(resp.manifest)
+    manifest = json.loads(resp.manifest)
+    manifest["kernels"] = manifest.get("kernels") or []  # a bundle of no kernels lists none
+    return manifest
 
 
 def load(path) -> dict:

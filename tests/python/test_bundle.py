@@ -152,3 +152,25 @@ def test_truncated_and_missing_bundles(saved, tmp_path):
         neoflow.bundle.save(3)
     with pytest.raises(neoflow.Error, match="kernel bundle"):
         neoflow.bundle.save(tmp_path / "no" / "such" / "dir" / "k.nfb")
+
+
+REMOVED = """
+import os, shutil, sys, warnings, torch, neoflow
+neoflow.op("C[i] = A[i] * 5.0", name="removed_op")(torch.ones(4))
+cache = os.environ["NEOFLOW_CACHE_DIR"]
+shutil.rmtree(cache)  # as `neoflow cache clear` in another shell would
+os.makedirs(cache)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    manifest = neoflow.bundle.save(sys.argv[1])
+print(len(manifest["kernels"]), any("removed_op is no longer in the cache" in str(w.message) for w in caught))
+"""
+
+
+def test_a_kernel_removed_from_the_cache_is_left_out_with_a_warning(tmp_path):
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run(
+        [sys.executable, "-c", REMOVED, str(tmp_path / "k.nfb")], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["0", "True"], out.stdout
