@@ -159,12 +159,7 @@ func TestOpenErrors(t *testing.T) {
 // 60 s bound only catches a compile that waits for its 600 s compiler.)
 func TestCompileCancelKillsChildren(t *testing.T) {
 	dir := t.TempDir()
-	pids := filepath.Join(dir, "pids")
-	slow := filepath.Join(dir, "slowcc")
-	script := fmt.Sprintf("#!/bin/sh\necho $$ >> %s\nsleep 600 &\necho $! >> %s\nsleep 600\n", pids, pids)
-	if err := os.WriteFile(slow, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	slow, pids := slowCompiler(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Compiler{Path: slow}.Compile(ctx, "int x;", filepath.Join(dir, "k.so")) }()
@@ -179,15 +174,7 @@ func TestCompileCancelKillsChildren(t *testing.T) {
 		t.Fatal("cancelled compile did not return")
 	}
 	b, _ := os.ReadFile(pids)
-	for _, p := range strings.Fields(string(b)) {
-		pid, _ := strconv.Atoi(p)
-		for i := 0; i < 3000 && alive(pid); i++ {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if alive(pid) {
-			t.Errorf("compiler process %d outlived the cancel", pid)
-		}
-	}
+	expectGone(t, strings.Fields(string(b)), "the cancel")
 }
 
 // fakeCompiler is a script that logs each call to log and refuses what an
@@ -273,12 +260,7 @@ func TestStopAllKillsRunningCompilers(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	pids := filepath.Join(dir, "pids")
-	slow := filepath.Join(dir, "slowcc")
-	script := fmt.Sprintf("#!/bin/sh\necho $$ >> %s\nsleep 600 &\necho $! >> %s\nsleep 600\n", pids, pids)
-	if err := os.WriteFile(slow, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	slow, pids := slowCompiler(t, dir)
 	done := make(chan error, 1)
 	go func() {
 		done <- Compiler{Path: slow}.Compile(WithLowPriority(context.Background()), "int x;", filepath.Join(dir, "k.so"))
@@ -300,18 +282,38 @@ func TestStopAllKillsRunningCompilers(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("a killed compile succeeded")
 	}
-	for _, p := range started {
+	expectGone(t, started, "StopAll")
+	err := Compiler{Path: slow}.Compile(context.Background(), "int x;", filepath.Join(dir, "k2.so"))
+	if err == nil || !strings.Contains(err.Error(), "exiting") {
+		t.Errorf("a compile after StopAll: %v, want the process-is-exiting error", err)
+	}
+}
+
+// slowCompiler writes a fake compiler into dir that runs 600 s with a
+// child holding its output (as gcc's cc1 does), each writing its pid to
+// the file pids.
+func slowCompiler(t *testing.T, dir string) (path, pids string) {
+	t.Helper()
+	path, pids = filepath.Join(dir, "slowcc"), filepath.Join(dir, "pids")
+	script := fmt.Sprintf("#!/bin/sh\necho $$ >> %s\nsleep 600 &\necho $! >> %s\nsleep 600\n", pids, pids)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path, pids
+}
+
+// expectGone fails the test for each of pids still running 30 s after
+// what (the event that should have killed them).
+func expectGone(t *testing.T, pids []string, what string) {
+	t.Helper()
+	for _, p := range pids {
 		pid, _ := strconv.Atoi(p)
 		for i := 0; i < 3000 && alive(pid); i++ {
 			time.Sleep(10 * time.Millisecond)
 		}
 		if alive(pid) {
-			t.Errorf("compiler process %d outlived StopAll", pid)
+			t.Errorf("compiler process %d outlived %s", pid, what)
 		}
-	}
-	err := Compiler{Path: slow}.Compile(context.Background(), "int x;", filepath.Join(dir, "k2.so"))
-	if err == nil || !strings.Contains(err.Error(), "exiting") {
-		t.Errorf("a compile after StopAll: %v, want the process-is-exiting error", err)
 	}
 }
 
