@@ -96,7 +96,8 @@ def keep(all_runs: dict[str, dict], patterns: set[str], results: Path) -> set[st
     for r in all_runs.values():
         if not _results(r):
             continue
-        r["order"] = (_commit(results, r["files"], "%ct") or "9999999999", r["date"])
+        time, _, r["commit"] = _commit(results, r["files"]).partition(" ")
+        r["order"] = (time or "9999999999", r["date"])
         key = (r["bench"], r["machine"])
         newest[key] = max(newest.get(key, r["order"]), r["order"])
     return {
@@ -110,10 +111,11 @@ def _results(run: dict) -> bool:
     return any(Path(f).suffix in RESULT_SUFFIXES for f in run["files"])
 
 
-def _commit(results: Path, files: list[str], fmt: str = "%h") -> str:
-    """The commit that added the run's files (git log's fmt of it); "" outside git or before its commit."""
+def _commit(results: Path, files: list[str]) -> str:
+    """The time and short hash of the commit that added the run's files ("1764..., ab12cd3");
+    "" outside git or before its commit."""
     out = subprocess.run(
-        ["git", "log", "--diff-filter=A", f"--format={fmt}", "-1", "--", *files],
+        ["git", "log", "--diff-filter=A", "--format=%ct %h", "-1", "--", *files],
         cwd=results,
         capture_output=True,
         text=True,
@@ -166,7 +168,7 @@ def write_index(results: Path, all_runs: dict[str, dict], kept: set[str], patter
     for r in rows:
         files = " ".join(f"[{Path(f).suffix[1:]}]({f})" for f in sorted(r["files"]))
         date = r["date"] + (" *cited*" if is_cited(r["stem"], patterns) else "")
-        commit = _commit(results, r["files"]) or "not committed"
+        commit = r["commit"] or "not committed"
         cells = [r["bench"], r["machine"], date, commit, settings(r["data"]), headline(r, results)]
         cells = [c.replace("|", "/") for c in cells]
         lines.append("| " + " | ".join(cells) + f" | {files} |")
