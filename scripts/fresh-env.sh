@@ -33,8 +33,8 @@ run_without_go() {
     [ -x "$d/go" ] || path="${path:+$path:}$d"
   done
   work=$(mktemp -d)
-  (cd "$work" && env -u PYTHONPATH -u NEOFLOW_LIBRARY PATH="$path" "$@")
-  local rc=$?
+  local rc=0
+  (cd "$work" && env -u PYTHONPATH -u NEOFLOW_LIBRARY PATH="$path" "$@") || rc=$?
   rm -rf "$work"
   return $rc
 }
