@@ -47,8 +47,11 @@
 // ΔK·L (reward.go): traffic, arithmetic (Cost's units: a math function
 // call weighs Machine.CallOps) and loop nests saved, weighed with
 // Options.Machine's measured rates; they apply a
-// transformation only when R > 0, Inline the best first over the
-// statement graph (graph.go, gonum). Each decision, with its reward, and
+// transformation only when R > 0, Inline the best first. The passes look
+// up who reads and writes a tensor in an index (uses.go) that they
+// update for the statements they change, and keep rewards until what
+// they depend on changes, so that their work grows near-linearly with
+// the program. Each decision, with its reward, and
 // each temporary that stays stored, with the reward that refused
 // inlining it, is noted for dumps and explanations.
 //

@@ -21,12 +21,23 @@ import (
 // Prune.
 func Inline(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 	stmts := slices.Clone(spec.Stmts)
+	u := newUses(stmts)
+	// The rewards, kept until a statement they depend on changes: the
+	// candidate's own, or one that reads it.
+	rewards := make([]Reward, len(stmts))
+	ok, fresh := make([]bool, len(stmts)), make([]bool, len(stmts))
+	reward := func(i int) (Reward, bool) {
+		if !fresh[i] {
+			rewards[i], ok[i] = inlineReward(spec, u, i, opts)
+			fresh[i] = true
+		}
+		return rewards[i], ok[i]
+	}
 	changed := false
 	for {
-		g := NewGraph(stmts)
 		best, bestR := -1, Reward{}
 		for i := range stmts {
-			if r, ok := inlineReward(spec, stmts, i, opts); ok && r.R > 0 && (best < 0 || r.R > bestR.R) {
+			if r, ok := reward(i); ok && r.R > 0 && (best < 0 || r.R > bestR.R) {
 				best, bestR = i, r
 			}
 		}
@@ -35,16 +46,22 @@ func Inline(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 		}
 		p := stmts[best]
 		var users []string
-		for _, r := range g.Consumers(best) {
-			stmts[r] = withRHS(stmts[r], inlineInto(stmts[r].Stmt.RHS, p))
+		fresh[best] = false
+		for _, r := range u.readersOf(p.Stmt.Tensor) {
+			for _, t := range u.set(r, withRHS(stmts[r], inlineInto(stmts[r].Stmt.RHS, p))) {
+				for _, w := range u.writersOf(t) {
+					fresh[w] = false
+				}
+			}
+			fresh[r] = false
 			users = append(users, stmts[r].Stmt.Tensor)
 		}
-		notes.add("inline: %s (fan-in %s) into %v: %s", p.Stmt.Tensor, g.FanIn(best), users, bestR)
+		notes.add("inline: %s (fan-in %s) into %v: %s", p.Stmt.Tensor, fanIn(p), users, bestR)
 		changed = true
 	}
 	for i, st := range stmts {
-		if r, ok := inlineReward(spec, stmts, i, opts); ok {
-			notes.add("store: %s stays a temporary, read by %d statements: inlining it has %s", st.Stmt.Tensor, len(readers(stmts, st.Stmt.Tensor)), r)
+		if r, ok := reward(i); ok {
+			notes.add("store: %s stays a temporary, read by %d statements: inlining it has %s", st.Stmt.Tensor, len(u.readers[st.Stmt.Tensor]), r)
 		}
 	}
 	if !changed {
@@ -53,16 +70,26 @@ func Inline(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 	return spec.WithStmts(stmts)
 }
 
+// fanIn is the paper's class of a statement: "One" when it reads one
+// tensor, "Many" when it reads several. One+One merges always win; a
+// Many statement inlined into several readers usually recomputes.
+func fanIn(st *ir.BoundStmt) string {
+	if len(readCounts(st.Stmt.RHS)) <= 1 {
+		return "One"
+	}
+	return "Many"
+}
+
 // inlineReward is the reward of inlining statement i into its readers,
 // and whether it is a candidate at all.
-func inlineReward(spec *ir.Spec, stmts []*ir.BoundStmt, i int, opts Options) (Reward, bool) {
-	if !inlinable(spec, stmts, i, opts) {
+func inlineReward(spec *ir.Spec, u *uses, i int, opts Options) (Reward, bool) {
+	if !inlinable(spec, u, i, opts) {
 		return Reward{}, false
 	}
-	p := stmts[i]
+	p := u.stmts[i]
 	var evals int64
-	for _, r := range readers(stmts, p.Stmt.Tensor) {
-		evals += stmts[r].Points() * int64(reads(stmts[r].Stmt.RHS, p.Stmt.Tensor))
+	for _, r := range u.readersOf(p.Stmt.Tensor) {
+		evals += u.stmts[r].Points() * int64(u.reads(r, p.Stmt.Tensor))
 	}
 	n, a := p.Points(), accesses(p.Stmt.RHS)
 	size := int64(spec.DType.Size())
@@ -75,26 +102,21 @@ func inlineReward(spec *ir.Spec, stmts []*ir.BoundStmt, i int, opts Options) (Re
 }
 
 // inlinable reports whether statement i writes a temporary that Inline
-// may substitute into its readers.
-func inlinable(spec *ir.Spec, stmts []*ir.BoundStmt, i int, opts Options) bool {
-	p := stmts[i]
+// may substitute into its readers. A temporary compared with == or !=
+// (the gradient of min and max finds its argument by t == min(t)) stays
+// stored: recomputed, its value may be rounded differently from the
+// stored one it is compared with (an unrounded float32 sum in the
+// interpreter, a multiply-add contracted in one place and not the
+// other), and the comparison would fail. One whose value rounds nothing
+// (roundsNothing) may be inlined all the same.
+func inlinable(spec *ir.Spec, u *uses, i int, opts Options) bool {
+	p := u.stmts[i]
 	name := p.Stmt.Tensor
-	if p.Stmt.Reduce != ir.Assign || p.Offset != nil || !isTemp(spec, name, opts) || len(writers(stmts, name)) != 1 {
+	if p.Stmt.Reduce != ir.Assign || p.Offset != nil || !isTemp(spec, name, opts) || len(u.writersOf(name)) != 1 {
 		return false
 	}
-	return len(readers(stmts, name)) > 0 && reads(p.Stmt.RHS, name) == 0 &&
-		(roundsNothing(p.Stmt.RHS) || !comparedExactly(stmts, name))
-}
-
-// comparedExactly reports whether a statement compares a read of name
-// with == or != (the gradient of min and max finds its argument by
-// t == min(t)). Such a temporary stays stored: recomputed, its value may
-// be rounded differently from the stored one it is compared with (an
-// unrounded float32 sum in the interpreter, a multiply-add contracted in
-// one place and not the other), and the comparison would fail. One whose
-// value rounds nothing (roundsNothing) may be inlined all the same.
-func comparedExactly(stmts []*ir.BoundStmt, name string) bool {
-	return slices.ContainsFunc(stmts, func(st *ir.BoundStmt) bool { return ComparesExactly(st.Stmt.RHS, name) })
+	return len(u.readers[name]) > 0 && u.reads(i, name) == 0 &&
+		(!u.comparedExactly(name) || roundsNothing(p.Stmt.RHS))
 }
 
 // roundsNothing reports whether e computes its value without rounding:

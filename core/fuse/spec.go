@@ -34,6 +34,15 @@ func isTemp(spec *ir.Spec, name string, opts Options) bool {
 	return t != nil && t.Role == ir.RoleTemp && !opts.Keep[name]
 }
 
+// declsOf maps each of spec's tensors' names to its declaration.
+func declsOf(spec *ir.Spec) map[string]*ir.TensorDecl {
+	m := make(map[string]*ir.TensorDecl, len(spec.Tensors))
+	for _, t := range spec.Tensors {
+		m[t.Name] = t
+	}
+	return m
+}
+
 // writers lists the statements that write name.
 func writers(stmts []*ir.BoundStmt, name string) []int {
 	var out []int
