@@ -9,8 +9,8 @@ import (
 	"github.com/neoflow/neoflow/core/loops"
 )
 
-// tryEpilogue is the join of groups[b], one '=' statement without
-// reduction axes, into groups[a], a reduction (and the epilogue
+// tryEpilogue is the join of gb, one '=' statement without reduction
+// axes, into ga, a reduction (and the epilogue
 // statements joined to it already), as an epilogue (loops.EpilogueMembers):
 // the statement runs inside the reduction's nest right after each element
 // of its output is complete, reading that element where it was stored.
@@ -25,10 +25,10 @@ import (
 // back from cache rather than memory, with any tensor both read, and one
 // loop nest saved. nil, with the reason for a pair that shares data but
 // cannot join, otherwise.
-func tryEpilogue(spec *ir.Spec, groups [][]*ir.BoundStmt, a, b int, opts Options) (*join, string) {
-	ga, gb := groups[a], groups[b]
+func (g *grouping) tryEpilogue(a, b *group) (*join, string) {
+	ga, gb := a.members, b.members
 	r := ga[0]
-	if len(gb) != 1 || r.Stmt.Reduce == ir.Assign || !movable(groups, a, b) {
+	if len(gb) != 1 || r.Stmt.Reduce == ir.Assign || len(ga) >= MaxGroup {
 		return nil, ""
 	}
 	for _, m := range epilogueAlignments(ga, gb[0]) {
@@ -37,14 +37,14 @@ func tryEpilogue(spec *ir.Spec, groups [][]*ir.BoundStmt, a, b int, opts Options
 		if !loops.EpilogueMembers(members) {
 			continue
 		}
-		if !loops.EpilogueInLanes(spec, r, e) {
+		if !loops.EpilogueInLanes(g.spec, r, e) {
 			return nil, fmt.Sprintf("%s stays out of %s's nest: %s's schedule stores its elements one at a time (in lanes over its reduction, or over another axis than %s's last), where %s would run unvectorized", e.Stmt.Tensor, r.Stmt.Tensor, r.Stmt.Tensor, e.Stmt.Tensor, e.Stmt.Tensor)
 		}
 		if !epilogueLegal(ga, e) {
 			return nil, fmt.Sprintf("%s stays out of %s's nest: it reads %s's output elsewhere than at the element just completed", e.Stmt.Tensor, r.Stmt.Tensor, tensorsOf(ga))
 		}
-		bytes, why, _ := shared(spec, ga, []*ir.BoundStmt{e})
-		rw := opts.Machine.reward(bytes, 0, 1)
+		bytes, why, _ := shared(g.decls, g.spec.DType, a, []*ir.BoundStmt{e})
+		rw := g.opts.Machine.reward(bytes, 0, 1)
 		if rw.R <= 0 {
 			return nil, fmt.Sprintf("%s stays out of %s's nest (%s): %s", e.Stmt.Tensor, r.Stmt.Tensor, why, rw)
 		}

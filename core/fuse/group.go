@@ -35,51 +35,30 @@ import (
 // of the common reads read once (or of the output read back from cache)
 // and one loop nest saved; joins apply greedily, the best first. The
 // joined statement moves to just after its group.
+//
+// Group weighs, for each group, the joins with its neighbours in program
+// order (nearby) and with the nearest groups that read or write a tensor
+// it touches, and keeps the joins it weighed until one of their groups
+// changes (grouping.go): its work grows with the program, not with its
+// square. A group holds at most MaxGroup statements.
 func Group(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
-	stmts := make([]*ir.BoundStmt, len(spec.Stmts))
-	for i, st := range spec.Stmts {
-		c := *st
-		c.Joined = false
-		stmts[i] = &c
-	}
-	groups := make([][]*ir.BoundStmt, len(stmts))
-	for i, st := range stmts {
-		groups[i] = []*ir.BoundStmt{st}
-	}
-	refused := map[string]string{}
+	g := newGrouping(spec, opts)
 	for {
-		best, bestA, bestB := (*join)(nil), -1, -1
-		for a := range groups {
-			for b := a + 1; b < len(groups); b++ {
-				j, why := tryJoin(spec, groups, a, b, opts)
-				if j == nil && why == "" {
-					j, why = tryEpilogue(spec, groups, a, b, opts)
-				}
-				if j == nil {
-					if why != "" {
-						refused[pairName(groups[a], groups[b])] = why
-					}
-					continue
-				}
-				if best == nil || j.reward.R > best.reward.R {
-					best, bestA, bestB = j, a, b
-				}
-			}
-		}
-		if best == nil {
+		c := g.best()
+		if c == nil {
 			break
 		}
-		notes.add("group: %s joins %s's nest (%s; %s): %s", tensorsOf(best.members[len(groups[bestA]):]), groups[bestA][0].Stmt.Tensor,
-			ir.VarsString(best.axes), best.why, best.reward)
-		groups = applyJoin(groups, bestA, bestB, best.members)
+		notes.add("group: %s joins %s's nest (%s; %s): %s", tensorsOf(c.j.members[len(c.a.members):]), c.a.members[0].Stmt.Tensor,
+			ir.VarsString(c.j.axes), c.j.why, c.j.reward)
+		g.apply(c)
 	}
-	for _, why := range slices.Compact(slices.Sorted(maps.Values(refused))) {
+	for _, why := range slices.Compact(slices.Sorted(maps.Values(g.refused))) {
 		notes.add("no group: %s", why)
 	}
 	var out []*ir.BoundStmt
 	joined := false
-	for _, g := range groups {
-		for k, st := range g {
+	for _, gr := range g.groups {
+		for k, st := range gr.members {
 			st.Joined = k > 0
 			joined = joined || k > 0
 			out = append(out, st)
@@ -91,6 +70,12 @@ func Group(spec *ir.Spec, opts Options, notes *Notes) *ir.Spec {
 	return spec.WithStmts(out)
 }
 
+// MaxGroup is the most statements one fused nest holds. Each join weighs
+// the new members against every member (legality, alignment, the
+// nest's schedule), and past a few dozen statements the one loop nest a
+// further join saves is worth less than that.
+const MaxGroup = 64
+
 // join is a candidate join of two groups: the first group's members then
 // the second's, renamed; its reward and what it shares.
 type join struct {
@@ -100,11 +85,12 @@ type join struct {
 	why     string
 }
 
-// tryJoin is the join of groups[b] into groups[a], or nil and, for a pair
-// that shares data but cannot join, the reason.
-func tryJoin(spec *ir.Spec, groups [][]*ir.BoundStmt, a, b int, opts Options) (*join, string) {
-	ga, gb := groups[a], groups[b]
-	if !movable(groups, a, b) {
+// tryJoin is the join of gb into ga, which may run right after it
+// (movable), or nil and, for a pair that shares data but cannot join, the
+// reason.
+func (g *grouping) tryJoin(a, b *group) (*join, string) {
+	ga, gb := a.members, b.members
+	if len(ga)+len(gb) > MaxGroup {
 		return nil, ""
 	}
 	for _, m := range alignments(ga, gb) {
@@ -117,7 +103,7 @@ func tryJoin(spec *ir.Spec, groups [][]*ir.BoundStmt, a, b int, opts Options) (*
 		if !ok {
 			continue
 		}
-		bytes, why, ok := shared(spec, ga, renamed)
+		bytes, why, ok := shared(g.decls, g.spec.DType, a, renamed)
 		if !ok {
 			continue
 		}
@@ -127,16 +113,15 @@ func tryJoin(spec *ir.Spec, groups [][]*ir.BoundStmt, a, b int, opts Options) (*
 		if !legal(ga, renamed) {
 			return nil, fmt.Sprintf("%s stays out of %s's nest: it reads or writes what the nest computes in a way a point-by-point loop cannot", tensorsOf(gb), ga[0].Stmt.Tensor)
 		}
-		g := loops.DefaultGroupTiling(spec, members)
-		if g == nil {
+		t := loops.DefaultGroupTiling(g.spec, members)
+		if t == nil {
 			return nil, fmt.Sprintf("%s stays out of %s's nest: no axis spatial in every member runs in lanes", tensorsOf(gb), ga[0].Stmt.Tensor)
 		}
 		if why == "" {
 			why = "same points"
 		}
-		m := opts.Machine.orDefault()
-		dt := traffic(spec, ga, nestAxes(spec, ga), m) + traffic(spec, gb, nestAxes(spec, gb), m) -
-			traffic(spec, members, loops.GroupLoopAxes(members, g), m)
+		m := g.opts.Machine.orDefault()
+		dt := g.traffic(a, m) + g.traffic(b, m) - traffic(g.decls, g.spec.DType, members, loops.GroupLoopAxes(members, t), m)
 		dc := accumulatorOps(ga, m.AccumulatorOps) + accumulatorOps(gb, m.AccumulatorOps) - accumulatorOps(members, m.AccumulatorOps)
 		r := m.reward(max(dt, bytes), dc, 1)
 		if r.R <= 0 {
@@ -147,47 +132,24 @@ func tryJoin(spec *ir.Spec, groups [][]*ir.BoundStmt, a, b int, opts Options) (*
 	return nil, ""
 }
 
-// movable reports whether groups[b] may run right after groups[a]: no
-// statement of a group between them writes what b reads or writes, or
-// reads what b writes.
-func movable(groups [][]*ir.BoundStmt, a, b int) bool {
-	for _, mid := range groups[a+1 : b] {
-		for _, c := range mid {
-			for _, s := range groups[b] {
-				if c.Stmt.Tensor == s.Stmt.Tensor || reads(s.Stmt.RHS, c.Stmt.Tensor) > 0 || reads(c.Stmt.RHS, s.Stmt.Tensor) > 0 {
-					return false
-				}
-			}
-		}
-	}
-	return true
-}
-
-// applyJoin replaces groups a and b by their join, at a's place.
-func applyJoin(groups [][]*ir.BoundStmt, a, b int, members []*ir.BoundStmt) [][]*ir.BoundStmt {
-	out := slices.Clone(groups)
-	out[a] = members
-	return slices.Delete(out, b, b+1)
-}
-
-// shared is what the members of ga and gb share: the bytes that running
-// them in one nest saves (each tensor both read, once; each output of ga
-// that gb reads) and a description; ok is false when they share nothing
-// and are not both all '=' statements.
-func shared(spec *ir.Spec, ga, gb []*ir.BoundStmt) (bytes int64, why string, ok bool) {
-	readA, readB := readSet(ga), readSet(gb)
+// shared is what the members of a and gb (b's members renamed) share:
+// the bytes that running them in one nest saves (each tensor both read,
+// once; each output of a that gb reads) and a description; ok is false
+// when they share nothing and are not both all '=' statements.
+func shared(decls map[string]*ir.TensorDecl, dt ir.DType, a *group, gb []*ir.BoundStmt) (bytes int64, why string, ok bool) {
+	readB := readSet(gb)
 	var common, fed []string
 	for _, t := range sortedKeys(readB) {
 		switch {
-		case readA[t]:
+		case a.reads[t]:
 			common = append(common, t)
-		case slices.ContainsFunc(ga, func(st *ir.BoundStmt) bool { return st.Stmt.Tensor == t }):
+		case a.writes[t]:
 			fed = append(fed, t)
 		}
 	}
-	size := int64(spec.DType.Size())
+	size := int64(dt.Size())
 	for _, t := range append(slices.Clone(common), fed...) {
-		if d := spec.Tensor(t); d != nil {
+		if d := decls[t]; d != nil {
 			bytes += d.Elems() * size
 		}
 	}
@@ -198,21 +160,20 @@ func shared(spec *ir.Spec, ga, gb []*ir.BoundStmt) (bytes int64, why string, ok 
 	if len(fed) > 0 {
 		parts = append(parts, "reads "+strings.Join(fed, ", ")+" where it is stored")
 	}
-	return bytes, strings.Join(parts, "; "), len(parts) > 0 || allAssign(ga) && allAssign(gb)
+	return bytes, strings.Join(parts, "; "), len(parts) > 0 || allAssign(a.members) && allAssign(gb)
 }
 
 // legal reports whether gb's members may run at each point of ga's loops
 // right after ga's: a member of gb reads a tensor a member of ga writes
 // only where an '=' member writes the whole tensor and at the point it
 // stores; no member of ga reads what gb writes; members writing the same
-// tensor write disjoint parts.
+// tensor write disjoint parts. The members of ga, joined legally
+// already, are not weighed against each other again.
 func legal(ga, gb []*ir.BoundStmt) bool {
 	all := append(slices.Clone(ga), gb...)
-	for i, p := range all {
-		for j, q := range all {
-			if i >= j {
-				continue
-			}
+	for j := len(ga); j < len(all); j++ {
+		q := all[j]
+		for _, p := range all[:j] {
 			if p.Stmt.Tensor == q.Stmt.Tensor && !disjoint(p, q) {
 				return false
 			}

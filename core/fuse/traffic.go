@@ -26,11 +26,11 @@ func nestAxes(spec *ir.Spec, group []*ir.BoundStmt) []ir.Var {
 // m.LLCBytes) come from there, the others from memory at
 // m.RereadBytesPerSec: they count in bytes streamed in equal time. A
 // tensor several members read counts once in a fused nest.
-func traffic(spec *ir.Spec, group []*ir.BoundStmt, axes []ir.Var, m Machine) int64 {
-	size := int64(spec.DType.Size())
+func traffic(decls map[string]*ir.TensorDecl, dt ir.DType, group []*ir.BoundStmt, axes []ir.Var, m Machine) int64 {
+	size := int64(dt.Size())
 	var total float64
 	for name, idx := range readAxes(group) {
-		t := spec.Tensor(name)
+		t := decls[name]
 		if t == nil {
 			continue
 		}
