@@ -132,6 +132,15 @@ def _saved(ctx) -> tuple[list, dict | None]:
     return saved[: ctx.n_inputs], dict(zip(ctx.kept_names, saved[ctx.n_inputs :]))
 
 
+def _flat_needs(needs) -> list:
+    """ctx.needs_input_grad as one flag per input tensor: the custom op's
+    context nests the list argument's flags in backward, and an
+    autograd.Function's are flat."""
+    if needs and isinstance(needs[0], (list, tuple)):
+        return list(needs[0])
+    return list(needs)
+
+
 def register(op):
     """The torch.library custom op for op (one per distinct op), made on
     first use of its name; op becomes the Op that name runs."""
@@ -144,45 +153,47 @@ def register(op):
         # does that) is gone when the scope ends: check the dispatcher still has it.
         if name in _registered and hasattr(torch.ops.neoflow, op._custom_name):
             return _registered[name]
-        custom = _make_custom_op(name, len(op.inputs))
+        custom = _make_custom_op(name)
         _registered[name] = custom
         return custom
 
 
-def _make_custom_op(name: str, n_inputs: int):
-    params = ", ".join(f"Tensor x{i}" for i in range(n_inputs))
-    schema = f"({params}, str sizes) -> Tensor[]"
+def _make_custom_op(name: str):
+    # The inputs are one Tensor[] argument: a schema takes at most 64
+    # arguments, and an op (a gradient op above all) may have more inputs.
+    schema = "(Tensor[] inputs, str sizes) -> Tensor[]"
 
-    def impl(*args):
-        return _op_for(name)._launch(args[:-1], parse_sizes_text(args[-1]), keep=True)
+    def impl(inputs, sizes):
+        return _op_for(name)._launch(tuple(inputs), parse_sizes_text(sizes), keep=True)
 
     custom = torch.library.custom_op(name, impl, mutates_args=(), schema=schema)
 
     @custom.register_fake
-    def _(*args):
-        tensors, sizes = args[:-1], parse_sizes_text(args[-1])
-        ref, current = tensors[0], _op_for(name)
-        outs, temps, dtypes = current._buffer_shapes(tensors, sizes)  # one lookup for shapes and dtypes
+    def _(inputs, sizes):
+        ref, current = inputs[0], _op_for(name)
+        outs, temps, dtypes = current._buffer_shapes(tuple(inputs), parse_sizes_text(sizes))  # one lookup
         shapes = outs + [shape for _, shape in temps]
         return [ref.new_empty(shape, dtype=dt) for shape, dt in zip(shapes, dtypes)]
 
     def setup_context(ctx, inputs, output):
-        tensors, sizes = inputs[:-1], parse_sizes_text(inputs[-1])
-        wrt = [bool(n) for n in ctx.needs_input_grad[: len(tensors)]]
+        tensors, sizes = tuple(inputs[0]), parse_sizes_text(inputs[1])
+        # Flat here (one flag per list element first), nested in backward.
+        wrt = [bool(n) for n in _flat_needs(ctx.needs_input_grad)[: len(tensors)]]
         ctx.op = _op_for(name)  # the backward runs the same Op, even if another takes the name over
         _keep(ctx, ctx.op, tensors, sizes, wrt, output)
 
     def backward(ctx, grads):
         grads = grads if isinstance(grads, (list, tuple)) else [grads]
         tensors, kept = _saved(ctx)
-        return (*_backward(ctx.op, tensors, ctx.sizes, grads, ctx.needs_input_grad, kept), None)
+        needs = _flat_needs(ctx.needs_input_grad)
+        return list(_backward(ctx.op, tensors, ctx.sizes, grads, needs, kept)), None
 
     custom.register_autograd(backward, setup_context=setup_context)
 
-    def vmap_rule(info, in_dims, *args):
+    def vmap_rule(info, in_dims, inputs, sizes):
         from .vmap import batch_rule
 
-        return batch_rule(_op_for(name), info, in_dims, args)
+        return batch_rule(_op_for(name), info, in_dims[0], inputs, sizes)
 
     custom.register_vmap(vmap_rule)
 
@@ -196,15 +207,15 @@ def _make_custom_op(name: str, n_inputs: int):
 
         @staticmethod
         def forward(*args):
-            return tuple(custom(*args))
+            return tuple(custom(list(args[:-1]), args[-1]))
 
         @staticmethod
         def setup_context(ctx, inputs, output):
-            setup_context(ctx, inputs, list(output))
+            setup_context(ctx, (list(inputs[:-1]), inputs[-1]), list(output))
 
         @staticmethod
         def backward(ctx, *grads):
-            return backward(ctx, list(grads))
+            return (*backward(ctx, list(grads))[0], None)
 
         @staticmethod
         def jvp(ctx, *tangents):

@@ -63,7 +63,7 @@ def inline(low, k: int, node, op) -> None:
     from .sizes import parse_sizes_text
     from .vmap import _consts
 
-    args = node.args[:-1]
+    args = list(node.args[0])  # the custom op's Tensor[] argument
     sizes = {**op._sizes, **parse_sizes_text(node.args[-1])}
     consts = _consts(op._definition)
     fakes = [a.meta["val"] for a in args]

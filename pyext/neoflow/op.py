@@ -23,9 +23,9 @@ from .version import __version__
 # The custom ops' calling convention; bump it when what they take or return
 # changes. 2: the outputs are followed by the temporaries autograd keeps.
 # 3: those are the temporaries the saving gradient reads and does not
-# recompute (the save-or-recompute reward).
-_CUSTOM_OP_CONVENTION = 3
-_MAX_SCHEMA_ARGS = 64  # PyTorch's limit on an operator schema's arguments (the custom op adds sizes)
+# recompute (the save-or-recompute reward). 4: the inputs are one Tensor[]
+# argument.
+_CUSTOM_OP_CONVENTION = 4
 
 _FLOATS = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 # Integer inputs: read as values (converted to the op's float dtype) or as indices; they get no gradient.
@@ -369,11 +369,9 @@ class Op:
         weakref.finalize(self, _release, resp.op_id)
         # Registered now, outside any traced code, so that the first call may
         # come from inside torch.compile (which cannot trace registration).
-        # PyTorch's schemas take at most 64 arguments: an op with more inputs
-        # runs eagerly, with autograd, but cannot be a custom op (see custom_op).
         from .autograd import register
 
-        self._custom = register(self) if len(self.inputs) < _MAX_SCHEMA_ARGS else None
+        self._custom = register(self)
 
     @classmethod
     def _from_response(cls, resp: pb.DefineResponse, name: str, sizes: dict, definition: tuple) -> Op:
@@ -611,7 +609,7 @@ class Op:
         else:  # torch.compile or tensor subclasses: through the custom op, registered when the op was defined
             self._check(tensors)
             custom = self._custom if torch.compiler.is_compiling() and self._custom else self.custom_op
-            outs = custom(*tensors, sizes_text(self._merged_sizes(sizes)))[: len(self.outputs)]
+            outs = custom(list(tensors), sizes_text(self._merged_sizes(sizes)))[: len(self.outputs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _traced(self, tensors, sizes):
@@ -620,7 +618,7 @@ class Op:
         tracer = next(t for t in tensors if isinstance(t, torch.fx.Proxy)).tracer
         _ = self.custom_op  # registered
         target = getattr(torch.ops.neoflow, self._custom_name).default
-        args = (*tensors, sizes_text(self._merged_sizes(sizes)))
+        args = (list(tensors), sizes_text(self._merged_sizes(sizes)))
         outs = tracer.create_proxy("call_function", target, args, {})
         n = len(self.outputs)
         return outs[0] if n == 1 else tuple(outs[i] for i in range(n))
@@ -629,8 +627,9 @@ class Op:
     def custom_op(self):
         """The op as a torch.library custom op, ``neoflow::<name>``.
 
-        Its schema is ``(Tensor x0, ..., str sizes) -> Tensor[]``, where
-        sizes is ``"p=8,q=8"``; it has a fake (meta) implementation and an
+        Its schema is ``(Tensor[] inputs, str sizes) -> Tensor[]``, where
+        sizes is ``"p=8,q=8"`` (one list argument: a schema takes at most 64
+        arguments, and an op may have more inputs); it has a fake (meta) implementation and an
         autograd formula, so it works under torch.compile and in autograd.
         It returns the op's outputs followed by its temporaries (see
         ``temporaries``), which autograd keeps for the gradient instead of
@@ -638,12 +637,6 @@ class Op:
         """
         # Registered once; again if a scoped library (torch.library.opcheck
         # makes one) removed it. Cheap enough for Dynamo to trace.
-        if len(self.inputs) >= _MAX_SCHEMA_ARGS:
-            raise RuntimeError(
-                f"op {self.name!r} has {len(self.inputs)} inputs: PyTorch's operator schemas take at most "
-                f"{_MAX_SCHEMA_ARGS} arguments, so it cannot run under torch.compile, torch.func or a tensor "
-                "subclass as a custom op (it runs in eager, with autograd)"
-            )
         if self._custom is None or not hasattr(torch.ops.neoflow, self._custom_name):
             from .autograd import register
 

@@ -56,14 +56,12 @@ def batched_op(op, flags: tuple[bool, ...]):
     return cache[flags]
 
 
-def batch_rule(op, info, in_dims, args):
+def batch_rule(op, info, dims, tensors, text):
     """The custom op's vmap rule: the batched op on the inputs with their batch dimension first."""
-    *tensors, text = args
-    dims = in_dims[: len(tensors)]
     flags = tuple(d is not None for d in dims)
     moved = [t.movedim(d, 0) if d is not None else t for t, d in zip(tensors, dims)]
     bop, var = batched_op(op, flags)
     sizes = parse_sizes_text(text)
     sizes[var] = info.batch_size
-    outs = list(bop.custom_op(*moved, sizes_text(bop._merged_sizes(sizes))))
+    outs = list(bop.custom_op(moved, sizes_text(bop._merged_sizes(sizes))))
     return outs, [0] * len(outs)

@@ -77,7 +77,7 @@ def test_names_given_as_a_string():
 def test_malformed_sizes_text(text):
     op = neoflow.op("Y[i, r] = X[i] * 2.0")
     with pytest.raises(ValueError, match="malformed sizes text|must be a positive int"):
-        op.custom_op(torch.randn(3), text)
+        op.custom_op([torch.randn(3)], text)
     with pytest.raises(ValueError, match="malformed sizes text|must be a positive int"):
         parse_sizes_text(text)
 

@@ -207,7 +207,7 @@ def test_opcheck():
         ("M[b] max= X[b,j]\nE[b,j] = exp(X[b,j] - M[b])\nS[b] += E[b,j]\nY[b,j] = E[b,j] / S[b]", (torch.randn(3, 6),)),
     ]:
         op = neoflow.op(source)
-        result = torch.library.opcheck(op.custom_op, (*args, ""))
+        result = torch.library.opcheck(op.custom_op, (list(args), ""))
         assert all(v == "SUCCESS" for v in result.values()), result
 
 

@@ -88,10 +88,10 @@ def test_decorated_op_any_order(outputs):
     assert torch.autograd.gradcheck(lambda *t: op(*t), args)
     # The custom op (the torch.compile path) returns the same order and
     # takes the incoming gradients in it.
-    direct = op.custom_op(*args, "")[: len(outputs)]
+    direct = op.custom_op(list(args), "")[: len(outputs)]
     for a, b in zip(direct, op(*args)):
         torch.testing.assert_close(a, b)
-    assert torch.autograd.gradcheck(lambda *t: tuple(op.custom_op(*t, "")[:3]), args)
+    assert torch.autograd.gradcheck(lambda *t: tuple(op.custom_op(list(t), "")[:3]), args)
 
 
 def test_issue_reproduction():
