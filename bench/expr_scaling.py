@@ -1,5 +1,5 @@
-"""Expression size: time to define and to differentiate long products and
-sums (issue 30, item 6).
+"""Expression and program size: time to define and to differentiate long
+products and sums, and programs of many statements.
 
 For products and sums of 10, 100, 1,000 and 2,000 terms, written out as
 one statement, it times
@@ -19,7 +19,18 @@ and the time to the refusal is reported. Each point is repeated
 (median, min, max); each repetition uses a fresh kernel cache. Not a
 test: speed is reported, not asserted.
 
-    python bench/expr_scaling.py [--repeat 5] [--terms 10 100 1000 2000] [--out bench/results]
+    python bench/expr_scaling.py [--repeat 5] [--terms 10 100 1000 2000] [--statements 10 30 ... 2000]
+                                 [--out bench/results]
+
+The statements axis (``--statements``) times the same first call for
+programs of 10 to 2,000 statements over a float64 input of 16 elements:
+``chain`` (``T{k}[i] = T{k-1}[i] * 1.0001``, one output), ``fan-out``
+(``T{k}[i] = X[i] + k``, as many outputs as statements) and ``random DAG``
+(each statement combines one to three earlier tensors with tanh, products
+and sums, from a fixed seed; every tensor no statement reads is an
+output). The backward sums every output. The growth exponent k of time ~
+n^k is fitted by least squares over all sizes, and also given between the
+two largest.
 
 Writes ``expr_scaling-DATE-cpu.json`` and ``.md`` into ``--out``.
 """
@@ -32,6 +43,7 @@ import json
 import math
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -53,6 +65,86 @@ def source(kind: str, n: int) -> str:
     shifted = kind.startswith("shifted")
     terms = [f"X[i + {k}]" if shifted else "X[i]" for k in range(n)]
     return "Y[i] = " + (" * " if kind.endswith("product") else " + ").join(terms)
+
+
+PROGRAMS = ("chain", "fan-out", "random DAG")
+STATEMENT_ELEMS = 16
+
+
+def program(kind: str, n: int) -> str:
+    """A program of n statements over input X (the statements axis)."""
+    if kind == "chain":
+        return "\n".join(f"T{k}[i] = {'X' if k == 0 else f'T{k - 1}'}[i] * 1.0001" for k in range(n))
+    if kind == "fan-out":
+        return "\n".join(f"T{k}[i] = X[i] + {k}.0" for k in range(n))
+    rng = random.Random(n)
+    lines = []
+    for k in range(n):
+        reads = [f"T{j}[i]" if j >= 0 else "X[i]" for j in rng.sample(range(-1, k), min(k + 1, rng.randint(1, 3)))]
+        terms = [f"tanh({r})" if rng.random() < 0.3 else r for r in reads]
+        op = " * " if rng.random() < 0.3 else " + "
+        lines.append(f"T{k}[i] = ({op.join(terms)}) * 0.5 + {k % 7}.0 * 0.01")
+    return "\n".join(lines)
+
+
+def program_run(kind: str, n: int) -> dict:
+    """Times one define + first forward + backward of an n-statement program, on a fresh kernel cache."""
+    neoflow.configure(cache_dir=scratch_dir("neoflow-bench-expr-"))
+    src = program(kind, n)
+    x = (0.5 + 0.1 * torch.rand(STATEMENT_ELEMS, dtype=torch.float64)).requires_grad_(True)
+    t0 = time.perf_counter()
+    op = neoflow.op(src, inputs=["X"])
+    ys = op(x)
+    ys = ys if isinstance(ys, tuple) else (ys,)
+    sum(y.sum() for y in ys).backward()
+    return {"first_s": time.perf_counter() - t0, "outputs": len(ys)}
+
+
+def fitted_growth(ns: list[int], ts: list[float]) -> float:
+    """The least-squares slope of log t over log n."""
+    xs, ys = [math.log(n) for n in ns], [math.log(t) for t in ts]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
+def statements_axis(sizes: list[int], repeat: int) -> dict:
+    rows = []
+    for kind in PROGRAMS:
+        for n in sizes:
+            runs = [program_run(kind, n) for _ in range(repeat)]
+            first = stats([r["first_s"] for r in runs])
+            row = {"kind": kind, "statements": n, "outputs": runs[0]["outputs"], "first": first}
+            rows.append(row)
+            print(f"{kind} {n} statements: first {fmt(row['first'])}", file=sys.stderr)
+    growth = {}
+    for kind in PROGRAMS:
+        kr = [r for r in rows if r["kind"] == kind]
+        ns, ts = [r["statements"] for r in kr], [r["first"]["median_s"] for r in kr]
+        growth[kind] = {
+            "fitted": fitted_growth(ns, ts) if len(kr) > 1 else None,
+            "largest_two": math.log(ts[-1] / ts[-2]) / math.log(ns[-1] / ns[-2]) if len(kr) > 1 else None,
+        }
+    return {"sizes": sizes, "rows": rows, "growth": growth}
+
+
+def statements_markdown(ax: dict) -> list[str]:
+    lines = [
+        "",
+        "## Statements",
+        "",
+        f"Programs of n statements over a float64 input of {STATEMENT_ELEMS} elements; *first call*: define, "
+        "the first forward and the backward of the sum of every output, on a cold kernel cache.",
+        "",
+        "| program | statements | outputs | first forward+backward s |",
+        "|---|---|---|---|",
+    ]
+    for r in ax["rows"]:
+        lines.append(f"| {r['kind']} | {r['statements']} | {r['outputs']} | {fmt(r['first'])} |")
+    lines += ["", "Growth (time ~ statements^k): fitted by least squares over all sizes; between the two largest:", ""]
+    for kind, g in ax["growth"].items():
+        if g["fitted"] is not None:
+            lines.append(f"- {kind}: fitted k = {g['fitted']:.2f}; largest two k = {g['largest_two']:.2f}")
+    return lines
 
 
 def one_run(kind: str, n: int) -> dict:
@@ -123,6 +215,8 @@ def markdown(result: dict) -> str:
             if d is not None and f is not None
             else f"- {kind}: fewer than two accepted sizes"
         )
+    if result.get("statements"):
+        lines += statements_markdown(result["statements"])
     return "\n".join(lines) + "\n"
 
 
@@ -131,6 +225,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--terms", type=int, nargs="*", default=[10, 100, 1000, 2000])
     ap.add_argument("--kinds", nargs="*", default=list(KINDS), choices=KINDS)
+    ap.add_argument("--statements", type=int, nargs="*", default=[10, 30, 100, 300, 1000, 2000])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     args = ap.parse_args()
     torch.manual_seed(0)
@@ -161,6 +256,7 @@ def main() -> None:
             rows.append(row)
             print(f"{kind} {n}: define {fmt(row['define'])}, first {fmt(row['first'])}", file=sys.stderr)
     settings = {"repeat": args.repeat, "terms": args.terms, "kinds": args.kinds, "elems": ELEMS, "max_nodes": MAX_NODES}
+    statements = statements_axis(args.statements, args.repeat) if args.statements else None
     result = {
         "date": datetime.date.today().isoformat(),
         "machine": info,
@@ -173,6 +269,7 @@ def main() -> None:
             }
             for kind in args.kinds
         },
+        "statements": statements,
         "total_s": time.perf_counter() - t_all,
     }
     out = Path(args.out)

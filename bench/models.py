@@ -35,6 +35,7 @@ import argparse
 import copy
 import datetime
 import functools
+import importlib
 import math
 import os
 import sys
@@ -167,6 +168,8 @@ def bench_model(torch, neoflow, name: str, args) -> dict:
             reps = neoflow.compile_report()
             row["lowered"] = sum(r["lowered"] for r in reps)
             row["nodes"] = sum(r["nodes"] for r in reps)
+            row["subgraphs"] = sum(r["subgraphs"] for r in reps)
+            row["max_nodes"] = importlib.import_module("neoflow.backend").MAX_NODES
             row["fallback"] = sorted({k for r in reps for k in r["fallback"]})
     for v, st in wl.interleaved(steps, args.repeat, block=5, untimed=2).items():
         row[v] |= st
@@ -213,12 +216,13 @@ def render_markdown(result: dict) -> str:
         f"Training step (forward, loss, backward, Adam), ms: median over {result['settings']['repeat']} "
         "steps (min-max); eager, inductor and neoflow timed in turns, blocks of 5 steps after 2 untimed. Ratios: the "
         "other's time / neoflow's (above 1: neoflow is faster). lowered: operator calls of the forward and "
-        "backward graphs that neoflow ran, of all.",
+        "backward graphs that neoflow ran, of all, in how many ops (subgraphs of at most "
+        f"{rows[0].get('max_nodes', '?') if rows else '?'} operator calls).",
         "",
         "| model | "
         + " | ".join(variants)
-        + " | vs eager | vs inductor | lowered | first step s (inductor, neoflow) |",
-        "|---|" + "---|" * (len(variants) + 4),
+        + " | vs eager | vs inductor | lowered | ops | first step s (inductor, neoflow) |",
+        "|---|" + "---|" * (len(variants) + 5),
     ]
     for r in rows:
         cells = [wl.spread(r[v]) for v in variants]
@@ -230,7 +234,9 @@ def render_markdown(result: dict) -> str:
         first = f"{r['inductor']['first_s']:.1f}" if "inductor" in r else "-"
         first += f", {r['neoflow']['first_s']:.1f}"
         lines.append(
-            f"| {r['model']} | " + " | ".join(cells) + f" | {vs_e} | {vs_i} | {r['lowered']}/{r['nodes']} | {first} |"
+            f"| {r['model']} | "
+            + " | ".join(cells)
+            + f" | {vs_e} | {vs_i} | {r['lowered']}/{r['nodes']} | {r.get('subgraphs', '-')} | {first} |"
         )
     g = result["geomean"]
     if g.get("untuned"):

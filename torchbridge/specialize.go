@@ -142,10 +142,15 @@ func inputTypes(op *ir.Op, ins []*api.TensorType) (typedInputs, error) {
 	}
 	t := typedInputs{shapes: make([][]int64, len(ins))}
 	first := ""
+	index := indexInputs(op)
 	for i, in := range ins {
 		d, err := ir.ParseDType(in.GetDtype())
 		if err != nil {
 			return typedInputs{}, errors.Wrapf(err, "input %s", op.Inputs[i])
+		}
+		if index[op.Inputs[i]] && !d.Integer() {
+			return typedInputs{}, errors.Errorf("op %s: %s is read as an index, so it must be an int32 or int64 tensor, got %s",
+				opName(op), op.Inputs[i], d)
 		}
 		t.shapes[i] = in.GetShape()
 		if d.Integer() {
@@ -165,6 +170,20 @@ func inputTypes(op *ir.Op, ins []*api.TensorType) (typedInputs, error) {
 		t.dtype = ir.Float32
 	}
 	return t, nil
+}
+
+// indexInputs lists the tensors op reads as an index (E[I[b], d]'s I).
+func indexInputs(op *ir.Op) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range op.Stmts {
+		ir.Walk(s.RHS, func(e ir.Expr) bool {
+			if a, ok := e.(*ir.Access); ok && a.Indirect {
+				out[a.Tensor] = true
+			}
+			return true
+		})
+	}
+	return out
 }
 
 func opName(op *ir.Op) string {

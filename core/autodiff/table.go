@@ -165,38 +165,49 @@ func walkCall(e *ir.Call, gs []guard, f ir.Expr, walk func(ir.Expr, []guard, ir.
 		s := call(ir.FuncSigmoid, a)
 		d = mul(s, sub(flit(1), s))
 	case ir.FuncRelu:
-		d = where(bin(ir.Gt, a, flit(0)), flit(1), zero())
+		// PyTorch's: 1 but where a <= 0, so that a NaN passes its gradient.
+		d = where(bin(ir.Le, a, flit(0)), zero(), flit(1))
 	case ir.FuncAbs:
 		d = where(bin(ir.Gt, a, flit(0)), flit(1), where(bin(ir.Lt, a, flit(0)), flit(-1), zero()))
 	case ir.FuncErf:
 		d = mul(flit(twoOverSqrtPi), call(ir.FuncExp, neg(mul(a, a))))
 	case ir.FuncAtan2:
-		// atan2(y, x): d/dy = x / (x² + y²), d/dx = -y / (x² + y²).
+		// atan2(y, x): d/dy = x / (x² + y²), d/dx = -y / (x² + y²); 0 at
+		// the origin, as in PyTorch, where the quotients are 0/0.
 		x := e.Args[1]
 		r2 := add(mul(a, a), mul(x, x))
-		if err := walk(a, gs, mul(f, div(x, r2))); err != nil {
+		origin := bin(ir.Eq, r2, flit(0))
+		if err := walk(a, gs, mul(f, where(origin, zero(), div(x, r2)))); err != nil {
 			return err
 		}
-		return walk(x, gs, mul(f, neg(div(a, r2))))
+		return walk(x, gs, mul(f, where(origin, zero(), neg(div(a, r2)))))
 	case ir.FuncPow:
+		// PyTorch's values at the special points: d/da is 0 where b == 0
+		// (not 0 * a^-1), d/db is 0 where a == 0 and b >= 0, and NaN for a
+		// negative base (log a).
 		b := e.Args[1]
-		if err := walk(a, gs, mul(f, mul(b, call(ir.FuncPow, a, sub(b, flit(1)))))); err != nil {
+		da := where(bin(ir.Eq, b, flit(0)), zero(), mul(b, call(ir.FuncPow, a, sub(b, flit(1)))))
+		if err := walk(a, gs, mul(f, da)); err != nil {
 			return err
 		}
-		db := where(bin(ir.Gt, a, flit(0)), mul(call(ir.FuncPow, a, b), call(ir.FuncLog, a)), zero())
+		atZero := bin(ir.And, bin(ir.Eq, a, flit(0)), bin(ir.Ge, b, flit(0)))
+		db := where(atZero, zero(), mul(call(ir.FuncPow, a, b), call(ir.FuncLog, a)))
 		return walk(b, gs, mul(f, db))
 	case ir.FuncMax, ir.FuncMin:
+		// PyTorch's (maximum, minimum): a tie splits the gradient in
+		// halves; a NaN on either side passes it to both.
 		b := e.Args[1]
-		cmp := ir.Gt
+		loses := ir.Lt // a loses max(a, b) where a < b
 		if e.Fn == ir.FuncMin {
-			cmp = ir.Lt
+			loses = ir.Gt
 		}
-		// The value rule: a where a > b || a != a (max), else b.
-		pickA := bin(ir.Or, bin(cmp, a, b), bin(ir.Ne, a, a))
-		if err := walk(a, gs, mul(f, where(pickA, flit(1), zero()))); err != nil {
+		share := func(x, y ir.Expr) ir.Expr {
+			return where(bin(ir.Eq, x, y), flit(0.5), where(bin(loses, x, y), zero(), flit(1)))
+		}
+		if err := walk(a, gs, mul(f, share(a, b))); err != nil {
 			return err
 		}
-		return walk(b, gs, mul(f, where(pickA, zero(), flit(1))))
+		return walk(b, gs, mul(f, share(b, a)))
 	default:
 		var ok bool
 		if d, ok = unaryDerivative(e.Fn, a); !ok {

@@ -259,7 +259,10 @@ def _chunks(gm, parts, max_nodes: int) -> list:
     return out
 
 
-MAX_NODES = 64
+# The most operator calls one subgraph holds. The compiler's passes are
+# near-linear in an op's statements (a 2,000-statement op builds in seconds),
+# so this only bounds one op's C source; a longer run is cut in graph order.
+MAX_NODES = 1000
 
 
 def _views_outside(gm, part) -> int:
@@ -291,7 +294,7 @@ def compile_graph(
     graph: str = "forward",
     explain: bool = False,
     contractions: str = "eager",
-    max_nodes: int = MAX_NODES,
+    max_nodes: int | None = None,
 ):
     """Lowers what it can of an ATen graph into neoflow ops, in place, and
     returns it (run it with boxed arguments through make_boxed_func)."""
@@ -302,7 +305,7 @@ def compile_graph(
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     parts = [p for p in partitioner.propose_partitions() if not all(lowering.is_view(n) for n in p.nodes)]
-    parts = _chunks(gm, parts, max_nodes)
+    parts = _chunks(gm, parts, max_nodes or MAX_NODES)
     eager_views = sum(_views_outside(gm, p) for p in parts)
     parts = [p for p in parts if p.nodes and not all(lowering.is_view(n) for n in p.nodes)]
     lowered, made = sum(len(p.nodes) for p in parts), 0

@@ -294,7 +294,7 @@ def test_scatter_out_shapes_errors(gcn):
     )
     with pytest.raises(neoflow.Error, match=r"size of dimension 0 of Y, which the op writes through Dst\[e\]"):
         gcn(x, src, dst, norm)
-    with pytest.raises(ValueError, match="out_shapes names 'Z', which is not an output"):
+    with pytest.raises(ValueError, match="out_shapes names 'Z', which is neither an output of the op"):
         gcn(x, src, dst, norm, out_shapes={"Z": (5, 3)})
     with pytest.raises(ValueError, match="has 1 dimensions, but Y has 2"):
         gcn(x, src, dst, norm, out_shapes={"Y": (5,)})
@@ -302,6 +302,22 @@ def test_scatter_out_shapes_errors(gcn):
         gcn(x, src, dst, norm, out_shapes={"Y": (5, 4)})
     with pytest.raises(IndexError, match=r"index tensor Dst holds 5 at position \(2,\)"):
         gcn(x, src, torch.tensor([0, 1, 5, 2]), norm, out_shapes={"Y": (5, 3)})
+
+
+def test_out_shapes_sizes_a_scattered_temporary():
+    """A scatter into a temporary that a later statement reads: the error's advice (out_shapes) works."""
+    op = neoflow.Op("H[Dst[e], f] += X[e, f]\nY[v, f] = tanh(H[v, f]) * 2.0", inputs=["X", "Dst"])
+    x = torch.randn(6, 3, dtype=torch.float64, requires_grad=True)
+    dst = torch.tensor([0, 2, 2, 1, 0, 3])
+    with pytest.raises(neoflow.Error, match=r"out_shapes=\{'H'"):
+        op(x, dst)
+    y = op(x, dst, out_shapes={"H": (4, 3)})
+    ref = torch.tanh(x.new_zeros(4, 3).index_add(0, dst, x)) * 2.0
+    torch.testing.assert_close(y, ref)
+    g = torch.randn_like(y)
+    torch.testing.assert_close(torch.autograd.grad(y, x, g)[0], torch.autograd.grad(ref, x, g)[0])
+    with pytest.raises(ValueError, match="has 0 dimensions, too few for H, which the op writes through an index"):
+        op(x, dst, out_shapes={"H": ()})
 
 
 def test_out_shapes_at_the_definition():
@@ -412,3 +428,10 @@ def test_out_shapes_through_neoflow_op_text_and_decorated():
     torch.testing.assert_close(scatter(x, seg), want)
     with pytest.raises(ValueError, match="gives Y size 4 in dimension 1"):
         neoflow.op("Y[S[i], f] += X[i, f]", inputs=["X", "S"], out_shapes={"Y": (3, 4)})(x, seg)
+
+
+def test_a_float32_index_beside_float64_values_is_told_it_must_be_an_integer():
+    """The index's dtype is the problem, not that the floating-point inputs differ."""
+    op = neoflow.Op("Y[b, d] = E[I[b], d] * 2.0", inputs=["E", "I"])
+    with pytest.raises(neoflow.Error, match="I is read as an index, so it must be an int32 or int64 tensor, got float32"):
+        op(torch.randn(4, 3, dtype=torch.float64), torch.zeros(2, dtype=torch.float32))
