@@ -433,5 +433,7 @@ def test_out_shapes_through_neoflow_op_text_and_decorated():
 def test_a_float32_index_beside_float64_values_is_told_it_must_be_an_integer():
     """The index's dtype is the problem, not that the floating-point inputs differ."""
     op = neoflow.Op("Y[b, d] = E[I[b], d] * 2.0", inputs=["E", "I"])
-    with pytest.raises(neoflow.Error, match="I is read as an index, so it must be an int32 or int64 tensor, got float32"):
+    with pytest.raises(
+        neoflow.Error, match="I is read as an index, so it must be an int32 or int64 tensor, got float32"
+    ):
         op(torch.randn(4, 3, dtype=torch.float64), torch.zeros(2, dtype=torch.float32))
