@@ -31,8 +31,21 @@ func (b *builder) indicator(t target, why string, simp bool) (*gstmt, error) {
 			ext[v.Name] = v.Extent
 		}
 	}
+	// The contribution's own guards go first: where(b > 0, d_O[b], 0.0)
+	// keeps the read I[b - 1] of the condition I[b - 1] == e0 in bounds
+	// when b > 0 is tested before it (&& evaluates its right side only
+	// where its left side holds).
 	body := t.contrib
-	if len(conds) > 0 {
+	var guards []ir.Expr
+	for {
+		w, ok := body.(*ir.Where)
+		if !ok || !isZero(w.Else) {
+			break
+		}
+		guards = append(guards, ir.Conjuncts(w.Cond)...)
+		body = w.Then
+	}
+	if conds = append(guards, conds...); len(conds) > 0 {
 		body = where(ir.AndAll(conds), body, zero())
 	}
 	if simp {

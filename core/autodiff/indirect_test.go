@@ -27,6 +27,10 @@ func TestIndexTensorGradients(t *testing.T) {
 		{"Y[Dst[e], f] += X[Src[e], f] * Norm[e]", []string{"X", "Src", "Dst", "Norm"}, [][]int64{{6, 3}, {9}, {9}, {9}},
 			map[string]int64{"v_Dst": 5}, map[string]ir.DType{"Src": ir.Int64, "Dst": ir.Int32},
 			[]string{"d_X[x0, f_1] += where(Src[e] == x0, d_Y[Dst[e], f_1] * Norm[e], 0.0)", "d_Norm[e] += d_Y[Dst[e], f] * X[Src[e], f]"}},
+		// The previous token's row: the guard b > 0 keeps I[b - 1] in
+		// bounds, and stays before it in the gather's condition.
+		{"O[b, d] = where(b > 0, E[I[b - 1], d], 0.0)", []string{"E", "I"}, [][]int64{{7, 3}, {5}}, nil, map[string]ir.DType{"I": ir.Int64},
+			[]string{"b > 0 && I[b - 1] == "}},
 	} {
 		op, err := parse.Parse(c.src, parse.Options{Inputs: c.inputs})
 		if err != nil {

@@ -186,7 +186,10 @@ func walkCall(e *ir.Call, gs []guard, f ir.Expr, walk func(ir.Expr, []guard, ir.
 		// (not 0 * a^-1), d/db is 0 where a == 0 and b >= 0, and NaN for a
 		// negative base (log a).
 		b := e.Args[1]
-		da := where(bin(ir.Eq, b, flit(0)), zero(), mul(b, call(ir.FuncPow, a, sub(b, flit(1)))))
+		da := mul(b, call(ir.FuncPow, a, sub(b, flit(1))))
+		if !nonzeroLit(b) {
+			da = where(bin(ir.Eq, b, flit(0)), zero(), da)
+		}
 		if err := walk(a, gs, mul(f, da)); err != nil {
 			return err
 		}
@@ -295,4 +298,17 @@ func sumTerm(a, b ir.Expr) ir.Expr {
 		return bin(ir.Sub, a, u.X)
 	}
 	return bin(ir.Add, a, b)
+}
+
+// nonzeroLit reports whether e is a literal or named constant other than 0.
+func nonzeroLit(e ir.Expr) bool {
+	switch x := e.(type) {
+	case *ir.FloatLit:
+		return x.Value != 0
+	case *ir.IntLit:
+		return x.Value != 0
+	case *ir.Const:
+		return x.IsFloat && x.Float != 0 || !x.IsFloat && x.Int != 0
+	}
+	return false
 }

@@ -15,7 +15,9 @@ import (
 // or left-hand sides of the same shape. Axes the evidence leaves open
 // pair by name, then by their extent when exactly one axis of each side
 // is left with it.
-func alignments(ga, gb []*ir.BoundStmt) []map[string]string {
+//
+// readsA and readsB are plainReads of ga and gb.
+func alignments(ga, gb []*ir.BoundStmt, readsA, readsB []*ir.Access) []map[string]string {
 	extA, extB := extents(ga[0]), extents(gb[0])
 	var out []map[string]string
 	seen := map[string]bool{}
@@ -33,15 +35,19 @@ func alignments(ga, gb []*ir.BoundStmt) []map[string]string {
 			out = append(out, m)
 		}
 	}
-	for _, ra := range plainReads(ga) {
-		for _, rb := range plainReads(gb) {
-			if ra.Tensor == rb.Tensor && len(ra.Indices) == len(rb.Indices) {
+	byTensor := map[string][]*ir.Access{}
+	for _, rb := range readsB {
+		byTensor[rb.Tensor] = append(byTensor[rb.Tensor], rb)
+	}
+	for _, ra := range readsA {
+		for _, rb := range byTensor[ra.Tensor] {
+			if len(ra.Indices) == len(rb.Indices) {
 				add(zipIndices(rb.Indices, ra.Indices))
 			}
 		}
 	}
 	for _, p := range ga {
-		for _, rb := range plainReads(gb) {
+		for _, rb := range byTensor[p.Stmt.Tensor] {
 			if rb.Tensor == p.Stmt.Tensor && len(rb.Indices) == len(p.Spatial) {
 				add(zipVars(rb.Indices, p.Spatial))
 			}
@@ -111,21 +117,29 @@ func complete(pairs [][2]string, extA, extB map[string]int64) (map[string]string
 	return m, true
 }
 
-// plainReads lists the reads in sts whose indices are all plain axes.
+// plainReads lists the reads in sts whose indices are all plain axes,
+// each tensor read at the same axes once, in order of first read.
 func plainReads(sts []*ir.BoundStmt) []*ir.Access {
 	var out []*ir.Access
+	seen := map[string]bool{}
 	for _, st := range sts {
 		ir.Walk(st.Stmt.RHS, func(e ir.Expr) bool {
 			a, ok := e.(*ir.Access)
 			if !ok {
 				return true
 			}
+			key := a.Tensor
 			for _, x := range a.Indices {
-				if _, ok := x.(*ir.Index); !ok {
+				ix, ok := x.(*ir.Index)
+				if !ok {
 					return true
 				}
+				key += "," + ix.Name
 			}
-			out = append(out, a)
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, a)
+			}
 			return true
 		})
 	}

@@ -93,7 +93,7 @@ func (g *grouping) tryJoin(a, b *group) (*join, string) {
 	if len(ga)+len(gb) > MaxGroup {
 		return nil, ""
 	}
-	for _, m := range alignments(ga, gb) {
+	for _, m := range alignments(ga, gb, g.plainReads(a), g.plainReads(b)) {
 		renamed := make([]*ir.BoundStmt, len(gb))
 		for k, st := range gb {
 			renamed[k] = renameVars(st, m)
@@ -110,7 +110,7 @@ func (g *grouping) tryJoin(a, b *group) (*join, string) {
 		if why == "" && !allAssign(members) {
 			continue // contractions that share nothing gain nothing
 		}
-		if !legal(ga, renamed) {
+		if !legal(ga, renamed, g.readSets(a), g.readSets(b)) {
 			return nil, fmt.Sprintf("%s stays out of %s's nest: it reads or writes what the nest computes in a way a point-by-point loop cannot", tensorsOf(gb), ga[0].Stmt.Tensor)
 		}
 		t := loops.DefaultGroupTiling(g.spec, members)
@@ -168,19 +168,21 @@ func shared(decls map[string]*ir.TensorDecl, dt ir.DType, a *group, gb []*ir.Bou
 // only where an '=' member writes the whole tensor and at the point it
 // stores; no member of ga reads what gb writes; members writing the same
 // tensor write disjoint parts. The members of ga, joined legally
-// already, are not weighed against each other again.
-func legal(ga, gb []*ir.BoundStmt) bool {
+// already, are not weighed against each other again. readA and readB
+// are the tensors each member of ga and gb reads.
+func legal(ga, gb []*ir.BoundStmt, readA, readB []map[string]int) bool {
 	all := append(slices.Clone(ga), gb...)
+	rs := append(slices.Clone(readA), readB...)
 	for j := len(ga); j < len(all); j++ {
 		q := all[j]
-		for _, p := range all[:j] {
+		for i, p := range all[:j] {
 			if p.Stmt.Tensor == q.Stmt.Tensor && !disjoint(p, q) {
 				return false
 			}
-			if reads(p.Stmt.RHS, q.Stmt.Tensor) > 0 {
+			if rs[i][q.Stmt.Tensor] > 0 {
 				return false // reads what a later member writes
 			}
-			if reads(q.Stmt.RHS, p.Stmt.Tensor) > 0 && !readsAtStore(q.Stmt.RHS, p) {
+			if rs[j][p.Stmt.Tensor] > 0 && !readsAtStore(q.Stmt.RHS, p) {
 				return false
 			}
 		}

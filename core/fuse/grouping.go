@@ -43,6 +43,8 @@ type group struct {
 	reads, writes map[string]bool
 	traffic       int64
 	hasTraffic    bool
+	plain         []*ir.Access     // plainReads of members, once known
+	memberReads   []map[string]int // readCounts of each member, once known
 }
 
 // candidate is a join weighed for groups a and b (a first), or the
@@ -97,6 +99,9 @@ func (g *grouping) apply(c *candidate) {
 			n.writes[t] = true
 		}
 		g.leave(src)
+	}
+	if c.a.memberReads != nil && c.b.memberReads != nil {
+		n.memberReads = append(slices.Clone(c.a.memberReads), c.b.memberReads...) // renamed axes, same tensors
 	}
 	from := c.b.anchor
 	g.groups[g.pos(c.a)] = n
@@ -223,6 +228,27 @@ func domainKey(st *ir.BoundStmt) string {
 	ext := extentsOf(append(slices.Clone(st.Spatial), st.Reduction...))
 	slices.Sort(ext)
 	return fmt.Sprint("(domain)", ext)
+}
+
+// readSets is readCounts of each of x's members, computed once.
+func (g *grouping) readSets(x *group) []map[string]int {
+	if x.memberReads == nil {
+		for _, st := range x.members {
+			x.memberReads = append(x.memberReads, readCounts(st.Stmt.RHS))
+		}
+	}
+	return x.memberReads
+}
+
+// plainReads is plainReads(x.members), computed once.
+func (g *grouping) plainReads(x *group) []*ir.Access {
+	if x.plain == nil {
+		x.plain = plainReads(x.members)
+		if x.plain == nil {
+			x.plain = []*ir.Access{}
+		}
+	}
+	return x.plain
 }
 
 func union(a, b map[string]bool) map[string]bool {

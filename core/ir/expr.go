@@ -20,7 +20,8 @@ type IntLit struct {
 }
 
 // FloatLit is a floating-point literal (it has a '.' or an exponent in the
-// source). Its kind is KindValue. Value may be negative (folded minus).
+// source, or is inf or nan). Its kind is KindValue. Value may be negative
+// (folded minus), infinite or NaN; it prints as inf, -inf and nan.
 type FloatLit struct {
 	Pos   Pos
 	Value float64

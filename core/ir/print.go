@@ -95,9 +95,13 @@ func exprPrec(e Expr) int {
 // FormatFloat renders a float64 literal: the shortest decimal that parses
 // back to v, with a '.' or an exponent so that it reads as a float.
 func FormatFloat(v float64) string {
-	if math.IsInf(v, 0) || math.IsNaN(v) {
-		// Not a valid literal; FloatLit is always finite.
-		return strconv.FormatFloat(v, 'g', -1, 64)
+	switch {
+	case math.IsNaN(v):
+		return "nan"
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
 	}
 	s := strconv.FormatFloat(v, 'g', -1, 64)
 	if !strings.ContainsAny(s, ".eE") {

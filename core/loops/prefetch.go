@@ -83,8 +83,19 @@ func prefetchRows(spec *ir.Spec, nest *Nest, ahead int64, ord []tileLoop) {
 
 // aheadRead is the read of index tensor x.Tensor ahead elements after x
 // in row-major order, clamped to the last element: the coordinates of
-// p = min(flatten(x) + ahead, N - 1).
+// p = min(flatten(x) + ahead, N - 1). When x is read at an index that is
+// itself read from an index tensor (I[J[k]]), the look-ahead goes to the
+// innermost one, whose position follows the loops (I[J[min(k + ahead,
+// N - 1)]]): a value read from J is no position to look ahead from.
 func aheadRead(spec *ir.Spec, x *ir.Access, ahead int64) *ir.Access {
+	for d, ix := range x.Indices {
+		if inner, ok := ix.(*ir.Access); ok && inner.Indirect {
+			out := *x
+			out.Indices = slices.Clone(x.Indices)
+			out.Indices[d] = aheadRead(spec, inner, ahead)
+			return &out
+		}
+	}
 	shape := spec.Tensor(x.Tensor).Shape
 	n := int64(1)
 	for _, d := range shape {

@@ -48,10 +48,14 @@
 //   - Numbers are ASCII decimal. A number with a '.' or an exponent is a
 //     float literal ("1.", ".5", "1e-3"); others are integer literals, which
 //     must fit in int64. Letters, digits, '_' or '.' glued to a number are an
-//     error ("2x", "1e", "1.5.3"). Float literals must be finite.
+//     error ("2x", "1e", "1.5.3"). Float literals written as numbers must
+//     be finite; the identifiers inf and nan are the float literals +∞ and
+//     NaN (an attention mask's where(M[i, j], -inf, S[i, j])), and are not
+//     names of index variables or constants.
 //   - A '-' directly before a number (as an operand, not a binary minus)
 //     folds into the literal: "-3" is IntLit{-3} and "a - -3" subtracts the
-//     literal -3, while "-(3)" is Unary{Neg, IntLit{3}}.
+//     literal -3, while "-(3)" is Unary{Neg, IntLit{3}}; "-inf" is the
+//     literal -∞.
 //
 // # Identifiers
 //

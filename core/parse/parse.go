@@ -359,8 +359,10 @@ func (p *parser) parseUnary() ir.Expr {
 		if n := p.peek(); n.kind == tInt || n.kind == tFloat {
 			p.next()
 			e = p.number(n, t.pos, "-"+n.text)
+		} else if x := p.parseUnary(); isSpecial(x) {
+			e = &ir.FloatLit{Pos: t.pos, Value: -x.(*ir.FloatLit).Value} // -inf
 		} else {
-			e = &ir.Unary{Pos: t.pos, Op: ir.Neg, X: p.parseUnary()}
+			e = &ir.Unary{Pos: t.pos, Op: ir.Neg, X: x}
 		}
 	case t.kind == tNot:
 		p.next()
@@ -385,9 +387,16 @@ func (p *parser) number(n token, pos ir.Pos, text string) ir.Expr {
 	}
 	v, err := strconv.ParseFloat(text, 64)
 	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-		p.fail(pos, "float literal %s is out of range", text)
+		p.fail(pos, "float literal %s is out of range (inf and -inf are the infinities)", text)
 	}
 	return &ir.FloatLit{Pos: pos, Value: v}
+}
+
+// isSpecial reports whether e is the literal inf or nan, which a '-'
+// before it folds into.
+func isSpecial(e ir.Expr) bool {
+	f, ok := e.(*ir.FloatLit)
+	return ok && (math.IsInf(f.Value, 0) || math.IsNaN(f.Value))
 }
 
 func (p *parser) parsePrimary() ir.Expr {
@@ -413,6 +422,12 @@ func (p *parser) parsePrimary() ir.Expr {
 			return p.parseAccess(t)
 		case tLParen:
 			return p.parseCall(t)
+		}
+		switch t.text {
+		case "inf":
+			return &ir.FloatLit{Pos: t.pos, Value: math.Inf(1)}
+		case "nan":
+			return &ir.FloatLit{Pos: t.pos, Value: math.NaN()}
 		}
 		if c, ok := p.consts[t.text]; ok {
 			return &ir.Const{Pos: t.pos, Name: c.Name, IsFloat: c.IsFloat, Int: c.Int, Float: c.Float}

@@ -278,7 +278,7 @@ func TestParseErrors(t *testing.T) {
 		{"int overflow", "Y[i] = 99999999999999999999", "1:8: integer literal 99999999999999999999 overflows int64"},
 		{"int overflow by one", "Y[i] = 9223372036854775808", "1:8: integer literal 9223372036854775808 overflows int64"},
 		{"negative int overflow", "Y[i] = -9223372036854775809", "1:8: integer literal -9223372036854775809 overflows int64"},
-		{"float overflow", "Y[i] = 1e999", "1:8: float literal 1e999 is out of range"},
+		{"float overflow", "Y[i] = 1e999", "1:8: float literal 1e999 is out of range (inf and -inf are the infinities)"},
 		{"empty source", "", "1:1: no statements"},
 		{"only comments", "# nothing\n\n", "3:1: no statements"},
 		{"only separators", " ;\n; ", "2:3: no statements"},

@@ -50,6 +50,21 @@ func (p *prover) expr(e ir.Expr, sc *bounds.Scope) error {
 		if err := p.expr(e.Else, sc.Guard(e.Cond, true)); err != nil {
 			return err
 		}
+	case *ir.Binary:
+		if e.Op != ir.And && e.Op != ir.Or || !readsTensor(e) {
+			return p.children(e, sc)
+		}
+		// && and || that read a tensor evaluate their right side only
+		// where the left side does not settle the value (the renderers
+		// and the interpreter keep the branch there; without a read they
+		// may evaluate both sides): b > 0 && I[b - 1] == e0 reads I only
+		// where b > 0.
+		if err := p.expr(e.X, sc); err != nil {
+			return err
+		}
+		if err := p.expr(e.Y, sc.Guard(e.X, e.Op == ir.Or)); err != nil {
+			return err
+		}
 	case *ir.Access:
 		// The indices are evaluated before the read: the reads and the
 		// arithmetic inside them must be sound too.
@@ -60,10 +75,27 @@ func (p *prover) expr(e ir.Expr, sc *bounds.Scope) error {
 		}
 		return p.access(e, sc)
 	default:
-		for _, c := range children(e) {
-			if err := p.expr(c, sc); err != nil {
-				return err
-			}
+		return p.children(e, sc)
+	}
+	return p.overflow(e, sc)
+}
+
+// readsTensor reports whether e reads a tensor.
+func readsTensor(e ir.Expr) bool {
+	found := false
+	ir.Walk(e, func(x ir.Expr) bool {
+		_, ok := x.(*ir.Access)
+		found = found || ok
+		return !found
+	})
+	return found
+}
+
+// children proves e's sub-expressions, then e.
+func (p *prover) children(e ir.Expr, sc *bounds.Scope) error {
+	for _, c := range children(e) {
+		if err := p.expr(c, sc); err != nil {
+			return err
 		}
 	}
 	return p.overflow(e, sc)

@@ -16,6 +16,12 @@ import (
 // after it. An access that its guards keep in bounds for every n bounds
 // nothing: A[i] in where(i < 4, A[i], B[i - 4]) says nothing about i,
 // while B[i - 4] under i >= 4 gives 4 + B's size (the concatenation).
+//
+// When no round bounds a variable that some guarded access indexes plainly
+// (i in where(k >= i, U[i, k], 0.0), which the guard keeps below k's
+// extent for every n), the variable takes the extent of the dimension it
+// indexes (the smallest, if several), as Tensor Comprehensions does, and
+// the rounds go on.
 func guardedExtents(op *ir.Op, refs []accessRef, shapes map[string][]int64, ext map[string]int64) error {
 	info := bounds.NewInfo()
 	for {
@@ -39,6 +45,9 @@ func guardedExtents(op *ir.Op, refs []accessRef, shapes map[string][]int64, ext 
 			}
 		}
 		if len(derived) == 0 {
+			derived = plainGuarded(refs, shapes, ext)
+		}
+		if len(derived) == 0 {
 			return nil
 		}
 		for u, n := range derived {
@@ -48,6 +57,31 @@ func guardedExtents(op *ir.Op, refs []accessRef, shapes map[string][]int64, ext 
 			return err
 		}
 	}
+}
+
+// plainGuarded gives each variable of unknown extent that indexes a
+// dimension plainly in a guarded access the smallest such dimension's
+// extent.
+func plainGuarded(refs []accessRef, shapes map[string][]int64, ext map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for _, a := range refs {
+		if len(a.guards) == 0 {
+			continue
+		}
+		for d, x := range a.acc.Indices {
+			v, ok := x.(*ir.Index)
+			if !ok {
+				continue
+			}
+			if _, known := ext[v.Name]; known {
+				continue
+			}
+			if n, seen := out[v.Name]; !seen || shapes[a.acc.Tensor][d] < n {
+				out[v.Name] = shapes[a.acc.Tensor][d]
+			}
+		}
+	}
+	return out
 }
 
 // largestGuarded is the largest n >= 1 for which x, under the guards,

@@ -176,7 +176,7 @@ func unknownExtents(op *ir.Op, s *ir.Stmt, refs []accessRef, ext map[string]int6
 			return op.Errorf(via.Pos, "cannot infer the size of dimension %d of %s, which the op writes through %s (a scatter): pass it, e.g. out_shapes={'%s': (...)}",
 				d, s.Tensor, ir.ExprString(via), s.Tensor)
 		}
-		why := "it appears only in guarded or composite accesses"
+		why := "it appears only in composite accesses, or in guarded ones whose guards do not bound it, and indexes no dimension plainly"
 		if !inAccess(v, refs) {
 			why = "it appears in no tensor access on the right-hand side"
 		}

@@ -230,7 +230,8 @@ var specCases = []specCase{
 		desc:   "zero padding without sizes",
 		src:    "Y[n,k,p,q] += where(p+r-1 >= 0 && p+r-1 < 8 && q+s-1 >= 0 && q+s-1 < 8, X[n,c,p+r-1,q+s-1], 0.0) * W[k,c,r,s]",
 		shapes: [][]int64{{1, 2, 8, 8}, {4, 2, 3, 3}},
-		err: []string{"1:7:", "cannot infer the range of index p (it appears only in guarded or composite accesses); " +
+		err: []string{"1:7:", "cannot infer the range of index p (it appears only in composite accesses, or in guarded ones " +
+			"whose guards do not bound it, and indexes no dimension plainly); " +
 			"pass its size explicitly, e.g. sizes={'p': ...}", "sizes={'p': ...} (q is unknown too)"},
 	},
 	{
@@ -257,10 +258,20 @@ var specCases = []specCase{
 		axes:    []string{"p=7 | r=3"},
 	},
 	{
-		desc:   "an index no access bounds, even guarded",
-		src:    "Y[i] = where(i < 4, A[i], 0.0)",
-		shapes: [][]int64{{4}},
-		err:    []string{"cannot infer the range of index i"},
+		// The guards keep i below k's extent whatever i's: the dimension
+		// i indexes plainly gives it (Tensor Comprehensions' rule).
+		desc:    "upper-triangular product",
+		src:     "Y[i,j] += where(k >= i, U[i,k], 0.0) * B[k,j]",
+		shapes:  [][]int64{{5, 5}, {5, 3}},
+		tensors: []string{"U input [5 5]", "B input [5 3]", "Y output [5 3]"},
+		axes:    []string{"i=5 j=3 | k=5"},
+	},
+	{
+		desc:    "an index only a guarded access reads plainly",
+		src:     "Y[i] = where(i < 4, A[i], 0.0)",
+		shapes:  [][]int64{{6}},
+		tensors: []string{"A input [6]", "Y output [6]"},
+		axes:    []string{"i=6 |"},
 	},
 	{
 		desc:   "concatenation too long",

@@ -35,9 +35,9 @@ def _wrap(x) -> Expr:
     if isinstance(x, int):
         return Expr(str(x) if x >= 0 else f"({x})")
     if isinstance(x, float):
-        if not math.isfinite(x):
-            raise ValueError(f"literal {x} is not finite")
-        text = repr(x)
+        if math.isnan(x):
+            return Expr("nan", True)
+        text = "inf" if x == math.inf else "-inf" if x == -math.inf else repr(x)
         return Expr(text if x >= 0 else f"({text})", True)
     raise TypeError(f"cannot use {type(x).__name__} in a neoflow expression")
 

@@ -251,8 +251,10 @@ def _num(x) -> str:
     if isinstance(x, bool):
         x = int(x)
     x = float(x)
-    if math.isnan(x) or math.isinf(x):
-        raise ValueError(f"constant {x} cannot be written in a statement")
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
     return repr(x)
 
 

@@ -437,3 +437,41 @@ def test_a_float32_index_beside_float64_values_is_told_it_must_be_an_integer():
         neoflow.Error, match="I is read as an index, so it must be an int32 or int64 tensor, got float32"
     ):
         op(torch.randn(4, 3, dtype=torch.float64), torch.zeros(2, dtype=torch.float32))
+
+
+# -- regressions from fuzzing the index-tensor features -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("reduce", ["+=", "max=", "min="])
+def test_nested_gather_under_a_reduction(reduce):
+    """O[d] += E[I[J[k]], d]: the row-gather prefetch looks ahead along k, not along the value J[k]."""
+    op = neoflow.Op(f"O[d] {reduce} E[I[J[k]], d]", inputs=["E", "I", "J"])
+    e = torch.randn(4, 8, dtype=torch.float64)
+    i, j = torch.tensor([3, 0, 2, 1]), torch.tensor([0, 3, 3, 2, 1, 0])
+    rows = e[i[j]]
+    want = {"+=": rows.sum(0), "max=": rows.amax(0), "min=": rows.amin(0)}[reduce]
+    torch.testing.assert_close(op(e, i, j), want)
+
+
+def test_nested_gather_with_a_second_index_under_a_reduction():
+    op = neoflow.Op("O[b, d] += E[I[J[b], k], d]", inputs=["E", "I", "J"])
+    e = torch.randn(5, 16, dtype=torch.float64, requires_grad=True)
+    i, j = torch.randint(0, 5, (3, 4)), torch.tensor([2, 0, 1, 1])
+    ref = e[i[j]].sum(1)
+    got = op(e, i, j)
+    torch.testing.assert_close(got, ref)
+    g = torch.randn_like(got)
+    torch.testing.assert_close(torch.autograd.grad(got, e, g)[0], torch.autograd.grad(ref, e, g)[0])
+
+
+def test_gather_at_a_guarded_shifted_position_has_a_gradient():
+    """O[b] = where(b > 0, E[I[b - 1]], 0.0), the previous token's row: the guard stays before the index read."""
+    op = neoflow.Op("O[b, d] = where(b > 0, E[I[b - 1], d], 0.0)", inputs=["E", "I"])
+    e = torch.randn(7, 3, dtype=torch.float64, requires_grad=True)
+    i = torch.tensor([4, 0, 6, 6, 2])
+    got = op(e, i)
+    ref = torch.cat([e.new_zeros(1, 3), e[i]])  # b runs to 5: b - 1 indexes all of I
+    torch.testing.assert_close(got, ref)
+    g = torch.randn_like(got)
+    torch.testing.assert_close(torch.autograd.grad(got, e, g)[0], torch.autograd.grad(ref, e, g)[0])
+    assert torch.autograd.gradcheck(lambda e: op(e, i), (e,))
