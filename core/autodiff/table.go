@@ -165,8 +165,9 @@ func walkCall(e *ir.Call, gs []guard, f ir.Expr, walk func(ir.Expr, []guard, ir.
 		s := call(ir.FuncSigmoid, a)
 		d = mul(s, sub(flit(1), s))
 	case ir.FuncRelu:
-		// PyTorch's: 1 but where a <= 0, so that a NaN passes its gradient.
-		d = where(bin(ir.Le, a, flit(0)), zero(), flit(1))
+		// PyTorch's: the incoming gradient but where a <= 0 (a NaN passes
+		// it), and there exactly 0, even of an infinite one.
+		return walk(a, gs, where(bin(ir.Le, a, flit(0)), zero(), mul(f, flit(1))))
 	case ir.FuncAbs:
 		d = where(bin(ir.Gt, a, flit(0)), flit(1), where(bin(ir.Lt, a, flit(0)), flit(-1), zero()))
 	case ir.FuncErf:
@@ -204,13 +205,15 @@ func walkCall(e *ir.Call, gs []guard, f ir.Expr, walk func(ir.Expr, []guard, ir.
 		if e.Fn == ir.FuncMin {
 			loses = ir.Gt
 		}
+		// The operand that loses gets exactly 0, even of an infinite
+		// incoming gradient (PyTorch's masked_fill).
 		share := func(x, y ir.Expr) ir.Expr {
-			return where(bin(ir.Eq, x, y), flit(0.5), where(bin(loses, x, y), zero(), flit(1)))
+			return where(bin(ir.Eq, x, y), mul(f, flit(0.5)), where(bin(loses, x, y), zero(), mul(f, flit(1))))
 		}
-		if err := walk(a, gs, mul(f, share(a, b))); err != nil {
+		if err := walk(a, gs, share(a, b)); err != nil {
 			return err
 		}
-		return walk(b, gs, mul(f, share(b, a)))
+		return walk(b, gs, share(b, a))
 	default:
 		var ok bool
 		if d, ok = unaryDerivative(e.Fn, a); !ok {

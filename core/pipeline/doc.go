@@ -8,25 +8,22 @@
 // far have brought it to: the statement level (ir.Op), the specialized
 // level (ir.Spec), the scheduled level (a Spec and one loops.Schedule per
 // statement) and the loop level (loops.Func). Each pass is an IR -> IR
-// function in a file named for it:
-//
-//	specialize     Op -> Spec        sema.Specialize: shapes, extents, bounds proof
-//	autodiff       Spec -> Op        the gradient op (gradient requests only)
-//	schedule       Spec -> Scheduled the given schedules, else the target's defaults
-//	lower          Scheduled -> Func loops.LowerNests: a loop nest per statement
-//	hoist-guards   Func -> Func      guards out of the loops they do not depend on
-//	version-lanes  Func -> Func      an unguarded copy of guarded lane loops
-//	check-bounds   Func -> Func      no access of a nest can leave its buffer
+// function in a file named for it; the table in passes.go lists them all,
+// in order, with the passes each needs first and the level it leaves the
+// unit at (Passes lists their names; docs/how-it-works.md says what each
+// does).
 //
 // Run(u, last) runs the table in order up to and including the pass named
 // last, skipping the passes that do not apply to u (autodiff without a
 // gradient request; specialize when u already holds a Spec). A pass names
 // the passes it needs first (After); the table's order is checked against
 // them when the package initializes, and each Run checks that what a pass
-// needs has run on the unit, failing loudly before it starts.
+// needs has run on the unit, failing loudly before it starts. An error
+// from a pass is wrapped with its name ("pass specialize: ...").
 //
 // Dumps. A Dumper prints the IR after the passes it selects, each under a
-// header line "// after <pass>: ...", to a writer or one file per op and
+// header line "// after <pass>: ..." (which ends "(unchanged)", with only
+// the pass's notes below it, when the pass changed nothing), to a writer or one file per op and
 // pass in a directory: NEOFLOW_DUMP=all or NEOFLOW_DUMP=<pass>,<pass>
 // and NEOFLOW_DUMP_DIR, read by Python and sent in the init request.
 //

@@ -86,11 +86,20 @@ func (d *Dumper) TakeErr() error {
 	return err
 }
 
-func (d *Dumper) after(u *Unit, p Pass) {
+func (d *Dumper) after(u *Unit, p Pass, before string) {
 	if !d.Wants(p.Name) {
 		return
 	}
-	text := fmt.Sprintf("// after %s: op %s %s\n%s", p.Name, opName(u), u.DType, strings.TrimRight(Print(u, p.Out, p.Name), "\n")+"\n")
+	body := strings.TrimRight(Print(u, p.Out, p.Name), "\n") + "\n"
+	text := fmt.Sprintf("// after %s: op %s %s\n%s", p.Name, opName(u), u.DType, body)
+	if before != "" && before == bare(u, p.Out) {
+		// The pass changed nothing: its notes say why.
+		var notes strings.Builder
+		for _, n := range u.FusionNotes[p.Name] {
+			fmt.Fprintf(&notes, "  // %s\n", n)
+		}
+		text = fmt.Sprintf("// after %s: op %s %s (unchanged)\n%s", p.Name, opName(u), u.DType, notes.String())
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if u.dumpID == 0 {
@@ -107,6 +116,34 @@ func (d *Dumper) after(u *Unit, p Pass) {
 	if err != nil && d.err == nil {
 		d.err = err
 	}
+}
+
+// before is the unit's IR before pass p runs, at the level p leaves it
+// at, for after to tell whether p changed it; "" when p is not dumped or
+// the unit is not at that level yet.
+func (d *Dumper) before(u *Unit, p Pass) string {
+	if !d.Wants(p.Name) {
+		return ""
+	}
+	return bare(u, p.Out)
+}
+
+// bare is u's IR at level without any pass's notes; "" when u has none at
+// that level.
+func bare(u *Unit, level Level) string {
+	switch level {
+	case LevelSpec, LevelFused:
+		if u.Spec == nil {
+			return ""
+		}
+		return ir.PrintSpec(u.Spec)
+	case LevelLoops:
+		if u.Func == nil {
+			return ""
+		}
+		return loops.Dump(u.Func)
+	}
+	return ""
 }
 
 // Print renders u at the given level, as it stands after the named pass.

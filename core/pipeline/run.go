@@ -11,19 +11,20 @@ import (
 // named last, skipping those that do not apply to u. Before any pass runs
 // it checks that each pass to run finds the passes it needs done, either
 // earlier in this run or on u before it; a pass that needs another first
-// fails the run at its start. After each pass u.Dump, if set, receives
-// the IR.
+// fails the run at its start. An error a pass returns names the pass:
+// "pass specialize: ...". After each pass u.Dump, if set, receives the IR.
 func Run(u *Unit, last string) error {
 	plan, err := planFor(u, last)
 	if err != nil {
 		return err
 	}
 	for _, p := range plan {
+		before := u.Dump.before(u, p)
 		if err := p.Run(u); err != nil {
-			return err
+			return errors.Wrapf(err, "pass %s", p.Name)
 		}
 		u.markDone(p.Name)
-		u.Dump.after(u, p)
+		u.Dump.after(u, p, before)
 	}
 	return nil
 }
