@@ -73,10 +73,10 @@ func (b *Builder) BuildKernels(ctx context.Context, batch Batch) ([]*Kernel, err
 	}
 	src, err := cgen.RenderBatch(fns, unique, batch.Profiled)
 	if err != nil {
-		return nil, errors.Wrapf(err, "kernel batch of %s", opName(specs[0]))
+		return nil, errors.Wrapf(err, "kernel batch of %s", specs[0].Op.DisplayName())
 	}
 	key := b.cache.Key("batch\n" + strings.Join(canonical, "\n")) // a profiled kernel's source says so
-	lib, outcome, err := b.cache.Get(ctx, key, src, opName(specs[0])+" (batch)", unique...)
+	lib, outcome, err := b.cache.Get(ctx, key, src, specs[0].Op.DisplayName()+" (batch)", unique...)
 	if err != nil {
 		return nil, errors.Wrapf(err, "building a batch of %d kernels", len(specs))
 	}
@@ -107,7 +107,7 @@ func (b *Builder) BuildKernels(ctx context.Context, batch Batch) ([]*Kernel, err
 			if i > 0 {
 				_ = l.Close()
 			}
-			return fail(errors.Wrapf(err, "kernel %s", opName(spec)))
+			return fail(errors.Wrapf(err, "kernel %s", spec.Op.DisplayName()))
 		}
 		ks = append(ks, &Kernel{spec: spec, src: src, key: keys[i], portable: pkeys[i], path: path, outcome: outcome, k: k})
 	}

@@ -119,7 +119,7 @@ func tunedOrDefault[K any](b *Builder, ctx context.Context, spec *ir.Spec, tuned
 			return k, err
 		}
 		if b.logf != nil {
-			b.logf("tuned schedules of kernel %s failed, using the default ones: %v", opName(spec), err)
+			b.logf("tuned schedules of kernel %s failed, using the default ones: %v", spec.Op.DisplayName(), err)
 		}
 	}
 	return build(nil)
@@ -150,7 +150,7 @@ func (b *Builder) build(ctx context.Context, spec *ir.Spec, scheds []loops.Sched
 	sym := Symbol(spec.Op.Name, pkey)
 	src, err := render(fn, sym, profile)
 	if err != nil {
-		return nil, errors.Wrapf(err, "kernel %s", opName(spec))
+		return nil, errors.Wrapf(err, "kernel %s", spec.Op.DisplayName())
 	}
 	lib, path, outcome, err := b.load(ctx, key, pkey, src, spec, profile)
 	if err != nil {
@@ -162,7 +162,7 @@ func (b *Builder) build(ctx context.Context, spec *ir.Spec, scheds []loops.Sched
 	}
 	k, err := lib.Kernel(sym, nbufs)
 	if err != nil {
-		return nil, errors.Wrapf(err, "kernel %s", opName(spec))
+		return nil, errors.Wrapf(err, "kernel %s", spec.Op.DisplayName())
 	}
 	return &Kernel{spec: spec, src: src, key: key, portable: pkey, path: path, outcome: outcome, k: k}, nil
 }
@@ -177,9 +177,9 @@ func (b *Builder) load(ctx context.Context, key, pkey, src string, spec *ir.Spec
 			return lib, path, cache.Bundled, err
 		}
 	}
-	lib, outcome, err := b.cache.Get(ctx, key, src, opName(spec), Symbol(spec.Op.Name, pkey))
+	lib, outcome, err := b.cache.Get(ctx, key, src, spec.Op.DisplayName(), Symbol(spec.Op.Name, pkey))
 	if err != nil {
-		return nil, "", 0, errors.Wrapf(err, "building kernel %s", opName(spec))
+		return nil, "", 0, errors.Wrapf(err, "building kernel %s", spec.Op.DisplayName())
 	}
 	so, _ := b.cache.Paths(key)
 	return lib, so, outcome, nil
@@ -209,7 +209,7 @@ func lower(spec *ir.Spec, scheds []loops.Schedule, profile bool, dump *pipeline.
 	}
 	src, err := render(fn, PlaceholderSymbol, profile)
 	if err != nil {
-		return nil, "", errors.Wrapf(err, "kernel %s", opName(spec))
+		return nil, "", errors.Wrapf(err, "kernel %s", spec.Op.DisplayName())
 	}
 	return fn, src, nil
 }
@@ -222,12 +222,12 @@ func lowerFunc(spec *ir.Spec, scheds []loops.Schedule, target pipeline.Target, d
 		return nil, errors.New("kernels: nil spec")
 	}
 	if scheds != nil && len(scheds) != len(spec.Stmts) {
-		return nil, errors.Errorf("kernel %s: %d schedules for %d statements", opName(spec), len(scheds), len(spec.Stmts))
+		return nil, errors.Errorf("kernel %s: %d schedules for %d statements", spec.Op.DisplayName(), len(scheds), len(spec.Stmts))
 	}
 	u := pipeline.FromSpec(spec)
 	u.Target, u.Sched, u.Dump = target, pipeline.Given(scheds), dump
 	if err := pipeline.Run(u, pipeline.Build); err != nil {
-		return nil, errors.Wrapf(err, "kernel %s", opName(spec))
+		return nil, errors.Wrapf(err, "kernel %s", spec.Op.DisplayName())
 	}
 	return u.Func, nil
 }
@@ -237,13 +237,6 @@ func render(fn *loops.Func, symbol string, profile bool) (string, error) {
 		return cgen.RenderProfiled(fn, symbol)
 	}
 	return cgen.Render(fn, symbol)
-}
-
-func opName(spec *ir.Spec) string {
-	if spec.Op.Name == "" {
-		return "(unnamed)"
-	}
-	return spec.Op.Name
 }
 
 // Symbol is the kernel function name for an op name and cache key:

@@ -108,15 +108,15 @@ func (b *Builder) BuildCUDA(ctx context.Context, spec *ir.Spec, scheds []loops.S
 	if target.PTX {
 		ext = ".ptx"
 	}
-	img, outcome, err := b.cache.GetImage(ctx, key, ext, mod.Source, opName(spec), compiler, func() ([]byte, error) {
-		img, log, err := lib.Compile(mod.Source, opName(spec)+".cu", target)
+	img, outcome, err := b.cache.GetImage(ctx, key, ext, mod.Source, spec.Op.DisplayName(), compiler, func() ([]byte, error) {
+		img, log, err := lib.Compile(mod.Source, spec.Op.DisplayName()+".cu", target)
 		if err == nil && log != "" && b.logf != nil {
-			b.logf("neoflow: NVRTC warnings for kernel %s:\n%s", opName(spec), log)
+			b.logf("neoflow: NVRTC warnings for kernel %s:\n%s", spec.Op.DisplayName(), log)
 		}
 		return img, err
 	})
 	if err != nil {
-		return nil, errors.Wrapf(err, "building CUDA kernel %s", opName(spec))
+		return nil, errors.Wrapf(err, "building CUDA kernel %s", spec.Op.DisplayName())
 	}
 	return &CUDAKernel{spec: spec, src: mod.Source, key: key, outcome: outcome, target: target, image: img, launches: mod.Launches, aligned: mod.Aligned}, nil
 }
@@ -144,7 +144,7 @@ func CUDASource(spec *ir.Spec, scheds []loops.Schedule, symbol string) (*cgen.CU
 func renderCUDA(fn *loops.Func, symbol string) (*cgen.CUDAModule, error) {
 	mod, err := cgen.RenderCUDA(fn, symbol)
 	if err != nil {
-		return nil, errors.Wrapf(err, "kernel %s", opName(fn.Spec))
+		return nil, errors.Wrapf(err, "kernel %s", fn.Spec.Op.DisplayName())
 	}
 	return mod, nil
 }

@@ -32,9 +32,10 @@ if [ -n "$stray" ]; then echo "use github.com/pkg/errors, not fmt.Errorf or the 
 go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 CGO_CFLAGS="-I$NEOFLOW_CUDA_INCLUDE" go vet -tags cuda ./...
 
-echo "== ruff"
+echo "== ruff, and the Python package's limits (scripts/pycheck.py: modules, functions, import cycles)"
 "$PY" -m ruff check pyext tests bench examples workloads scripts docs
 "$PY" -m ruff format --check pyext tests bench examples workloads scripts docs
+"$PY" scripts/pycheck.py pyext/neoflow
 
 echo "== the docs site (mkdocs build --strict: a broken link or reference fails)"
 site=$(mktemp -d)

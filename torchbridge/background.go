@@ -162,7 +162,7 @@ func (r *Runtime) tuneInBackground(spec *ir.Spec, k *kernels.Kernel, id uint64) 
 	case mode == TuneDefault && !autotune.Picks(spec):
 		return // too little work to pick for
 	}
-	r.enqueue(&bgJob{name: opName(spec.Op), spec: spec, key: autotune.Key(spec, Version), cacheKey: k.Key(), kernelID: id, pick: mode == TuneDefault})
+	r.enqueue(&bgJob{name: spec.Op.DisplayName(), spec: spec, key: autotune.Key(spec, Version), cacheKey: k.Key(), kernelID: id, pick: mode == TuneDefault})
 }
 
 // enqueue queues job for the worker, and starts the worker if none runs,

@@ -52,7 +52,7 @@ func (r *Runtime) tuneCUDAInBackground(spec *ir.Spec, k *kernels.CUDAKernel, ord
 	if err != nil {
 		return
 	}
-	r.enqueue(&bgJob{name: opName(spec.Op), spec: spec, key: key, cacheKey: cudaLoadKey(k, ord), kernelID: id,
+	r.enqueue(&bgJob{name: spec.Op.DisplayName(), spec: spec, key: key, cacheKey: cudaLoadKey(k, ord), kernelID: id,
 		picked: true, gpu: &gpuJob{ordinal: ord, arch: arch, aligned: k.Aligned()}})
 }
 

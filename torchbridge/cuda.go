@@ -64,7 +64,7 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp
 	if resp.KernelId = r.acquireKey(loadKey); resp.KernelId == 0 {
 		m, err := cudadrv.Load(ord, k.Image(), k.Launches())
 		if err != nil {
-			return nil, errors.Wrapf(err, "kernel %s", opName(spec.Op))
+			return nil, errors.Wrapf(err, "kernel %s", spec.Op.DisplayName())
 		}
 		l := &launchable{nbufs: len(spec.Tensors), device: ord, aligned: k.Aligned(), close: func() { _ = m.Unload() }}
 		l.cuda.Store(m)

@@ -21,7 +21,7 @@ func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 		return nil, err
 	}
 	if len(req.GetWrt()) != len(op.Inputs) {
-		return nil, errors.Errorf("gradient request names %d inputs, op %s has %d", len(req.GetWrt()), opName(op), len(op.Inputs))
+		return nil, errors.Errorf("gradient request names %d inputs, op %s has %d", len(req.GetWrt()), op.DisplayName(), len(op.Inputs))
 	}
 	cfg := r.config()
 	u := &pipeline.Unit{Op: op, DType: in.dtype, Shapes: in.shapes, Ints: in.ints, Sizes: req.GetSizes(), Wrt: req.GetWrt(), Save: req.GetSave(), Dump: cfg.Dump}
@@ -36,7 +36,7 @@ func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 	g := u.Grad
 	def, err := r.register(g.Op, req.GetSave())
 	if err != nil {
-		return nil, errors.Wrapf(err, "the gradient of op %s does not check (a neoflow bug)", opName(op))
+		return nil, errors.Wrapf(err, "the gradient of op %s does not check (a neoflow bug)", op.DisplayName())
 	}
 	r.mu.Lock()
 	r.gradOf[g.Op] = op

@@ -138,7 +138,7 @@ func (r *Runtime) opInputs(id uint64, ins []*api.TensorType) (*ir.Op, typedInput
 func inputTypes(op *ir.Op, ins []*api.TensorType) (typedInputs, error) {
 	if len(ins) != len(op.Inputs) {
 		return typedInputs{}, errors.Errorf("op %s takes %d inputs (%s), got %d",
-			opName(op), len(op.Inputs), strings.Join(op.Inputs, ", "), len(ins))
+			op.DisplayName(), len(op.Inputs), strings.Join(op.Inputs, ", "), len(ins))
 	}
 	t := typedInputs{shapes: make([][]int64, len(ins))}
 	first := ""
@@ -150,7 +150,7 @@ func inputTypes(op *ir.Op, ins []*api.TensorType) (typedInputs, error) {
 		}
 		if index[op.Inputs[i]] && !d.Integer() {
 			return typedInputs{}, errors.Errorf("op %s: %s is read as an index, so it must be an int32 or int64 tensor, got %s",
-				opName(op), op.Inputs[i], d)
+				op.DisplayName(), op.Inputs[i], d)
 		}
 		t.shapes[i] = in.GetShape()
 		if d.Integer() {
@@ -162,7 +162,7 @@ func inputTypes(op *ir.Op, ins []*api.TensorType) (typedInputs, error) {
 		}
 		if first != "" && d != t.dtype {
 			return typedInputs{}, errors.Errorf("floating-point inputs of op %s must share one dtype: %s is %s but %s is %s",
-				opName(op), first, t.dtype, op.Inputs[i], d)
+				op.DisplayName(), first, t.dtype, op.Inputs[i], d)
 		}
 		first, t.dtype = op.Inputs[i], d
 	}
@@ -184,13 +184,6 @@ func indexInputs(op *ir.Op) map[string]bool {
 		})
 	}
 	return out
-}
-
-func opName(op *ir.Op) string {
-	if op.Name == "" {
-		return "<anonymous>"
-	}
-	return op.Name
 }
 
 // specKey identifies a specialization request of one op.

@@ -166,7 +166,7 @@ func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp := &api.TuneResponse{Kernel: opName(op)}
+	resp := &api.TuneResponse{Kernel: op.DisplayName()}
 	if ord >= 0 {
 		if err := requireCUDA("tuning a CUDA kernel"); err != nil {
 			return nil, err
@@ -281,7 +281,7 @@ func (r *Runtime) TuneEnd(req *api.TuneStepRequest) (*api.TuneProgress, error) {
 	}
 	joint, err := r.tuneWithForward(db, s.op, s.tuner)
 	if err != nil { // the kernel's own search stands: store it
-		r.warnf("tuning %s together with its forward kernel failed, keeping the choices made apart: %v", opName(s.op), err)
+		r.warnf("tuning %s together with its forward kernel failed, keeping the choices made apart: %v", s.op.DisplayName(), err)
 		joint = autotune.Joint{}
 	}
 	out := progressProto(s.tuner.Progress())

@@ -32,11 +32,6 @@ func lit(e ir.Expr) (float64, bool) {
 	return 0, false
 }
 
-func isZero(e ir.Expr) bool {
-	v, ok := lit(e)
-	return ok && v == 0
-}
-
 func isOne(e ir.Expr) bool {
 	v, ok := lit(e)
 	return ok && v == 1
@@ -77,7 +72,7 @@ func mul(a, b ir.Expr) ir.Expr {
 		return b
 	case b == nil:
 		return a
-	case isZero(a) || isZero(b):
+	case ir.IsZero(a) || ir.IsZero(b):
 		return zero()
 	case isOne(a):
 		return b
@@ -109,17 +104,17 @@ func mul(a, b ir.Expr) ir.Expr {
 	// where(c, x * b, 0), which also keeps b under the guard.
 	if w, ok := a.(*ir.Where); ok {
 		switch {
-		case isZero(w.Else):
+		case ir.IsZero(w.Else):
 			return where(w.Cond, mul(w.Then, b), zero())
-		case isZero(w.Then):
+		case ir.IsZero(w.Then):
 			return where(w.Cond, zero(), mul(w.Else, b))
 		}
 	}
 	if w, ok := b.(*ir.Where); ok {
 		switch {
-		case isZero(w.Else):
+		case ir.IsZero(w.Else):
 			return where(w.Cond, mul(a, w.Then), zero())
-		case isZero(w.Then):
+		case ir.IsZero(w.Then):
 			return where(w.Cond, zero(), mul(a, w.Else))
 		}
 	}
@@ -131,7 +126,7 @@ func div(a, b ir.Expr) ir.Expr {
 	if a == nil {
 		a = flit(1)
 	}
-	if isZero(a) {
+	if ir.IsZero(a) {
 		return zero()
 	}
 	if isOne(b) {
@@ -146,9 +141,9 @@ func div(a, b ir.Expr) ir.Expr {
 // add is a+b.
 func add(a, b ir.Expr) ir.Expr {
 	switch {
-	case isZero(a):
+	case ir.IsZero(a):
 		return b
-	case isZero(b):
+	case ir.IsZero(b):
 		return a
 	}
 	if ir.Equal(a, b) {
@@ -163,9 +158,9 @@ func add(a, b ir.Expr) ir.Expr {
 // sub is a-b.
 func sub(a, b ir.Expr) ir.Expr {
 	switch {
-	case isZero(b):
+	case ir.IsZero(b):
 		return a
-	case isZero(a):
+	case ir.IsZero(a):
 		return neg(b)
 	}
 	return bin(ir.Sub, a, b)
@@ -173,7 +168,7 @@ func sub(a, b ir.Expr) ir.Expr {
 
 // where builds where(c, t, e); both branches zero give zero.
 func where(c, t, e ir.Expr) ir.Expr {
-	if isZero(t) && isZero(e) {
+	if ir.IsZero(t) && ir.IsZero(e) {
 		return zero()
 	}
 	return &ir.Where{Cond: c, Then: t, Else: e}

@@ -39,7 +39,7 @@ func (b *builder) indicator(t target, why string, simp bool) (*gstmt, error) {
 	var guards []ir.Expr
 	for {
 		w, ok := body.(*ir.Where)
-		if !ok || !isZero(w.Else) {
+		if !ok || !ir.IsZero(w.Else) {
 			break
 		}
 		guards = append(guards, ir.Conjuncts(w.Cond)...)

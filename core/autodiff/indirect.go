@@ -31,7 +31,7 @@ func substituteIndirect(g *gstmt, shapes map[string][]int64) {
 	body := s.RHS
 	for {
 		w, ok := body.(*ir.Where)
-		if !ok || !isZero(w.Else) {
+		if !ok || !ir.IsZero(w.Else) {
 			break
 		}
 		conds = append(conds, ir.Conjuncts(w.Cond)...)

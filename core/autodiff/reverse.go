@@ -215,7 +215,7 @@ func (b *builder) statementParts(si int, dY string, reads []string, gradName map
 	for _, A := range reads {
 		for _, grp := range groupOccs(occs[b.gname(A)]) {
 			c := grp.contribution(R, b.memo)
-			if isZero(c) {
+			if ir.IsZero(c) {
 				continue
 			}
 			targets = append(targets, target{si: si, tensor: b.gname(A), fwdT: A, acc: grp.acc, contrib: c})

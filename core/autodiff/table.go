@@ -207,8 +207,8 @@ func walkCall(e *ir.Call, gs []guard, f ir.Expr, walk func(ir.Expr, []guard, ir.
 		}
 		// The operand that loses gets exactly 0, even of an infinite
 		// incoming gradient (PyTorch's masked_fill).
-		share := func(x, y ir.Expr) ir.Expr {
-			return where(bin(ir.Eq, x, y), mul(f, flit(0.5)), where(bin(loses, x, y), zero(), mul(f, flit(1))))
+		share := func(x, y ir.Expr) ir.Expr { // f once: nested max and min do not double it per level
+			return where(bin(loses, x, y), zero(), mul(f, where(bin(ir.Eq, x, y), flit(0.5), flit(1))))
 		}
 		if err := walk(a, gs, share(a, b)); err != nil {
 			return err
@@ -227,7 +227,7 @@ func walkCall(e *ir.Call, gs []guard, f ir.Expr, walk func(ir.Expr, []guard, ir.
 // where(c, body, 0) or, for an else branch, where(c, 0, body).
 func nest(gs []guard, body ir.Expr) ir.Expr {
 	for i := len(gs) - 1; i >= 0; i-- {
-		if isZero(body) {
+		if ir.IsZero(body) {
 			return body
 		}
 		if gs[i].neg {
@@ -272,7 +272,7 @@ func (g *group) contribution(r ir.Expr, m *memo) ir.Expr {
 	count := map[int]int{}
 	for _, o := range g.occs {
 		t := nest(o.guards, mul(r, o.factor))
-		if isZero(t) {
+		if ir.IsZero(t) {
 			continue
 		}
 		id := m.ids.id(t)
@@ -294,7 +294,7 @@ func (g *group) contribution(r ir.Expr, m *memo) ir.Expr {
 // sumTerm is add without its equality test (contribution has collected
 // equal terms already): a + b, a - c for b = -c.
 func sumTerm(a, b ir.Expr) ir.Expr {
-	if isZero(a) {
+	if ir.IsZero(a) {
 		return b
 	}
 	if u, ok := b.(*ir.Unary); ok && u.Op == ir.Neg {

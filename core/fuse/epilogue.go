@@ -43,7 +43,7 @@ func (g *grouping) tryEpilogue(a, b *group) (*join, string) {
 		if !epilogueLegal(ga, e) {
 			return nil, fmt.Sprintf("%s stays out of %s's nest: it reads %s's output elsewhere than at the element just completed", e.Stmt.Tensor, r.Stmt.Tensor, tensorsOf(ga))
 		}
-		bytes, why, _ := shared(g.decls, g.spec.DType, a, []*ir.BoundStmt{e})
+		bytes, why, _ := shared(g.decls, g.spec.DType, a, readSet([]*ir.BoundStmt{e}), []*ir.BoundStmt{e})
 		rw := g.opts.Machine.reward(bytes, 0, 1)
 		if rw.R <= 0 {
 			return nil, fmt.Sprintf("%s stays out of %s's nest (%s): %s", e.Stmt.Tensor, r.Stmt.Tensor, why, rw)

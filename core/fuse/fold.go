@@ -47,9 +47,9 @@ func foldExpr(e ir.Expr, s *bounds.Scope) ir.Expr {
 			return foldWhere(x, s)
 		case *ir.Binary:
 			switch {
-			case x.Op == ir.Add && isZero(x.X):
+			case x.Op == ir.Add && ir.IsZero(x.X):
 				return x.Y
-			case (x.Op == ir.Add || x.Op == ir.Sub) && isZero(x.Y):
+			case (x.Op == ir.Add || x.Op == ir.Sub) && ir.IsZero(x.Y):
 				return x.X
 			}
 			if w := sameCondSum(x); w != nil {

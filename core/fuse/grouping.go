@@ -12,9 +12,14 @@ import (
 // Nearby is how many groups on each side of a group, in program order,
 // Group weighs joining it with, and how many of the nearest groups on
 // each side that read or write a tensor it touches, or run over axes of
-// the same extents. A program of at most Nearby+1 statements has every
-// pair weighed.
+// the same extents; of all these, the MaxPartners nearest are weighed. A
+// program of at most Nearby+1 statements has every pair weighed.
 const Nearby = 8
+
+// MaxPartners bounds the groups one group is weighed against when it is
+// made: a group that touches many tensors would otherwise be weighed
+// against hundreds at each join.
+const MaxPartners = 2 * Nearby
 
 // grouping is Group's state: the groups in program order, the joins
 // weighed so far, best first, and those that wait until the groups
@@ -43,8 +48,9 @@ type group struct {
 	reads, writes map[string]bool
 	traffic       int64
 	hasTraffic    bool
-	plain         []*ir.Access     // plainReads of members, once known
-	memberReads   []map[string]int // readCounts of each member, once known
+	plain         []*ir.Access               // plainReads of members, once known
+	memberReads   []map[string]int           // readCounts of each member, once known
+	axes          map[string]map[string]bool // readAxes of members, once known
 }
 
 // candidate is a join weighed for groups a and b (a first), or the
@@ -138,6 +144,7 @@ func (g *grouping) consider(x *group) {
 		}
 		partners = append(partners, list[k:min(len(list), k+Nearby)]...)
 	}
+	partners = nearest(partners, x)
 	for _, y := range partners {
 		a, b := x, y
 		if b.anchor < a.anchor {
@@ -161,6 +168,22 @@ func (g *grouping) consider(x *group) {
 			g.blocked = append(g.blocked, c)
 		}
 	}
+}
+
+// nearest is partners without x and repeats, the MaxPartners nearest to x
+// in program order.
+func nearest(partners []*group, x *group) []*group {
+	seen := map[*group]bool{x: true}
+	var out []*group
+	for _, y := range partners {
+		if !seen[y] {
+			seen[y] = true
+			out = append(out, y)
+		}
+	}
+	dist := func(y *group) int { return max(y.anchor-x.anchor, x.anchor-y.anchor) }
+	slices.SortStableFunc(out, func(a, b *group) int { return dist(a) - dist(b) })
+	return out[:min(len(out), MaxPartners)]
 }
 
 // admit queues a join, or notes why the pair cannot join.
@@ -210,9 +233,17 @@ func (g *grouping) leave(x *group) {
 // traffic is the bytes x's nest reads under its default schedule.
 func (g *grouping) traffic(x *group, m Machine) int64 {
 	if !x.hasTraffic {
-		x.traffic, x.hasTraffic = traffic(g.decls, g.spec.DType, x.members, nestAxes(g.spec, x.members), m), true
+		x.traffic, x.hasTraffic = trafficOf(g.decls, g.spec.DType, g.readAxes(x), nestAxes(g.spec, x.members), m), true
 	}
 	return x.traffic
+}
+
+// readAxes is readAxes(x.members), computed once.
+func (g *grouping) readAxes(x *group) map[string]map[string]bool {
+	if x.axes == nil {
+		x.axes = readAxes(x.members)
+	}
+	return x.axes
 }
 
 // keys lists the entries of touch that x is in: the tensors it reads or

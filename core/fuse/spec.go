@@ -146,12 +146,6 @@ func extents(st *ir.BoundStmt) map[string]int64 {
 	return ext
 }
 
-// isZero reports whether e is the literal 0.0.
-func isZero(e ir.Expr) bool {
-	f, ok := e.(*ir.FloatLit)
-	return ok && f.Value == 0
-}
-
 // isIdentity reports whether a reads its tensor at exactly the spatial
 // axes of st, in order.
 func isIdentity(a *ir.Access, st *ir.BoundStmt) bool {

@@ -114,7 +114,7 @@ func part(st *ir.BoundStmt, d int, lo, hi int64) *ir.BoundStmt {
 	rhs = foldExpr(rhs, bounds.ForExtents(extents(&out)))
 	s := *st.Stmt
 	s.RHS = rhs
-	if isZero(rhs) && s.Reduce == ir.Sum {
+	if ir.IsZero(rhs) && s.Reduce == ir.Sum {
 		s.Reduce, out.Reduction = ir.Assign, nil
 	}
 	out.Stmt = &s

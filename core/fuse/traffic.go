@@ -27,9 +27,14 @@ func nestAxes(spec *ir.Spec, group []*ir.BoundStmt) []ir.Var {
 // m.RereadBytesPerSec: they count in bytes streamed in equal time. A
 // tensor several members read counts once in a fused nest.
 func traffic(decls map[string]*ir.TensorDecl, dt ir.DType, group []*ir.BoundStmt, axes []ir.Var, m Machine) int64 {
+	return trafficOf(decls, dt, readAxes(group), axes, m)
+}
+
+// trafficOf is traffic for a group whose reads readAxes gave.
+func trafficOf(decls map[string]*ir.TensorDecl, dt ir.DType, reads map[string]map[string]bool, axes []ir.Var, m Machine) int64 {
 	size := int64(dt.Size())
 	var total float64
-	for name, idx := range readAxes(group) {
+	for name, idx := range reads {
 		t := decls[name]
 		if t == nil {
 			continue
@@ -61,6 +66,38 @@ func traffic(decls map[string]*ir.TensorDecl, dt ir.DType, group []*ir.BoundStmt
 
 // readAxes maps each tensor the statements read to the axes its indices
 // use.
+
+// renameAxes is a readAxes map with its axes renamed by m (from -> to).
+func renameAxes(ra map[string]map[string]bool, m map[string]string) map[string]map[string]bool {
+	out := make(map[string]map[string]bool, len(ra))
+	for t, axes := range ra {
+		out[t] = make(map[string]bool, len(axes))
+		for x := range axes {
+			if to, ok := m[x]; ok {
+				x = to
+			}
+			out[t][x] = true
+		}
+	}
+	return out
+}
+
+// mergeAxes is the union of two readAxes maps.
+func mergeAxes(a, b map[string]map[string]bool) map[string]map[string]bool {
+	out := make(map[string]map[string]bool, len(a)+len(b))
+	for _, src := range []map[string]map[string]bool{a, b} {
+		for t, axes := range src {
+			if out[t] == nil {
+				out[t] = map[string]bool{}
+			}
+			for x := range axes {
+				out[t][x] = true
+			}
+		}
+	}
+	return out
+}
+
 func readAxes(sts []*ir.BoundStmt) map[string]map[string]bool {
 	out := map[string]map[string]bool{}
 	for _, st := range sts {

@@ -259,3 +259,22 @@ func (op BinOp) IsCompare() bool { return op >= Lt && op <= Ne }
 
 // IsLogic reports whether op is && or ||.
 func (op BinOp) IsLogic() bool { return op == And || op == Or }
+
+// IsZero reports whether e is a literal or named constant equal to zero
+// (of either sign): the else branch of a guard where(c, x, 0.0), a factor
+// that makes a product vanish. The passes simplify with it; they do not
+// hold other meanings of "zero" of their own.
+func IsZero(e Expr) bool {
+	switch e := e.(type) {
+	case *IntLit:
+		return e.Value == 0
+	case *FloatLit:
+		return e.Value == 0
+	case *Const:
+		if e.IsFloat {
+			return e.Float == 0
+		}
+		return e.Int == 0
+	}
+	return false
+}

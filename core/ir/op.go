@@ -1,6 +1,9 @@
 package ir
 
-import "slices"
+import (
+	"slices"
+	"sync/atomic"
+)
 
 // ReduceOp is a statement's assignment operator.
 type ReduceOp int
@@ -54,6 +57,15 @@ type Op struct {
 // OutputNames lists the op's outputs in the order it returns them:
 // Outputs when given, else the written tensors that no later statement
 // reads, in statement order (DefaultOutputs).
+// DisplayName is the op's name for messages, dumps and kernel comments:
+// its name, or "<anonymous>" for an op without one (or no op).
+func (op *Op) DisplayName() string {
+	if op == nil || op.Name == "" {
+		return "<anonymous>"
+	}
+	return op.Name
+}
+
 func (op *Op) OutputNames() []string {
 	if len(op.Outputs) > 0 {
 		return op.Outputs
@@ -221,6 +233,9 @@ type Spec struct {
 	// statement order).
 	Tensors []*TensorDecl
 	Stmts   []*BoundStmt
+	// index finds Tensors by name for Tensor: built on first use, and again
+	// when Tensors changed under it.
+	index atomic.Pointer[map[string]int]
 }
 
 // ElemType is the element type of t's buffer: its own integer dtype, or
@@ -259,18 +274,27 @@ func (s *Spec) WithStmts(stmts []*BoundStmt) *Spec {
 	for i, st := range stmts {
 		op.Stmts[i] = st.Stmt
 	}
-	out := *s
-	out.Op = &op
-	out.Stmts = stmts
-	out.Tensors = slices.Clone(s.Tensors)
-	return &out
+	return &Spec{Op: &op, DType: s.DType, Tensors: slices.Clone(s.Tensors), Stmts: stmts}
 }
 
-// Tensor finds a tensor by name, or nil.
+// Tensor finds a tensor by name, or nil. Passes ask it for every access of
+// every statement they weigh: it looks the name up in an index of
+// Tensors, which it checks against Tensors (a caller may replace or
+// shorten the slice) and builds again when they disagree.
 func (s *Spec) Tensor(name string) *TensorDecl {
-	for _, t := range s.Tensors {
+	if idx := s.index.Load(); idx != nil {
+		if i, ok := (*idx)[name]; ok && i < len(s.Tensors) && s.Tensors[i].Name == name {
+			return s.Tensors[i]
+		}
+	}
+	for i, t := range s.Tensors {
 		if t.Name == name {
-			return t
+			idx := make(map[string]int, len(s.Tensors))
+			for j := len(s.Tensors) - 1; j >= 0; j-- {
+				idx[s.Tensors[j].Name] = j // the first of a name, as the search finds it
+			}
+			s.index.Store(&idx)
+			return s.Tensors[i]
 		}
 	}
 	return nil

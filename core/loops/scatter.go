@@ -78,7 +78,7 @@ func matchScatter(st *ir.BoundStmt) (*scatterForm, bool) {
 	e := peel(s.RHS, ext)
 	for {
 		w, ok := e.(*ir.Where)
-		if !ok || !isZero(peel(w.Else, ext)) {
+		if !ok || !ir.IsZero(peel(w.Else, ext)) {
 			break
 		}
 		conds = append(conds, ir.Conjuncts(w.Cond)...)
@@ -170,31 +170,15 @@ func peel(e ir.Expr, ext map[string]int64) ir.Expr {
 			if x.Op == ir.Add {
 				a, b := peel(x.X, ext), peel(x.Y, ext)
 				switch {
-				case isZero(b):
+				case ir.IsZero(b):
 					return a
-				case isZero(a):
+				case ir.IsZero(a):
 					return b
 				}
 			}
 		}
 		return e
 	}
-}
-
-// isZero reports whether e is a literal or constant zero (of either sign).
-func isZero(e ir.Expr) bool {
-	switch e := e.(type) {
-	case *ir.IntLit:
-		return e.Value == 0
-	case *ir.FloatLit:
-		return e.Value == 0
-	case *ir.Const:
-		if e.IsFloat {
-			return e.Float == 0
-		}
-		return e.Int == 0
-	}
-	return false
 }
 
 // mentions reports whether e uses one of the variables in vars.

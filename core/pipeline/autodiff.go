@@ -30,10 +30,10 @@ func differentiate(u *Unit) error {
 		g, err = autodiff.GradSaving(u.Spec, u.Wrt)
 	}
 	if err != nil {
-		return errors.Wrapf(err, "differentiating op %s", opName(u))
+		return errors.Wrapf(err, "differentiating op %s", u.Op.DisplayName())
 	}
 	if g.Op.Name == "" {
-		g.Op.Name = "grad_" + opName(u)
+		g.Op.Name = "grad_" + u.Op.DisplayName()
 	}
 	u.Grad, u.Op, u.Spec = g, g.Op, nil
 	return nil

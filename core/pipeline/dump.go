@@ -91,14 +91,14 @@ func (d *Dumper) after(u *Unit, p Pass, before string) {
 		return
 	}
 	body := strings.TrimRight(Print(u, p.Out, p.Name), "\n") + "\n"
-	text := fmt.Sprintf("// after %s: op %s %s\n%s", p.Name, opName(u), u.DType, body)
+	text := fmt.Sprintf("// after %s: op %s %s\n%s", p.Name, u.Op.DisplayName(), u.DType, body)
 	if before != "" && before == bare(u, p.Out) {
 		// The pass changed nothing: its notes say why.
 		var notes strings.Builder
 		for _, n := range u.FusionNotes[p.Name] {
 			fmt.Fprintf(&notes, "  // %s\n", n)
 		}
-		text = fmt.Sprintf("// after %s: op %s %s (unchanged)\n%s", p.Name, opName(u), u.DType, notes.String())
+		text = fmt.Sprintf("// after %s: op %s %s (unchanged)\n%s", p.Name, u.Op.DisplayName(), u.DType, notes.String())
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -110,7 +110,7 @@ func (d *Dumper) after(u *Unit, p Pass, before string) {
 	if d.dir == "" {
 		_, err = io.WriteString(d.w, text)
 	} else {
-		name := fmt.Sprintf("%04d-%s-%02d-%s.txt", u.dumpID, fileSafe(opName(u)), indexOf(p.Name)+1, p.Name)
+		name := fmt.Sprintf("%04d-%s-%02d-%s.txt", u.dumpID, fileSafe(u.Op.DisplayName()), indexOf(p.Name)+1, p.Name)
 		err = os.WriteFile(filepath.Join(d.dir, name), []byte(text), 0o644)
 	}
 	if err != nil && d.err == nil {

@@ -46,7 +46,7 @@ func planFor(u *Unit, last string) ([]Pass, error) {
 		}
 		for _, need := range p.After {
 			if !done[need] {
-				return nil, errors.Errorf("pipeline: pass %s needs pass %s first, which has not run on op %s", p.Name, need, opName(u))
+				return nil, errors.Errorf("pipeline: pass %s needs pass %s first, which has not run on op %s", p.Name, need, u.Op.DisplayName())
 			}
 		}
 		done[p.Name] = true
@@ -83,13 +83,6 @@ func checkOrder(table []Pass) error {
 		seen[p.Name] = true
 	}
 	return nil
-}
-
-func opName(u *Unit) string {
-	if u.Op == nil || u.Op.Name == "" {
-		return "<anonymous>"
-	}
-	return u.Op.Name
 }
 
 // Lower runs the build passes on spec with the schedules sched gives (nil:

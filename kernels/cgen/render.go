@@ -290,11 +290,7 @@ const scalarLoopDef = "#define NF_SCALAR __asm__ volatile(\"\") /* the schedule 
 // dtype and its buffers.
 func (r *renderer) headerComment(b *strings.Builder, profile bool, nests int) {
 	op := r.spec.Op
-	name := op.Name
-	if name == "" {
-		name = "(unnamed)"
-	}
-	fmt.Fprintf(b, "// neoflow kernel %s, %s\n", commentSafe(name), r.spec.DType)
+	fmt.Fprintf(b, "// neoflow kernel %s, %s\n", commentSafe(op.DisplayName()), r.spec.DType)
 	for _, line := range strings.Split(ir.Print(op), "\n") {
 		fmt.Fprintf(b, "//   %s\n", commentSafe(line))
 	}

@@ -4,7 +4,7 @@ Dynamo hands the backend an FX graph; AOT Autograd traces its backward and
 decomposes both into core ATen operators (``core_aten_decompositions``), and
 each of the two graphs goes through ``compile_graph``:
 
-1. every node that ``lowering.unsupported`` accepts is a candidate
+1. every node that ``aten_support.unsupported`` accepts is a candidate
    (matrix products and convolutions only with ``contractions="neoflow"``),
    and PyTorch's ``CapabilityBasedPartitioner`` groups the candidates into
    subgraphs that can each run as one call (no cycle through an eager node);
@@ -37,7 +37,7 @@ import threading
 import torch
 from torch.fx.passes.operator_support import OperatorSupport
 
-from . import lowering, mmsum
+from . import aten_support, lowering, mmsum
 from .errors import Error
 
 log = logging.getLogger("neoflow.compile")
@@ -71,7 +71,7 @@ class _Support(OperatorSupport):
     def is_node_supported(self, submodules, node) -> bool:
         if node.op != "call_function":
             return False
-        why = lowering.unsupported(node, self.contractions)
+        why = aten_support.unsupported(node, self.contractions)
         if why is not None:
             self.reasons.setdefault(str(node.target), why)
         return why is None
@@ -255,7 +255,8 @@ def _chunks(gm, parts, max_nodes: int) -> list:
                 run = []
             run.append(n)
         runs.append(run)
-        out += [Partition(id=len(out) + i, nodes=r) for i, r in enumerate(runs) if not all(map(lowering.is_view, r))]
+        views_only = [all(map(aten_support.is_view, r)) for r in runs]
+        out += [Partition(id=len(out) + i, nodes=r) for i, r in enumerate(runs) if not views_only[i]]
     return out
 
 
@@ -271,7 +272,7 @@ def _views_outside(gm, part) -> int:
     matmul was copied whole on every call. A view no node in part reads any more leaves part. In
     reverse graph order, so that a chain of views moves out whole. Returns how many views left part."""
     moved = 0
-    for v in [n for n in reversed(part.nodes) if lowering.is_view(n) and n.target is not operator.getitem]:
+    for v in [n for n in reversed(part.nodes) if aten_support.is_view(n) and n.target is not operator.getitem]:
         outside = [u for u in v.users if u not in part.nodes]
         if not outside:
             continue
@@ -304,10 +305,10 @@ def compile_graph(
     products = mmsum.merge(gm)  # sums of matrix products (a shared weight's gradient) as one product
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
-    parts = [p for p in partitioner.propose_partitions() if not all(lowering.is_view(n) for n in p.nodes)]
+    parts = [p for p in partitioner.propose_partitions() if not all(aten_support.is_view(n) for n in p.nodes)]
     parts = _chunks(gm, parts, max_nodes or MAX_NODES)
     eager_views = sum(_views_outside(gm, p) for p in parts)
-    parts = [p for p in parts if p.nodes and not all(lowering.is_view(n) for n in p.nodes)]
+    parts = [p for p in parts if p.nodes and not all(aten_support.is_view(n) for n in p.nodes)]
     lowered, made = sum(len(p.nodes) for p in parts), 0
     if parts:
         gm = partitioner.fuse_partitions(parts)

@@ -56,7 +56,7 @@ def configure(
     op uses any more stay loaded, least recently used first out; the others
     are unloaded. ``dump`` (NEOFLOW_DUMP) prints the compiler's IR after
     the passes it names, ``"all"`` or names separated by commas (the
-    passes are listed in docs/contracts.md), each under a line
+    passes are listed in docs/how-it-works.md), each under a line
     ``// after <pass>``, to stderr, or with ``dump_dir`` (NEOFLOW_DUMP_DIR)
     to one file per op and pass in that directory. ``fusion``
     (NEOFLOW_FUSION, on unless ``0``) runs the compiler's fusion passes,
@@ -79,39 +79,7 @@ def configure(
         memory.set_limit(cpu_cache_mb)
     with _lock:
         settings = dict(_current if _current is not None else _lib.settings_from_env())
-        if cache_dir is not None:
-            settings["cache_dir"] = _check_cache_dir(cache_dir, "cache_dir")
-        elif settings["cache_dir"]:
-            _check_cache_dir(settings["cache_dir"], "NEOFLOW_CACHE_DIR")
-        if cc is not None:
-            settings["cc"] = str(cc)
-        if cflags is not None:
-            if isinstance(cflags, str):
-                cflags = cflags.split()
-            settings["cflags"] = [str(f) for f in cflags]
-        if tune is not None:
-            settings["tune"] = str(tune).strip().lower()
-        if idle_kernels is not None:
-            if isinstance(idle_kernels, bool) or not isinstance(idle_kernels, int) or idle_kernels < 0:
-                raise ValueError(f"idle_kernels must be an int of 0 or more, got {idle_kernels!r}")
-            settings["idle_kernels"] = idle_kernels
-        if dump is not None:
-            settings["dump"] = _text_setting(dump, "dump")
-        if dump_dir is not None:
-            path = os.fspath(dump_dir) if isinstance(dump_dir, os.PathLike) else dump_dir
-            settings["dump_dir"] = _text_setting(path, "dump_dir")
-        if fusion is not None:
-            if not isinstance(fusion, bool):
-                raise TypeError(f"fusion must be True or False, got {fusion!r}")
-            settings["fusion"] = fusion
-        if bundle is not None:
-            settings["bundle"] = _bundle_path(bundle)
-        if deterministic is not None:
-            if not isinstance(deterministic, bool):
-                raise TypeError(f"deterministic must be True or False, got {deterministic!r}")
-            settings["deterministic"] = deterministic
-        if settings.get("tune", "") not in ("", *TUNE_MODES):
-            raise ValueError(f"NEOFLOW_TUNE / tune={settings['tune']!r}: expected one of {', '.join(TUNE_MODES)}")
+        _apply(settings, cache_dir, cc, cflags, tune, idle_kernels, dump, dump_dir, fusion, bundle, deterministic)
         request = pb.InitRequest(
             cache_dir=settings["cache_dir"],
             cc=settings["cc"],
@@ -135,6 +103,43 @@ def configure(
             for hook in _on_rebuild:
                 hook()
         return dict(settings, cache_dir=_info.cache_dir, version=_info.version)
+
+
+def _apply(settings, cache_dir, cc, cflags, tune, idle_kernels, dump, dump_dir, fusion, bundle, deterministic):
+    """Checks configure's arguments and writes those given into settings."""
+    if cache_dir is not None:
+        settings["cache_dir"] = _check_cache_dir(cache_dir, "cache_dir")
+    elif settings["cache_dir"]:
+        _check_cache_dir(settings["cache_dir"], "NEOFLOW_CACHE_DIR")
+    if cc is not None:
+        settings["cc"] = str(cc)
+    if cflags is not None:
+        if isinstance(cflags, str):
+            cflags = cflags.split()
+        settings["cflags"] = [str(f) for f in cflags]
+    if tune is not None:
+        settings["tune"] = str(tune).strip().lower()
+    if idle_kernels is not None:
+        if isinstance(idle_kernels, bool) or not isinstance(idle_kernels, int) or idle_kernels < 0:
+            raise ValueError(f"idle_kernels must be an int of 0 or more, got {idle_kernels!r}")
+        settings["idle_kernels"] = idle_kernels
+    if dump is not None:
+        settings["dump"] = _text_setting(dump, "dump")
+    if dump_dir is not None:
+        path = os.fspath(dump_dir) if isinstance(dump_dir, os.PathLike) else dump_dir
+        settings["dump_dir"] = _text_setting(path, "dump_dir")
+    if fusion is not None:
+        if not isinstance(fusion, bool):
+            raise TypeError(f"fusion must be True or False, got {fusion!r}")
+        settings["fusion"] = fusion
+    if bundle is not None:
+        settings["bundle"] = _bundle_path(bundle)
+    if deterministic is not None:
+        if not isinstance(deterministic, bool):
+            raise TypeError(f"deterministic must be True or False, got {deterministic!r}")
+        settings["deterministic"] = deterministic
+    if settings.get("tune", "") not in ("", *TUNE_MODES):
+        raise ValueError(f"NEOFLOW_TUNE / tune={settings['tune']!r}: expected one of {', '.join(TUNE_MODES)}")
 
 
 def _check_cache_dir(path, what: str) -> str:

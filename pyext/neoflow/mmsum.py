@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 import torch.fx
 
-from .lowering import EAGER, _val
+from .aten_support import EAGER, _val
 
 aten = torch.ops.aten
 
@@ -81,7 +81,7 @@ def _terms(root) -> list:
     return out
 
 
-# why the concatenations stay in eager (node.meta[EAGER], which lowering.unsupported honours): a lowered
+# why the concatenations stay in eager (node.meta[EAGER], which aten_support.unsupported honours): a lowered
 # cat of n parts reads each element through n nested wheres (measured: 368 us for LLTM's two of 16 parts,
 # 1.3 MB, where eager copies at memory speed)
 CAT_REASON = "a merged matrix product's operands, concatenated: eager copies them at memory speed"

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import ctypes
-import math
-import os
 import re
-import struct
 import warnings
 import weakref
 import zlib
@@ -14,8 +10,10 @@ from collections.abc import Mapping
 
 import torch
 
-from . import _lib, config, memory, outshapes, threadshare, tuning
+from . import _lib, config, outshapes, tuning
 from ._proto import neoflow_pb2 as pb
+from .checks import _check_text, _names, _scalar, check_devices, check_name  # noqa: F401 - check_devices: tests
+from .kernel import _DTYPES, _TORCH_DTYPES, Kernel, _any_autocast, _autocast, _check_memory
 from .sizes import check_sizes as _sizes
 from .sizes import parse_sizes_text, sizes_text  # noqa: F401 - part of this module's interface
 from .version import __version__
@@ -26,203 +24,6 @@ from .version import __version__
 # recompute (the save-or-recompute reward). 4: the inputs are one Tensor[]
 # argument.
 _CUSTOM_OP_CONVENTION = 4
-
-_FLOATS = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16", torch.bfloat16: "bfloat16"}
-# Integer inputs: read as values (converted to the op's float dtype) or as indices; they get no gradient.
-_INTS = {torch.int32: "int32", torch.int64: "int64", torch.bool: "bool"}
-_DTYPES = {**_FLOATS, **_INTS}
-_TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
-
-
-class Kernel:
-    """One specialization of an op: its kernel and the buffers it takes."""
-
-    __slots__ = (
-        "__weakref__",
-        "kernel_id",
-        "buffers",
-        "dtype",
-        "c_source",
-        "cuda_source",
-        "aligned",
-        "cache_hit",
-        "outputs",
-        "allocated",
-        "temps",
-        "alloc",
-        "returned",
-        "pointers",
-        "pack",
-        "index_checks",
-        "dtypes",
-    )
-
-    def __init__(self, resp: pb.SpecializeResponse, outputs=()):
-        self.kernel_id = resp.kernel_id
-        self.dtype = _TORCH_DTYPES[resp.dtype]
-        self.c_source = resp.c_source
-        self.cuda_source = resp.cuda_source
-        self.aligned = resp.aligned  # CUDA: pass 16-byte aligned pointers only
-        self.cache_hit = resp.cache_hit
-        self.buffers = [(b.name, b.role, tuple(b.shape)) for b in resp.buffers]
-        # each buffer's element type: the op's dtype, or an integer input's or cast output's
-        self.dtypes = [_TORCH_DTYPES[b.dtype] if b.dtype else self.dtype for b in resp.buffers]
-        # shapes of the buffers the caller allocates: outputs and temporaries
-        self.allocated = [shape for _, role, shape in self.buffers if role != "input"]
-        names = [b.name for b in resp.buffers]
-        # positions of the op's outputs among the buffers, in the op's order
-        self.outputs = [names.index(n) for n in outputs] or [
-            i for i, b in enumerate(resp.buffers) if b.role == "output"
-        ]
-        # positions of the temporaries, the other buffers the caller allocates
-        self.temps = [i for i, b in enumerate(resp.buffers) if b.role != "input" and i not in self.outputs]
-        self.returned = self.outputs + self.temps  # what a call that keeps the temporaries returns
-        # per allocated buffer: whether it is below neoflow.memory's size for caching, and then its
-        # shape as torch.empty's unpacked arguments, else its shape
-        self.alloc = []
-        for (_, role, shape), dtype in zip(self.buffers, self.dtypes):
-            if role != "input":
-                small = math.prod(shape) * dtype.itemsize < memory.MIN_BYTES
-                self.alloc.append(((shape or ((),)) if small else shape, small, dtype))
-        self.pointers = ctypes.c_void_p * len(self.buffers)  # the CUDA launch's array of data pointers
-        # the C launch's, as bytes: ctypes passes a bytes object as a pointer to its contents, and packing
-        # costs half of building a ctypes array (0.42 against 0.87 us for three pointers)
-        self.pack = struct.Struct(f"{len(self.buffers)}Q").pack
-        # index tensors: (position, name, limit); every element must lie in [0, limit)
-        self.index_checks = [(i, b.name, b.limit) for i, b in enumerate(resp.buffers) if b.limit > 0]
-        if self.kernel_id:  # this object holds the loaded kernel; the Go core may unload it once none does
-            weakref.finalize(self, _release_kernel, self.kernel_id)
-
-    def run(self, tensors) -> list[torch.Tensor]:
-        """Launches the kernel on these inputs (its specialization's) and
-        returns every buffer: the inputs as passed to it (contiguous), then
-        the outputs and temporaries it allocated. On CUDA those come from
-        PyTorch's caching allocator and the kernel runs on PyTorch's current
-        stream of the inputs' device."""
-        # a lazily negated view's memory is not negated (resolve_neg goes through the dispatcher: 0.5 us a tensor)
-        if all(map(_contiguous, tensors)) and not any(map(_negated, tensors)):  # the usual case, tested faster
-            bufs = list(tensors)
-        else:
-            bufs = [t if t.is_contiguous() and not t.is_neg() else t.resolve_neg().contiguous() for t in tensors]
-        for i, name, limit in self.index_checks:
-            check_index_tensor(bufs[i], name, limit)
-        if bufs[0].is_cuda:  # an op has at least one input
-            device = bufs[0].device
-            if self.aligned:  # it loads 16-byte vectors: a view starting mid-allocation is copied to aligned memory
-                bufs = [b if b.data_ptr() % 16 == 0 else b.clone() for b in bufs]
-            bufs += [torch.empty(shape, dtype=a[2], device=device) for shape, a in zip(self.allocated, self.alloc)]
-            pointers = self.pointers(*[b.data_ptr() for b in bufs])
-            _lib.launch_cuda(self.kernel_id, pointers, torch.cuda.current_stream(device).cuda_stream)
-            return bufs
-        # small buffers straight from torch.empty (unpacked sizes: the fastest form), large ones from neoflow.memory
-        bufs += [torch.empty(*s, dtype=dt) if small else memory.empty(s, dt) for s, small, dt in self.alloc]
-        _lib.launch(self.kernel_id, self.pack(*map(_data_ptr, bufs)), threadshare.launch_threads())
-        return bufs
-
-
-_contiguous, _negated, _data_ptr = torch.Tensor.is_contiguous, torch.Tensor.is_neg, torch.Tensor.data_ptr
-_any_autocast = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
-
-
-def _autocast(tensors) -> tuple:
-    """Under torch.autocast, the float32 inputs on a device where it is on, cast to its dtype (as PyTorch's
-    matmuls run; float64 inputs are not eligible there either): the op then computes in float32 and stores
-    that dtype (16-bit kernels load, compute and accumulate in float32 and round once per stored element)."""
-    out = []
-    for t in tensors:
-        if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and torch.is_autocast_enabled(t.device.type):
-            dtype = torch.get_autocast_dtype(t.device.type)
-            if t.dtype != dtype:
-                t = t.to(dtype)
-        out.append(t)
-    return tuple(out)
-
-
-def check_index_tensor(t: torch.Tensor, name: str, limit: int) -> None:
-    """Raises IndexError unless every element of index tensor t lies in
-    [0, limit): one pass on t's device (torch.aminmax on CUDA, a C loop on
-    the host); only a failing tensor is searched for the position to name.
-    The check reads its result on the host, which a CUDA graph capture does
-    not allow: there it raises instead of launching unchecked."""
-    if t.is_cuda and torch.cuda.is_current_stream_capturing():
-        raise RuntimeError(
-            f"index tensor {name} cannot be checked while a CUDA graph is being captured (the check before each "
-            "launch reads its range on the host): run ops that read index tensors outside the capture"
-        )
-    if t.is_cuda:
-        lo, hi = (int(v) for v in torch.aminmax(t))
-    else:  # contiguous (Kernel.run's buffers are), int32 or int64, not empty (no dimension is 0)
-        lo, hi = _lib.index_range(t.data_ptr(), t.numel(), t.element_size())
-    if lo >= 0 and hi < limit:
-        return
-    bad = lo if lo < 0 else hi
-    where = tuple(int(i) for i in (t == bad).nonzero()[0].tolist())
-    why = "negative indices are not allowed" if bad < 0 else f"it indexes a dimension of size {limit}"
-    raise IndexError(f"index tensor {name} holds {bad} at position {where}, outside [0, {limit}): {why}")
-
-
-_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
-
-
-def check_name(name) -> str:
-    """An op's name: up to 128 of A-Z a-z 0-9 _ . - (it labels kernels, C
-    symbols and messages)."""
-    if not isinstance(name, str):
-        raise TypeError(f"an op's name must be a str, got {type(name).__name__}")
-    if not _NAME.fullmatch(name):
-        raise ValueError(f"op name {name!r:.80} is not allowed: a name is 1 to 128 characters from A-Z a-z 0-9 _ . -")
-    return name
-
-
-def _check_text(what: str, text) -> str:
-    """Raises for text the Go core cannot take: not a str, or not encodable
-    as UTF-8 (a lone surrogate)."""
-    if not isinstance(text, str):
-        raise TypeError(f"{what} must be a string, got {type(text).__name__}")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ValueError(
-            f"{what} is not valid text: character {text[e.start]!r} at position {e.start} "
-            "(a lone surrogate) cannot be encoded as UTF-8"
-        ) from None
-    return text
-
-
-def _names(what: str, names) -> list[str]:
-    if names is None:
-        return []
-    if isinstance(names, str):
-        raise TypeError(f"{what} must be a list of tensor names, got the string {names!r}")
-    return [_check_text(f"a name in {what}", n) for n in names]
-
-
-def _scalar(name: str, value) -> pb.Scalar:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"constant {name} must be an int or a float, got {type(value).__name__}")
-    if isinstance(value, int):
-        return pb.Scalar(int=value)
-    return pb.Scalar(float=value)
-
-
-def check_devices(devices, names) -> None:
-    """Raises for devices neoflow cannot run on, or for inputs on mixed devices."""
-    first = devices[0]
-    for dev, name in zip(devices, names):
-        if dev != first:
-            raise ValueError(f"inputs are on different devices: {names[0]} is on {first} but {name} is on {dev}")
-    if first.type == "cuda":
-        if not torch.cuda.is_available():
-            raise RuntimeError(f"input {names[0]} is on {first}, but torch.cuda.is_available() is False")
-        if not config.cuda_enabled():
-            raise NotImplementedError(
-                f"input {names[0]} is on {first}, but this neoflow was installed without its CUDA build "
-                "(libneoflow_cuda.so): reinstall it where CUDA headers are found (see the README's CUDA section), "
-                "or move the inputs with .cpu()"
-            )
-        return
-    if first.type != "cpu":
-        raise NotImplementedError(f"device {first} is not supported: neoflow runs on CPU and CUDA tensors")
 
 
 def _cuda_device(tensors) -> int:
@@ -653,42 +454,6 @@ class Op:
         return self._function
 
 
-def _memory_total(device: torch.device) -> int:
-    """The device's memory in bytes (0 when unknown)."""
-    try:
-        if device.type == "cuda":
-            return torch.cuda.mem_get_info(device)[1]
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, RuntimeError):
-        return 0
-
-
-def _check_memory(op: Op, kernel: Kernel, device: torch.device) -> None:
-    """Raises MemoryError naming the tensor, before allocating, when the
-    outputs and temporaries a call allocates exceed the device's memory."""
-    sizes = [
-        (n, shape, math.prod(shape) * dt.itemsize)
-        for (n, role, shape), dt in zip(kernel.buffers, kernel.dtypes)
-        if role != "input"
-    ]
-    total, limit = sum(b for _, _, b in sizes), _memory_total(device)
-    if not limit or total <= limit:
-        return
-    name, shape, nbytes = max(sizes, key=lambda b: b[2])
-    raise MemoryError(
-        f"op {op.name or '<anonymous>'}: its outputs and temporaries need {_bytes(total)} but the {device.type} "
-        f"device has {_bytes(limit)}; the largest is {name} of shape {list(shape)}, {_bytes(nbytes)} "
-        f"({kernel.dtype}); check the inputs' shapes and sizes="
-    )
-
-
-def _bytes(n: int) -> str:
-    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit} ({n} bytes)"
-    return f"{n} bytes"
-
-
 def rebuild(definition: tuple) -> Op:
     """Defines an op again from ``Op._definition``: how ops unpickle, in this
     process or another."""
@@ -708,13 +473,6 @@ def rebuild(definition: tuple) -> Op:
         _, parent, request = definition
         return rebuild(parent)._derive_grad(pb.GradRequest.FromString(request))[0]
     raise ValueError(f"not a neoflow op definition: {definition!r:.200}")
-
-
-def _release_kernel(kernel_id: int) -> None:
-    try:
-        _lib.release_kernel(kernel_id)
-    except Exception:  # noqa: BLE001 - at interpreter exit or after fork, releasing is moot
-        pass
 
 
 def _release(op_id: int) -> None:

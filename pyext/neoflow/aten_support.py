@@ -1,0 +1,240 @@
+"""Which core ATen operators the backend lowers into statements, and why a node that is not lowered runs in
+eager PyTorch (``unsupported``): the operator tables ``lowering.Lowering`` writes statements from, and the
+checks of a node's shapes, dtypes and arguments."""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import torch
+
+from . import convlowering, inlining
+
+aten = torch.ops.aten
+
+FLOATS = (torch.float32, torch.float64)
+
+# one-argument functions: ATen operator -> a template over the argument
+_UNARY = {
+    aten.neg.default: "(-{0})",
+    aten.exp.default: "exp({0})",
+    aten.log.default: "log({0})",
+    aten.sqrt.default: "sqrt({0})",
+    aten.rsqrt.default: "rsqrt({0})",
+    aten.tanh.default: "tanh({0})",
+    aten.sigmoid.default: "sigmoid({0})",
+    aten.relu.default: "relu({0})",
+    aten.abs.default: "abs({0})",
+    aten.erf.default: "erf({0})",
+    aten.sin.default: "sin({0})",
+    aten.cos.default: "cos({0})",
+    aten.log1p.default: "log1p({0})",
+    aten.expm1.default: "expm1({0})",
+    aten.reciprocal.default: "(1.0 / {0})",
+    aten.clone.default: "{0}",
+    aten.alias.default: "{0}",
+}
+_BINARY = {
+    aten.add.Tensor: "({0} + {1})",
+    aten.sub.Tensor: "({0} - {1})",
+    aten.mul.Tensor: "({0} * {1})",
+    aten.div.Tensor: "({0} / {1})",
+    aten.maximum.default: "max({0}, {1})",
+    aten.minimum.default: "min({0}, {1})",
+    aten.pow.Tensor_Scalar: "pow({0}, {1})",
+    aten.pow.Tensor_Tensor: "pow({0}, {1})",
+}
+_BINARY.update(
+    {
+        aten.add.Scalar: _BINARY[aten.add.Tensor],
+        aten.sub.Scalar: _BINARY[aten.sub.Tensor],
+        aten.mul.Scalar: _BINARY[aten.mul.Tensor],
+        aten.div.Scalar: _BINARY[aten.div.Tensor],
+        aten.rsub.Scalar: "({1} - {0})",
+    }
+)
+# comparisons: a bool result, held as 1.0 or 0.0 inside a subgraph (and made bool where it leaves it)
+_COMPARE = {}
+for _name, _sym in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
+    for _overload in ("Scalar", "Tensor"):
+        _COMPARE[getattr(getattr(aten, _name), _overload)] = f"where({{0}} {_sym} {{1}}, 1.0, 0.0)"
+_COMPARE[aten.logical_not.default] = "where({0} != 0.0, 0.0, 1.0)"
+# reductions: operator -> (assignment, whether the result is divided by the count of reduced elements)
+_REDUCE = {
+    aten.sum.dim_IntList: ("+=", False),
+    aten.sum.default: ("+=", False),
+    aten.mean.dim: ("+=", True),
+    aten.mean.default: ("+=", True),
+    aten.amax.default: ("max=", False),
+    aten.amin.default: ("min=", False),
+}
+_CONSTANTS = {
+    aten.full.default,
+    aten.full_like.default,
+    aten.scalar_tensor.default,
+    aten.zeros_like.default,
+    aten.ones_like.default,
+}
+_VIEWS = {
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.unsqueeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.squeeze.default,
+    aten.permute.default,
+    aten.transpose.int,
+    aten.t.default,
+    aten.expand.default,
+    aten.alias.default,
+    aten.select.int,
+    aten.slice.Tensor,
+}
+_OTHER = {
+    aten.mm.default,
+    aten.bmm.default,
+    aten.addmm.default,
+    aten.gelu.default,
+    aten.clamp.default,
+    aten.where.self,
+    aten.native_layer_norm.default,
+    aten.var_mean.correction,
+    aten._to_copy.default,
+    aten.cat.default,
+    aten.split_with_sizes.default,
+    aten.split.Tensor,
+    aten._softmax.default,
+    aten._log_softmax.default,
+    aten.elu.default,
+    aten.convolution.default,
+    aten.convolution_backward.default,
+    aten.unfold_backward.default,
+    operator.getitem,
+}
+SUPPORTED = set(_UNARY) | set(_BINARY) | set(_COMPARE) | set(_REDUCE) | _CONSTANTS | _VIEWS | _OTHER
+# operators that may read bool tensors (as 0 or 1)
+_BOOL_IN = {aten.where.self, aten._to_copy.default, aten.logical_not.default} | {
+    k for k in _COMPARE if k.overloadpacket in (aten.eq, aten.ne)
+}
+
+
+def is_view(node) -> bool:
+    """Whether node only rearranges its input (eager makes it a view, free)."""
+    return node.target in _VIEWS or node.target is operator.getitem
+
+
+def _val(node):
+    return node.meta.get("val") if hasattr(node, "meta") else None
+
+
+def _static(shape) -> bool:
+    return all(isinstance(d, int) for d in shape)
+
+
+CONTRACTIONS = {
+    aten.mm.default,
+    aten.bmm.default,
+    aten.addmm.default,
+    aten.convolution.default,
+    aten.convolution_backward.default,
+}
+
+
+# a graph pass that wants a node of its own making left to eager says why in node.meta[EAGER] (mmsum's
+# concatenations)
+EAGER = "neoflow_eager"
+
+
+def unsupported(node, contractions: str = "neoflow") -> str | None:
+    """Why node cannot be lowered, or None when it can; with contractions
+    "eager", matrix products and convolutions are left to PyTorch, but for
+    grouped 1x1 and depthwise convolutions on the CPU (grouped_on_cpu)."""
+    if why := node.meta.get(EAGER):
+        return why
+    user_op = inlining.op_of(node)
+    if user_op is None and node.target not in SUPPORTED:
+        return "no lowering for this operator"
+    if user_op is not None and (why := inlining.unsupported(node, user_op)):
+        return why
+    if contractions == "eager" and node.target in CONTRACTIONS and not convlowering.grouped_on_cpu(node):
+        return "a contraction, left to PyTorch's BLAS and oneDNN (contractions='eager')"
+    vals = _val(node)
+    if vals is None:
+        return "no shape information (node.meta['val'])"
+    outs = vals if isinstance(vals, (tuple, list)) else [vals]
+    if node.target is aten.convolution_backward.default:  # the gradients not asked for are None
+        outs = [v for v in outs if v is not None]
+    for v in outs:
+        if not isinstance(v, torch.Tensor):
+            return "an output that is not a tensor"
+        if v.dtype not in FLOATS and not (v.dtype == torch.bool and node.target in _COMPARE):
+            return f"a {v.dtype} output (lowered graphs compute in float32 or float64)"
+        if not _static(v.shape):
+            return "a dynamic shape (lowered graphs need static shapes)"
+        if 0 in v.shape:
+            return "an empty output"
+    if node.target is operator.getitem:  # lowered with its producer
+        return None
+    dtypes = {v.dtype for v in outs if v.dtype in FLOATS}
+    for a in _tensor_args(node):
+        av = _val(a)
+        if not isinstance(av, torch.Tensor) or not _static(av.shape):
+            return "an input without a static shape"
+        if 0 in av.shape:
+            return "an empty input"
+        if av.dtype in FLOATS:
+            dtypes.add(av.dtype)
+        elif not (node.target in _BOOL_IN and av.dtype == torch.bool):
+            return f"a {av.dtype} input"
+    if len(dtypes) > 1:
+        return "inputs of mixed float dtypes"
+    devices = {v.device for v in outs} | {_val(a).device for a in _tensor_args(node)}
+    if len(devices) > 1:
+        return "tensors on several devices"
+    return _argument_problem(node)
+
+
+def _argument_problem(node) -> str | None:
+    t, kw = node.target, node.kwargs
+    if t in (aten.add.Tensor, aten.sub.Tensor) and kw.get("alpha", 1) != 1:
+        return "alpha other than 1"
+    if t is aten.div.Tensor and kw.get("rounding_mode") is not None:
+        return "a rounding mode"
+    if t is aten.addmm.default and (kw.get("beta", 1) != 1 or kw.get("alpha", 1) != 1):
+        return "beta or alpha other than 1"
+    if t in (aten.convolution.default, aten.convolution_backward.default):
+        return convlowering.unsupported(node)
+    if t in (aten._softmax.default, aten._log_softmax.default) and node.args[2]:
+        return "half_to_float"
+    if t is aten._to_copy.default and set(kw) - {"dtype", "layout", "device", "memory_format"}:
+        return "a copy with other options"
+    if t is aten.clamp.default and any(isinstance(a, torch.fx.Node) for a in node.args[1:]):
+        return "tensor bounds"
+    if t in (aten.pow.Tensor_Scalar,) and not isinstance(node.args[1], (int, float)):
+        return "a non-numeric exponent"
+    return None
+
+
+def _tensor_args(node):
+    flat = []
+    for a in list(node.args) + list(node.kwargs.values()):
+        flat.extend(a if isinstance(a, (list, tuple)) else [a])
+    return [a for a in flat if isinstance(a, torch.fx.Node)]
+
+
+def _shape(node) -> tuple:
+    v = _val(node)
+    return tuple(v.shape)
+
+
+def _num(x) -> str:
+    if isinstance(x, bool):
+        x = int(x)
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return repr(x)
