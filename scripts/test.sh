@@ -45,6 +45,7 @@ rm -rf "$site"
 if [ $quick = 1 ]; then
   echo "== go test -short (but ./kernels and ./autotune)"
   go test -short $(go list ./... | grep -v -e '/neoflow/kernels$' -e '/neoflow/autotune$')
+  NEOFLOW_CHECK=1 go test -count=1 ./tests/go
   echo "== build and install the wheel"
   bash scripts/build-wheel.sh
   echo "== pytest (the core files)"
@@ -57,6 +58,8 @@ echo "== go test"
 # The kernels and autotune packages compile hundreds of kernels; on a slow
 # two-core machine they can pass go test's default 10-minute limit.
 go test -timeout 30m ./...
+echo "== the op table and generated programs with the IR verified after every pass (NEOFLOW_CHECK=1)"
+NEOFLOW_CHECK=1 go test -count=1 ./tests/go ./core/fuse
 
 echo "== build and install the wheel (CPU-only and CUDA libraries)"
 bash scripts/build-wheel.sh

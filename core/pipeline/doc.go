@@ -19,7 +19,10 @@
 // the passes it needs first (After); the table's order is checked against
 // them when the package initializes, and each Run checks that what a pass
 // needs has run on the unit, failing loudly before it starts. An error
-// from a pass is wrapped with its name ("pass specialize: ...").
+// from a pass is wrapped with its name ("pass specialize: ..."). With
+// NEOFLOW_CHECK=1 in the environment, Run verifies the IR after every pass
+// (check.go: the op checks, every access of a specialized op is still
+// proven in bounds, the loop nests keep their accesses in their buffers).
 //
 // Dumps. A Dumper prints the IR after the passes it selects, each under a
 // header line "// after <pass>: ..." (which ends "(unchanged)", with only

@@ -199,3 +199,25 @@ func TestDumperSelectsPassesAndWritesFiles(t *testing.T) {
 		t.Fatal(d.Err())
 	}
 }
+
+// NEOFLOW_CHECK's verification names the pass after which the IR stopped
+// checking: here a statement whose extent outgrew the tensor it reads.
+func TestVerifyNamesThePass(t *testing.T) {
+	op, err := parse.Parse("Y[i] = X[i] * 2.0", parse.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := sema.Specialize(op, ir.Float64, [][]int64{{4}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := FromSpec(spec)
+	if err := verify(u, Pass{Name: "fake", Out: LevelSpec}); err != nil {
+		t.Fatalf("a specialized op does not verify: %v", err)
+	}
+	spec.Stmts[0].Spatial[0].Extent = 5
+	err = verify(u, Pass{Name: "fake", Out: LevelSpec})
+	if err == nil || !strings.Contains(err.Error(), "after pass fake") || !strings.Contains(err.Error(), "it writes [0, 5) of dimension 0 of Y") {
+		t.Errorf("got %v", err)
+	}
+}

@@ -25,6 +25,11 @@ func Run(u *Unit, last string) error {
 		}
 		u.markDone(p.Name)
 		u.Dump.after(u, p, before)
+		if checkIR {
+			if err := verify(u, p); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

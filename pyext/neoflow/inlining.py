@@ -60,12 +60,12 @@ def _split_top(text: str) -> list[str]:
 
 def inline(low, k: int, node, op) -> None:
     """Appends op's statements for node to low (a lowering.Lowering)."""
+    from .definition import consts_of
     from .sizes import parse_sizes_text
-    from .vmap import _consts
 
     args = list(node.args[0])  # the custom op's Tensor[] argument
     sizes = {**op._sizes, **parse_sizes_text(node.args[-1])}
-    consts = _consts(op._definition)
+    consts = consts_of(op._definition)
     fakes = [a.meta["val"] for a in args]
     temps = [name for name, _ in op.temporaries(*fakes, sizes=sizes)]
     written = list(op.outputs) + temps

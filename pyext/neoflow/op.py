@@ -13,6 +13,7 @@ import torch
 from . import _lib, config, outshapes, tuning
 from ._proto import neoflow_pb2 as pb
 from .checks import _check_text, _names, _scalar, check_devices, check_name  # noqa: F401 - check_devices: tests
+from .definition import GradDefinition, TextDefinition
 from .kernel import _DTYPES, _TORCH_DTYPES, Kernel, _any_autocast, _autocast, _check_memory
 from .sizes import check_sizes as _sizes
 from .sizes import parse_sizes_text, sizes_text  # noqa: F401 - part of this module's interface
@@ -112,20 +113,13 @@ class Op:
             _release(resp.op_id)
             raise
         sizes = {**_sizes(sizes), **scattered}
-        definition = (
-            "text",
-            source,
-            name or "",
-            tuple(inputs or ()),
-            tuple(outputs or ()),
-            sizes,
-            consts,
-            bool(forward_only),
+        definition = TextDefinition(
+            source, name or "", tuple(inputs or ()), tuple(outputs or ()), sizes, consts, bool(forward_only)
         )
         self._setup(resp, source, name or "", sizes, definition)
         self._out_checks = checks
 
-    def _setup(self, resp: pb.DefineResponse, source: str, name: str, sizes: dict, definition: tuple) -> None:
+    def _setup(self, resp: pb.DefineResponse, source: str, name: str, sizes: dict, definition) -> None:
         self.source = source
         self.name = name
         self.op_id = resp.op_id
@@ -160,7 +154,7 @@ class Op:
         # so that a compiled graph cached on disk by an older neoflow, or under
         # the other fusion setting, never calls this op.
         convention = f"{__version__}|{_CUSTOM_OP_CONVENTION}|fusion={config.fusion_enabled()}"
-        if definition[0] == "text" and definition[7:8] == (True,):  # forward only: other temporaries
+        if isinstance(definition, TextDefinition) and definition.forward_only:  # other temporaries
             convention += "|forward_only"
         order = zlib.crc32(f"{','.join(self.outputs)}|{convention}".encode())
         self._custom_name = f"{label}_{resp.hash[:16]}_{order:08x}"
@@ -175,7 +169,7 @@ class Op:
         self._custom = register(self)
 
     @classmethod
-    def _from_response(cls, resp: pb.DefineResponse, name: str, sizes: dict, definition: tuple) -> Op:
+    def _from_response(cls, resp: pb.DefineResponse, name: str, sizes: dict, definition) -> Op:
         """An op the Go core defined itself, such as a gradient op."""
         op = cls.__new__(cls)
         op._setup(resp, resp.printed, name, dict(sizes), definition)
@@ -298,7 +292,7 @@ class Op:
         request.op_id = self.op_id
         resp = _lib.call("nf_grad", request, pb.GradResponse)
         request.op_id = 0  # the definition holds no process-local id
-        definition = ("grad", self._definition, request.SerializeToString())
+        definition = GradDefinition(self._definition, request.SerializeToString())
         gop = Op._from_response(resp.op, f"grad_{self.name or 'op'}", dict(resp.sizes), definition)
         gop.explanation = resp.explain
         gop.saved = tuple(resp.saved)
@@ -454,24 +448,22 @@ class Op:
         return self._function
 
 
-def rebuild(definition: tuple) -> Op:
+def rebuild(definition: TextDefinition | GradDefinition) -> Op:
     """Defines an op again from ``Op._definition``: how ops unpickle, in this
     process or another."""
-    kind = definition[0] if isinstance(definition, tuple) and definition else None
-    if kind == "text":
-        _, source, name, inputs, outputs, sizes, consts, *rest = definition  # rest: forward_only, when set
+    if isinstance(definition, TextDefinition):
+        d = definition
         return Op(
-            source,
-            name=name or None,
-            inputs=inputs,
-            outputs=outputs,
-            sizes=sizes,
-            consts=consts,
-            forward_only=bool(rest and rest[0]),
+            d.source,
+            name=d.name or None,
+            inputs=d.inputs,
+            outputs=d.outputs,
+            sizes=d.sizes,
+            consts=d.consts,
+            forward_only=d.forward_only,
         )
-    if kind == "grad":
-        _, parent, request = definition
-        return rebuild(parent)._derive_grad(pb.GradRequest.FromString(request))[0]
+    if isinstance(definition, GradDefinition):
+        return rebuild(definition.parent)._derive_grad(pb.GradRequest.FromString(definition.request))[0]
     raise ValueError(f"not a neoflow op definition: {definition!r:.200}")
 
 

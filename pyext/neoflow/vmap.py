@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from .definition import consts_of
 from .sizes import parse_sizes_text, sizes_text
 
 _ACCESS = re.compile(r"\b([A-Za-z_]\w*)\[(\s*\])?")
@@ -25,15 +26,6 @@ def batched_source(source: str, names: set[str], var: str) -> str:
     return _ACCESS.sub(add, source)
 
 
-def _consts(definition: tuple) -> dict:
-    """The named constants of an op's definition (a gradient op's are its forward op's)."""
-    if definition[0] == "text":
-        return dict(definition[6])
-    if definition[0] == "grad":
-        return _consts(definition[1])
-    return {}
-
-
 def batched_op(op, flags: tuple[bool, ...]):
     """op with a batch index on the inputs flags marks (and on everything it writes), and that index's name."""
     cache = op.__dict__.setdefault("_vmapped", {})
@@ -50,7 +42,7 @@ def batched_op(op, flags: tuple[bool, ...]):
             inputs=list(op.inputs),
             outputs=list(op.outputs),
             sizes=op._sizes,
-            consts=_consts(op._definition),
+            consts=consts_of(op._definition),
         )
         cache[flags] = (bop, var)
     return cache[flags]
