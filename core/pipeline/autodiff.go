@@ -1,7 +1,11 @@
 package pipeline
 
 import (
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/pkg/errors"
 
@@ -55,7 +59,21 @@ func differentiate(u *Unit) error {
 // saved temporaries are outputs of the forward kernel, which torch.compile
 // bakes into the graphs it caches on disk under the op's name, so they
 // must depend on neoflow's version and the op alone.
+//
+// The decision is a function of the specialized op alone, and a first call
+// asks for it several times (the forward kernel, its shapes, the gradient):
+// it is made once per specialization and kept (recomputeCache).
 func Recompute(spec *ir.Spec) (map[string]bool, []string) {
+	key := specIdentity(spec)
+	if rec, notes, ok := recomputeCache.get(key); ok {
+		return rec, notes
+	}
+	rec, notes := recompute(spec)
+	recomputeCache.put(key, rec, notes)
+	return maps.Clone(rec), slices.Clone(notes)
+}
+
+func recompute(spec *ir.Spec) (map[string]bool, []string) {
 	m := fuse.DefaultMachine
 	wrt := make([]bool, len(spec.Op.Inputs))
 	for i := range wrt {
@@ -128,3 +146,50 @@ func storedAgain(spec *ir.Spec, wrt []bool, rec map[string]bool, m fuse.Machine)
 
 // wantsGrad: autodiff runs only when a gradient is asked for.
 func wantsGrad(u *Unit) bool { return u.Wrt != nil }
+
+// recomputeCache keeps the latest Recompute decisions, by specIdentity.
+var recomputeCache = &decisions{m: map[string]decision{}}
+
+// maxDecisions bounds recomputeCache: specializations past it are decided
+// again when asked.
+const maxDecisions = 512
+
+type decision struct {
+	rec   map[string]bool
+	notes []string
+}
+
+// decisions is a bounded map, safe for concurrent use; when full it is
+// emptied (a first call's several requests come close together).
+type decisions struct {
+	mu sync.Mutex
+	m  map[string]decision
+}
+
+func (d *decisions) get(key string) (map[string]bool, []string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v, ok := d.m[key]
+	return maps.Clone(v.rec), slices.Clone(v.notes), ok
+}
+
+func (d *decisions) put(key string, rec map[string]bool, notes []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.m) >= maxDecisions {
+		clear(d.m)
+	}
+	d.m[key] = decision{maps.Clone(rec), slices.Clone(notes)}
+}
+
+// specIdentity is everything of a specialized op that its gradient depends
+// on: the printed spec (statements, axes, tensors and shapes) and each
+// tensor's element type and index limit.
+func specIdentity(spec *ir.Spec) string {
+	var b strings.Builder
+	b.WriteString(ir.PrintSpec(spec))
+	for _, t := range spec.Tensors {
+		fmt.Fprintf(&b, "|%s %s %d", t.Name, spec.ElemType(t), t.Limit)
+	}
+	return b.String()
+}
