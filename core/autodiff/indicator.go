@@ -35,16 +35,7 @@ func (b *builder) indicator(t target, why string, simp bool) (*gstmt, error) {
 	// keeps the read I[b - 1] of the condition I[b - 1] == e0 in bounds
 	// when b > 0 is tested before it (&& evaluates its right side only
 	// where its left side holds).
-	body := t.contrib
-	var guards []ir.Expr
-	for {
-		w, ok := body.(*ir.Where)
-		if !ok || !ir.IsZero(w.Else) {
-			break
-		}
-		guards = append(guards, ir.Conjuncts(w.Cond)...)
-		body = w.Then
-	}
+	guards, body := guardsOf(t.contrib)
 	if conds = append(guards, conds...); len(conds) > 0 {
 		body = where(ir.AndAll(conds), body, zero())
 	}

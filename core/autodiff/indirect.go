@@ -27,16 +27,7 @@ func substituteIndirect(g *gstmt, shapes map[string][]int64) {
 	if s.Reduce != ir.Sum {
 		return
 	}
-	var conds []ir.Expr
-	body := s.RHS
-	for {
-		w, ok := body.(*ir.Where)
-		if !ok || !ir.IsZero(w.Else) {
-			break
-		}
-		conds = append(conds, ir.Conjuncts(w.Cond)...)
-		body = w.Then
-	}
+	conds, body := guardsOf(s.RHS)
 	lhs := map[string]bool{}
 	for _, x := range s.Indices {
 		lhs[x.Name] = true
@@ -82,6 +73,20 @@ func substituteIndirect(g *gstmt, shapes map[string][]int64) {
 	g.s = &ir.Stmt{Pos: s.Pos, Tensor: s.Tensor, Indices: s.Indices, Reduce: s.Reduce, RHS: body}
 	if !hasReduction(g.s) {
 		g.s.Reduce = ir.Assign
+	}
+}
+
+// guardsOf peels the guards off e, where(c1, where(c2, body, 0.0), 0.0):
+// the conjuncts of every condition, outermost first, and the body.
+func guardsOf(e ir.Expr) ([]ir.Expr, ir.Expr) {
+	var conds []ir.Expr
+	for {
+		w, ok := e.(*ir.Where)
+		if !ok || !ir.IsZero(w.Else) {
+			return conds, e
+		}
+		conds = append(conds, ir.Conjuncts(w.Cond)...)
+		e = w.Then
 	}
 }
 
