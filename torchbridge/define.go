@@ -94,6 +94,7 @@ func (r *Runtime) register(op *ir.Op, keepNone bool) (*api.DefineResponse, error
 func (r *Runtime) Release(req *api.ReleaseRequest) (*api.Empty, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.specialized.drop(r.ops[req.GetOpId()])
 	delete(r.keepNone, r.ops[req.GetOpId()])
 	delete(r.gradOf, r.ops[req.GetOpId()])
 	delete(r.ops, req.GetOpId())

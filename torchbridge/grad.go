@@ -14,7 +14,7 @@ import (
 // (double backward) like any other. With req.Save the gradient op reads
 // the forward temporaries and outputs it needs as inputs instead of
 // recomputing them (autodiff.GradSaving), except, with fusion on, the
-// temporaries the fusion reward has it recompute (pipeline.Recompute).
+// temporaries the fusion reward has it recompute (the save-or-recompute pass).
 func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 	op, in, err := r.opInputs(req.GetOpId(), req.GetInputs())
 	if err != nil {
@@ -24,12 +24,10 @@ func (r *Runtime) Grad(req *api.GradRequest) (*api.GradResponse, error) {
 		return nil, errors.Errorf("gradient request names %d inputs, op %s has %d", len(req.GetWrt()), op.DisplayName(), len(op.Inputs))
 	}
 	cfg := r.config()
-	u := &pipeline.Unit{Op: op, DType: in.dtype, Shapes: in.shapes, Ints: in.ints, Sizes: req.GetSizes(), Wrt: req.GetWrt(), Save: req.GetSave(), Dump: cfg.Dump}
-	if u.Save && cfg.Fusion {
-		// The save-or-recompute decision (pipeline.Recompute), as the
-		// forward kernel's (savedTemps) made it.
-		u.Fusion = true
-	}
+	// With fusion on a saving gradient recomputes what save-or-recompute
+	// decides, as the forward kernel's Kernel plan decided it.
+	u := &pipeline.Unit{Op: op, DType: in.dtype, Shapes: in.shapes, Ints: in.ints, Sizes: req.GetSizes(),
+		Wrt: req.GetWrt(), Save: req.GetSave(), Fusion: cfg.Fusion, Dump: cfg.Dump}
 	if err := pipeline.Run(u, pipeline.Derive); err != nil {
 		return nil, err
 	}

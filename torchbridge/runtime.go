@@ -30,6 +30,7 @@ type Runtime struct {
 	nextOp      uint64
 	builder     *kernels.Builder                              // for cfg; nil until first needed
 	specs       map[uint64]map[string]*api.SpecializeResponse // by op id, then specialization key
+	specialized specCache                                     // the Kernel plan's results (specialized.go)
 	byCache     map[string]uint64                             // kernel id by kernel cache key
 	onEntry     func(id uint64, fn uintptr, nbufs int)        // OnLaunchEntry
 	db          *tunedb.DB                                    // for cfg; nil until first needed
@@ -125,6 +126,7 @@ func (r *Runtime) Init(req *api.InitRequest) (*api.InitResponse, error) {
 	r.machineMu.Unlock()
 	r.bundled.open = b
 	r.specs = map[uint64]map[string]*api.SpecializeResponse{}
+	r.specialized.clear() // fusion, its rates or the thread count may have changed
 	resp := &api.InitResponse{Version: Version, CacheDir: cfg.CacheDir, Cuda: cudadrv.Available(), BundleRecords: int32(records)}
 	if b != nil {
 		resp.BundleKernels = int32(b.Len())

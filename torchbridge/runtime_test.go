@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/core/pipeline"
 )
 
 func newRuntime(t *testing.T) *Runtime {
@@ -181,5 +182,41 @@ func TestSourceOnlyDoesNotCompile(t *testing.T) {
 	_, err = r.Specialize(&api.SpecializeRequest{OpId: def.OpId, Inputs: []*api.TensorType{f64(5)}})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/cc") {
 		t.Errorf("missing compiler: got %v", err)
+	}
+}
+
+// The requests of a first call (the shapes, then the build) run the
+// Kernel plan once: the specialization is kept per op and request.
+func TestShapesAndBuildShareOneSpecialization(t *testing.T) {
+	r := newRuntime(t)
+	var dump strings.Builder
+	d, err := pipeline.NewDumper("specialize,fuse-group", "", &dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.cfg.Dump = d
+	r.mu.Unlock()
+	def, err := r.Define(&api.DefineRequest{Source: "T[i] = exp(X[i])\nY[i] = T[i] * 2.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &api.SpecializeRequest{OpId: def.OpId, Inputs: []*api.TensorType{f64(64)}, ShapesOnly: true}
+	if _, err := r.Specialize(req); err != nil {
+		t.Fatal(err)
+	}
+	req.ShapesOnly, req.SourceOnly = false, true
+	if _, err := r.Specialize(req); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(dump.String(), "// after specialize:"); n != 1 {
+		t.Fatalf("specialize ran %d times, want 1:\n%s", n, dump.String())
+	}
+	req.Inputs = []*api.TensorType{f64(32)}
+	if _, err := r.Specialize(req); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(dump.String(), "// after specialize:"); n != 2 {
+		t.Fatalf("a new shape: specialize ran %d times in all, want 2", n)
 	}
 }

@@ -39,7 +39,7 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 		}
 		r.mu.Unlock()
 	}
-	spec, explained, err := r.specialize(op, in, req.GetSizes(), req.GetCudaDevice() == 0)
+	spec, explained, err := r.specialize(op, in, req.GetSizes(), req.GetCudaDevice() == 0, key)
 	if err != nil {
 		return nil, err
 	}
@@ -80,27 +80,33 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	return resp, nil
 }
 
-// specialize runs the pipeline's specialize pass (core/pipeline) on op
-// for the inputs' dtype and shapes, then, with fusion on, the fusion
-// passes (fuseSpec), weighed with this machine's rates (machineRates),
-// whose explanation it also returns; for a C kernel (cpu) merge-axes
-// last, so that the builder and the tuner see the merged axes. The
-// buffers stay as the fused spec has them.
-func (r *Runtime) specialize(op *ir.Op, in typedInputs, sizes map[string]int64, cpu bool) (*ir.Spec, string, error) {
-	cfg := r.config()
-	u := &pipeline.Unit{Op: op, DType: in.dtype, Shapes: in.shapes, Ints: in.ints, Sizes: sizes, Dump: cfg.Dump}
-	if err := pipeline.Run(u, "specialize"); err != nil {
-		return nil, "", err
+// specialize runs the pipeline's Kernel plan (core/pipeline) on op for
+// the inputs' dtype and shapes: specialize, with fusion on the
+// save-or-recompute decision and the fusion passes, weighed with this
+// machine's rates (machineRates), and for a C kernel (cpu) merge-axes,
+// so that the builder and the tuner see the merged axes. It returns the
+// spec the kernel is built from and the explanation (explainFusion). The
+// result is kept per op and request (specialized): the shapes request
+// that comes before a first build, and the build, share one run.
+func (r *Runtime) specialize(op *ir.Op, in typedInputs, sizes map[string]int64, cpu bool, key string) (*ir.Spec, string, error) {
+	if s, ok := r.specialized.get(op, key); ok {
+		return s.spec, s.explained, nil
 	}
+	cfg := r.config()
 	r.mu.Lock()
 	keepNone := r.keepNone[op]
 	r.mu.Unlock()
-	spec, explained, err := fuseSpec(u.Spec, cfg, keepNone, r.machineRates)
-	if err != nil || !cpu {
-		return spec, explained, err
+	u := &pipeline.Unit{Op: op, DType: in.dtype, Shapes: in.shapes, Ints: in.ints, Sizes: sizes, Dump: cfg.Dump,
+		Fusion: cfg.Fusion, KeepSaved: !keepNone, MergeAxes: cpu}
+	if cfg.Fusion {
+		u.Machine = r.machineRates()
 	}
-	spec, err = pipeline.MergeAxes(spec, cfg.Dump)
-	return spec, explained, err
+	if err := pipeline.Run(u, pipeline.Kernel); err != nil {
+		return nil, "", err
+	}
+	s := specialized{u.Spec, explainFusion(u, cfg.Fusion)}
+	r.specialized.put(op, key, s)
+	return s.spec, s.explained, nil
 }
 
 // remember keeps a specialization's response for the next request.
@@ -188,19 +194,25 @@ func indexInputs(op *ir.Op) map[string]bool {
 
 // specKey identifies a specialization request of one op.
 func specKey(req *api.SpecializeRequest) string {
+	return requestKey(req.GetInputs(), req.GetSizes(), req.GetCudaDevice())
+}
+
+// requestKey identifies a specialization of one op: its inputs' types, the
+// sizes given and the CUDA device (1 + its ordinal; 0 for the CPU).
+func requestKey(ins []*api.TensorType, sizes map[string]int64, cudaDevice int32) string {
 	var b strings.Builder
-	for _, in := range req.GetInputs() {
+	for _, in := range ins {
 		fmt.Fprintf(&b, "|%s%v", in.GetDtype(), in.GetShape())
 	}
-	names := make([]string, 0, len(req.GetSizes()))
-	for n := range req.GetSizes() {
+	names := make([]string, 0, len(sizes))
+	for n := range sizes {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(&b, "|%s=%d", n, req.GetSizes()[n])
+		fmt.Fprintf(&b, "|%s=%d", n, sizes[n])
 	}
-	if d := req.GetCudaDevice(); d != 0 {
+	if d := cudaDevice; d != 0 {
 		fmt.Fprintf(&b, "|cuda:%d", d-1)
 	}
 	return b.String()

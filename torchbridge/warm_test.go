@@ -1,6 +1,7 @@
 package torchbridge
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -42,7 +43,7 @@ func TestWarmStartFromTheNearestShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, _, err := r.specialize(op, in, nil, true)
+	spec, _, err := r.specialize(op, in, nil, true, fmt.Sprint(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestWarmStartFromTheNearestShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec32, _, err := r.specialize(op32, in32, nil, true)
+	spec32, _, err := r.specialize(op32, in32, nil, true, fmt.Sprint(in32))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestWarmIndexFollowsTheCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, _, err := r.specialize(op, in, nil, true)
+	old, _, err := r.specialize(op, in, nil, true, fmt.Sprint(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestWarmIndexFollowsTheCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, in2, _ := r.opInputs(def.OpId, []*api.TensorType{f64(48, 48), f64(48, 64)})
-	spec, _, err := r.specialize(op, in2, nil, true)
+	spec, _, err := r.specialize(op, in2, nil, true, fmt.Sprint(in2))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,12 @@
 // named passes (passes.go) that takes a checked op (after core/parse and
 // sema.Check) to the loop nests that the renderers (kernels/cgen) take.
 // Forward ops and gradient ops go through the same table; torchbridge and
-// kernels call Run and never string the steps together themselves.
+// kernels call Run and never string the steps together themselves: a
+// request runs one plan, named for the last pass it runs (Derive: the
+// gradient op; Kernel: the spec a kernel is built from; Build: the loop
+// nests of one schedule). The table does not refer to itself:
+// save-or-recompute runs the fusion passes (the slice fusion, which the
+// table holds) on the gradient op it weighs, never Run.
 //
 // A Unit carries one op through the passes, at the IR level the passes so
 // far have brought it to: the statement level (ir.Op), the specialized

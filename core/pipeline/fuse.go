@@ -40,7 +40,7 @@ const Fused = "fuse-group"
 func Fuse(spec *ir.Spec, opts fuse.Options) (*ir.Spec, error) {
 	u := FromSpec(spec)
 	u.Fusion, u.Keep, u.SplitAlways, u.Machine = true, opts.Keep, opts.SplitAlways, opts.Machine
-	if err := Run(u, Fused); err != nil {
+	if err := runPasses(u, fusion); err != nil {
 		return nil, err
 	}
 	return u.Spec, nil

@@ -31,43 +31,64 @@ type Pass struct {
 	Out Level
 }
 
-// passes is the pipeline, in the order it runs. It is set in init: the
-// autodiff pass runs the fusion passes (Recompute), which makes the table
-// refer to itself.
-var passes []Pass
+// passes is the pipeline, in the order it runs.
+var passes = table()
 
-func table() []Pass {
-	return []Pass{
-		{Name: "specialize", Run: specialize, Applies: needsSpec, Out: LevelSpec},
-		{Name: "autodiff", Run: differentiate, Applies: wantsGrad, After: []string{"specialize"}, Out: LevelOp},
-		{Name: "fuse-fold", Run: fuseFold, Applies: wantsFusion, After: []string{"specialize"}, Out: LevelFused},
-		{Name: "fuse-merge", Run: fuseMerge, Applies: wantsFusion, After: []string{"fuse-fold"}, Out: LevelFused},
-		{Name: "fuse-split", Run: fuseSplit, Applies: wantsFusion, After: []string{"fuse-merge"}, Out: LevelFused},
-		{Name: "fuse-cse", Run: fuseCSE, Applies: wantsFusion, After: []string{"fuse-split"}, Out: LevelFused},
-		{Name: "fuse-inline", Run: fuseInline, Applies: wantsFusion, After: []string{"fuse-cse"}, Out: LevelFused},
-		{Name: "fuse-prune", Run: fusePrune, Applies: wantsFusion, After: []string{"fuse-inline"}, Out: LevelFused},
-		{Name: "fuse-group", Run: fuseGroup, Applies: wantsFusion, After: []string{"fuse-prune"}, Out: LevelFused},
-		{Name: "merge-axes", Run: mergeAxes, Applies: wantsMergedAxes, After: []string{"specialize"}, Out: LevelSpec},
-		{Name: "schedule", Run: schedule, After: []string{"specialize"}, Out: LevelScheduled},
-		{Name: "lower", Run: lower, After: []string{"schedule"}, Out: LevelLoops},
-		{Name: "hoist-guards", Run: hoistGuards, After: []string{"lower"}, Out: LevelLoops},
-		{Name: "version-lanes", Run: versionLanes, After: []string{"hoist-guards"}, Out: LevelLoops},
-		{Name: "check-bounds", Run: checkBounds, After: []string{"version-lanes"}, Out: LevelLoops},
-	}
+// fusion is the table's fusion passes (core/fuse), Spec -> Spec, in
+// order. save-or-recompute runs them on the gradient op it weighs
+// (storedAgain), and Fuse on a spec; every other caller reaches them
+// through Run.
+var fusion = []Pass{
+	{Name: "fuse-fold", Run: fuseFold, Applies: wantsFusion, After: []string{"specialize"}, Out: LevelFused},
+	{Name: "fuse-merge", Run: fuseMerge, Applies: wantsFusion, After: []string{"fuse-fold"}, Out: LevelFused},
+	{Name: "fuse-split", Run: fuseSplit, Applies: wantsFusion, After: []string{"fuse-merge"}, Out: LevelFused},
+	{Name: "fuse-cse", Run: fuseCSE, Applies: wantsFusion, After: []string{"fuse-split"}, Out: LevelFused},
+	{Name: "fuse-inline", Run: fuseInline, Applies: wantsFusion, After: []string{"fuse-cse"}, Out: LevelFused},
+	{Name: "fuse-prune", Run: fusePrune, Applies: wantsFusion, After: []string{"fuse-inline"}, Out: LevelFused},
+	{Name: "fuse-group", Run: fuseGroup, Applies: wantsFusion, After: []string{"fuse-prune"}, Out: LevelFused},
 }
 
-// The last passes of the two ways through the table.
+func table() []Pass {
+	t := []Pass{
+		{Name: "specialize", Run: specialize, Applies: needsSpec, Out: LevelSpec},
+		{Name: "save-or-recompute", Run: saveOrRecompute, Applies: wantsDecision, After: []string{"specialize"}, Out: LevelFused},
+		{Name: "autodiff", Run: differentiate, Applies: wantsGrad, After: []string{"specialize"}, Out: LevelOp},
+	}
+	t = append(t, fusion...)
+	return append(t,
+		Pass{Name: "merge-axes", Run: mergeAxes, Applies: wantsMergedAxes, After: []string{"specialize"}, Out: LevelSpec},
+		Pass{Name: "schedule", Run: schedule, After: []string{"specialize"}, Out: LevelScheduled},
+		Pass{Name: "lower", Run: lower, After: []string{"schedule"}, Out: LevelLoops},
+		Pass{Name: "hoist-guards", Run: hoistGuards, After: []string{"lower"}, Out: LevelLoops},
+		Pass{Name: "version-lanes", Run: versionLanes, After: []string{"hoist-guards"}, Out: LevelLoops},
+		Pass{Name: "check-bounds", Run: checkBounds, After: []string{"version-lanes"}, Out: LevelLoops},
+	)
+}
+
+// The plans: the last pass of each way through the table that a caller
+// runs. A request of torchbridge runs one of the first two; a kernel
+// builder runs Build for each schedule it lowers (the tuner lowers many
+// from one spec, and a cached kernel lowers none).
 const (
 	// Derive ends with the gradient op of a specialized op.
 	Derive = "autodiff"
+	// Kernel ends with the spec a kernel is built from: specialized,
+	// with fusion on fused (the temporaries its saving gradients read kept
+	// whole), with MergeAxes its reduction axes merged.
+	Kernel = "merge-axes"
 	// Build ends with the loop nests the renderers take.
 	Build = "check-bounds"
 )
 
+// order is each pass's place in the table, from 0.
+var order = map[string]int{}
+
 func init() {
-	passes = table()
 	if err := checkOrder(passes); err != nil {
 		panic("pipeline: " + err.Error())
+	}
+	for i, p := range passes {
+		order[p.Name] = i
 	}
 }
 

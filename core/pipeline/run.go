@@ -18,7 +18,16 @@ func Run(u *Unit, last string) error {
 	if err != nil {
 		return err
 	}
+	return runPasses(u, plan)
+}
+
+// runPasses runs plan's passes on u in order, dumping and (NEOFLOW_CHECK)
+// verifying after each.
+func runPasses(u *Unit, plan []Pass) error {
 	for _, p := range plan {
+		if p.Applies != nil && !p.Applies(u) {
+			continue
+		}
 		before := u.Dump.before(u, p)
 		if err := p.Run(u); err != nil {
 			return errors.Wrapf(err, "pass %s", p.Name)
@@ -60,11 +69,10 @@ func planFor(u *Unit, last string) ([]Pass, error) {
 	return plan, nil
 }
 
+// indexOf is the named pass's place in the table; -1 when there is none.
 func indexOf(name string) int {
-	for i, p := range passes {
-		if p.Name == name {
-			return i
-		}
+	if i, ok := order[name]; ok {
+		return i
 	}
 	return -1
 }

@@ -41,16 +41,23 @@ type Unit struct {
 	// (autodiff.GradSaving).
 	Wrt  []bool
 	Save bool
+	// Recompute is save-or-recompute's decision: the forward temporaries
+	// a saving gradient computes again instead of reading them saved.
+	Recompute map[string]bool
 	// Grad is autodiff's result; its Op is also Unit.Op afterwards.
 	Grad *autodiff.GradOp
 
 	// Fusion runs the fusion passes (core/fuse) on the Spec, and lets a
 	// saving gradient (Save) recompute the forward temporaries the reward
-	// chooses (Recompute) instead of reading them saved; Keep names
-	// the temporaries they must leave whole (the caller reads them after
-	// the kernel). FusionNotes holds each fusion pass's decisions.
+	// chooses (save-or-recompute) instead of reading them saved; Keep
+	// names the temporaries they must leave whole (the caller reads them
+	// after the kernel). With KeepSaved, save-or-recompute adds the
+	// temporaries the op's saving gradients read (the forward kernel of
+	// an op differentiated under autograd). FusionNotes holds each
+	// pass's decisions.
 	Fusion      bool
 	Keep        map[string]bool
+	KeepSaved   bool
 	FusionNotes map[string][]string
 	// SplitAlways makes fuse-split split wherever it can (tests).
 	SplitAlways bool

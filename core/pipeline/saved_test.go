@@ -1,17 +1,16 @@
-package torchbridge
+package pipeline
 
 import (
 	"testing"
 
 	"github.com/neoflow/neoflow/core/autodiff"
 	"github.com/neoflow/neoflow/core/ir"
-	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
 // savedTemps derives the gradients with respect to all inputs and to each
 // alone; the temporaries the saving gradient of any set of inputs reads
-// (with the temporaries pipeline.Recompute has it recompute, as Grad
+// (with the temporaries Recompute has it recompute, as autodiff
 // derives it with fusion on) must be among them, or fusion would drop one
 // the backward needs. Every subset of every op's inputs in the test table
 // (and of its gradient op's, for double backward), checked.
@@ -30,8 +29,8 @@ func TestSavedTempsCoverEverySubset(t *testing.T) {
 			specs = append(specs, g)
 		}
 		for _, s := range specs {
-			keep, _ := savedTemps(s)
-			rec, _ := pipeline.Recompute(s)
+			rec, _ := Recompute(s)
+			keep := savedTemps(s, rec)
 			n := len(s.Op.Inputs)
 			if n > 10 {
 				n = 10 // 1023 subsets at most
