@@ -196,7 +196,7 @@ setup(
     keywords=["pytorch", "compiler", "tensor", "operator", "autodiff", "cuda", "kernel"],
     python_requires=">=3.10",
     package_dir={"": "pyext"},
-    packages=["neoflow", "neoflow._proto"],
+    packages=["neoflow", "neoflow._proto", "neoflow.backend"],
     # torch: from MIN_TORCH (pyext/neoflow/version.py says why); below 3
     # because the backend uses torch._dynamo's and torch._guards' internals.
     install_requires=[f"torch>={min_torch()},<3", "protobuf>=4.21", "tqdm>=4.60"],

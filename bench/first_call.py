@@ -47,7 +47,6 @@ WORKLOADS = ("milstm", "scrnn", "sublstm", "lltm", "capsnet", "shufflenet")
 def child(name: str) -> None:
     """Times one workload's ops in this (fresh) process and prints the rows as JSON."""
     import torch
-
     import workloads_module
 
     wl = workloads_module.load()

@@ -169,7 +169,7 @@ def bench_model(torch, neoflow, name: str, args) -> dict:
             row["lowered"] = sum(r["lowered"] for r in reps)
             row["nodes"] = sum(r["nodes"] for r in reps)
             row["subgraphs"] = sum(r["subgraphs"] for r in reps)
-            row["max_nodes"] = importlib.import_module("neoflow.backend").MAX_NODES
+            row["max_nodes"] = importlib.import_module("neoflow.backend.graphs").MAX_NODES
             row["fallback"] = sorted({k for r in reps for k in r["fallback"]})
     for v, st in wl.interleaved(steps, args.repeat, block=5, untimed=2).items():
         row[v] |= st

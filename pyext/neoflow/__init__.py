@@ -138,7 +138,7 @@ def compile(model=None, *, explain: bool = False, contractions: str = "eager", *
     lowered into neoflow ops where neoflow has a lowering, the rest in eager
     PyTorch; ``explain=True`` prints what each graph lowered and what fell
     back, and why; ``contractions="neoflow"`` lowers matrix products and
-    convolutions too (by default PyTorch runs them; see neoflow.backend)."""
+    convolutions too (by default PyTorch runs them; see neoflow.backend.graphs)."""
     from . import backend
 
     return backend.compile(model, explain=explain, contractions=contractions, **kwargs)

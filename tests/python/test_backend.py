@@ -190,7 +190,7 @@ def test_reshapes_read_through_runs_of_dimensions(shape, view):
     """A reshape maps runs of dimensions of equal size onto each other; its
     reads split or merge indices within a run only (a channel shuffle reads
     X[n, (c % 3) * 2 + c / 3, h, w]), forward and backward as eager."""
-    from neoflow.lowering import _reshape_parts
+    from neoflow.backend.lowering import _reshape_parts
 
     assert _reshape_parts((16, 60, 28, 28), (16, 3, 20, 28, 28), list("abcde")) == ["a", "b * 20 + c", "d", "e"]
     assert _reshape_parts((16, 3, 20, 28, 28), (16, 60, 28, 28), list("abcd")) == ["a", "b / 20", "b % 20", "c", "d"]
@@ -265,7 +265,8 @@ def test_strided_inputs_are_read_in_place(monkeypatch):
 def test_strided_inputs_are_copied_where_no_variant_builds(monkeypatch):
     """Where the variant for an input's strides cannot be lowered or built,
     the view is copied (Kernel.run) and the subgraph's op runs on it."""
-    from neoflow import Error, lowering
+    from neoflow import Error
+    from neoflow.backend import lowering
     from neoflow.op import Op
 
     plain = lowering.Lowering.__init__
@@ -370,7 +371,7 @@ def test_conv1d_gradcheck_in_float64():
 def test_a_subgraph_neoflow_refuses_runs_in_eager(monkeypatch, caplog):
     """A lowering the Go core refuses (here: a statement made unprovable on
     purpose) leaves its subgraph in eager with a warning; the graph runs."""
-    from neoflow import lowering
+    from neoflow.backend import lowering
 
     monkeypatch.setitem(lowering._UNARY, torch.ops.aten.tanh.default, "tanh({0}) + Q[0]")
 
@@ -387,16 +388,16 @@ def test_a_subgraph_neoflow_refuses_runs_in_eager(monkeypatch, caplog):
 
 def _record_subgraphs(monkeypatch) -> list:
     """The lowered subgraphs (backend._Subgraph) made from now on, in a list that fills as they are."""
-    from neoflow import backend
+    from neoflow.backend import graphs
 
     made = []
-    init = backend._Subgraph.__init__
+    init = graphs._Subgraph.__init__
 
     def record(self, *a, **k):
         init(self, *a, **k)
         made.append(self)
 
-    monkeypatch.setattr(backend._Subgraph, "__init__", record)
+    monkeypatch.setattr(graphs._Subgraph, "__init__", record)
     return made
 
 
@@ -592,7 +593,7 @@ def test_grouped_convolutions_are_lowered_by_default_on_the_cpu():
     assert fw["lowered"] == fw["nodes"] - 1 - fw["eager_views"], fw
     assert bw["nodes"] - bw["lowered"] <= 4, bw
     # which ones the policy takes, on traced ATen nodes:
-    from neoflow import convlowering
+    from neoflow.backend import convlowering
     from torch.fx.experimental.proxy_tensor import make_fx
 
     unit = _ShuffleUnit()

@@ -1,4 +1,4 @@
-"""Sums of matrix products merged into one product (neoflow.mmsum): the
+"""Sums of matrix products merged into one product (neoflow.backend.mmsum): the
 graph pass on traced graphs against the graph before it, the cases it must
 leave alone, and a recurrent cell's weight gradient through the backend."""
 
@@ -13,7 +13,7 @@ import torch  # noqa: E402
 from backend_models import TOL, fresh_dynamo  # noqa: E402, F401 - fresh_dynamo: a fixture, used through pytestmark
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from neoflow import mmsum  # noqa: E402
+from neoflow.backend import mmsum  # noqa: E402
 from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 
 aten = torch.ops.aten
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # Dynamo's caches and the 
 
 def _traced(f, *args):
     """f as an ATen graph whose nodes carry fake values (node.meta["val"]), as AOT Autograd's do."""
-    from neoflow.backend import _decompositions
+    from neoflow.backend.graphs import _decompositions
 
     return make_fx(f, decomposition_table=_decompositions(), tracing_mode="fake")(*args)
 

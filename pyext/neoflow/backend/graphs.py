@@ -37,8 +37,8 @@ import threading
 import torch
 from torch.fx.passes.operator_support import OperatorSupport
 
+from ..errors import Error
 from . import aten_support, lowering, mmsum
-from .errors import Error
 
 log = logging.getLogger("neoflow.compile")
 
@@ -126,7 +126,7 @@ class _Subgraph(torch.nn.Module):
         self.kernels: dict = {}  # by the inputs' shapes and dtypes
 
     def _define(self, low: lowering.Lowering):
-        from .op import Op
+        from ..op import Op
 
         digest = hashlib.sha1(low.source.encode()).hexdigest()[:12]
         # forward only: AOT Autograd traced the backward, so the kernels keep no temporaries for a gradient

@@ -27,7 +27,7 @@ def op_of(node):
     target = node.target
     if not isinstance(target, torch._ops.OpOverload) or target.namespace != "neoflow":
         return None
-    from .autograd import _op_for
+    from ..autograd import _op_for
 
     try:
         return _op_for(target.name())
@@ -60,8 +60,8 @@ def _split_top(text: str) -> list[str]:
 
 def inline(low, k: int, node, op) -> None:
     """Appends op's statements for node to low (a lowering.Lowering)."""
-    from .definition import consts_of
-    from .sizes import parse_sizes_text
+    from ..definition import consts_of
+    from ..sizes import parse_sizes_text
 
     args = list(node.args[0])  # the custom op's Tensor[] argument
     sizes = {**op._sizes, **parse_sizes_text(node.args[-1])}

@@ -1,0 +1,20 @@
+"""The ``torch.compile`` backend: ``torch.compile(model, backend="neoflow")``.
+
+Its modules, in the order a graph meets them:
+
+- ``graphs``: the Dynamo backend (``backend``), AOT Autograd's decompositions,
+  the partition of each graph into subgraphs that run as neoflow ops, and the
+  per-graph report (``report``, ``explain=True``);
+- ``aten_support``: which ATen operators lower, and why the others do not;
+- ``mmsum``: sums of matrix products merged into one product first;
+- ``lowering``: a subgraph's nodes as the statements of one neoflow op, with
+  ``convlowering`` for convolutions and pooling and ``inlining`` for a
+  neoflow op's own node.
+
+Everything else of neoflow (ops, autograd, kernels, tuning) is reached through
+its package-level functions; the ATen matching stays here, beside FX.
+"""
+
+from .graphs import backend, compile, compile_graph, explain_text, report
+
+__all__ = ["backend", "compile", "compile_graph", "explain_text", "report"]
