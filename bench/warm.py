@@ -76,10 +76,10 @@ def run_case(torch, neoflow, name: str, args) -> list[dict]:
         xs = inputs(dims)
         warm, warm_src = time_kernel(op, xs, args.repeat)  # the first build of this shape
         neoflow.configure(cache_dir=tempfile.mkdtemp(prefix="neoflow-warm-off-"), tune="off")
-        op._forget_kernels()  # the op keeps its specializations: build this shape again, here
+        op.forget_kernels()  # the op keeps its specializations: build this shape again, here
         default, default_src = time_kernel(op, xs, args.repeat)
         neoflow.configure(cache_dir=db, tune="default")
-        op._forget_kernels()
+        op.forget_kernels()
         neoflow.tune(op, *xs, trials=args.trials, backward=False, progress=False)
         tuned_ms, _ = time_kernel(op, xs, args.repeat)
         rows.append(

@@ -48,6 +48,13 @@ func nf_grad(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.int64
 	})
 }
 
+//export nf_transform
+func nf_transform(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.int64_t) *C.char {
+	return control(req, reqLen, out, outLen, &api.TransformRequest{}, func(m proto.Message) (proto.Message, error) {
+		return rt.Transform(m.(*api.TransformRequest))
+	})
+}
+
 //export nf_release
 func nf_release(req unsafe.Pointer, reqLen C.int64_t, out **C.char, outLen *C.int64_t) *C.char {
 	return control(req, reqLen, out, outLen, &api.ReleaseRequest{}, func(m proto.Message) (proto.Message, error) {

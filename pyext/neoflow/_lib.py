@@ -74,7 +74,7 @@ def _bind(lib: ctypes.CDLL) -> None:
         ctypes.POINTER(ctypes.c_void_p),
         ctypes.POINTER(ctypes.c_int64),
     )
-    names = ("nf_init", "nf_define", "nf_specialize", "nf_grad", "nf_release")
+    names = ("nf_init", "nf_define", "nf_specialize", "nf_grad", "nf_transform", "nf_release")
     for name in names + (
         "nf_tune_begin",
         "nf_tune_step",

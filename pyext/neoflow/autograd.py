@@ -44,7 +44,7 @@ _definitions: dict[str, tuple] = {}
 _rebuilt: dict[str, object] = {}
 
 
-def _op_for(name: str):
+def op_for(name: str):
     """The Op a registered custom op runs."""
     ref = _latest.get(name)
     op = ref() if ref is not None else None
@@ -144,14 +144,14 @@ def _flat_needs(needs) -> list:
 def register(op):
     """The torch.library custom op for op (one per distinct op), made on
     first use of its name; op becomes the Op that name runs."""
-    name = f"neoflow::{op._custom_name}"
+    name = f"neoflow::{op.custom_name}"
     with _lock:
         _latest[name] = weakref.ref(op)
         _definitions[name] = op.__reduce__()  # (rebuild, (definition,)): plain data
         _rebuilt.pop(name, None)
         # A registration made inside a scoped library (torch.library.opcheck
         # does that) is gone when the scope ends: check the dispatcher still has it.
-        if name in _registered and hasattr(torch.ops.neoflow, op._custom_name):
+        if name in _registered and hasattr(torch.ops.neoflow, op.custom_name):
             return _registered[name]
         custom = _make_custom_op(name)
         _registered[name] = custom
@@ -164,14 +164,14 @@ def _make_custom_op(name: str):
     schema = "(Tensor[] inputs, str sizes) -> Tensor[]"
 
     def impl(inputs, sizes):
-        return _op_for(name)._launch(tuple(inputs), parse_sizes_text(sizes), keep=True)
+        return op_for(name)._launch(tuple(inputs), parse_sizes_text(sizes), keep=True)
 
     custom = torch.library.custom_op(name, impl, mutates_args=(), schema=schema)
 
     @custom.register_fake
     def _(inputs, sizes):
-        ref, current = inputs[0], _op_for(name)
-        outs, temps, dtypes = current._buffer_shapes(tuple(inputs), parse_sizes_text(sizes))  # one lookup
+        ref, current = inputs[0], op_for(name)
+        outs, temps, dtypes = current.buffers(tuple(inputs), parse_sizes_text(sizes))  # one lookup
         shapes = outs + [shape for _, shape in temps]
         return [ref.new_empty(shape, dtype=dt) for shape, dt in zip(shapes, dtypes)]
 
@@ -179,7 +179,7 @@ def _make_custom_op(name: str):
         tensors, sizes = tuple(inputs[0]), parse_sizes_text(inputs[1])
         # Flat here (one flag per list element first), nested in backward.
         wrt = [bool(n) for n in _flat_needs(ctx.needs_input_grad)[: len(tensors)]]
-        ctx.op = _op_for(name)  # the backward runs the same Op, even if another takes the name over
+        ctx.op = op_for(name)  # the backward runs the same Op, even if another takes the name over
         _keep(ctx, ctx.op, tensors, sizes, wrt, output)
 
     def backward(ctx, grads):
@@ -193,7 +193,7 @@ def _make_custom_op(name: str):
     def vmap_rule(info, in_dims, inputs, sizes):
         from .vmap import batch_rule
 
-        return batch_rule(_op_for(name), info, in_dims[0], inputs, sizes)
+        return batch_rule(op_for(name), info, in_dims[0], inputs, sizes)
 
     custom.register_vmap(vmap_rule)
 
@@ -264,7 +264,7 @@ def _may_build_ahead(tensors) -> bool:
 
 class _Plan:
     """What an eager autograd call of one specialization needs, looked up
-    once (Op._plans) instead of on every call: the forward kernel, the
+    once (make_function's plans) instead of on every call: the forward kernel, the
     positions among its buffers (Kernel.run's list) of the tensors the
     saving gradient op reads (None: the kernel keeps one of them in no
     buffer, and the gradient recomputes), that gradient op with its sizes,
@@ -293,7 +293,7 @@ class _Plan:
     )
 
     def __init__(self, op, tensors, sizes: dict, wrt):
-        op._check(tensors)  # what it checks, the plan's key fixes: calls that find the plan need no check
+        op.check_inputs(tensors)  # what it checks, the plan's key fixes: calls that find the plan need no check
         self.wrt = [bool(w) for w in wrt]
         self.sizes = sizes  # the call's sizes: part of the plan's key
         self.kept, self.gop, self.gsizes, self.grad_kernel, self.grad_future = [], None, None, None, None
@@ -357,7 +357,7 @@ def _passed_on(op, gop, tensors, sizes: dict, wrt) -> dict[int, int]:
     neither launches a kernel for it nor allocates it."""
     if not gop.copies:
         return {}
-    outs, _, dtypes = op._buffer_shapes(tensors, sizes)
+    outs, _, dtypes = op.buffers(tensors, sizes)
     n = len(op.inputs)
     names = iter(gop.outputs)  # the gradients of the inputs wrt selects, in order
     passed = {}
@@ -373,7 +373,7 @@ def _build_ahead(op, gop, gsizes, tensors, sizes) -> concurrent.futures.Future |
     """Starts the build of the saving gradient op's kernel on a helper thread, for stand-in tensors of the shapes
     the backward will pass: the op's inputs, one gradient per output, then the forward's tensors that the gradient
     reads (their shapes inferred without building the forward). None where the forward keeps none of those."""
-    outs, temps, dtypes = op._buffer_shapes(tensors, sizes)
+    outs, temps, dtypes = op.buffers(tensors, sizes)
     names = list(op.outputs) + [n for n, _ in temps]
     shapes = dict(zip(names, [*outs, *[s for _, s in temps]]))
     types = dict(zip(names, dtypes))
@@ -404,7 +404,7 @@ def make_function(op):
     the general way: _backward). Both are lean: eager training calls them
     for every op of every step."""
     n_inputs, n_outputs = len(op.inputs), len(op.outputs)
-    plans = op._plans
+    plans: dict = {}  # the _Plans by key; dropped with the Function when the op forgets its kernels
 
     class Function(torch.autograd.Function):
         @staticmethod
@@ -442,6 +442,7 @@ def make_function(op):
             return (None, *[None if i is None else bufs[i] for i in plan.grad_at])
 
     Function.__name__ = Function.__qualname__ = f"{op.name or 'op'}_Function"
+    Function.plans = plans
     return Function
 
 

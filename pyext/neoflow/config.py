@@ -18,8 +18,14 @@ _info: pb.InitResponse | None = None
 TUNE_MODES = ("off", "default", "full", "background")
 
 # Called when a setting changes what kernels are built from (fusion): each
-# drops what it cached of the kernels built before (op.py registers one).
+# drops what it cached of the kernels built before (on_rebuild).
 _on_rebuild: list = []
+
+
+def on_rebuild(hook) -> None:
+    """Calls hook() whenever a setting changes what kernels are built from (fusion on or off), so that
+    what a module cached of the kernels built before is dropped."""
+    _on_rebuild.append(hook)
 
 
 def configure(

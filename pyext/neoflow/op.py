@@ -13,7 +13,7 @@ import torch
 from . import _lib, config, outshapes, tuning
 from ._proto import neoflow_pb2 as pb
 from .checks import _check_text, _names, _scalar, check_devices, check_name  # noqa: F401 - check_devices: tests
-from .definition import GradDefinition, TextDefinition
+from .definition import GradDefinition, TextDefinition, consts_of
 from .kernel import _DTYPES, _TORCH_DTYPES, Kernel, _any_autocast, _autocast, _check_memory
 from .sizes import check_sizes as _sizes
 from .sizes import parse_sizes_text, sizes_text  # noqa: F401 - part of this module's interface
@@ -44,7 +44,7 @@ def _forget_all_built() -> None:
         op._forget_built()
 
 
-config._on_rebuild.append(_forget_all_built)
+config.on_rebuild(_forget_all_built)
 
 
 class Op:
@@ -127,7 +127,7 @@ class Op:
         self.outputs = tuple(resp.outputs)
         self.input_ranks = tuple(resp.input_ranks)
         self.output_ranks = tuple(resp.output_ranks)
-        self._scatter_axes = tuple(resp.scatter_axes)  # output dimensions written through index tensors
+        self.scatter_axes = tuple(resp.scatter_axes)  # output dimensions written through index tensors
         self._out_checks = []  # (output, dimension, extent) that out_shapes gave at the definition
         self.hash = resp.hash
         self._printed = resp.printed
@@ -135,9 +135,6 @@ class Op:
         self._kernels: dict = {}
         self._shapes: dict = {}
         self._grads: dict = {}
-        # autograd's per-specialization call plans (autograd._Plan), by
-        # shapes, sizes and the inputs needing a gradient
-        self._plans: dict = {}
         _live.add(self)
         self._function = None
         self._custom = None
@@ -157,7 +154,7 @@ class Op:
         if isinstance(definition, TextDefinition) and definition.forward_only:  # other temporaries
             convention += "|forward_only"
         order = zlib.crc32(f"{','.join(self.outputs)}|{convention}".encode())
-        self._custom_name = f"{label}_{resp.hash[:16]}_{order:08x}"
+        self.custom_name = f"{label}_{resp.hash[:16]}_{order:08x}"
         # What rebuild() needs to define the op again: plain data, so that an
         # op pickles (into a spawn worker, say) and a custom op outlives its Ops.
         self._definition = definition
@@ -187,7 +184,24 @@ class Op:
 
     # -- specialization ---------------------------------------------------
 
-    def _check(self, tensors) -> None:
+    @property
+    def sizes(self) -> dict[str, int]:
+        """The extents given at the definition (``sizes=``, and those ``out_shapes=`` fixes), by index variable."""
+        return dict(self._sizes)
+
+    @property
+    def consts(self) -> dict:
+        """The named constants the op was defined with (a gradient op's are its forward op's)."""
+        return consts_of(self._definition)
+
+    @property
+    def scatters(self) -> bool:
+        """Whether an output dimension is written through an index tensor (``Y[I[e], d] += ...``)."""
+        return bool(self.scatter_axes)
+
+    def check_inputs(self, tensors) -> None:
+        """Raises a clear TypeError or ValueError unless tensors are this op's inputs: their number, types,
+        devices, dtypes and ranks."""
         if len(tensors) != len(self.inputs):
             raise TypeError(
                 f"op {self.name or '<anonymous>'} takes {len(self.inputs)} inputs "
@@ -207,7 +221,8 @@ class Op:
             if t.dim() != r:
                 raise ValueError(f"input {n} must have {r} dimensions, got shape {tuple(t.shape)}")
 
-    def _merged_sizes(self, sizes) -> dict[str, int]:
+    def call_sizes(self, sizes) -> dict[str, int]:
+        """The extents a call passes: the definition's, updated by the call's ``sizes`` (checked)."""
         merged = dict(self._sizes)
         merged.update(_sizes(sizes))
         return merged
@@ -216,7 +231,7 @@ class Op:
         return pb.SpecializeRequest(
             op_id=self.op_id,
             inputs=[pb.TensorType(dtype=_DTYPES[t.dtype], shape=[int(d) for d in t.shape]) for t in tensors],
-            sizes=self._merged_sizes(sizes),
+            sizes=self.call_sizes(sizes),
             **flags,
         )
 
@@ -225,31 +240,33 @@ class Op:
         the GPU default schedules, without compiling it or needing a GPU: the
         tensors may be CPU tensors. ``op.specialize(*cuda_tensors).cuda_source``
         is the source of the kernel that runs."""
-        self._check(tensors)
+        self.check_inputs(tensors)
         config.ensure()
         request = self._request(tensors, sizes, source_only=True, cuda_device=1)
         return _lib.call("nf_specialize", request, pb.SpecializeResponse).cuda_source
 
     def output_shapes(self, *tensors, sizes=None) -> list[tuple[int, ...]]:
         """The shapes of the outputs for these inputs, without building anything."""
-        return self._buffer_shapes(tensors, sizes)[0]
+        return self.buffers(tensors, sizes)[0]
 
     def temporaries(self, *tensors, sizes=None) -> list[tuple[str, tuple[int, ...]]]:
         """The op's temporaries (tensors its statements write that are not
         outputs) for these inputs, as (name, shape) pairs in kernel order.
         Under autograd the forward keeps those the gradient reads."""
-        return self._buffer_shapes(tensors, sizes)[1]
+        return self.buffers(tensors, sizes)[1]
 
     def buffer_dtypes(self, *tensors, sizes=None) -> list[torch.dtype]:
         """The element types of the outputs, then of the temporaries, for these inputs: the floating-point
         inputs' dtype, or the integer type of a cast (``O[i] = int32(...)``)."""
-        return self._buffer_shapes(tensors, sizes)[2]
+        return self.buffers(tensors, sizes)[2]
 
-    def _buffer_shapes(self, tensors, sizes) -> tuple[list, list, list]:
+    def buffers(self, tensors, sizes) -> tuple[list, list, list]:
+        """For these inputs and sizes: the outputs' shapes, the kept temporaries as (name, shape), and the
+        element types of the outputs then the temporaries; inferred without building, cached per shape."""
         key = _shape_key(tensors, sizes)
         shapes = self._shapes.get(key)
         if shapes is None:
-            self._check(tensors)
+            self.check_inputs(tensors)
             config.ensure()
             resp = _lib.call("nf_specialize", self._request(tensors, sizes, shapes_only=True), pb.SpecializeResponse)
             by_name = {b.name: b for b in resp.buffers}
@@ -280,7 +297,7 @@ class Op:
         key = (_shape_key(tensors, sizes), wrt, bool(saved))
         entry = self._grads.get(key)
         if entry is None:
-            self._check(tensors)
+            self.check_inputs(tensors)
             config.ensure()
             spec = self._request(tensors, sizes)
             request = pb.GradRequest(inputs=spec.inputs, sizes=spec.sizes, wrt=list(wrt), save=bool(saved))
@@ -305,7 +322,7 @@ class Op:
         into parts, a temporary inlined into its readers, temporaries no
         longer stored), then the fused op that the kernel computes. The
         same text as the passes' dumps (``NEOFLOW_DUMP=fuse-split,...``)."""
-        self._check(tensors)
+        self.check_inputs(tensors)
         config.ensure()
         resp = _lib.call("nf_specialize", self._request(tensors, sizes, shapes_only=True), pb.SpecializeResponse)
         return resp.fusion
@@ -323,7 +340,7 @@ class Op:
         except (AttributeError, TypeError):  # not tensors, or sizes not a dict: _check explains
             key, kernel = None, None
         if kernel is None:
-            self._check(tensors)
+            self.check_inputs(tensors)
             config.ensure()
             request = self._request(tensors, sizes, cuda_device=_cuda_device(tensors))
             tuning.before_build(request)
@@ -342,14 +359,14 @@ class Op:
         fusion setting changes both)."""
         self._kernels.clear()
         self._shapes.clear()
-        self._plans.clear()
+        self._function = None  # and with it autograd's call plans, which hold kernels
 
-    def _forget_kernels(self) -> None:
+    def forget_kernels(self) -> None:
         """Drops the built kernels of this op and its gradient ops, so the next call rebuilds them."""
         self._kernels.clear()
-        self._plans.clear()
+        self._function = None  # and with it autograd's call plans, which hold kernels
         for gop, _ in self._grads.values():
-            gop._forget_kernels()
+            gop.forget_kernels()
 
     def c_source(self, *tensors, sizes=None) -> str:
         """The generated C source for these inputs under the default schedules
@@ -357,7 +374,7 @@ class Op:
         enough work), without compiling it. ``op.specialize(*tensors).c_source``
         is the source of the kernel that runs, under the tuned schedules when
         the tuning database has a record for it."""
-        self._check(tensors)
+        self.check_inputs(tensors)
         config.ensure()
         resp = _lib.call("nf_specialize", self._request(tensors, sizes, source_only=True), pb.SpecializeResponse)
         return resp.c_source
@@ -379,7 +396,7 @@ class Op:
             tensors = _autocast(tensors)
         checks = self._out_checks
         if out_shapes is not None:
-            scattered, more = outshapes.out_sizes(self._scatter_axes, self.outputs, self.output_ranks, out_shapes)
+            scattered, more = outshapes.out_sizes(self.scatter_axes, self.outputs, self.output_ranks, out_shapes)
             sizes, checks = {**_sizes(sizes), **scattered}, checks + more
         if checks:
             outs = self._call(tensors, sizes)
@@ -396,15 +413,15 @@ class Op:
             return (self._function or self.function).apply(sizes and _sizes(sizes), *tensors)
         elif mode == _TRANSFORM:  # torch.func's grad and jacrev need an autograd.Function with setup_context;
             # forward-mode AD is refused there
-            self._check(tensors)
-            args = (*tensors, sizes_text(self._merged_sizes(sizes)))
+            self.check_inputs(tensors)
+            args = (*tensors, sizes_text(self.call_sizes(sizes)))
             outs = self.custom_op.neoflow_transformable.apply(*args)[: len(self.outputs)]
         elif any(isinstance(t, torch.fx.Proxy) for t in tensors):  # symbolic_trace: off the eager paths
             return self._traced(tensors, sizes)
         else:  # torch.compile or tensor subclasses: through the custom op, registered when the op was defined
-            self._check(tensors)
+            self.check_inputs(tensors)
             custom = self._custom if torch.compiler.is_compiling() and self._custom else self.custom_op
-            outs = custom(list(tensors), sizes_text(self._merged_sizes(sizes)))[: len(self.outputs)]
+            outs = custom(list(tensors), sizes_text(self.call_sizes(sizes)))[: len(self.outputs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _traced(self, tensors, sizes):
@@ -412,8 +429,8 @@ class Op:
         op, with its gradient, when the traced module runs), and a getitem node per output."""
         tracer = next(t for t in tensors if isinstance(t, torch.fx.Proxy)).tracer
         _ = self.custom_op  # registered
-        target = getattr(torch.ops.neoflow, self._custom_name).default
-        args = (list(tensors), sizes_text(self._merged_sizes(sizes)))
+        target = getattr(torch.ops.neoflow, self.custom_name).default
+        args = (list(tensors), sizes_text(self.call_sizes(sizes)))
         outs = tracer.create_proxy("call_function", target, args, {})
         n = len(self.outputs)
         return outs[0] if n == 1 else tuple(outs[i] for i in range(n))
@@ -432,11 +449,18 @@ class Op:
         """
         # Registered once; again if a scoped library (torch.library.opcheck
         # makes one) removed it. Cheap enough for Dynamo to trace.
-        if self._custom is None or not hasattr(torch.ops.neoflow, self._custom_name):
+        if self._custom is None or not hasattr(torch.ops.neoflow, self.custom_name):
             from .autograd import register
 
             self._custom = register(self)
         return self._custom
+
+    def claim_custom_op(self) -> None:
+        """Makes this Op the one its custom op runs (another Op of the same expression may have registered
+        it last): the kernels this Op forgets are then the ones the custom op rebuilds."""
+        from .autograd import register
+
+        self._custom = register(self)
 
     @property
     def function(self):

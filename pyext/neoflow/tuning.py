@@ -166,7 +166,7 @@ def tune(
     tuning, keeps the best schedules found and returns. Later calls with
     these shapes use the tuned kernels.
     """
-    if not callable(getattr(op, "_forget_kernels", None)):  # a neoflow.Op (duck-typed: op imports this module)
+    if not callable(getattr(op, "forget_kernels", None)):  # a neoflow.Op (duck-typed: op imports this module)
         raise TypeError(f"neoflow.tune: expected a neoflow op, got {type(op).__name__}")
     for i, t in enumerate(example_inputs):
         if not isinstance(t, torch.Tensor):
@@ -175,13 +175,11 @@ def tune(
     state = _State(trials or 0, float(seconds or 0), int(seed), bool(force), bool(progress), TuneReport())
     with _activate(state, "neoflow.tune"):
         try:
-            op._forget_kernels()
+            op.forget_kernels()
             # Route the op's custom op to this Op object (another object of
             # the same expression may have registered it), so the kernels
             # forgotten are the ones rebuilt.
-            from .autograd import register
-
-            op._custom = register(op)
+            op.claim_custom_op()
             grad = backward and any(t.is_floating_point() for t in example_inputs)
             ins = [t.detach().clone().requires_grad_(grad and t.is_floating_point()) for t in example_inputs]
             with torch.enable_grad() if grad else torch.no_grad():
@@ -190,7 +188,7 @@ def tune(
                 if grad and not state.stopped:
                     torch.autograd.backward(outs, [torch.ones_like(o) for o in outs])
         finally:
-            op._forget_kernels()
+            op.forget_kernels()
     return state.report
 
 

@@ -1,50 +1,38 @@
 """torch.vmap over ops: every op's custom op has a batching rule that adds a
 batch index to the op's expression, first in every access of a batched input
 and of every tensor the op writes, and runs that op once on the whole batch.
-The index language makes this exact: the batched op is the op, per example."""
+The index language makes this exact: the batched op is the op, per example.
+The Go core makes the batched op's statements (``ir.Batched``, through the
+``nf_transform`` request)."""
 
 from __future__ import annotations
 
-import re
+import weakref
 
-from .definition import consts_of
+from . import _lib
+from ._proto import neoflow_pb2 as pb
 from .sizes import parse_sizes_text, sizes_text
 
-_ACCESS = re.compile(r"\b([A-Za-z_]\w*)\[(\s*\])?")
-_LHS = re.compile(r"(?:^|[\n;])\s*([A-Za-z_]\w*)\s*\[")
-
-
-def batched_source(source: str, names: set[str], var: str) -> str:
-    """source with var first in every access of the tensors names and of every written tensor."""
-    names = names | set(_LHS.findall(source))
-
-    def add(m: re.Match) -> str:
-        if m.group(1) not in names:
-            return m.group(0)
-        return f"{m.group(1)}[{var}]" if m.group(2) else f"{m.group(1)}[{var}, "
-
-    return _ACCESS.sub(add, source)
+# op -> {flags: (batched op, batch index name)}
+_batched: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def batched_op(op, flags: tuple[bool, ...]):
     """op with a batch index on the inputs flags marks (and on everything it writes), and that index's name."""
-    cache = op.__dict__.setdefault("_vmapped", {})
+    cache = _batched.setdefault(op, {})
     if flags not in cache:
-        source = str(op)
-        var = "vb"
-        while re.search(rf"\b{var}\b", source):
-            var += "_"
-        names = {n for n, f in zip(op.inputs, flags) if f}
-        text = batched_source(source, names, var)
+        names = [n for n, f in zip(op.inputs, flags) if f]
+        request = pb.TransformRequest(op_id=op.op_id, batch=pb.BatchTransform(inputs=names))
+        resp = _lib.call("nf_transform", request, pb.TransformResponse)
         bop = type(op)(  # an Op, made without importing op.py (which imports this module's users)
-            text,
+            resp.source,
             name=f"{op.name or 'op'}_vmap",
             inputs=list(op.inputs),
             outputs=list(op.outputs),
-            sizes=op._sizes,
-            consts=consts_of(op._definition),
+            sizes=op.sizes,
+            consts=op.consts,
         )
-        cache[flags] = (bop, var)
+        cache[flags] = (bop, resp.batch_index)
     return cache[flags]
 
 
@@ -55,5 +43,5 @@ def batch_rule(op, info, dims, tensors, text):
     bop, var = batched_op(op, flags)
     sizes = parse_sizes_text(text)
     sizes[var] = info.batch_size
-    outs = list(bop.custom_op(moved, sizes_text(bop._merged_sizes(sizes))))
+    outs = list(bop.custom_op(moved, sizes_text(bop.call_sizes(sizes))))
     return outs, [0] * len(outs)

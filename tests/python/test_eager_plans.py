@@ -22,7 +22,7 @@ def grads(outs, leaves, gs):
 
 def _plan(op):
     """The op's one eager plan."""
-    (plan,) = op._plans.values()
+    (plan,) = op.function.plans.values()
     return plan
 
 
@@ -77,11 +77,11 @@ def test_tuning_replaces_the_kernels_plans_launch(tmp_path):
     mm = neoflow.op("Y[i,j] += A[i,k] * B[k,j]", name="plan_mm")
     a, b = torch.randn(16, 24, requires_grad=True), torch.randn(24, 8, requires_grad=True)
     mm(a, b).sum().backward()
-    before = [p.kernel for p in mm._plans.values()]
+    before = [p.kernel for p in mm.function.plans.values()]
     neoflow.tune(mm, a, b, trials=3, progress=False, force=True)
     y = mm(a, b)
     y.sum().backward()
-    after = [p.kernel for p in mm._plans.values()]
+    after = [p.kernel for p in mm.function.plans.values()]
     assert after and all(k is not old for k in after for old in before)
     torch.testing.assert_close(y, a @ b)
 

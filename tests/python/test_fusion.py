@@ -123,7 +123,7 @@ def test_forward_only_op_keeps_no_temporary_for_a_gradient():
     assert "kept whole for the saving gradient: E, G" in op.explain_fusion(*tensors)
     assert "kept whole" not in fwd.explain_fusion(*tensors)
     plain = neoflow.op(LLTM, name="lltm_forward_only", **kw)  # the same op but for forward_only
-    assert plain._custom_name != fwd._custom_name  # so a compiled graph never calls one for the other
+    assert plain.custom_name != fwd.custom_name  # so a compiled graph never calls one for the other
     for a, b in zip(fwd(*tensors), op(*tensors)):
         torch.testing.assert_close(a, b)
     assert {n for n, _ in pickle.loads(pickle.dumps(fwd)).temporaries(*tensors)} == temps
@@ -174,10 +174,10 @@ def test_custom_op_name_changes_with_fusion():
     # The temporaries a custom op returns depend on fusion, and
     # torch.compile caches graphs on disk by the op's name.
     src = "T[i] = X[i] * 2.0\nY[i] = T[i] + 1.0"
-    on = neoflow.op(src, name="named_by_fusion")._custom_name
+    on = neoflow.op(src, name="named_by_fusion").custom_name
     try:
         neoflow.configure(fusion=False)
-        off = neoflow.op(src, name="named_by_fusion")._custom_name
+        off = neoflow.op(src, name="named_by_fusion").custom_name
     finally:
         neoflow.configure(fusion=True)
     assert on != off

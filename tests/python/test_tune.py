@@ -200,7 +200,7 @@ def rewrite_export(path: Path, edit) -> None:
 
 def specialized_source(op, *tensors, tune: str) -> str:
     neoflow.configure(tune=tune)
-    op._forget_kernels()
+    op.forget_kernels()
     return normalized(op.specialize(*tensors).c_source)
 
 
@@ -243,7 +243,7 @@ def test_tuned_schedule_is_applied(tune_cache):
     rewrite_export(export, tile_i)
     neoflow.tunedb.run("clear")
     assert "imported 1 records" in neoflow.tunedb.run("import", export)
-    op._forget_kernels()
+    op.forget_kernels()
     tuned = normalized(op.specialize(a, b).c_source)  # import, too, makes the next build take the record
     assert tuned != default_src
     assert "for (int64_t vt0_i = 0; vt0_i < 6; vt0_i++)" in tuned, tuned
@@ -301,7 +301,7 @@ def test_tune_full_tunes_new_shapes_on_first_use(tune_cache, capfd, caplog):
 
     # Built now: neither the second call nor a rebuild tunes again.
     torch.testing.assert_close(op(x + 1), (x + 1) * 2.0)
-    op._forget_kernels()
+    op.forget_kernels()
     torch.testing.assert_close(op(x), x * 2.0)
     assert "tuning" not in capfd.readouterr().err
     assert len(records(tune_cache)) == 1
@@ -383,7 +383,7 @@ def test_corrupted_database_warns_and_falls_back(tune_cache):
     files[1].write_bytes(b"this is not a tuning record\n" * 3)
 
     neoflow.configure(cache_dir=tune_cache)  # a fresh database handle, as in a new process
-    op._forget_kernels()
+    op.forget_kernels()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         check_matmul(op, a, b, **F32)
@@ -484,8 +484,8 @@ def test_tune_session_tunes_every_kernel_a_step_builds(tune_cache):
     # Outside the block nothing is tuned; inside another, the records are used.
     a.grad = None
     step()
-    mm._forget_kernels()
-    scale._forget_kernels()
+    mm.forget_kernels()
+    scale.forget_kernels()
     with neoflow.tune_session(trials=3, progress=False) as again:
         step()
     assert all(r.already for r in again) and len(again) == 4, again

@@ -104,9 +104,9 @@ def convolution(low, k: int, node) -> None:
     xs, ws, out = low.shape_of(x), low.shape_of(w), low.shape_of(node)
     groups = a["groups"]
     ci, co = xs[1] // groups, ws[0] // groups
-    idx = low._vars(k, out)
-    (c,) = low._vars(k, [ci], prefix="c")
-    taps = low._vars(k, ws[2:], prefix="r")
+    idx = low.index_vars(k, out)
+    (c,) = low.index_vars(k, [ci], prefix="c")
+    taps = low.index_vars(k, ws[2:], prefix="r")
     chan = c if groups == 1 else f"{idx[1]} / {co} * {ci} + {c}"
     xr, guard = _image_read(low, a, x, xs, idx[0], chan, idx[2:], taps)
     prod = f"{xr} * {low.at(w, [idx[1], c, *taps])}"
@@ -114,9 +114,9 @@ def convolution(low, k: int, node) -> None:
     name = f"T{k}" if b is None else f"C{k}"
     low.lines.append(f"{name}[{', '.join(idx)}] += {rhs}")
     if b is not None:
-        j = low._vars(k, out, prefix="j")
+        j = low.index_vars(k, out, prefix="j")
         low.lines.append(f"T{k}[{', '.join(j)}] = C{k}[{', '.join(j)}] + {low.at(b, [j[1]])}")
-    low._name(node, f"T{k}", out)
+    low.bind(node, f"T{k}", out)
 
 
 def convolution_backward(low, k: int, node) -> None:
@@ -128,9 +128,9 @@ def convolution_backward(low, k: int, node) -> None:
     ci, co = xs[1] // groups, ws[0] // groups
     names = [None, None, None]
     if a["mask"][0]:  # the input's gradient
-        idx = low._vars(k, xs, prefix="a")
-        (o,) = low._vars(k, [co], prefix="o")
-        taps = low._vars(k, ws[2:], prefix="t")
+        idx = low.index_vars(k, xs, prefix="a")
+        (o,) = low.index_vars(k, [co], prefix="o")
+        taps = low.index_vars(k, ws[2:], prefix="t")
         nums = [
             f"{idx[2 + d]} + {a['padding'][d]} - {taps[d]} * {a['dilation'][d]}"
             if a["padding"][d]
@@ -155,9 +155,9 @@ def convolution_backward(low, k: int, node) -> None:
         low.shapes[f"GX{k}"] = tuple(xs)
         names[0] = f"GX{k}"
     if a["mask"][1]:  # the weight's gradient
-        widx = low._vars(k, ws, prefix="b")
-        (n,) = low._vars(k, [xs[0]], prefix="n")
-        pts = low._vars(k, ys[2:], prefix="p")
+        widx = low.index_vars(k, ws, prefix="b")
+        (n,) = low.index_vars(k, [xs[0]], prefix="n")
+        pts = low.index_vars(k, ys[2:], prefix="p")
         chan = widx[1] if groups == 1 else f"{widx[0]} / {co} * {ci} + {widx[1]}"
         xr, guard = _image_read(low, a, x, xs, n, chan, pts, widx[2:])
         prod = f"{low.at(dy, [n, widx[0], *pts])} * {xr}"
@@ -166,9 +166,9 @@ def convolution_backward(low, k: int, node) -> None:
         low.shapes[f"GW{k}"] = tuple(ws)
         names[1] = f"GW{k}"
     if a["mask"][2]:  # the bias's gradient
-        (bo,) = low._vars(k, [ws[0]], prefix="e")
-        (bn,) = low._vars(k, [xs[0]], prefix="f")
-        pts = low._vars(k, ys[2:], prefix="q")
+        (bo,) = low.index_vars(k, [ws[0]], prefix="e")
+        (bn,) = low.index_vars(k, [xs[0]], prefix="f")
+        pts = low.index_vars(k, ys[2:], prefix="q")
         low.lines.append(f"GB{k}[{bo}] += {low.at(dy, [bn, bo, *pts])}")
         low.shapes[f"GB{k}"] = (ws[0],)
         names[2] = f"GB{k}"
@@ -179,12 +179,12 @@ def unfold_backward(low, k: int, node) -> None:
     g, sizes, dim, size, step = node.args[:5]
     out = tuple(sizes)
     dim %= len(out)
-    idx = low._vars(k, out)
-    (w,) = low._vars(k, [low.shape_of(g)[dim]], prefix="w")
+    idx = low.index_vars(k, out)
+    (w,) = low.index_vars(k, [low.shape_of(g)[dim]], prefix="w")
     num = f"{idx[dim]} - {w} * {step}" if step != 1 else f"{idx[dim]} - {w}"
     read = list(idx)
     read[dim] = w
     # clamped for the proof of bounds, which does not carry the guard into the read; the guard decides
     read.append(f"min(max({num}, 0), {size - 1})")
     low.lines.append(f"T{k}[{', '.join(idx)}] += where({num} >= 0 && {num} < {size}, {low.at(g, read)}, 0.0)")
-    low._name(node, f"T{k}", out)
+    low.bind(node, f"T{k}", out)

@@ -55,6 +55,7 @@ class Lowering:
         self.lines: list[str] = []
         self.sizes: dict[str, int] = {}
         self.inputs: list[str] = []
+        self.read: set[str] = set()  # the tensors some statement reads
         self.outputs: list[str] = []
         self.out_shapes: list[tuple] = []  # the outputs' true shapes (0-d ones as ())
         self.out_strides: list[tuple] = []  # the strides eager gives them
@@ -71,7 +72,7 @@ class Lowering:
                     self._strided(node, name, strided[len(self.inputs)])
                 self.inputs.append(name)
                 self.in_shapes.append(_shape(node))
-                self._name(node, name, _shape(node))
+                self.bind(node, name, _shape(node))
             elif node.op == "call_function":
                 self._lower(k, node)
             elif node.op == "output":
@@ -79,7 +80,7 @@ class Lowering:
                 outs = outs if isinstance(outs, (tuple, list)) else [outs]
                 for j, o in enumerate(outs):
                     if o.op == "placeholder" and o in self.views:  # a strided input returned: copied row-major
-                        i = self._vars(k, _shape(o), prefix=f"o{j}_")
+                        i = self.index_vars(k, _shape(o), prefix=f"o{j}_")
                         self.lines.append(f"O{k}_{j}[{', '.join(i)}] = {self.at(o, i)}")
                         self.outputs.append(f"O{k}_{j}")
                     else:
@@ -89,7 +90,7 @@ class Lowering:
                     self.out_dtypes.append(_val(o).dtype)
         self.source = "\n".join(self.lines)
         # placeholders only a shape was taken from (full_like) are not the op's inputs
-        self.used = [k for k, name in enumerate(self.inputs) if re.search(rf"\b{name}\[", self.source)]
+        self.used = [k for k, name in enumerate(self.inputs) if name in self.read]
         self.inputs = [self.inputs[k] for k in self.used]
 
     def shape_of(self, node) -> tuple:
@@ -100,16 +101,17 @@ class Lowering:
         shape = _shape(node)
 
         def read(parts, name=name, shape=shape, strides=strides):
+            self.read.add(name)
             terms = [p if st == 1 else f"{_p(p)} * {st}" for p, n, st in zip(parts, shape, strides) if n > 1 and st]
             return f"{name}[{' + '.join(terms) or '0'}]"
 
         self.views[node] = read
 
-    def _name(self, node, name: str, shape: tuple) -> None:
+    def bind(self, node, name: str, shape: tuple) -> None:
         self.names[node] = name
         self.shapes[name] = tuple(shape) or (1,)
 
-    def _vars(self, k: int, shape: tuple, prefix: str = "i") -> list[str]:
+    def index_vars(self, k: int, shape: tuple, prefix: str = "i") -> list[str]:
         shape = tuple(shape) or (1,)
         out = []
         for d, n in enumerate(shape):
@@ -125,7 +127,9 @@ class Lowering:
         view = self.views.get(node)
         if view is not None:
             return view(list(parts))
-        return f"{self.names[node]}[{', '.join(parts) or '0'}]"
+        name = self.names[node]
+        self.read.add(name)
+        return f"{name}[{', '.join(parts) or '0'}]"
 
     def _read(self, arg, idx: list, shape: tuple) -> str:
         """arg (a node or a number) read at output indices idx of an output
@@ -139,9 +143,9 @@ class Lowering:
     def _emit(self, k: int, node, rhs_of) -> None:
         """T<k>[its output's indices] = rhs_of(those indices, the output's shape)."""
         shape = _shape(node)
-        idx = self._vars(k, shape)
+        idx = self.index_vars(k, shape)
         self.lines.append(f"T{k}[{', '.join(idx)}] = {rhs_of(idx, shape)}")
-        self._name(node, f"T{k}", shape)
+        self.bind(node, f"T{k}", shape)
 
     def _lower(self, k: int, node) -> None:
         t, a = node.target, node.args
@@ -149,7 +153,7 @@ class Lowering:
         if user_op is not None:
             inlining.inline(self, k, node, user_op)
         elif t is operator.getitem:
-            self._name(node, self.names[a[0]][a[1]], _shape(node))
+            self.bind(node, self.names[a[0]][a[1]], _shape(node))
         elif t in _UNARY:
             self._emit(k, node, lambda i, s: _UNARY[t].format(self._read(a[0], i, s)))
         elif t is aten._to_copy.default:
@@ -225,18 +229,18 @@ class Lowering:
         dims = _reduced_dims(xs, dims)
         keep = (node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)) if xs else True
         out = _shape(node)
-        idx = self._vars(k, out)
-        red = self._vars(k, [xs[d] for d in dims], prefix="r")
+        idx = self.index_vars(k, out)
+        red = self.index_vars(k, [xs[d] for d in dims], prefix="r")
         read = self._reduced_read(x, dims, keep, idx, red)
         name = f"T{k}"
         if not mean:
             self.lines.append(f"{name}[{', '.join(idx)}] {op} {read}")
         else:
             self.lines.append(f"S{k}[{', '.join(idx)}] {op} {read}")
-            j = self._vars(k, out, prefix="j")
+            j = self.index_vars(k, out, prefix="j")
             count = math.prod(xs[d] for d in dims)
             self.lines.append(f"{name}[{', '.join(j)}] = S{k}[{', '.join(j)}] * {_num(1.0 / count)}")
-        self._name(node, name, out)
+        self.bind(node, name, out)
 
     def _reduced_read(self, x, dims: list, keep: bool, idx: list, red: list) -> str:
         """x's element that a reduction over dims reads at output indices idx (which hold the reduced
@@ -266,14 +270,14 @@ class Lowering:
         def lhs(v):
             return ", ".join(v)
 
-        a, ra = self._vars(k, out, prefix="a"), self._vars(k, [xs[d] for d in dims], prefix="b")
+        a, ra = self.index_vars(k, out, prefix="a"), self.index_vars(k, [xs[d] for d in dims], prefix="b")
         self.lines.append(f"S{k}[{lhs(a)}] += {read(a, ra)}")
-        c = self._vars(k, out, prefix="c")
+        c = self.index_vars(k, out, prefix="c")
         self.lines.append(f"Mu{k}[{lhs(c)}] = S{k}[{lhs(c)}] / {_num(count)}")
-        d, rd = self._vars(k, out, prefix="d"), self._vars(k, [xs[d] for d in dims], prefix="e")
+        d, rd = self.index_vars(k, out, prefix="d"), self.index_vars(k, [xs[d] for d in dims], prefix="e")
         dev = f"({read(d, rd)} - Mu{k}[{lhs(d)}])"
         self.lines.append(f"Q{k}[{lhs(d)}] += {dev} * {dev}")
-        f = self._vars(k, out, prefix="f")
+        f = self.index_vars(k, out, prefix="f")
         self.lines.append(f"V{k}[{lhs(f)}] = Q{k}[{lhs(f)}] / {_num(float(max(count - corr, 0)))}")
         for name in (f"V{k}", f"Mu{k}"):
             self.shapes[name] = out or (1,)
@@ -302,7 +306,7 @@ class Lowering:
         names, off = [], 0
         for j, v in enumerate(_val(node)):
             out = tuple(v.shape)
-            idx = self._vars(k, out, prefix=f"s{j}_")
+            idx = self.index_vars(k, out, prefix=f"s{j}_")
             read = list(idx)
             read[dim] = f"{idx[dim]} + {off}" if off else idx[dim]
             name = f"T{k}_{j}"
@@ -325,34 +329,34 @@ class Lowering:
         def along(v, r):
             return [r if d == dim else v[d] for d in range(len(xs))]
 
-        m, mr = self._vars(k, stat, prefix="a"), self._vars(k, [xs[dim]], prefix="b")[0]
+        m, mr = self.index_vars(k, stat, prefix="a"), self.index_vars(k, [xs[dim]], prefix="b")[0]
         self.lines.append(f"M{k}[{', '.join(m)}] max= {X(along(m, mr))}")
-        e, er = self._vars(k, stat, prefix="c"), self._vars(k, [xs[dim]], prefix="d")[0]
+        e, er = self.index_vars(k, stat, prefix="c"), self.index_vars(k, [xs[dim]], prefix="d")[0]
         self.lines.append(f"S{k}[{', '.join(e)}] += exp({X(along(e, er))} - M{k}[{', '.join(e)}])")
-        o = self._vars(k, xs, prefix="g")
+        o = self.index_vars(k, xs, prefix="g")
         st = ", ".join(along(o, "0"))
         if log:
             self.lines.append(f"T{k}[{', '.join(o)}] = {X(o)} - M{k}[{st}] - log(S{k}[{st}])")
         else:
             self.lines.append(f"T{k}[{', '.join(o)}] = exp({X(o)} - M{k}[{st}]) / S{k}[{st}]")
-        self._name(node, f"T{k}", _shape(node))
+        self.bind(node, f"T{k}", _shape(node))
 
     def _matmul(self, k: int, node) -> None:
         t = node.target
         a, b = (node.args[1], node.args[2]) if t is aten.addmm.default else (node.args[0], node.args[1])
         out = _shape(node)
-        idx = self._vars(k, out)
-        (r,) = self._vars(k, [_shape(a)[-1]], prefix="r")
+        idx = self.index_vars(k, out)
+        (r,) = self.index_vars(k, [_shape(a)[-1]], prefix="r")
         lead = idx[:-2]
         prod = f"{self.at(a, lead + [idx[-2], r])} * {self.at(b, lead + [r, idx[-1]])}"
         if t is not aten.addmm.default:
             self.lines.append(f"T{k}[{', '.join(idx)}] += {prod}")
-            self._name(node, f"T{k}", out)
+            self.bind(node, f"T{k}", out)
             return
         self.lines.append(f"M{k}[{', '.join(idx)}] += {prod}")
-        j = self._vars(k, out, prefix="j")
+        j = self.index_vars(k, out, prefix="j")
         self.lines.append(f"T{k}[{', '.join(j)}] = {self._read(node.args[0], j, out)} + M{k}[{', '.join(j)}]")
-        self._name(node, f"T{k}", out)
+        self.bind(node, f"T{k}", out)
 
     def _layer_norm(self, k: int, node) -> None:
         x, normalized, w, b, eps = node.args
@@ -365,7 +369,7 @@ class Lowering:
             return self.at(x, v)
 
         def vars_(prefix, shape):
-            return self._vars(k, shape, prefix=prefix)
+            return self.index_vars(k, shape, prefix=prefix)
 
         def lhs(v):
             return ", ".join(v)

@@ -1,0 +1,26 @@
+package parse
+
+import "github.com/neoflow/neoflow/core/ir"
+
+// Expr parses src as one expression, as it would stand on the right-hand
+// side of a statement (no named constants). Syntax errors are *ir.Error
+// values, as Parse's.
+func Expr(src string) (e ir.Expr, err error) {
+	p := &parser{src: src, toks: lex(src), consts: map[string]*ir.Const{}, scatterVars: map[string]bool{}}
+	defer func() {
+		if r := recover(); r != nil {
+			b, ok := r.(bailout)
+			if !ok {
+				panic(r)
+			}
+			e, err = nil, b.err
+		}
+	}()
+	p.skipSeparators()
+	e = p.parseExpr()
+	p.skipSeparators()
+	if t := p.peek(); t.kind != tEOF {
+		p.errExpected("the end of the expression", t)
+	}
+	return e, nil
+}
