@@ -9,6 +9,7 @@ import (
 
 	"github.com/pkg/errors"
 
+	"github.com/neoflow/neoflow/core/bounds"
 	"github.com/neoflow/neoflow/core/ir"
 )
 
@@ -33,7 +34,9 @@ type unknown struct {
 	order  int
 }
 
-// aform is the integer affine form c + Σ u[k]·unknown_k.
+// aform is a row of the index system: c + Σ u[k]·unknown_k over the
+// system's unknowns (numbered, as the solvers take them). An index
+// expression becomes one through its linear form (lin).
 type aform struct {
 	c int64
 	u map[int]int64
@@ -145,65 +148,57 @@ func (ls *linsys) add(u unknown) int {
 	return u.order
 }
 
-// lin writes an index expression as an affine form, introducing q and s
-// for every e / c and e % c (shared between / and % of the same e and c).
+// lin writes an index expression as an affine form over the system's
+// unknowns: its linear form (bounds.Linearize) with each atom an unknown,
+// introducing q and s for every e / c and e % c (shared between / and %
+// of the same e and c).
 func (ls *linsys) lin(e ir.Expr) (aform, error) {
-	switch x := e.(type) {
-	case *ir.IntLit:
-		return aform{c: x.Value}, nil
-	case *ir.Const:
-		if !x.IsFloat {
-			return aform{c: x.Int}, nil
+	l := bounds.Linearize(e)
+	r := aform{c: l.Const()}
+	for _, t := range l.Terms() {
+		u, err := ls.atom(t.Atom)
+		if err != nil {
+			return aform{}, err
 		}
+		if r, err = r.axpy(t.Coef, u); err != nil {
+			return aform{}, err
+		}
+	}
+	return r, nil
+}
+
+// atom is one atom of a linear form as an affine form: an index variable
+// of the statement, or the quotient or remainder of an affine form by a
+// positive constant.
+func (ls *linsys) atom(e ir.Expr) (aform, error) {
+	switch x := e.(type) {
 	case *ir.Index:
 		k, ok := ls.byName[x.Name]
 		if !ok {
 			return aform{}, &errNotAffine{e, "unknown variable " + x.Name}
 		}
 		return aform{u: map[int]int64{k: 1}}, nil
-	case *ir.Unary:
-		if x.Op == ir.Neg {
-			a, err := ls.lin(x.X)
-			if err != nil {
-				return a, err
-			}
-			return aform{}.axpy(-1, a)
-		}
 	case *ir.Binary:
-		a, err := ls.lin(x.X)
-		if err != nil {
-			return a, err
-		}
-		b, err := ls.lin(x.Y)
-		if err != nil {
-			return b, err
-		}
 		switch x.Op {
-		case ir.Add:
-			return a.axpy(1, b)
-		case ir.Sub:
-			return a.axpy(-1, b)
 		case ir.Mul:
-			switch {
-			case b.isConst():
-				return aform{}.axpy(b.c, a)
-			case a.isConst():
-				return aform{}.axpy(a.c, b)
-			}
 			return aform{}, &errNotAffine{e, "product of two variable terms"}
 		case ir.Div, ir.Mod:
-			if !b.isConst() || b.c <= 0 {
+			b := bounds.Linearize(x.Y)
+			if !b.IsConst() || b.Const() <= 0 {
 				return aform{}, &errNotAffine{e, "division by a non-constant"}
 			}
-			q, s, err := ls.divmod(a, b.c)
+			a, err := ls.lin(x.X)
 			if err != nil {
 				return aform{}, err
 			}
-			k := q
-			if x.Op == ir.Mod {
-				k = s
+			q, s, err := ls.divmod(a, b.Const())
+			if err != nil {
+				return aform{}, err
 			}
-			return aform{u: map[int]int64{k: 1}}, nil
+			if x.Op == ir.Mod {
+				q = s
+			}
+			return aform{u: map[int]int64{q: 1}}, nil
 		}
 	case *ir.Call:
 		return aform{}, &errNotAffine{e, x.Fn.String() + " in an index"}

@@ -85,28 +85,27 @@ func canonIndex(e ir.Expr, order []string) ir.Expr {
 		default:
 			return nil
 		}
-		coef, atoms := map[string]int64{}, map[string]ir.Expr{}
-		leaves := 0
-		c, ok := canonLin(n, coef, atoms, 1, &leaves)
-		if !ok {
-			return nil
+		l := bounds.LinearizeNamed(n)
+		ts := l.Terms()
+		if len(ts) == 1 && ts[0].Atom == n {
+			return nil // n itself is an atom
 		}
-		var keys []string
-		for k, v := range coef {
-			if v != 0 {
-				keys = append(keys, k)
-			}
-		}
-		size := len(keys)
-		if c != 0 {
+		size := len(ts)
+		if l.Const() != 0 {
 			size++
 		}
-		if size >= leaves {
+		if size >= leaves(n) {
 			return nil
 		}
-		slices.SortFunc(keys, func(a, b string) int {
-			ra, oka := rank[a]
-			rb, okb := rank[b]
+		key := func(t bounds.Term) string {
+			if x, ok := t.Atom.(*ir.Index); ok {
+				return x.Name
+			}
+			return ir.ExprString(t.Atom)
+		}
+		slices.SortStableFunc(ts, func(a, b bounds.Term) int {
+			ra, oka := rank[key(a)]
+			rb, okb := rank[key(b)]
 			switch {
 			case oka && okb:
 				return ra - rb
@@ -115,63 +114,41 @@ func canonIndex(e ir.Expr, order []string) ir.Expr {
 			case okb:
 				return 1
 			}
-			return strings.Compare(a, b)
+			return strings.Compare(key(a), key(b))
 		})
-		var terms []term
-		for _, k := range keys {
-			terms = append(terms, term{atoms[k], coef[k]})
+		terms := make([]term, len(ts))
+		for i, t := range ts {
+			terms[i] = term{t.Atom, t.Coef}
 		}
-		return linearExpr(terms, c)
+		return linearExpr(terms, l.Const())
 	})
 }
 
-// canonLin is linAtoms that keeps named constants as atoms (so they print
-// by name) and counts the occurrences of atoms and non-zero literals.
-func canonLin(e ir.Expr, coef map[string]int64, atoms map[string]ir.Expr, k int64, leaves *int) (int64, bool) {
+// leaves counts the terms e is written with as a sum: its atoms (each
+// occurrence) and its nonzero literals, a literal factor of a product
+// not counted.
+func leaves(e ir.Expr) int {
 	switch x := e.(type) {
 	case *ir.IntLit:
-		if x.Value != 0 {
-			*leaves++
+		if x.Value == 0 {
+			return 0
 		}
-		v, err := mulChk(k, x.Value)
-		return v, err == nil
 	case *ir.Unary:
 		if x.Op == ir.Neg {
-			return canonLin(x.X, coef, atoms, -k, leaves)
+			return leaves(x.X)
 		}
 	case *ir.Binary:
 		switch x.Op {
 		case ir.Add, ir.Sub:
-			c1, ok1 := canonLin(x.X, coef, atoms, k, leaves)
-			k2 := k
-			if x.Op == ir.Sub {
-				k2 = -k
-			}
-			c2, ok2 := canonLin(x.Y, coef, atoms, k2, leaves)
-			c, err := addChk(c1, c2)
-			return c, ok1 && ok2 && err == nil
+			return leaves(x.X) + leaves(x.Y)
 		case ir.Mul:
-			for _, p := range [][2]ir.Expr{{x.X, x.Y}, {x.Y, x.X}} {
-				if l, ok := p[0].(*ir.IntLit); ok {
-					kk, err := mulChk(k, l.Value)
-					if err != nil {
-						return 0, false
-					}
-					return canonLin(p[1], coef, atoms, kk, leaves)
-				}
+			if _, ok := x.X.(*ir.IntLit); ok {
+				return leaves(x.Y)
+			}
+			if _, ok := x.Y.(*ir.IntLit); ok {
+				return leaves(x.X)
 			}
 		}
 	}
-	key := ir.ExprString(e)
-	if x, ok := e.(*ir.Index); ok {
-		key = x.Name
-	}
-	v, err := addChk(coef[key], k)
-	if err != nil {
-		return 0, false
-	}
-	coef[key] = v
-	atoms[key] = e
-	*leaves++
-	return 0, true
+	return 1
 }

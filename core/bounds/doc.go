@@ -18,4 +18,10 @@
 // X[p + r - 1] under p + r - 1 >= 0), and bound the branch's value
 // (where(i.o*16 + i.l > 0, i.o*16 + i.l - 1, 0) is at least 0). The method
 // and its limits are described in core/sema's documentation.
+//
+// The linear form (Linear, Linearize) is the compiler's one: besides the
+// prover, fuse-split reads where a condition changes value from it,
+// the lane choice and the renderers an access's step along a loop
+// (loops.Coefficient), and autodiff both the rows of its index systems
+// and the canonical form of its guards.
 package bounds

@@ -9,15 +9,18 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 )
 
-// linear is the integer linear form c + Σ coef[k]·atom(k). An atom is an
-// index variable or an opaque non-linear index term (h/2, h%2, min(a, b),
-// i*j, a where, ...) keyed by its printed form, so identical terms cancel.
-// A guard fact is a linear form known to be >= 0.
+// Linear is the integer linear form c + Σ coef[k]·atom(k) of an index
+// expression: the compiler's one linear form (Linearize). The prover
+// bounds it, a guard fact is one known to be >= 0; fuse-split reads a
+// condition's cut point from it, the lane choice an access's stride, and
+// autodiff the rows of its index systems. An atom is an index variable
+// or an opaque non-linear index term (h/2, h%2, min(a, b), i*j, a where,
+// ...) keyed by its printed form, so identical terms cancel.
 //
 // The constant and every coefficient stay within ±maxLinear: arithmetic on
 // linear forms is checked and reports failure instead of wrapping around,
-// and linearize keeps a term whose form would not fit as an atom.
-type linear struct {
+// and Linearize keeps a term whose form would not fit as an atom.
+type Linear struct {
 	c     int64
 	coef  map[string]int64
 	atoms map[string]ir.Expr // key -> the term, to bound it
@@ -27,17 +30,17 @@ type linear struct {
 // negating or dividing them never overflows.
 const maxLinear = int64(1) << 62
 
-func constLinear(c int64) linear { return linear{c: c} }
+func constLinear(c int64) Linear { return Linear{c: c} }
 
-func atomLinear(e ir.Expr, info *Info) linear {
+func atomLinear(e ir.Expr, info *Info) Linear {
 	k := info.key(e)
-	return linear{coef: map[string]int64{k: 1}, atoms: map[string]ir.Expr{k: e}}
+	return Linear{coef: map[string]int64{k: 1}, atoms: map[string]ir.Expr{k: e}}
 }
 
-func (l linear) isConst() bool { return len(l.coef) == 0 }
+func (l Linear) isConst() bool { return len(l.coef) == 0 }
 
 // shape identifies the non-constant part of l: its atoms and coefficients.
-func (l linear) shape() string {
+func (l Linear) shape() string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(l.coef)) {
 		fmt.Fprintf(&b, "%d*%s\x00", l.coef[k], k)
@@ -58,27 +61,27 @@ func checkedAdd(a, b int64) (int64, bool) {
 }
 
 // axpy returns l + k·m, or false when a number would leave ±maxLinear.
-func (l linear) axpy(k int64, m linear) (linear, bool) {
+func (l Linear) axpy(k int64, m Linear) (Linear, bool) {
 	km, ok := checkedMul(k, m.c)
 	if !ok {
-		return linear{}, false
+		return Linear{}, false
 	}
 	c, ok := checkedAdd(l.c, km)
 	if !ok {
-		return linear{}, false
+		return Linear{}, false
 	}
-	r := linear{c: c, coef: maps.Clone(l.coef), atoms: maps.Clone(l.atoms)}
+	r := Linear{c: c, coef: maps.Clone(l.coef), atoms: maps.Clone(l.atoms)}
 	if r.coef == nil {
 		r.coef, r.atoms = map[string]int64{}, map[string]ir.Expr{}
 	}
 	for key, v := range m.coef {
 		kv, ok := checkedMul(k, v)
 		if !ok {
-			return linear{}, false
+			return Linear{}, false
 		}
 		sum, ok := checkedAdd(r.coef[key], kv)
 		if !ok {
-			return linear{}, false
+			return Linear{}, false
 		}
 		r.coef[key] = sum
 		r.atoms[key] = m.atoms[key]
@@ -90,21 +93,75 @@ func (l linear) axpy(k int64, m linear) (linear, bool) {
 	return r, true
 }
 
-func (l linear) sub(m linear) (linear, bool) { return l.axpy(-1, m) }
+func (l Linear) sub(m Linear) (Linear, bool) { return l.axpy(-1, m) }
 
-func (l linear) scale(k int64) (linear, bool) { return constLinear(0).axpy(k, l) }
+func (l Linear) scale(k int64) (Linear, bool) { return constLinear(0).axpy(k, l) }
 
-// linearize writes the index expression e as a linear form, exactly.
-func linearize(e ir.Expr) linear { return linearizeIn(e, NewInfo()) }
+// Linearize writes the index expression e as a linear form, exactly:
+// sums, differences, negations and products by a constant distribute;
+// literals, integer constants and their quotients and remainders fold;
+// every other term is an atom.
+func Linearize(e ir.Expr) Linear { return linearizeIn(e, NewInfo()) }
 
-func linearizeIn(e ir.Expr, info *Info) linear {
-	var r linear
+// LinearizeNamed is Linearize with named constants kept as atoms, so that
+// a form rebuilt from its terms prints them by name.
+func LinearizeNamed(e ir.Expr) Linear {
+	info := NewInfo()
+	info.named = true
+	return linearizeIn(e, info)
+}
+
+// Const is the form's constant term.
+func (l Linear) Const() int64 { return l.c }
+
+// IsConst reports whether the form has no atom.
+func (l Linear) IsConst() bool { return l.isConst() }
+
+// Term is one atom of a linear form with its coefficient.
+type Term struct {
+	Atom ir.Expr
+	Coef int64
+}
+
+// Terms lists the form's atoms with their (nonzero) coefficients, in the
+// order of their printed forms.
+func (l Linear) Terms() []Term {
+	out := make([]Term, 0, len(l.coef))
+	for _, k := range slices.Sorted(maps.Keys(l.coef)) {
+		out = append(out, Term{Atom: l.atoms[k], Coef: l.coef[k]})
+	}
+	return out
+}
+
+// Coef is the coefficient of index variable v (0 when v is not an atom),
+// and whether v occurs in no other atom (v/2, i*v, ...): then the form
+// is Coef·v plus terms without v.
+func (l Linear) Coef(v string) (int64, bool) {
+	var c int64
+	alone := true
+	for k, a := range l.atoms {
+		if x, ok := a.(*ir.Index); ok && x.Name == v {
+			c = l.coef[k]
+			continue
+		}
+		ir.Walk(a, func(e ir.Expr) bool {
+			if x, ok := e.(*ir.Index); ok && x.Name == v {
+				alone = false
+			}
+			return alone
+		})
+	}
+	return c, alone
+}
+
+func linearizeIn(e ir.Expr, info *Info) Linear {
+	var r Linear
 	ok := false
 	switch e := e.(type) {
 	case *ir.IntLit:
 		r, ok = constLinear(e.Value), e.Value >= -maxLinear && e.Value <= maxLinear
 	case *ir.Const:
-		if !e.IsFloat {
+		if !e.IsFloat && !info.named {
 			r, ok = constLinear(e.Int), e.Int >= -maxLinear && e.Int <= maxLinear
 		}
 	case *ir.Unary:
@@ -144,7 +201,7 @@ func linearizeIn(e ir.Expr, info *Info) linear {
 }
 
 // eval bounds the linear form in scope s.
-func (s *Scope) eval(l linear) Interval {
+func (s *Scope) eval(l Linear) Interval {
 	r := point(l.c)
 	for _, key := range slices.Sorted(maps.Keys(l.coef)) {
 		r = r.add(s.Bound(l.atoms[key]).scale(l.coef[key]))
@@ -164,9 +221,9 @@ func (s *Scope) eval(l linear) Interval {
 //
 // and a != b gives no fact by itself (Guard narrows the ends of a - b's
 // range with it). Comparisons of values give nothing, and so
-// does a comparison whose normalized form would not fit (see linear): a
+// does a comparison whose normalized form would not fit (see Linear): a
 // missing fact only makes the proof weaker.
-func facts(cond ir.Expr, negate bool) []linear {
+func facts(cond ir.Expr, negate bool) []Linear {
 	fs, _ := factsIn(cond, negate, NewInfo())
 	return fs
 }
@@ -177,7 +234,7 @@ var negatedCompare = map[ir.BinOp]ir.BinOp{ir.Lt: ir.Ge, ir.Ge: ir.Lt, ir.Le: ir
 // result lists the differences a - b of the comparisons a != b,
 // which Guard turns into facts where the difference cannot be negative (or
 // positive): a - b >= 1 (or b - a >= 1).
-func factsIn(cond ir.Expr, negate bool, info *Info) (out, ne []linear) {
+func factsIn(cond ir.Expr, negate bool, info *Info) (out, ne []Linear) {
 	var rec func(cond ir.Expr, negate bool)
 	rec = func(cond ir.Expr, negate bool) {
 		switch e := cond.(type) {
@@ -202,7 +259,7 @@ func factsIn(cond ir.Expr, negate bool, info *Info) (out, ne []linear) {
 				if !ok {
 					return
 				}
-				var fs []linear
+				var fs []Linear
 				switch op {
 				case ir.Lt:
 					if f, ok := constLinear(-1).sub(d); ok {

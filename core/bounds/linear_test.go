@@ -9,7 +9,7 @@ import (
 )
 
 // linearString prints a linear form canonically: "-1 + 1*i + -1*j".
-func linearString(l linear) string {
+func linearString(l Linear) string {
 	parts := []string{fmt.Sprint(l.c)}
 	for _, k := range slices.Sorted(maps.Keys(l.coef)) {
 		parts = append(parts, fmt.Sprintf("%d*%s", l.coef[k], k))
@@ -34,8 +34,8 @@ func TestLinearize(t *testing.T) {
 		{"opaque call", "min(i, 3) - 1", "-1 + 1*min(i, 3)"},
 	}
 	for _, tc := range tests {
-		if got := linearString(linearize(index(t, tc.expr))); got != tc.want {
-			t.Errorf("%s: linearize(%s): got %q, want %q", tc.desc, tc.expr, got, tc.want)
+		if got := linearString(Linearize(index(t, tc.expr))); got != tc.want {
+			t.Errorf("%s: Linearize(%s): got %q, want %q", tc.desc, tc.expr, got, tc.want)
 		}
 	}
 }
@@ -100,7 +100,7 @@ func TestGuardAndProve(t *testing.T) {
 		if tc.dead {
 			continue
 		}
-		if got := s.proveNonneg(linearize(index(t, tc.expr))); got != tc.want {
+		if got := s.proveNonneg(Linearize(index(t, tc.expr))); got != tc.want {
 			t.Errorf("%s: prove %s >= 0 under %s: got %v, want %v", tc.desc, tc.expr, tc.cond, got, tc.want)
 		}
 	}

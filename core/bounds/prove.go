@@ -107,7 +107,7 @@ func (s *Scope) branch(e ir.Expr) Interval {
 }
 
 // overVariables reports whether every atom of l is an index variable.
-func overVariables(l linear) bool {
+func overVariables(l Linear) bool {
 	for _, a := range l.atoms {
 		if _, ok := a.(*ir.Index); !ok {
 			return false

@@ -14,6 +14,7 @@ import (
 type Info struct {
 	kinds ir.KindMemo
 	keys  map[ir.Expr]string
+	named bool // Linearize keeps named constants as atoms (LinearizeNamed)
 }
 
 func NewInfo() *Info {
@@ -46,7 +47,7 @@ type Scope struct {
 	// range. Of facts L + c >= 0 with the same L only the one with the
 	// least c, which implies the others, is kept; factIndex maps the
 	// shape of L (see linear.shape) to its fact.
-	facts     []linear
+	facts     []Linear
 	factIndex map[string]int
 	// dead is set when the guards contradict each other: the code under
 	// them never runs.
@@ -249,7 +250,7 @@ func (s *Scope) Guard(cond ir.Expr, negate bool) *Scope {
 // Of facts L + c >= 0 with the same L the one with the least c implies the
 // others and proves at least as much (l - L - c is largest), so only it is
 // kept: a guard repeating a condition thousands of times adds one fact.
-func (t *Scope) addFact(f linear) {
+func (t *Scope) addFact(f Linear) {
 	k := f.shape()
 	if i, ok := t.factIndex[k]; ok {
 		if f.c < t.facts[i].c {
@@ -282,7 +283,7 @@ const (
 // Facts about a single atom are not tried at all, since guard already
 // narrowed that atom's Interval to exactly where they hold. The number of
 // tries is capped, so a guard with thousands of conjuncts stays cheap.
-func (s *Scope) proveNonneg(l linear) bool {
+func (s *Scope) proveNonneg(l Linear) bool {
 	if s.nonneg(l) {
 		return true
 	}
@@ -290,7 +291,7 @@ func (s *Scope) proveNonneg(l linear) bool {
 	if len(cands) > maxSingleTries {
 		cands = cands[:maxSingleTries]
 	}
-	diffs := make([]linear, 0, maxPairFirsts)
+	diffs := make([]Linear, 0, maxPairFirsts)
 	firsts := make([]int, 0, maxPairFirsts)
 	for _, i := range cands {
 		d, ok := l.sub(s.facts[i])
@@ -321,14 +322,14 @@ func (s *Scope) proveNonneg(l linear) bool {
 // nonneg reports whether the bounds of l prove l >= 0. An empty range
 // proves nothing: sound bounds are empty only where the code never runs,
 // and an empty range is not worth trusting anywhere else.
-func (s *Scope) nonneg(l linear) bool {
+func (s *Scope) nonneg(l Linear) bool {
 	r := s.eval(l)
 	return !r.empty() && r.Lo >= 0
 }
 
 // sharing lists, in order, the facts other than skip that mention an atom
 // of l.
-func (s *Scope) sharing(l linear, skip int) []int {
+func (s *Scope) sharing(l Linear, skip int) []int {
 	if len(s.facts) == 0 || len(l.coef) == 0 {
 		return nil
 	}

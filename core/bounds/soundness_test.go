@@ -65,8 +65,8 @@ func TestLinearOverflow(t *testing.T) {
 		{"negated MinInt64", "-(i - -9223372036854775808)", "0 + 1*-9223372036854775808 + -1*i"},
 	}
 	for _, tc := range tests {
-		if got := linearString(linearize(index(t, tc.expr))); got != tc.want {
-			t.Errorf("%s: linearize(%s): got %q, want %q", tc.desc, tc.expr, got, tc.want)
+		if got := linearString(Linearize(index(t, tc.expr))); got != tc.want {
+			t.Errorf("%s: Linearize(%s): got %q, want %q", tc.desc, tc.expr, got, tc.want)
 		}
 	}
 	if fs := facts(index(t, "i*4611686018427387904*2 >= 0"), false); len(fs) != 1 || linearString(fs[0]) != "0 + 1*i * 4611686018427387904 * 2" {

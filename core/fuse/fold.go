@@ -11,7 +11,8 @@ import (
 // so that a gradient op reads all its inputs), conjuncts that always hold
 // are dropped, a where with equal branches is the branch, two wheres on
 // the same condition added are one where of the added branches, and
-// x + 0.0, 0.0 + x and x - 0.0 are x.
+// the result is simplified by ir.Simplify's rules (exact: a branch 0.0
+// folded into a sum, 0.0 + x, stays, as -0.0 + 0.0 is +0.0).
 func Fold(spec *ir.Spec, _ Options, notes *Notes) *ir.Spec {
 	changed := false
 	stmts := make([]*ir.BoundStmt, len(spec.Stmts))
@@ -41,17 +42,15 @@ func withRHS(st *ir.BoundStmt, rhs ir.Expr) *ir.BoundStmt {
 
 // foldExpr is Fold's rewrite of one expression in scope s.
 func foldExpr(e ir.Expr, s *bounds.Scope) ir.Expr {
+	k := ir.KindMemo{}
 	return ir.Rewrite(e, func(n ir.Expr) ir.Expr {
-		switch x := n.(type) {
-		case *ir.Where:
+		if x, ok := n.(*ir.Where); ok {
 			return foldWhere(x, s)
-		case *ir.Binary:
-			switch {
-			case x.Op == ir.Add && ir.IsZero(x.X):
-				return x.Y
-			case (x.Op == ir.Add || x.Op == ir.Sub) && ir.IsZero(x.Y):
-				return x.X
-			}
+		}
+		if r := ir.SimplifyNode(n, k); r != n {
+			return r
+		}
+		if x, ok := n.(*ir.Binary); ok {
 			if w := sameCondSum(x); w != nil {
 				return foldExpr(w, s)
 			}

@@ -174,38 +174,18 @@ func cutOf(c ir.Expr, v string) (int64, bool) {
 	return ir.FloorDiv(k, -a) + 1, true
 }
 
-// affine is e as a*v + k with integer a and k, when e is built of integer
-// literals and constants, v, +, - and multiplication by a constant.
+// affine is e as a*v + k with integer a and k, when its linear form
+// (bounds.Linearize) has no atom but v.
 func affine(e ir.Expr, v string) (a, k int64, ok bool) {
-	switch x := e.(type) {
-	case *ir.IntLit:
-		return 0, x.Value, true
-	case *ir.Const:
-		return 0, x.Int, !x.IsFloat
-	case *ir.Index:
-		return 1, 0, x.Name == v
-	case *ir.Unary:
-		a, k, ok := affine(x.X, v)
-		return -a, -k, ok && x.Op == ir.Neg
-	case *ir.Binary:
-		a1, k1, ok1 := affine(x.X, v)
-		a2, k2, ok2 := affine(x.Y, v)
-		if !ok1 || !ok2 {
+	l := bounds.Linearize(e)
+	for _, t := range l.Terms() {
+		x, isIndex := t.Atom.(*ir.Index)
+		if !isIndex || x.Name != v {
 			return 0, 0, false
 		}
-		switch x.Op {
-		case ir.Add:
-			return a1 + a2, k1 + k2, true
-		case ir.Sub:
-			return a1 - a2, k1 - k2, true
-		case ir.Mul:
-			if a1 == 0 {
-				return k1 * a2, k1 * k2, true
-			}
-			return a1 * k2, k1 * k2, a2 == 0
-		}
+		a = t.Coef
 	}
-	return 0, 0, false
+	return a, l.Const(), true
 }
 
 // hasEquality reports whether a where condition of e compares with == or

@@ -43,7 +43,7 @@ func (p *gpuPlan) stage(spec *ir.Spec, local string, read *ir.Access) (stagePlan
 		box := int64(1)
 		var off ir.Expr = Lit(0)
 		for _, v := range vars {
-			c, ok := coefficient(x, v)
+			c, ok := Coefficient(x, v)
 			if !ok || c < 0 {
 				return stagePlan{}, errors.Errorf("stage of %s: index %s is not affine with non-negative coefficients in the tile's loop variable %s", ir.ExprString(read), ir.ExprString(x), v)
 			}
@@ -89,9 +89,9 @@ func unflatten(q ir.Expr, ext []int64, bounded bool) []ir.Expr {
 	out := make([]ir.Expr, len(ext))
 	stride := int64(1)
 	for d := len(ext) - 1; d >= 0; d-- {
-		x := simplify(&ir.Binary{Op: ir.Div, X: q, Y: Lit(stride)}, ir.KindMemo{})
+		x := ir.SimplifyNode(&ir.Binary{Op: ir.Div, X: q, Y: Lit(stride)}, ir.KindMemo{})
 		if d > 0 || !bounded {
-			x = simplify(&ir.Binary{Op: ir.Mod, X: x, Y: Lit(ext[d])}, ir.KindMemo{})
+			x = ir.SimplifyNode(&ir.Binary{Op: ir.Mod, X: x, Y: Lit(ext[d])}, ir.KindMemo{})
 		}
 		out[d] = x
 		stride *= ext[d]
@@ -180,7 +180,7 @@ func vecWidth(spec *ir.Spec, sp stagePlan, t *ir.TensorDecl, around map[string]i
 	}
 	zero := map[string]ir.Expr{}
 	for x := range around {
-		c, ok := coefficient(lo, x)
+		c, ok := Coefficient(lo, x)
 		if !ok || c%v != 0 {
 			return 1
 		}

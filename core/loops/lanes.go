@@ -1,6 +1,7 @@
 package loops
 
 import (
+	"github.com/neoflow/neoflow/core/bounds"
 	"github.com/neoflow/neoflow/core/ir"
 )
 
@@ -102,7 +103,7 @@ func flatStride(spec *ir.Spec, a *ir.Access, axis string) (int64, bool) {
 	}
 	total := int64(0)
 	for _, term := range flatTerms(a, t.Shape) {
-		c, ok := coefficient(term.index, axis)
+		c, ok := Coefficient(term.index, axis)
 		if !ok {
 			return 0, false
 		}
@@ -111,39 +112,14 @@ func flatStride(spec *ir.Spec, a *ir.Access, axis string) (int64, bool) {
 	return total, true
 }
 
-// coefficient is the constant c with e = c*axis + (terms without axis);
-// ok is false when e is not of that form.
-func coefficient(e ir.Expr, axis string) (int64, bool) {
+// Coefficient is the constant c with e = c*axis + (terms without axis),
+// read from e's linear form (bounds.Linearize); ok is false when axis
+// occurs in a non-linear term.
+func Coefficient(e ir.Expr, axis string) (int64, bool) {
 	if !Uses(e, axis) {
 		return 0, true
 	}
-	switch e := e.(type) {
-	case *ir.Index:
-		return 1, true
-	case *ir.Unary:
-		c, ok := coefficient(e.X, axis)
-		return -c, ok && e.Op == ir.Neg
-	case *ir.Binary:
-		switch e.Op {
-		case ir.Add, ir.Sub:
-			x, okx := coefficient(e.X, axis)
-			y, oky := coefficient(e.Y, axis)
-			if e.Op == ir.Sub {
-				y = -y
-			}
-			return x + y, okx && oky
-		case ir.Mul:
-			if k, ok := intConst(e.Y); ok {
-				c, okc := coefficient(e.X, axis)
-				return c * k, okc
-			}
-			if k, ok := intConst(e.X); ok {
-				c, okc := coefficient(e.Y, axis)
-				return c * k, okc
-			}
-		}
-	}
-	return 0, false
+	return bounds.Linearize(e).Coef(axis)
 }
 
 func intConst(e ir.Expr) (int64, bool) {

@@ -116,10 +116,10 @@ func laneConvex(c ir.Expr, lane string) bool {
 		default:
 			return false
 		}
-		if _, ok := coefficient(b.X, lane); !ok {
+		if _, ok := Coefficient(b.X, lane); !ok {
 			return false
 		}
-		if _, ok := coefficient(b.Y, lane); !ok {
+		if _, ok := Coefficient(b.Y, lane); !ok {
 			return false
 		}
 	}

@@ -83,41 +83,8 @@ func (r *renderer) streamable(l *loops.Loop) (*loops.Store, bool) {
 	if t.Elems()*size < StreamMinBytes || l.Extent*size != 64 {
 		return nil, false
 	}
-	step, ok := laneStep(loops.FlatIndex(s.Dst, t.Shape), l.Var)
+	step, ok := loops.Coefficient(loops.FlatIndex(s.Dst, t.Shape), l.Var)
 	return s, ok && step == 1
-}
-
-// laneStep is how far e moves when loop variable v grows by one, where e
-// is affine in v: v only in sums and differences and in products with
-// integer literals. ok is false otherwise.
-func laneStep(e ir.Expr, v string) (step int64, ok bool) {
-	if !loops.Uses(e, v) {
-		return 0, true
-	}
-	switch e := e.(type) {
-	case *ir.Index:
-		return 1, true // Uses: e is v
-	case *ir.Binary:
-		x, okx := laneStep(e.X, v)
-		y, oky := laneStep(e.Y, v)
-		if !okx || !oky {
-			return 0, false
-		}
-		switch e.Op {
-		case ir.Add:
-			return x + y, true
-		case ir.Sub:
-			return x - y, true
-		case ir.Mul:
-			if lit, isLit := e.Y.(*ir.IntLit); isLit {
-				return x * lit.Value, true
-			}
-			if lit, isLit := e.X.(*ir.IntLit); isLit {
-				return y * lit.Value, true
-			}
-		}
-	}
-	return 0, false
 }
 
 // streamLoop renders lane loop l, whose one store is s, with a streaming

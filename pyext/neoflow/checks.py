@@ -22,7 +22,7 @@ def check_name(name) -> str:
     return name
 
 
-def _check_text(what: str, text) -> str:
+def check_text(what: str, text) -> str:
     """Raises for text the Go core cannot take: not a str, or not encodable
     as UTF-8 (a lone surrogate)."""
     if not isinstance(text, str):
@@ -37,15 +37,15 @@ def _check_text(what: str, text) -> str:
     return text
 
 
-def _names(what: str, names) -> list[str]:
+def check_names(what: str, names) -> list[str]:
     if names is None:
         return []
     if isinstance(names, str):
         raise TypeError(f"{what} must be a list of tensor names, got the string {names!r}")
-    return [_check_text(f"a name in {what}", n) for n in names]
+    return [check_text(f"a name in {what}", n) for n in names]
 
 
-def _scalar(name: str, value) -> pb.Scalar:
+def scalar_of(name: str, value) -> pb.Scalar:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"constant {name} must be an int or a float, got {type(value).__name__}")
     if isinstance(value, int):

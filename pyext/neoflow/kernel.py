@@ -17,8 +17,8 @@ from ._proto import neoflow_pb2 as pb
 _FLOATS = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 # Integer inputs: read as values (converted to the op's float dtype) or as indices; they get no gradient.
 _INTS = {torch.int32: "int32", torch.int64: "int64", torch.bool: "bool"}
-_DTYPES = {**_FLOATS, **_INTS}
-_TORCH_DTYPES = {v: k for k, v in _DTYPES.items()}
+DTYPES = {**_FLOATS, **_INTS}
+TORCH_DTYPES = {v: k for k, v in DTYPES.items()}
 
 
 class Kernel:
@@ -46,14 +46,14 @@ class Kernel:
 
     def __init__(self, resp: pb.SpecializeResponse, outputs=()):
         self.kernel_id = resp.kernel_id
-        self.dtype = _TORCH_DTYPES[resp.dtype]
+        self.dtype = TORCH_DTYPES[resp.dtype]
         self.c_source = resp.c_source
         self.cuda_source = resp.cuda_source
         self.aligned = resp.aligned  # CUDA: pass 16-byte aligned pointers only
         self.cache_hit = resp.cache_hit
         self.buffers = [(b.name, b.role, tuple(b.shape)) for b in resp.buffers]
         # each buffer's element type: the op's dtype, or an integer input's or cast output's
-        self.dtypes = [_TORCH_DTYPES[b.dtype] if b.dtype else self.dtype for b in resp.buffers]
+        self.dtypes = [TORCH_DTYPES[b.dtype] if b.dtype else self.dtype for b in resp.buffers]
         # shapes of the buffers the caller allocates: outputs and temporaries
         self.allocated = [shape for _, role, shape in self.buffers if role != "input"]
         names = [b.name for b in resp.buffers]
@@ -108,10 +108,10 @@ class Kernel:
 
 
 _contiguous, _negated, _data_ptr = torch.Tensor.is_contiguous, torch.Tensor.is_neg, torch.Tensor.data_ptr
-_any_autocast = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
+any_autocast = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
 
-def _autocast(tensors) -> tuple:
+def autocast_inputs(tensors) -> tuple:
     """Under torch.autocast, the float32 inputs on a device where it is on, cast to its dtype (as PyTorch's
     matmuls run; float64 inputs are not eligible there either): the op then computes in float32 and stores
     that dtype (16-bit kernels load, compute and accumulate in float32 and round once per stored element)."""
@@ -158,7 +158,7 @@ def _memory_total(device: torch.device) -> int:
         return 0
 
 
-def _check_memory(op, kernel: Kernel, device: torch.device) -> None:
+def check_memory(op, kernel: Kernel, device: torch.device) -> None:
     """Raises MemoryError naming the tensor, before allocating, when the
     outputs and temporaries a call allocates exceed the device's memory."""
     sizes = [

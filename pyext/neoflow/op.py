@@ -12,9 +12,9 @@ import torch
 
 from . import _lib, config, outshapes, tuning
 from ._proto import neoflow_pb2 as pb
-from .checks import _check_text, _names, _scalar, check_devices, check_name  # noqa: F401 - check_devices: tests
+from .checks import check_devices, check_name, check_names, check_text, scalar_of  # noqa: F401 - check_devices: tests
 from .definition import GradDefinition, TextDefinition, consts_of
-from .kernel import _DTYPES, _TORCH_DTYPES, Kernel, _any_autocast, _autocast, _check_memory
+from .kernel import DTYPES, TORCH_DTYPES, Kernel, any_autocast, autocast_inputs, check_memory
 from .sizes import check_sizes as _sizes
 from .sizes import parse_sizes_text, sizes_text  # noqa: F401 - part of this module's interface
 from .version import __version__
@@ -82,10 +82,10 @@ class Op:
         forward_only: bool = False,
         **kw,
     ):
-        _check_text("an op's source", source)
+        check_text("an op's source", source)
         if name is not None:
             check_name(name)
-        inputs, outputs = _names("inputs", inputs), _names("outputs", outputs)
+        inputs, outputs = check_names("inputs", inputs), check_names("outputs", outputs)
         if consts is not None and not isinstance(consts, Mapping):
             raise TypeError(f"consts must be a dict of name to number, got {type(consts).__name__}")
         consts = dict(consts or {})
@@ -95,7 +95,7 @@ class Op:
             name=name or "",
             inputs=inputs,
             outputs=outputs,
-            consts={_check_text("a constant's name", k): _scalar(k, v) for k, v in consts.items()},
+            consts={check_text("a constant's name", k): scalar_of(k, v) for k, v in consts.items()},
             forward_only=bool(forward_only),
         )
         config.ensure()
@@ -212,7 +212,7 @@ class Op:
                 raise TypeError(f"input {n} must be a torch.Tensor, got {type(t).__name__}")
         check_devices([t.device for t in tensors], self.inputs)
         for t, n in zip(tensors, self.inputs):
-            if t.dtype not in _DTYPES:
+            if t.dtype not in DTYPES:
                 raise TypeError(
                     f"input {n} has dtype {t.dtype}; neoflow supports torch.float32 and torch.float64, "
                     "torch.float16 and torch.bfloat16 on CUDA, and torch.int32, torch.int64 and torch.bool inputs"
@@ -230,7 +230,7 @@ class Op:
     def _request(self, tensors, sizes, **flags) -> pb.SpecializeRequest:
         return pb.SpecializeRequest(
             op_id=self.op_id,
-            inputs=[pb.TensorType(dtype=_DTYPES[t.dtype], shape=[int(d) for d in t.shape]) for t in tensors],
+            inputs=[pb.TensorType(dtype=DTYPES[t.dtype], shape=[int(d) for d in t.shape]) for t in tensors],
             sizes=self.call_sizes(sizes),
             **flags,
         )
@@ -272,7 +272,7 @@ class Op:
             by_name = {b.name: b for b in resp.buffers}
             temps = [b for b in resp.buffers if b.role != "input" and b.name not in self.outputs]
             outs = [by_name[n] for n in self.outputs]
-            dtypes = [_TORCH_DTYPES[b.dtype or resp.dtype] for b in outs + temps]
+            dtypes = [TORCH_DTYPES[b.dtype or resp.dtype] for b in outs + temps]
             shapes = ([tuple(b.shape) for b in outs], [(b.name, tuple(b.shape)) for b in temps], dtypes)
             self._shapes[key] = shapes
         return shapes
@@ -349,7 +349,7 @@ class Op:
             for w in resp.warnings:
                 warnings.warn(w, RuntimeWarning, stacklevel=2)
             kernel = Kernel(resp, self.outputs)
-            _check_memory(self, kernel, tensors[0].device)
+            check_memory(self, kernel, tensors[0].device)
             if key is not None:
                 self._kernels[key] = kernel
         return kernel
@@ -392,8 +392,8 @@ class Op:
         return [bufs[i] for i in (kernel.returned if keep else kernel.outputs)]
 
     def __call__(self, *tensors, sizes=None, out_shapes=None):
-        if _any_autocast():  # traced by torch.compile too
-            tensors = _autocast(tensors)
+        if any_autocast():  # traced by torch.compile too
+            tensors = autocast_inputs(tensors)
         checks = self._out_checks
         if out_shapes is not None:
             scattered, more = outshapes.out_sizes(self.scatter_axes, self.outputs, self.output_ranks, out_shapes)

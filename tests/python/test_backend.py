@@ -373,7 +373,7 @@ def test_a_subgraph_neoflow_refuses_runs_in_eager(monkeypatch, caplog):
     purpose) leaves its subgraph in eager with a warning; the graph runs."""
     from neoflow.backend import lowering
 
-    monkeypatch.setitem(lowering._UNARY, torch.ops.aten.tanh.default, "tanh({0}) + Q[0]")
+    monkeypatch.setitem(lowering.UNARY, torch.ops.aten.tanh.default, "tanh({0}) + Q[0]")
 
     def f(x):
         return torch.tanh(x) * 2.0
@@ -434,7 +434,7 @@ def test_float64_gradients_through_the_backend():
     assert torch.autograd.gradcheck(compiled, (x,))
 
 
-_UNARY = [torch.tanh, torch.sigmoid, torch.relu, lambda t: t * 0.5 + 1.0, lambda t: torch.exp(-t.abs())]
+UNARY = [torch.tanh, torch.sigmoid, torch.relu, lambda t: t * 0.5 + 1.0, lambda t: torch.exp(-t.abs())]
 
 
 @settings(max_examples=12, deadline=None)
@@ -449,7 +449,7 @@ def test_generated_chains_match_eager(shape, ops):
 
     def f(x, row):
         for fn, kind in ops:
-            x = _UNARY[fn](x)
+            x = UNARY[fn](x)
             if kind == 1:
                 x = x + row
             elif kind == 2 and x.dim() > 1:

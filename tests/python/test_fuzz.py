@@ -213,13 +213,13 @@ def test_bad_arguments_get_a_clear_error(name, inputs, sizes, consts):
         assert "internal error" not in str(e), str(e)
 
 
-_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool]
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool]
 
 
 @FUZZ
 @given(
     shape=st.lists(st.integers(0, 4), min_size=0, max_size=3),
-    dtype=st.sampled_from(_DTYPES),
+    dtype=st.sampled_from(DTYPES),
     device=st.sampled_from(["cpu", "meta"]),
     other=st.one_of(st.none(), st.integers(), st.text(max_size=3)),
 )

@@ -16,7 +16,7 @@ aten = torch.ops.aten
 FLOATS = (torch.float32, torch.float64)
 
 # one-argument functions: ATen operator -> a template over the argument
-_UNARY = {
+UNARY = {
     aten.neg.default: "(-{0})",
     aten.exp.default: "exp({0})",
     aten.log.default: "log({0})",
@@ -35,7 +35,7 @@ _UNARY = {
     aten.clone.default: "{0}",
     aten.alias.default: "{0}",
 }
-_BINARY = {
+BINARY = {
     aten.add.Tensor: "({0} + {1})",
     aten.sub.Tensor: "({0} - {1})",
     aten.mul.Tensor: "({0} * {1})",
@@ -45,23 +45,23 @@ _BINARY = {
     aten.pow.Tensor_Scalar: "pow({0}, {1})",
     aten.pow.Tensor_Tensor: "pow({0}, {1})",
 }
-_BINARY.update(
+BINARY.update(
     {
-        aten.add.Scalar: _BINARY[aten.add.Tensor],
-        aten.sub.Scalar: _BINARY[aten.sub.Tensor],
-        aten.mul.Scalar: _BINARY[aten.mul.Tensor],
-        aten.div.Scalar: _BINARY[aten.div.Tensor],
+        aten.add.Scalar: BINARY[aten.add.Tensor],
+        aten.sub.Scalar: BINARY[aten.sub.Tensor],
+        aten.mul.Scalar: BINARY[aten.mul.Tensor],
+        aten.div.Scalar: BINARY[aten.div.Tensor],
         aten.rsub.Scalar: "({1} - {0})",
     }
 )
 # comparisons: a bool result, held as 1.0 or 0.0 inside a subgraph (and made bool where it leaves it)
-_COMPARE = {}
+COMPARE = {}
 for _name, _sym in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
     for _overload in ("Scalar", "Tensor"):
-        _COMPARE[getattr(getattr(aten, _name), _overload)] = f"where({{0}} {_sym} {{1}}, 1.0, 0.0)"
-_COMPARE[aten.logical_not.default] = "where({0} != 0.0, 0.0, 1.0)"
+        COMPARE[getattr(getattr(aten, _name), _overload)] = f"where({{0}} {_sym} {{1}}, 1.0, 0.0)"
+COMPARE[aten.logical_not.default] = "where({0} != 0.0, 0.0, 1.0)"
 # reductions: operator -> (assignment, whether the result is divided by the count of reduced elements)
-_REDUCE = {
+REDUCE = {
     aten.sum.dim_IntList: ("+=", False),
     aten.sum.default: ("+=", False),
     aten.mean.dim: ("+=", True),
@@ -69,7 +69,7 @@ _REDUCE = {
     aten.amax.default: ("max=", False),
     aten.amin.default: ("min=", False),
 }
-_CONSTANTS = {
+CONSTANTS = {
     aten.full.default,
     aten.full_like.default,
     aten.scalar_tensor.default,
@@ -113,10 +113,10 @@ _OTHER = {
     aten.unfold_backward.default,
     operator.getitem,
 }
-SUPPORTED = set(_UNARY) | set(_BINARY) | set(_COMPARE) | set(_REDUCE) | _CONSTANTS | _VIEWS | _OTHER
+SUPPORTED = set(UNARY) | set(BINARY) | set(COMPARE) | set(REDUCE) | CONSTANTS | _VIEWS | _OTHER
 # operators that may read bool tensors (as 0 or 1)
 _BOOL_IN = {aten.where.self, aten._to_copy.default, aten.logical_not.default} | {
-    k for k in _COMPARE if k.overloadpacket in (aten.eq, aten.ne)
+    k for k in COMPARE if k.overloadpacket in (aten.eq, aten.ne)
 }
 
 
@@ -125,7 +125,7 @@ def is_view(node) -> bool:
     return node.target in _VIEWS or node.target is operator.getitem
 
 
-def _val(node):
+def val_of(node):
     return node.meta.get("val") if hasattr(node, "meta") else None
 
 
@@ -160,7 +160,7 @@ def unsupported(node, contractions: str = "neoflow") -> str | None:
         return why
     if contractions == "eager" and node.target in CONTRACTIONS and not convlowering.grouped_on_cpu(node):
         return "a contraction, left to PyTorch's BLAS and oneDNN (contractions='eager')"
-    vals = _val(node)
+    vals = val_of(node)
     if vals is None:
         return "no shape information (node.meta['val'])"
     outs = vals if isinstance(vals, (tuple, list)) else [vals]
@@ -169,7 +169,7 @@ def unsupported(node, contractions: str = "neoflow") -> str | None:
     for v in outs:
         if not isinstance(v, torch.Tensor):
             return "an output that is not a tensor"
-        if v.dtype not in FLOATS and not (v.dtype == torch.bool and node.target in _COMPARE):
+        if v.dtype not in FLOATS and not (v.dtype == torch.bool and node.target in COMPARE):
             return f"a {v.dtype} output (lowered graphs compute in float32 or float64)"
         if not _static(v.shape):
             return "a dynamic shape (lowered graphs need static shapes)"
@@ -179,7 +179,7 @@ def unsupported(node, contractions: str = "neoflow") -> str | None:
         return None
     dtypes = {v.dtype for v in outs if v.dtype in FLOATS}
     for a in _tensor_args(node):
-        av = _val(a)
+        av = val_of(a)
         if not isinstance(av, torch.Tensor) or not _static(av.shape):
             return "an input without a static shape"
         if 0 in av.shape:
@@ -190,7 +190,7 @@ def unsupported(node, contractions: str = "neoflow") -> str | None:
             return f"a {av.dtype} input"
     if len(dtypes) > 1:
         return "inputs of mixed float dtypes"
-    devices = {v.device for v in outs} | {_val(a).device for a in _tensor_args(node)}
+    devices = {v.device for v in outs} | {val_of(a).device for a in _tensor_args(node)}
     if len(devices) > 1:
         return "tensors on several devices"
     return _argument_problem(node)
@@ -224,12 +224,12 @@ def _tensor_args(node):
     return [a for a in flat if isinstance(a, torch.fx.Node)]
 
 
-def _shape(node) -> tuple:
-    v = _val(node)
+def shape_of(node) -> tuple:
+    v = val_of(node)
     return tuple(v.shape)
 
 
-def _num(x) -> str:
+def num(x) -> str:
     if isinstance(x, bool):
         x = int(x)
     x = float(x)

@@ -29,14 +29,14 @@ import torch
 
 from . import convlowering, inlining
 from .aten_support import (
-    _BINARY,
-    _COMPARE,
-    _CONSTANTS,
-    _REDUCE,
-    _UNARY,
-    _num,
-    _shape,
-    _val,
+    BINARY,
+    COMPARE,
+    CONSTANTS,
+    REDUCE,
+    UNARY,
+    num,
+    shape_of,
+    val_of,
 )
 
 aten = torch.ops.aten
@@ -71,8 +71,8 @@ class Lowering:
                 if len(self.inputs) in strided:
                     self._strided(node, name, strided[len(self.inputs)])
                 self.inputs.append(name)
-                self.in_shapes.append(_shape(node))
-                self.bind(node, name, _shape(node))
+                self.in_shapes.append(shape_of(node))
+                self.bind(node, name, shape_of(node))
             elif node.op == "call_function":
                 self._lower(k, node)
             elif node.op == "output":
@@ -80,25 +80,25 @@ class Lowering:
                 outs = outs if isinstance(outs, (tuple, list)) else [outs]
                 for j, o in enumerate(outs):
                     if o.op == "placeholder" and o in self.views:  # a strided input returned: copied row-major
-                        i = self.index_vars(k, _shape(o), prefix=f"o{j}_")
+                        i = self.index_vars(k, shape_of(o), prefix=f"o{j}_")
                         self.lines.append(f"O{k}_{j}[{', '.join(i)}] = {self.at(o, i)}")
                         self.outputs.append(f"O{k}_{j}")
                     else:
                         self.outputs.append(self.names[o])
-                    self.out_shapes.append(_shape(o))
-                    self.out_strides.append(tuple(_val(o).stride()))
-                    self.out_dtypes.append(_val(o).dtype)
+                    self.out_shapes.append(shape_of(o))
+                    self.out_strides.append(tuple(val_of(o).stride()))
+                    self.out_dtypes.append(val_of(o).dtype)
         self.source = "\n".join(self.lines)
         # placeholders only a shape was taken from (full_like) are not the op's inputs
         self.used = [k for k, name in enumerate(self.inputs) if name in self.read]
         self.inputs = [self.inputs[k] for k in self.used]
 
     def shape_of(self, node) -> tuple:
-        return _shape(node)
+        return shape_of(node)
 
     def _strided(self, node, name: str, strides: tuple) -> None:
         """Reads placeholder node, which comes with these strides, as the flat memory they span."""
-        shape = _shape(node)
+        shape = shape_of(node)
 
         def read(parts, name=name, shape=shape, strides=strides):
             self.read.add(name)
@@ -135,14 +135,14 @@ class Lowering:
         """arg (a node or a number) read at output indices idx of an output
         of this shape, broadcasting as PyTorch does."""
         if not isinstance(arg, torch.fx.Node):
-            return _num(arg)
-        ash = tuple(_shape(arg))
+            return num(arg)
+        ash = tuple(shape_of(arg))
         off = len(shape) - len(ash)
         return self.at(arg, ["0" if n == 1 else idx[d + off] for d, n in enumerate(ash)])
 
     def _emit(self, k: int, node, rhs_of) -> None:
         """T<k>[its output's indices] = rhs_of(those indices, the output's shape)."""
-        shape = _shape(node)
+        shape = shape_of(node)
         idx = self.index_vars(k, shape)
         self.lines.append(f"T{k}[{', '.join(idx)}] = {rhs_of(idx, shape)}")
         self.bind(node, f"T{k}", shape)
@@ -153,26 +153,26 @@ class Lowering:
         if user_op is not None:
             inlining.inline(self, k, node, user_op)
         elif t is operator.getitem:
-            self.bind(node, self.names[a[0]][a[1]], _shape(node))
-        elif t in _UNARY:
-            self._emit(k, node, lambda i, s: _UNARY[t].format(self._read(a[0], i, s)))
+            self.bind(node, self.names[a[0]][a[1]], shape_of(node))
+        elif t in UNARY:
+            self._emit(k, node, lambda i, s: UNARY[t].format(self._read(a[0], i, s)))
         elif t is aten._to_copy.default:
             self._emit(k, node, lambda i, s: self._read(a[0], i, s))
-        elif t in _BINARY or t in _COMPARE:
-            form = _BINARY.get(t) or _COMPARE[t]
+        elif t in BINARY or t in COMPARE:
+            form = BINARY.get(t) or COMPARE[t]
             self._emit(k, node, lambda i, s: form.format(*(self._read(x, i, s) for x in a[:2])))
-        elif t in _CONSTANTS:
+        elif t in CONSTANTS:
             value = {aten.zeros_like.default: 0.0, aten.ones_like.default: 1.0}.get(t)
             value = a[0] if t is aten.scalar_tensor.default else a[1] if value is None else value
-            self._emit(k, node, lambda i, s: _num(value))
+            self._emit(k, node, lambda i, s: num(value))
         elif t is aten.elu.default:
             alpha, scale, in_scale = (list(a[1:]) + [1.0, 1.0, 1.0])[:3]
             self._emit(
                 k,
                 node,
                 lambda i, s: (
-                    f"where({self._read(a[0], i, s)} > 0.0, {_num(scale)} * {self._read(a[0], i, s)}, "
-                    f"{_num(scale * alpha)} * expm1({self._read(a[0], i, s)} * {_num(in_scale)}))"
+                    f"where({self._read(a[0], i, s)} > 0.0, {num(scale)} * {self._read(a[0], i, s)}, "
+                    f"{num(scale * alpha)} * expm1({self._read(a[0], i, s)} * {num(in_scale)}))"
                 ),
             )
         elif t is aten.cat.default:
@@ -195,14 +195,14 @@ class Lowering:
 
             def clamp(i, s):
                 x = self._read(a[0], i, s)
-                x = x if lo is None else f"max({x}, {_num(lo)})"
-                return x if hi is None else f"min({x}, {_num(hi)})"
+                x = x if lo is None else f"max({x}, {num(lo)})"
+                return x if hi is None else f"min({x}, {num(hi)})"
 
             self._emit(k, node, clamp)
         elif t is aten.gelu.default:
             self._emit(k, node, lambda i, s: _gelu(self._read(a[0], i, s), node.kwargs.get("approximate")))
-        elif t in _REDUCE:
-            self._reduce(k, node, *_REDUCE[t])
+        elif t in REDUCE:
+            self._reduce(k, node, *REDUCE[t])
         elif t in (aten.mm.default, aten.bmm.default, aten.addmm.default):
             self._matmul(k, node)
         elif t is aten.native_layer_norm.default:
@@ -222,13 +222,13 @@ class Lowering:
 
     def _reduce(self, k: int, node, op: str, mean: bool) -> None:
         x = node.args[0]
-        xs = _shape(x)
+        xs = shape_of(x)
         dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
         if node.target in (aten.sum.default, aten.mean.default) or not dims:
             dims = range(len(xs))
         dims = _reduced_dims(xs, dims)
         keep = (node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)) if xs else True
-        out = _shape(node)
+        out = shape_of(node)
         idx = self.index_vars(k, out)
         red = self.index_vars(k, [xs[d] for d in dims], prefix="r")
         read = self._reduced_read(x, dims, keep, idx, red)
@@ -239,14 +239,14 @@ class Lowering:
             self.lines.append(f"S{k}[{', '.join(idx)}] {op} {read}")
             j = self.index_vars(k, out, prefix="j")
             count = math.prod(xs[d] for d in dims)
-            self.lines.append(f"{name}[{', '.join(j)}] = S{k}[{', '.join(j)}] * {_num(1.0 / count)}")
+            self.lines.append(f"{name}[{', '.join(j)}] = S{k}[{', '.join(j)}] * {num(1.0 / count)}")
         self.bind(node, name, out)
 
     def _reduced_read(self, x, dims: list, keep: bool, idx: list, red: list) -> str:
         """x's element that a reduction over dims reads at output indices idx (which hold the reduced
         dimensions too, as size 1, when keep) and reduction indices red."""
         rd, parts, o = dict(zip(dims, red)), [], 0
-        for d in range(len(_shape(x))):
+        for d in range(len(shape_of(x))):
             parts.append(rd[d] if d in rd else idx[o])
             o += 1 if d not in rd or keep else 0
         return self.at(x, parts)
@@ -255,13 +255,13 @@ class Lowering:
         """var_mean(x, dims, correction=, keepdim=): the mean, then the sum of squared deviations from it
         over count - correction (the two-pass form, as eager's batch norm computes it)."""
         x = node.args[0]
-        xs = _shape(x)
+        xs = shape_of(x)
         dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
         dims = _reduced_dims(xs, range(len(xs)) if dims is None else dims)
         keep = node.kwargs.get("keepdim", False) if xs else True
         corr = node.kwargs.get("correction")
         corr = 1 if corr is None else corr
-        out = tuple(_val(node)[0].shape)
+        out = tuple(val_of(node)[0].shape)
         count = math.prod(xs[d] for d in dims)
 
         def read(idx, red):
@@ -273,38 +273,38 @@ class Lowering:
         a, ra = self.index_vars(k, out, prefix="a"), self.index_vars(k, [xs[d] for d in dims], prefix="b")
         self.lines.append(f"S{k}[{lhs(a)}] += {read(a, ra)}")
         c = self.index_vars(k, out, prefix="c")
-        self.lines.append(f"Mu{k}[{lhs(c)}] = S{k}[{lhs(c)}] / {_num(count)}")
+        self.lines.append(f"Mu{k}[{lhs(c)}] = S{k}[{lhs(c)}] / {num(count)}")
         d, rd = self.index_vars(k, out, prefix="d"), self.index_vars(k, [xs[d] for d in dims], prefix="e")
         dev = f"({read(d, rd)} - Mu{k}[{lhs(d)}])"
         self.lines.append(f"Q{k}[{lhs(d)}] += {dev} * {dev}")
         f = self.index_vars(k, out, prefix="f")
-        self.lines.append(f"V{k}[{lhs(f)}] = Q{k}[{lhs(f)}] / {_num(float(max(count - corr, 0)))}")
+        self.lines.append(f"V{k}[{lhs(f)}] = Q{k}[{lhs(f)}] / {num(float(max(count - corr, 0)))}")
         for name in (f"V{k}", f"Mu{k}"):
             self.shapes[name] = out or (1,)
         self.names[node] = (f"V{k}", f"Mu{k}")
 
     def _cat(self, node, idx: list) -> str:
         parts = [p for p in node.args[0]]
-        out = _shape(node)
+        out = shape_of(node)
         dim = (node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) % len(out)
         i = idx[dim]
         expr, starts, off = None, [], 0
         for p in parts:
             starts.append(off)
-            off += _shape(p)[dim]
+            off += shape_of(p)[dim]
         for p, start in reversed(list(zip(parts, starts))):
             shifted = list(idx)
             shifted[dim] = f"{i} - {start}" if start else i
             read = self.at(p, shifted)
-            expr = read if expr is None else f"where({i} < {start + _shape(p)[dim]}, {read}, {expr})"
+            expr = read if expr is None else f"where({i} < {start + shape_of(p)[dim]}, {read}, {expr})"
         return expr
 
     def _split(self, k: int, node) -> None:
         x = node.args[0]
-        xs = _shape(x)
+        xs = shape_of(x)
         dim = (node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)) % len(xs)
         names, off = [], 0
-        for j, v in enumerate(_val(node)):
+        for j, v in enumerate(val_of(node)):
             out = tuple(v.shape)
             idx = self.index_vars(k, out, prefix=f"s{j}_")
             read = list(idx)
@@ -318,10 +318,10 @@ class Lowering:
 
     def _softmax(self, k: int, node, log: bool) -> None:
         x = node.args[0]
-        xs = _shape(x) or (1,)
+        xs = shape_of(x) or (1,)
         dim = node.args[1] % len(xs)
         stat = tuple(1 if d == dim else n for d, n in enumerate(xs))
-        scalar = not _shape(x)
+        scalar = not shape_of(x)
 
         def X(v):  # x's element at v
             return self.at(x, [] if scalar else v)
@@ -339,14 +339,14 @@ class Lowering:
             self.lines.append(f"T{k}[{', '.join(o)}] = {X(o)} - M{k}[{st}] - log(S{k}[{st}])")
         else:
             self.lines.append(f"T{k}[{', '.join(o)}] = exp({X(o)} - M{k}[{st}]) / S{k}[{st}]")
-        self.bind(node, f"T{k}", _shape(node))
+        self.bind(node, f"T{k}", shape_of(node))
 
     def _matmul(self, k: int, node) -> None:
         t = node.target
         a, b = (node.args[1], node.args[2]) if t is aten.addmm.default else (node.args[0], node.args[1])
-        out = _shape(node)
+        out = shape_of(node)
         idx = self.index_vars(k, out)
-        (r,) = self.index_vars(k, [_shape(a)[-1]], prefix="r")
+        (r,) = self.index_vars(k, [shape_of(a)[-1]], prefix="r")
         lead = idx[:-2]
         prod = f"{self.at(a, lead + [idx[-2], r])} * {self.at(b, lead + [r, idx[-1]])}"
         if t is not aten.addmm.default:
@@ -360,7 +360,7 @@ class Lowering:
 
     def _layer_norm(self, k: int, node) -> None:
         x, normalized, w, b, eps = node.args
-        xs = _shape(x)
+        xs = shape_of(x)
         m = len(xs) - len(normalized)
         count = math.prod(xs[m:])
         stat = tuple(xs[:m]) + (1,) * len(normalized)
@@ -377,12 +377,12 @@ class Lowering:
         s1, r1 = vars_("a", stat), vars_("b", xs[m:])
         self.lines.append(f"S{k}[{lhs(s1)}] += {X(s1[:m] + r1)}")
         s2 = vars_("c", stat)
-        self.lines.append(f"Mu{k}[{lhs(s2)}] = S{k}[{lhs(s2)}] / {_num(count)}")
+        self.lines.append(f"Mu{k}[{lhs(s2)}] = S{k}[{lhs(s2)}] / {num(count)}")
         s3, r3 = vars_("d", stat), vars_("e", xs[m:])
         dev = f"({X(s3[:m] + r3)} - Mu{k}[{lhs(s3)}])"
         self.lines.append(f"V{k}[{lhs(s3)}] += {dev} * {dev}")
         s4 = vars_("f", stat)
-        self.lines.append(f"R{k}[{lhs(s4)}] = rsqrt(V{k}[{lhs(s4)}] / {_num(count)} + {_num(eps)})")
+        self.lines.append(f"R{k}[{lhs(s4)}] = rsqrt(V{k}[{lhs(s4)}] / {num(count)} + {num(eps)})")
         o = vars_("g", xs)
         st = o[:m] + ["0"] * len(normalized)
         y = f"({X(o)} - Mu{k}[{lhs(st)}]) * R{k}[{lhs(st)}]"
@@ -398,7 +398,7 @@ class Lowering:
     def _view(self, node, idx: list) -> str:
         """The read of view node's input at the view's index expressions idx."""
         t, x = node.target, node.args[0]
-        xs, out = _shape(x), _shape(node)
+        xs, out = shape_of(x), shape_of(node)
         if not out:
             idx = []  # a 0-d view: no index
         if t is aten.permute.default or t is aten.t.default or t is aten.transpose.int:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 import torch.fx
 
-from .aten_support import EAGER, _val
+from .aten_support import EAGER, val_of
 
 aten = torch.ops.aten
 
@@ -37,9 +37,9 @@ def _is_add(n) -> bool:
         return False
     if n.kwargs.get("alpha", 1) != 1 or len(n.args) != 2:
         return False
-    out = _val(n)
+    out = val_of(n)
     return out is not None and all(
-        _val(a) is not None and _val(a).shape == out.shape and _val(a).dtype == out.dtype for a in n.args
+        val_of(a) is not None and val_of(a).shape == out.shape and val_of(a).dtype == out.dtype for a in n.args
     )
 
 
@@ -52,7 +52,7 @@ def _is_transpose(n) -> bool:
     if not (isinstance(n, torch.fx.Node) and n.op == "call_function" and isinstance(n.args[0], torch.fx.Node)):
         return False
     if n.target is aten.t.default:
-        return _val(n) is not None and _val(n).dim() == 2
+        return val_of(n) is not None and val_of(n).dim() == 2
     return n.target is aten.permute.default and list(n.args[1]) == [1, 0]
 
 
@@ -113,9 +113,9 @@ def _worth(products) -> bool:
     40x what it copies (LLTM: 16 outputs of 768x512 against operands of 16x768 and 16x512); a forward
     layer's x W1 + s W2 + h W3 would copy its three weights at every step to save two batch-sized outputs."""
     operands = [mm.args[k] for _, mm in products for k in (0, 1)]
-    if any(not isinstance(_val(a), torch.Tensor) for a in operands):
+    if any(not isinstance(val_of(a), torch.Tensor) for a in operands):
         return False  # an operand without a traced value: left as it is
-    copied = sum(_val(a).numel() for a in operands)
+    copied = sum(val_of(a).numel() for a in operands)
     saved = 2 * (len(products) - 1) * products[0][1].meta["val"].numel()
     return copied < saved
 
@@ -144,7 +144,7 @@ def merge(gm: torch.fx.GraphModule, min_terms: int = MIN_TERMS) -> int:
         if not _worth(products):
             continue
         others += [t for t, _ in groups[not transposed]]
-        mode = detect_fake_mode([_val(mm) for _, mm in products])
+        mode = detect_fake_mode([val_of(mm) for _, mm in products])
         if mode is None:
             continue
         g = gm.graph
