@@ -214,6 +214,25 @@ class Tensor:
             _trace[-1].append(f"{self.name}[{key}] = {_wrap(value).text}")
 
 
+_ASSIGN = ("=", "+=", "*=", "max=", "min=")
+
+
+def statement(target: _Access, op: str, rhs) -> str:
+    """The text of the statement ``target op rhs``: target an element of a tensor (``Tensor("T")[i, j]``), op
+    one of ``=``, ``+=``, ``*=``, ``max=``, ``min=``. For code that writes an op's statements from expressions
+    without tracing a function (the torch.compile backend's lowering)."""
+    if not isinstance(target, _Access):
+        raise TypeError(f"a statement's target is an element of a tensor, got {type(target).__name__}")
+    if op not in _ASSIGN:
+        raise ValueError(f"a statement's operator is one of {', '.join(_ASSIGN)}, got {op!r}")
+    return f"{target.text} {op} {_wrap(rhs).text}"
+
+
+def value(x) -> Expr:
+    """x (a Python number) as a floating-point literal: ``2`` is ``2.0``, infinities ``inf``, NaN ``nan``."""
+    return _wrap(float(x))
+
+
 def tensor(name: str) -> Tensor:
     """A tensor written by a statement of the op being traced."""
     return Tensor(name)

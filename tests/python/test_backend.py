@@ -190,10 +190,14 @@ def test_reshapes_read_through_runs_of_dimensions(shape, view):
     """A reshape maps runs of dimensions of equal size onto each other; its
     reads split or merge indices within a run only (a channel shuffle reads
     X[n, (c % 3) * 2 + c / 3, h, w]), forward and backward as eager."""
+    from neoflow import dsl
     from neoflow.backend.lowering import _reshape_parts
 
-    assert _reshape_parts((16, 60, 28, 28), (16, 3, 20, 28, 28), list("abcde")) == ["a", "b * 20 + c", "d", "e"]
-    assert _reshape_parts((16, 3, 20, 28, 28), (16, 60, 28, 28), list("abcd")) == ["a", "b / 20", "b % 20", "c", "d"]
+    def parts(xs, out, names):
+        return [str(p) for p in _reshape_parts(xs, out, [dsl.Expr(n) for n in names])]
+
+    assert parts((16, 60, 28, 28), (16, 3, 20, 28, 28), "abcde") == ["a", "b * 20 + c", "d", "e"]
+    assert parts((16, 3, 20, 28, 28), (16, 60, 28, 28), "abcd") == ["a", "b / 20", "b % 20", "c", "d"]
 
     def shuffle(x):
         y = (x * 2.0).reshape(view)
@@ -371,9 +375,10 @@ def test_conv1d_gradcheck_in_float64():
 def test_a_subgraph_neoflow_refuses_runs_in_eager(monkeypatch, caplog):
     """A lowering the Go core refuses (here: a statement made unprovable on
     purpose) leaves its subgraph in eager with a warning; the graph runs."""
+    from neoflow import dsl
     from neoflow.backend import lowering
 
-    monkeypatch.setitem(lowering.UNARY, torch.ops.aten.tanh.default, "tanh({0}) + Q[0]")
+    monkeypatch.setitem(lowering.UNARY, torch.ops.aten.tanh.default, lambda x: dsl.tanh(x) + dsl.Tensor("Q")[0])
 
     def f(x):
         return torch.tanh(x) * 2.0

@@ -4,46 +4,46 @@ checks of a node's shapes, dtypes and arguments."""
 
 from __future__ import annotations
 
-import math
 import operator
 
 import torch
 
+from .. import dsl
 from . import convlowering, inlining
 
 aten = torch.ops.aten
 
 FLOATS = (torch.float32, torch.float64)
 
-# one-argument functions: ATen operator -> a template over the argument
+# one-argument functions: ATen operator -> the expression of the argument's (neoflow.dsl expressions)
 UNARY = {
-    aten.neg.default: "(-{0})",
-    aten.exp.default: "exp({0})",
-    aten.log.default: "log({0})",
-    aten.sqrt.default: "sqrt({0})",
-    aten.rsqrt.default: "rsqrt({0})",
-    aten.tanh.default: "tanh({0})",
-    aten.sigmoid.default: "sigmoid({0})",
-    aten.relu.default: "relu({0})",
-    aten.abs.default: "abs({0})",
-    aten.erf.default: "erf({0})",
-    aten.sin.default: "sin({0})",
-    aten.cos.default: "cos({0})",
-    aten.log1p.default: "log1p({0})",
-    aten.expm1.default: "expm1({0})",
-    aten.reciprocal.default: "(1.0 / {0})",
-    aten.clone.default: "{0}",
-    aten.alias.default: "{0}",
+    aten.neg.default: operator.neg,
+    aten.exp.default: dsl.exp,
+    aten.log.default: dsl.log,
+    aten.sqrt.default: dsl.sqrt,
+    aten.rsqrt.default: dsl.rsqrt,
+    aten.tanh.default: dsl.tanh,
+    aten.sigmoid.default: dsl.sigmoid,
+    aten.relu.default: dsl.relu,
+    aten.abs.default: dsl.abs,
+    aten.erf.default: dsl.erf,
+    aten.sin.default: dsl.sin,
+    aten.cos.default: dsl.cos,
+    aten.log1p.default: dsl.log1p,
+    aten.expm1.default: dsl.expm1,
+    aten.reciprocal.default: lambda x: 1.0 / x,
+    aten.clone.default: lambda x: x,
+    aten.alias.default: lambda x: x,
 }
 BINARY = {
-    aten.add.Tensor: "({0} + {1})",
-    aten.sub.Tensor: "({0} - {1})",
-    aten.mul.Tensor: "({0} * {1})",
-    aten.div.Tensor: "({0} / {1})",
-    aten.maximum.default: "max({0}, {1})",
-    aten.minimum.default: "min({0}, {1})",
-    aten.pow.Tensor_Scalar: "pow({0}, {1})",
-    aten.pow.Tensor_Tensor: "pow({0}, {1})",
+    aten.add.Tensor: operator.add,
+    aten.sub.Tensor: operator.sub,
+    aten.mul.Tensor: operator.mul,
+    aten.div.Tensor: operator.truediv,
+    aten.maximum.default: dsl.max,
+    aten.minimum.default: dsl.min,
+    aten.pow.Tensor_Scalar: dsl.pow,
+    aten.pow.Tensor_Tensor: dsl.pow,
 }
 BINARY.update(
     {
@@ -51,15 +51,28 @@ BINARY.update(
         aten.sub.Scalar: BINARY[aten.sub.Tensor],
         aten.mul.Scalar: BINARY[aten.mul.Tensor],
         aten.div.Scalar: BINARY[aten.div.Tensor],
-        aten.rsub.Scalar: "({1} - {0})",
+        aten.rsub.Scalar: lambda a, b: b - a,
     }
 )
+
+
+def _compare(cmp):
+    return lambda a, b: dsl.where(cmp(a, b), 1.0, 0.0)
+
+
 # comparisons: a bool result, held as 1.0 or 0.0 inside a subgraph (and made bool where it leaves it)
 COMPARE = {}
-for _name, _sym in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
+for _name, _cmp in (
+    ("eq", operator.eq),
+    ("ne", operator.ne),
+    ("lt", operator.lt),
+    ("le", operator.le),
+    ("gt", operator.gt),
+    ("ge", operator.ge),
+):
     for _overload in ("Scalar", "Tensor"):
-        COMPARE[getattr(getattr(aten, _name), _overload)] = f"where({{0}} {_sym} {{1}}, 1.0, 0.0)"
-COMPARE[aten.logical_not.default] = "where({0} != 0.0, 0.0, 1.0)"
+        COMPARE[getattr(getattr(aten, _name), _overload)] = _compare(_cmp)
+COMPARE[aten.logical_not.default] = lambda x: dsl.where(x != 0.0, 0.0, 1.0)
 # reductions: operator -> (assignment, whether the result is divided by the count of reduced elements)
 REDUCE = {
     aten.sum.dim_IntList: ("+=", False),
@@ -229,12 +242,6 @@ def shape_of(node) -> tuple:
     return tuple(v.shape)
 
 
-def num(x) -> str:
-    if isinstance(x, bool):
-        x = int(x)
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return repr(x)
+def num(x) -> dsl.Expr:
+    """A Python number as a floating-point literal of the expression language."""
+    return dsl.value(x)

@@ -26,7 +26,12 @@ over the windows that hold each position:
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import torch
+
+from .. import dsl
 
 aten = torch.ops.aten
 
@@ -81,20 +86,30 @@ def _backward_args(node):
     }
 
 
-def _guard(pos: list[str], pads: list[int], sizes: list[int]) -> str:
-    """In-bounds condition of input positions pos (before subtracting the padding)."""
+def _all(conds: list):
+    """The conjunction of the conditions, in order; None for none."""
+    return functools.reduce(operator.and_, conds) if conds else None
+
+
+def _guard(pos: list, pads: list[int], sizes: list[int]):
+    """In-bounds condition of input positions pos (before subtracting the padding); None without padding."""
     conds = []
     for p, pad, n in zip(pos, pads, sizes):
         if pad:
-            conds.append(f"{p} >= {pad} && {p} < {n + pad}")
-    return " && ".join(conds)
+            conds += [p >= pad, p < n + pad]
+    return _all(conds)
 
 
-def _image_read(low, a: dict, x, xs, batch: str, chan: str, pts: list, taps: list) -> tuple[str, str]:
+def _guarded(guard, prod):
+    """prod where the guard holds, else 0.0 (prod itself without a guard)."""
+    return prod if guard is None else dsl.where(guard, prod, 0.0)
+
+
+def _image_read(low, a: dict, x, xs, batch, chan, pts: list, taps: list) -> tuple:
     """x's element that output position pts reads through taps, and the
-    guard that keeps it inside the image ("" without padding)."""
-    pos = [f"{pts[d]} * {a['stride'][d]} + {taps[d]} * {a['dilation'][d]}" for d in range(len(xs) - 2)]
-    reads = [f"{p} - {a['padding'][d]}" if a["padding"][d] else p for d, p in enumerate(pos)]
+    guard that keeps it inside the image (None without padding)."""
+    pos = [pts[d] * a["stride"][d] + taps[d] * a["dilation"][d] for d in range(len(xs) - 2)]
+    reads = [p - a["padding"][d] if a["padding"][d] else p for d, p in enumerate(pos)]
     return low.at(x, [batch, chan, *reads]), _guard(pos, a["padding"], xs[2:])
 
 
@@ -107,15 +122,14 @@ def convolution(low, k: int, node) -> None:
     idx = low.index_vars(k, out)
     (c,) = low.index_vars(k, [ci], prefix="c")
     taps = low.index_vars(k, ws[2:], prefix="r")
-    chan = c if groups == 1 else f"{idx[1]} / {co} * {ci} + {c}"
+    chan = c if groups == 1 else idx[1] // co * ci + c
     xr, guard = _image_read(low, a, x, xs, idx[0], chan, idx[2:], taps)
-    prod = f"{xr} * {low.at(w, [idx[1], c, *taps])}"
-    rhs = f"where({guard}, {prod}, 0.0)" if guard else prod
+    prod = xr * low.at(w, [idx[1], c, *taps])
     name = f"T{k}" if b is None else f"C{k}"
-    low.lines.append(f"{name}[{', '.join(idx)}] += {rhs}")
+    low.emit(name, idx, "+=", _guarded(guard, prod))
     if b is not None:
         j = low.index_vars(k, out, prefix="j")
-        low.lines.append(f"T{k}[{', '.join(j)}] = C{k}[{', '.join(j)}] + {low.at(b, [j[1]])}")
+        low.emit(f"T{k}", j, "=", dsl.Tensor(f"C{k}")[tuple(j)] + low.at(b, [j[1]]))
     low.bind(node, f"T{k}", out)
 
 
@@ -132,44 +146,43 @@ def convolution_backward(low, k: int, node) -> None:
         (o,) = low.index_vars(k, [co], prefix="o")
         taps = low.index_vars(k, ws[2:], prefix="t")
         nums = [
-            f"{idx[2 + d]} + {a['padding'][d]} - {taps[d]} * {a['dilation'][d]}"
+            idx[2 + d] + a["padding"][d] - taps[d] * a["dilation"][d]
             if a["padding"][d]
-            else f"{idx[2 + d]} - {taps[d]} * {a['dilation'][d]}"
+            else idx[2 + d] - taps[d] * a["dilation"][d]
             for d in range(nsp)
         ]
         conds = []
         for d, num in enumerate(nums):  # num / S < Ho written as num < Ho * S, the form the bounds proof follows
-            conds.append(f"{num} >= 0 && {num} < {ys[2 + d] * a['stride'][d]}")
+            conds += [num >= 0, num < ys[2 + d] * a["stride"][d]]
             if a["stride"][d] != 1:
-                conds.append(f"({num}) % {a['stride'][d]} == 0")
+                conds.append(num % a["stride"][d] == 0)
         # the proof of bounds does not carry the guard through the division: the read position is clamped
         # into the output, which changes nothing where the guard holds
         outs = [
-            f"min(max(({num}) / {a['stride'][d]}, 0), {ys[2 + d] - 1})" if a["stride"][d] != 1 else f"({num})"
+            dsl.min(dsl.max(num // a["stride"][d], 0), ys[2 + d] - 1) if a["stride"][d] != 1 else num
             for d, num in enumerate(nums)
         ]
-        och = o if groups == 1 else f"{idx[1]} / {ci} * {co} + {o}"
-        wch = "0" if ci == 1 else (idx[1] if groups == 1 else f"{idx[1]} % {ci}")
-        prod = f"{low.at(dy, [idx[0], och, *outs])} * {low.at(w, [och, wch, *taps])}"
-        low.lines.append(f"GX{k}[{', '.join(idx)}] += where({' && '.join(conds)}, {prod}, 0.0)")
+        och = o if groups == 1 else idx[1] // ci * co + o
+        wch = 0 if ci == 1 else (idx[1] if groups == 1 else idx[1] % ci)
+        prod = low.at(dy, [idx[0], och, *outs]) * low.at(w, [och, wch, *taps])
+        low.emit(f"GX{k}", idx, "+=", dsl.where(_all(conds), prod, 0.0))
         low.shapes[f"GX{k}"] = tuple(xs)
         names[0] = f"GX{k}"
     if a["mask"][1]:  # the weight's gradient
         widx = low.index_vars(k, ws, prefix="b")
         (n,) = low.index_vars(k, [xs[0]], prefix="n")
         pts = low.index_vars(k, ys[2:], prefix="p")
-        chan = widx[1] if groups == 1 else f"{widx[0]} / {co} * {ci} + {widx[1]}"
+        chan = widx[1] if groups == 1 else widx[0] // co * ci + widx[1]
         xr, guard = _image_read(low, a, x, xs, n, chan, pts, widx[2:])
-        prod = f"{low.at(dy, [n, widx[0], *pts])} * {xr}"
-        rhs = f"where({guard}, {prod}, 0.0)" if guard else prod
-        low.lines.append(f"GW{k}[{', '.join(widx)}] += {rhs}")
+        prod = low.at(dy, [n, widx[0], *pts]) * xr
+        low.emit(f"GW{k}", widx, "+=", _guarded(guard, prod))
         low.shapes[f"GW{k}"] = tuple(ws)
         names[1] = f"GW{k}"
     if a["mask"][2]:  # the bias's gradient
         (bo,) = low.index_vars(k, [ws[0]], prefix="e")
         (bn,) = low.index_vars(k, [xs[0]], prefix="f")
         pts = low.index_vars(k, ys[2:], prefix="q")
-        low.lines.append(f"GB{k}[{bo}] += {low.at(dy, [bn, bo, *pts])}")
+        low.emit(f"GB{k}", [bo], "+=", low.at(dy, [bn, bo, *pts]))
         low.shapes[f"GB{k}"] = (ws[0],)
         names[2] = f"GB{k}"
     low.names[node] = tuple(names)
@@ -181,10 +194,10 @@ def unfold_backward(low, k: int, node) -> None:
     dim %= len(out)
     idx = low.index_vars(k, out)
     (w,) = low.index_vars(k, [low.shape_of(g)[dim]], prefix="w")
-    num = f"{idx[dim]} - {w} * {step}" if step != 1 else f"{idx[dim]} - {w}"
+    num = idx[dim] - w * step if step != 1 else idx[dim] - w
     read = list(idx)
     read[dim] = w
     # clamped for the proof of bounds, which does not carry the guard into the read; the guard decides
-    read.append(f"min(max({num}, 0), {size - 1})")
-    low.lines.append(f"T{k}[{', '.join(idx)}] += where({num} >= 0 && {num} < {size}, {low.at(g, read)}, 0.0)")
+    read.append(dsl.min(dsl.max(num, 0), size - 1))
+    low.emit(f"T{k}", idx, "+=", dsl.where((num >= 0) & (num < size), low.at(g, read), 0.0))
     low.bind(node, f"T{k}", out)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import _lib
+from .. import _lib, dsl
 from .._proto import neoflow_pb2 as pb
 
 
@@ -56,17 +56,17 @@ def inline(low, k: int, node, op) -> None:
     reads = {}
     for j, (name, a) in enumerate(zip(op.inputs, args)):
         shape = tuple(a.meta["val"].shape)
-        at = [f"_{d}" for d in range(len(shape))]
+        at = [dsl.Expr(f"_{d}") for d in range(len(shape))]  # the template's placeholders for the read's indices
         if a in low.views:
             # an input that is a view is stored first: the op infers its index ranges from plain accesses of
             # its inputs, which a view's index map would make composite
             v = low.index_vars(k, shape, prefix=f"m{j}_")
             stored = f"V{k}_{j}"
-            low.lines.append(f"{stored}[{', '.join(v)}] = {low.at(a, v)}")
+            low.emit(stored, v, "=", low.at(a, v))
             low.shapes[stored] = shape or (1,)
-            reads[name] = f"{stored}[{', '.join(at) or '0'}]"
+            reads[name] = str(dsl.Tensor(stored)[tuple(at) or (0,)])
         else:
-            reads[name] = low.at(a, at)
+            reads[name] = str(low.at(a, at))
     prefix = f"U{k}_"
     request = pb.TransformRequest(
         op_id=op.op_id, inline=pb.InlineTransform(tensor_prefix=prefix, index_prefix=f"u{k}_", reads=reads)

@@ -21,12 +21,13 @@ nests.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
-import re
 
 import torch
 
+from .. import dsl
 from . import convlowering, inlining
 from .aten_support import (
     BINARY,
@@ -81,7 +82,7 @@ class Lowering:
                 for j, o in enumerate(outs):
                     if o.op == "placeholder" and o in self.views:  # a strided input returned: copied row-major
                         i = self.index_vars(k, shape_of(o), prefix=f"o{j}_")
-                        self.lines.append(f"O{k}_{j}[{', '.join(i)}] = {self.at(o, i)}")
+                        self.emit(f"O{k}_{j}", i, "=", self.at(o, i))
                         self.outputs.append(f"O{k}_{j}")
                     else:
                         self.outputs.append(self.names[o])
@@ -102,8 +103,8 @@ class Lowering:
 
         def read(parts, name=name, shape=shape, strides=strides):
             self.read.add(name)
-            terms = [p if st == 1 else f"{_p(p)} * {st}" for p, n, st in zip(parts, shape, strides) if n > 1 and st]
-            return f"{name}[{' + '.join(terms) or '0'}]"
+            terms = [p if st == 1 else p * st for p, n, st in zip(parts, shape, strides) if n > 1 and st]
+            return _element(name, [_sum(terms)])
 
         self.views[node] = read
 
@@ -111,16 +112,22 @@ class Lowering:
         self.names[node] = name
         self.shapes[name] = tuple(shape) or (1,)
 
-    def index_vars(self, k: int, shape: tuple, prefix: str = "i") -> list[str]:
+    def index_vars(self, k: int, shape: tuple, prefix: str = "i") -> list[dsl.Expr]:
+        """New index variables, one per dimension of shape (a 0-d shape as (1,)), named for node k and
+        prefix, their extents in ``sizes``."""
         shape = tuple(shape) or (1,)
         out = []
         for d, n in enumerate(shape):
             v = f"{prefix}{k}_{d}"
             self.sizes[v] = n
-            out.append(v)
+            out.append(dsl.Expr(v))
         return out
 
-    def at(self, node, parts: list) -> str:
+    def emit(self, name: str, idx: list, op: str, rhs) -> None:
+        """Appends the statement name[idx] op rhs (rhs an expression: neoflow.dsl)."""
+        self.lines.append(dsl.statement(_element(name, idx), op, rhs))
+
+    def at(self, node, parts: list) -> dsl.Expr:
         """node's element at index expressions parts (none for a 0-d tensor):
         a read of its tensor, or, for a view, of the viewed tensor through the
         view's index map."""
@@ -129,22 +136,22 @@ class Lowering:
             return view(list(parts))
         name = self.names[node]
         self.read.add(name)
-        return f"{name}[{', '.join(parts) or '0'}]"
+        return _element(name, parts)
 
-    def _read(self, arg, idx: list, shape: tuple) -> str:
+    def _read(self, arg, idx: list, shape: tuple) -> dsl.Expr:
         """arg (a node or a number) read at output indices idx of an output
         of this shape, broadcasting as PyTorch does."""
         if not isinstance(arg, torch.fx.Node):
             return num(arg)
         ash = tuple(shape_of(arg))
         off = len(shape) - len(ash)
-        return self.at(arg, ["0" if n == 1 else idx[d + off] for d, n in enumerate(ash)])
+        return self.at(arg, [0 if n == 1 else idx[d + off] for d, n in enumerate(ash)])
 
     def _emit(self, k: int, node, rhs_of) -> None:
         """T<k>[its output's indices] = rhs_of(those indices, the output's shape)."""
         shape = shape_of(node)
         idx = self.index_vars(k, shape)
-        self.lines.append(f"T{k}[{', '.join(idx)}] = {rhs_of(idx, shape)}")
+        self.emit(f"T{k}", idx, "=", rhs_of(idx, shape))
         self.bind(node, f"T{k}", shape)
 
     def _lower(self, k: int, node) -> None:
@@ -155,26 +162,24 @@ class Lowering:
         elif t is operator.getitem:
             self.bind(node, self.names[a[0]][a[1]], shape_of(node))
         elif t in UNARY:
-            self._emit(k, node, lambda i, s: UNARY[t].format(self._read(a[0], i, s)))
+            self._emit(k, node, lambda i, s: UNARY[t](self._read(a[0], i, s)))
         elif t is aten._to_copy.default:
             self._emit(k, node, lambda i, s: self._read(a[0], i, s))
         elif t in BINARY or t in COMPARE:
             form = BINARY.get(t) or COMPARE[t]
-            self._emit(k, node, lambda i, s: form.format(*(self._read(x, i, s) for x in a[:2])))
+            self._emit(k, node, lambda i, s: form(*(self._read(x, i, s) for x in a[:2])))
         elif t in CONSTANTS:
             value = {aten.zeros_like.default: 0.0, aten.ones_like.default: 1.0}.get(t)
             value = a[0] if t is aten.scalar_tensor.default else a[1] if value is None else value
             self._emit(k, node, lambda i, s: num(value))
         elif t is aten.elu.default:
             alpha, scale, in_scale = (list(a[1:]) + [1.0, 1.0, 1.0])[:3]
-            self._emit(
-                k,
-                node,
-                lambda i, s: (
-                    f"where({self._read(a[0], i, s)} > 0.0, {num(scale)} * {self._read(a[0], i, s)}, "
-                    f"{num(scale * alpha)} * expm1({self._read(a[0], i, s)} * {num(in_scale)}))"
-                ),
-            )
+
+            def elu(i, s):
+                x = self._read(a[0], i, s)
+                return dsl.where(x > 0.0, num(scale) * x, num(scale * alpha) * dsl.expm1(x * num(in_scale)))
+
+            self._emit(k, node, elu)
         elif t is aten.cat.default:
             self._emit(k, node, lambda i, s: self._cat(node, i))
         elif t in (aten.split_with_sizes.default, aten.split.Tensor):
@@ -182,21 +187,20 @@ class Lowering:
         elif t in (aten._softmax.default, aten._log_softmax.default):
             self._softmax(k, node, log=t is aten._log_softmax.default)
         elif t is aten.where.self:
-            self._emit(
-                k,
-                node,
-                lambda i, s: (
-                    f"where({self._read(a[0], i, s)} != 0.0, {self._read(a[1], i, s)}, {self._read(a[2], i, s)})"
-                ),
-            )
+
+            def select(i, s):
+                c, x, y = (self._read(v, i, s) for v in a[:3])
+                return dsl.where(c != 0.0, x, y)
+
+            self._emit(k, node, select)
         elif t is aten.clamp.default:
             lo, hi = (list(a[1:]) + [None, None])[:2]
             lo, hi = node.kwargs.get("min", lo), node.kwargs.get("max", hi)
 
             def clamp(i, s):
                 x = self._read(a[0], i, s)
-                x = x if lo is None else f"max({x}, {num(lo)})"
-                return x if hi is None else f"min({x}, {num(hi)})"
+                x = x if lo is None else dsl.max(x, num(lo))
+                return x if hi is None else dsl.min(x, num(hi))
 
             self._emit(k, node, clamp)
         elif t is aten.gelu.default:
@@ -234,15 +238,15 @@ class Lowering:
         read = self._reduced_read(x, dims, keep, idx, red)
         name = f"T{k}"
         if not mean:
-            self.lines.append(f"{name}[{', '.join(idx)}] {op} {read}")
+            self.emit(name, idx, op, read)
         else:
-            self.lines.append(f"S{k}[{', '.join(idx)}] {op} {read}")
+            self.emit(f"S{k}", idx, op, read)
             j = self.index_vars(k, out, prefix="j")
             count = math.prod(xs[d] for d in dims)
-            self.lines.append(f"{name}[{', '.join(j)}] = S{k}[{', '.join(j)}] * {num(1.0 / count)}")
+            self.emit(name, j, "=", _element(f"S{k}", j) * num(1.0 / count))
         self.bind(node, name, out)
 
-    def _reduced_read(self, x, dims: list, keep: bool, idx: list, red: list) -> str:
+    def _reduced_read(self, x, dims: list, keep: bool, idx: list, red: list) -> dsl.Expr:
         """x's element that a reduction over dims reads at output indices idx (which hold the reduced
         dimensions too, as size 1, when keep) and reduction indices red."""
         rd, parts, o = dict(zip(dims, red)), [], 0
@@ -267,23 +271,20 @@ class Lowering:
         def read(idx, red):
             return self._reduced_read(x, dims, keep, idx, red)
 
-        def lhs(v):
-            return ", ".join(v)
-
         a, ra = self.index_vars(k, out, prefix="a"), self.index_vars(k, [xs[d] for d in dims], prefix="b")
-        self.lines.append(f"S{k}[{lhs(a)}] += {read(a, ra)}")
+        self.emit(f"S{k}", a, "+=", read(a, ra))
         c = self.index_vars(k, out, prefix="c")
-        self.lines.append(f"Mu{k}[{lhs(c)}] = S{k}[{lhs(c)}] / {num(count)}")
+        self.emit(f"Mu{k}", c, "=", _element(f"S{k}", c) / num(count))
         d, rd = self.index_vars(k, out, prefix="d"), self.index_vars(k, [xs[d] for d in dims], prefix="e")
-        dev = f"({read(d, rd)} - Mu{k}[{lhs(d)}])"
-        self.lines.append(f"Q{k}[{lhs(d)}] += {dev} * {dev}")
+        dev = read(d, rd) - _element(f"Mu{k}", d)
+        self.emit(f"Q{k}", d, "+=", dev * dev)
         f = self.index_vars(k, out, prefix="f")
-        self.lines.append(f"V{k}[{lhs(f)}] = Q{k}[{lhs(f)}] / {num(float(max(count - corr, 0)))}")
+        self.emit(f"V{k}", f, "=", _element(f"Q{k}", f) / num(float(max(count - corr, 0))))
         for name in (f"V{k}", f"Mu{k}"):
             self.shapes[name] = out or (1,)
         self.names[node] = (f"V{k}", f"Mu{k}")
 
-    def _cat(self, node, idx: list) -> str:
+    def _cat(self, node, idx: list) -> dsl.Expr:
         parts = [p for p in node.args[0]]
         out = shape_of(node)
         dim = (node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) % len(out)
@@ -294,9 +295,9 @@ class Lowering:
             off += shape_of(p)[dim]
         for p, start in reversed(list(zip(parts, starts))):
             shifted = list(idx)
-            shifted[dim] = f"{i} - {start}" if start else i
+            shifted[dim] = i - start if start else i
             read = self.at(p, shifted)
-            expr = read if expr is None else f"where({i} < {start + shape_of(p)[dim]}, {read}, {expr})"
+            expr = read if expr is None else dsl.where(i < start + shape_of(p)[dim], read, expr)
         return expr
 
     def _split(self, k: int, node) -> None:
@@ -308,9 +309,9 @@ class Lowering:
             out = tuple(v.shape)
             idx = self.index_vars(k, out, prefix=f"s{j}_")
             read = list(idx)
-            read[dim] = f"{idx[dim]} + {off}" if off else idx[dim]
+            read[dim] = idx[dim] + off if off else idx[dim]
             name = f"T{k}_{j}"
-            self.lines.append(f"{name}[{', '.join(idx)}] = {self.at(x, read)}")
+            self.emit(name, idx, "=", self.at(x, read))
             self.shapes[name] = out
             names.append(name)
             off += out[dim]
@@ -330,15 +331,15 @@ class Lowering:
             return [r if d == dim else v[d] for d in range(len(xs))]
 
         m, mr = self.index_vars(k, stat, prefix="a"), self.index_vars(k, [xs[dim]], prefix="b")[0]
-        self.lines.append(f"M{k}[{', '.join(m)}] max= {X(along(m, mr))}")
+        self.emit(f"M{k}", m, "max=", X(along(m, mr)))
         e, er = self.index_vars(k, stat, prefix="c"), self.index_vars(k, [xs[dim]], prefix="d")[0]
-        self.lines.append(f"S{k}[{', '.join(e)}] += exp({X(along(e, er))} - M{k}[{', '.join(e)}])")
+        self.emit(f"S{k}", e, "+=", dsl.exp(X(along(e, er)) - _element(f"M{k}", e)))
         o = self.index_vars(k, xs, prefix="g")
-        st = ", ".join(along(o, "0"))
+        mx, sm = _element(f"M{k}", along(o, 0)), _element(f"S{k}", along(o, 0))
         if log:
-            self.lines.append(f"T{k}[{', '.join(o)}] = {X(o)} - M{k}[{st}] - log(S{k}[{st}])")
+            self.emit(f"T{k}", o, "=", X(o) - mx - dsl.log(sm))
         else:
-            self.lines.append(f"T{k}[{', '.join(o)}] = exp({X(o)} - M{k}[{st}]) / S{k}[{st}]")
+            self.emit(f"T{k}", o, "=", dsl.exp(X(o) - mx) / sm)
         self.bind(node, f"T{k}", shape_of(node))
 
     def _matmul(self, k: int, node) -> None:
@@ -348,14 +349,14 @@ class Lowering:
         idx = self.index_vars(k, out)
         (r,) = self.index_vars(k, [shape_of(a)[-1]], prefix="r")
         lead = idx[:-2]
-        prod = f"{self.at(a, lead + [idx[-2], r])} * {self.at(b, lead + [r, idx[-1]])}"
+        prod = self.at(a, lead + [idx[-2], r]) * self.at(b, lead + [r, idx[-1]])
         if t is not aten.addmm.default:
-            self.lines.append(f"T{k}[{', '.join(idx)}] += {prod}")
+            self.emit(f"T{k}", idx, "+=", prod)
             self.bind(node, f"T{k}", out)
             return
-        self.lines.append(f"M{k}[{', '.join(idx)}] += {prod}")
+        self.emit(f"M{k}", idx, "+=", prod)
         j = self.index_vars(k, out, prefix="j")
-        self.lines.append(f"T{k}[{', '.join(j)}] = {self._read(node.args[0], j, out)} + M{k}[{', '.join(j)}]")
+        self.emit(f"T{k}", j, "=", self._read(node.args[0], j, out) + _element(f"M{k}", j))
         self.bind(node, f"T{k}", out)
 
     def _layer_norm(self, k: int, node) -> None:
@@ -371,31 +372,28 @@ class Lowering:
         def vars_(prefix, shape):
             return self.index_vars(k, shape, prefix=prefix)
 
-        def lhs(v):
-            return ", ".join(v)
-
         s1, r1 = vars_("a", stat), vars_("b", xs[m:])
-        self.lines.append(f"S{k}[{lhs(s1)}] += {X(s1[:m] + r1)}")
+        self.emit(f"S{k}", s1, "+=", X(s1[:m] + r1))
         s2 = vars_("c", stat)
-        self.lines.append(f"Mu{k}[{lhs(s2)}] = S{k}[{lhs(s2)}] / {num(count)}")
+        self.emit(f"Mu{k}", s2, "=", _element(f"S{k}", s2) / num(count))
         s3, r3 = vars_("d", stat), vars_("e", xs[m:])
-        dev = f"({X(s3[:m] + r3)} - Mu{k}[{lhs(s3)}])"
-        self.lines.append(f"V{k}[{lhs(s3)}] += {dev} * {dev}")
+        dev = X(s3[:m] + r3) - _element(f"Mu{k}", s3)
+        self.emit(f"V{k}", s3, "+=", dev * dev)
         s4 = vars_("f", stat)
-        self.lines.append(f"R{k}[{lhs(s4)}] = rsqrt(V{k}[{lhs(s4)}] / {num(count)} + {num(eps)})")
+        self.emit(f"R{k}", s4, "=", dsl.rsqrt(_element(f"V{k}", s4) / num(count) + num(eps)))
         o = vars_("g", xs)
-        st = o[:m] + ["0"] * len(normalized)
-        y = f"({X(o)} - Mu{k}[{lhs(st)}]) * R{k}[{lhs(st)}]"
+        st = o[:m] + [0] * len(normalized)
+        y = (X(o) - _element(f"Mu{k}", st)) * _element(f"R{k}", st)
         if w is not None:
-            y = f"{y} * {self.at(w, o[m:])}"
+            y = y * self.at(w, o[m:])
         if b is not None:
-            y = f"{y} + {self.at(b, o[m:])}"
-        self.lines.append(f"Y{k}[{lhs(o)}] = {y}")
+            y = y + self.at(b, o[m:])
+        self.emit(f"Y{k}", o, "=", y)
         for name, shape in ((f"Y{k}", xs), (f"Mu{k}", stat), (f"R{k}", stat)):
             self.shapes[name] = shape
         self.names[node] = (f"Y{k}", f"Mu{k}", f"R{k}")
 
-    def _view(self, node, idx: list) -> str:
+    def _view(self, node, idx: list) -> dsl.Expr:
         """The read of view node's input at the view's index expressions idx."""
         t, x = node.target, node.args[0]
         xs, out = shape_of(x), shape_of(node)
@@ -419,15 +417,15 @@ class Lowering:
             return self._read(x, idx, out)
         if t is aten.select.int:
             dim = node.args[1] % len(xs)
-            return self.at(x, list(idx[:dim]) + [str(node.args[2] % xs[dim])] + list(idx[dim:]))
+            return self.at(x, list(idx[:dim]) + [node.args[2] % xs[dim]] + list(idx[dim:]))
         if t is aten.slice.Tensor:
             dim = (node.args[1] if len(node.args) > 1 else 0) % len(xs)
             start = node.args[2] if len(node.args) > 2 and node.args[2] is not None else 0
             start = max(0, min(start + xs[dim] if start < 0 else start, xs[dim]))
             step = node.args[4] if len(node.args) > 4 else 1
             parts = list(idx)
-            term = idx[dim] if step == 1 else f"{_p(idx[dim])} * {step}"
-            parts[dim] = f"{term} + {start}" if start else term
+            term = idx[dim] if step == 1 else idx[dim] * step
+            parts[dim] = term + start if start else term
             return self.at(x, parts)
         return self.at(x, _reshape_parts(xs, out, idx))
 
@@ -437,9 +435,14 @@ def _reduced_dims(xs: tuple, dims) -> list:
     return sorted({d % len(xs) for d in ([dims] if isinstance(dims, int) else dims)}) if xs else []
 
 
-def _p(x: str) -> str:
-    """x parenthesized unless it is a name or a number."""
-    return x if re.fullmatch(r"[A-Za-z0-9_.]+", x) else f"({x})"
+def _element(name: str, parts: list) -> dsl.Expr:
+    """The element of tensor name at index expressions parts (none: a 0-d tensor, held as one element)."""
+    return dsl.Tensor(name)[tuple(parts) or (0,)]
+
+
+def _sum(terms: list):
+    """The sum of the terms, in order; 0 for none."""
+    return functools.reduce(operator.add, terms) if terms else 0
 
 
 def _reshape_parts(xs: tuple, out: tuple, idx: list) -> list:
@@ -457,7 +460,7 @@ def _reshape_parts(xs: tuple, out: tuple, idx: list) -> list:
         return []
     kx = [d for d, n in enumerate(xs) if n != 1]
     ko = [d for d, n in enumerate(out) if n != 1]
-    parts = ["0"] * len(xs)
+    parts = [0] * len(xs)
     a = b = 0
     while a < len(kx):
         gx, gy = [kx[a]], [ko[b]]
@@ -474,18 +477,18 @@ def _reshape_parts(xs: tuple, out: tuple, idx: list) -> list:
                 b += 1
         terms, stride = [], 1
         for d in reversed(gy):
-            terms.append(idx[d] if stride == 1 else f"{_p(idx[d])} * {stride}")
+            terms.append(idx[d] if stride == 1 else idx[d] * stride)
             stride *= out[d]
-        lin = " + ".join(reversed(terms))
+        lin = _sum(list(reversed(terms)))
         stride = 1
         for k, d in enumerate(reversed(gx)):  # innermost first
-            q = lin if stride == 1 else f"{_p(lin)} / {stride}"
-            parts[d] = q if k == len(gx) - 1 else f"{_p(q)} % {xs[d]}"  # the outermost needs no %: q < xs[d]
+            q = lin if stride == 1 else lin // stride
+            parts[d] = q if k == len(gx) - 1 else q % xs[d]  # the outermost needs no %: q < xs[d]
             stride *= xs[d]
     return parts
 
 
-def _gelu(x: str, approximate) -> str:
+def _gelu(x: dsl.Expr, approximate) -> dsl.Expr:
     if approximate == "tanh":
-        return f"0.5 * {x} * (1.0 + tanh(0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})))"
-    return f"0.5 * {x} * (1.0 + erf({x} * 0.7071067811865476))"
+        return 0.5 * x * (1.0 + dsl.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+    return 0.5 * x * (1.0 + dsl.erf(x * 0.7071067811865476))
