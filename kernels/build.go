@@ -144,6 +144,35 @@ func (b *Builder) build(ctx context.Context, spec *ir.Spec, scheds []loops.Sched
 	if err != nil {
 		return nil, err
 	}
+	return b.buildFunc(ctx, fn, canonical, profile)
+}
+
+// BuildFunc builds the kernel of loop nests a caller lowered (the
+// pipeline's Build plan, for the CPU target), from the cache or freshly
+// compiled.
+func (b *Builder) BuildFunc(ctx context.Context, fn *loops.Func) (*Kernel, error) {
+	canonical, err := FuncSource(fn)
+	if err != nil {
+		return nil, err
+	}
+	return b.buildFunc(ctx, fn, canonical, false)
+}
+
+// FuncSource is the C source of loop nests, the function named
+// PlaceholderSymbol: the text the cache key is computed over.
+func FuncSource(fn *loops.Func) (string, error) {
+	src, err := render(fn, PlaceholderSymbol, false)
+	if err != nil {
+		return "", errors.Wrapf(err, "kernel %s", fn.Spec.Op.DisplayName())
+	}
+	return src, nil
+}
+
+// buildFunc renders fn under its cache key's symbol and loads it, from
+// the bundle, the cache, or compiled; canonical is its source under
+// PlaceholderSymbol.
+func (b *Builder) buildFunc(ctx context.Context, fn *loops.Func, canonical string, profile bool) (*Kernel, error) {
+	spec := fn.Spec
 	// The symbol is named for the portable key, the same in a process
 	// whose compiler differs (or is missing) and loads a bundle.
 	key, pkey := b.cache.Key(canonical), b.cache.PortableKey(canonical)

@@ -78,6 +78,21 @@ func (n *nvrtcOnce) get() (*nvrtc.Library, error) {
 // ten) with one schedule per statement (nil: the GPU defaults), from the
 // cache or compiled with NVRTC (found in Options.NVRTCDirs).
 func (b *Builder) BuildCUDA(ctx context.Context, spec *ir.Spec, scheds []loops.Schedule, arch int) (*CUDAKernel, error) {
+	if _, err := b.nvrtc.get(); err != nil {
+		return nil, err // before lowering: without NVRTC nothing builds
+	}
+	fn, err := lowerFunc(spec, scheds, pipeline.GPU, b.dump)
+	if err != nil {
+		return nil, err
+	}
+	return b.BuildCUDAFunc(ctx, fn, arch)
+}
+
+// BuildCUDAFunc builds the CUDA kernel of loop nests a caller lowered (the
+// pipeline's Build plan, for the GPU target) for a device of compute
+// capability arch, from the cache or compiled with NVRTC.
+func (b *Builder) BuildCUDAFunc(ctx context.Context, fn *loops.Func, arch int) (*CUDAKernel, error) {
+	spec := fn.Spec
 	lib, err := b.nvrtc.get()
 	if err != nil {
 		return nil, err
@@ -87,10 +102,6 @@ func (b *Builder) BuildCUDA(ctx context.Context, spec *ir.Spec, scheds []loops.S
 		return nil, err
 	}
 	ma, mi, err := lib.Version()
-	if err != nil {
-		return nil, err
-	}
-	fn, err := lowerFunc(spec, scheds, pipeline.GPU, b.dump)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +149,12 @@ func CUDASource(spec *ir.Spec, scheds []loops.Schedule, symbol string) (*cgen.CU
 	if err != nil {
 		return nil, err
 	}
+	return renderCUDA(fn, symbol)
+}
+
+// CUDAFuncSource renders loop nests lowered for the GPU target as a CUDA
+// module whose functions are named after symbol.
+func CUDAFuncSource(fn *loops.Func, symbol string) (*cgen.CUDAModule, error) {
 	return renderCUDA(fn, symbol)
 }
 

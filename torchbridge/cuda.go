@@ -9,29 +9,60 @@ import (
 	"github.com/neoflow/neoflow/api"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/kernels"
 	"github.com/neoflow/neoflow/kernels/cache"
 	"github.com/neoflow/neoflow/kernels/cudadrv"
 )
 
-// specializeCUDA builds the CUDA kernel of spec for the device the
-// request names (cuda_device = ordinal + 1) and loads it there. With
-// source_only it renders the CUDA source and compiles nothing.
-func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp *api.SpecializeResponse, key string) (*api.SpecializeResponse, error) {
+// cudaPick is the Pick of a CUDA kernel's build (cuda_device = ordinal +
+// 1): the tuning database's schedules for the fused spec (none with
+// NEOFLOW_TUNE=off: the GPU defaults), made non-atomic with
+// NEOFLOW_DETERMINISTIC=1. It checks first that this library and machine
+// have CUDA and the device.
+func (r *Runtime) cudaPick(req *api.SpecializeRequest) (func(*ir.Spec) []loops.Schedule, error) {
+	ord := int(req.GetCudaDevice()) - 1
+	if ord < 0 {
+		return nil, errors.Errorf("cuda_device %d: want a device ordinal + 1", req.GetCudaDevice())
+	}
+	if err := requireCUDA("a CUDA tensor"); err != nil {
+		return nil, err
+	}
+	if _, err := r.gpu(ord); err != nil {
+		return nil, err
+	}
+	cfg := r.config()
+	return func(spec *ir.Spec) []loops.Schedule {
+		var scheds []loops.Schedule // the GPU defaults, or the tuning database's
+		if cfg.Tune != TuneOff {
+			if key, err := r.tuneKey(spec, ord); err == nil {
+				scheds = r.recordSchedules(spec, key, true)
+			}
+		}
+		if cfg.Deterministic {
+			scheds = deterministic(spec, scheds)
+		}
+		return scheds
+	}, nil
+}
+
+// specializeCUDA builds the CUDA kernel of u (lowered for the GPU: the
+// pipeline's Build plan) for the device the request names (cuda_device =
+// ordinal + 1) and loads it there. With source_only it renders the CUDA
+// source and compiles nothing.
+func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, u *pipeline.Unit, resp *api.SpecializeResponse, key string) (*api.SpecializeResponse, error) {
+	spec := u.Spec
 	ord := int(req.GetCudaDevice()) - 1
 	if ord < 0 {
 		return nil, errors.Errorf("cuda_device %d: want a device ordinal + 1", req.GetCudaDevice())
 	}
 	if req.GetSourceOnly() {
-		mod, err := kernels.CUDASource(spec, nil, kernels.PlaceholderSymbol)
+		mod, err := kernels.CUDAFuncSource(u.Func, kernels.PlaceholderSymbol)
 		if err != nil {
 			return nil, err
 		}
 		resp.CudaSource = mod.Source
 		return resp, nil
-	}
-	if err := requireCUDA("a CUDA tensor"); err != nil {
-		return nil, err
 	}
 	gpu, err := r.gpu(ord)
 	if err != nil {
@@ -41,18 +72,15 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, spec *ir.Spec, resp
 	if err != nil {
 		return nil, err
 	}
-	var scheds []loops.Schedule // the GPU defaults, or the tuning database's
-	if r.config().Tune != TuneOff {
-		key, err := r.tuneKey(spec, ord)
-		if err != nil {
-			return nil, err
+	k, err := builder.BuildCUDAFunc(r.buildContext(), u.Func, gpu.arch)
+	if err != nil && u.Picked != nil && r.buildContext().Err() == nil {
+		r.warnf("the tuned schedules of CUDA kernel %s failed to build, using the default ones: %v", spec.Op.DisplayName(), err)
+		var scheds []loops.Schedule
+		if r.config().Deterministic {
+			scheds = deterministic(spec, nil)
 		}
-		scheds = r.recordSchedules(spec, key, true)
+		k, err = builder.BuildCUDA(r.buildContext(), spec, scheds, gpu.arch)
 	}
-	if r.config().Deterministic {
-		scheds = deterministic(spec, scheds)
-	}
-	k, err := builder.BuildCUDATuned(r.buildContext(), spec, scheds, gpu.arch)
 	resp.Warnings = r.takeWarnings()
 	if err != nil {
 		return nil, err

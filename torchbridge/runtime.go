@@ -151,7 +151,6 @@ func (r *Runtime) kernelBuilder() (*kernels.Builder, error) {
 			Dump:      r.cfg.Dump,
 			Bundle:    r.bundled.open,
 		}
-		opts.Schedules = r.firstSchedules
 		b, err := kernels.NewBuilder(opts)
 		if err != nil {
 			return nil, err

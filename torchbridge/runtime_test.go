@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/pipeline"
 )
 
@@ -190,7 +192,7 @@ func TestSourceOnlyDoesNotCompile(t *testing.T) {
 func TestShapesAndBuildShareOneSpecialization(t *testing.T) {
 	r := newRuntime(t)
 	var dump strings.Builder
-	d, err := pipeline.NewDumper("specialize,fuse-group", "", &dump)
+	d, err := pipeline.NewDumper("specialize,fuse-group,schedule", "", &dump)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,11 +214,40 @@ func TestShapesAndBuildShareOneSpecialization(t *testing.T) {
 	if n := strings.Count(dump.String(), "// after specialize:"); n != 1 {
 		t.Fatalf("specialize ran %d times, want 1:\n%s", n, dump.String())
 	}
+	if n := strings.Count(dump.String(), "// after schedule: op <anonymous>"); n != 1 {
+		t.Fatalf("the source request scheduled %d times, want 1", n)
+	}
 	req.Inputs = []*api.TensorType{f64(32)}
 	if _, err := r.Specialize(req); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(dump.String(), "// after specialize:"); n != 2 {
 		t.Fatalf("a new shape: specialize ran %d times in all, want 2", n)
+	}
+}
+
+// Picked schedules that fail to lower are reported, and the kernel is
+// lowered with the defaults.
+func TestPickedSchedulesThatFailFallBackToDefaults(t *testing.T) {
+	r := newRuntime(t)
+	def, err := r.Define(&api.DefineRequest{Source: "Y[i] = exp(X[i])"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, in, err := r.opInputs(def.OpId, []*api.TensorType{f64(64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := func(*ir.Spec) []loops.Schedule { return make([]loops.Schedule, 5) } // one statement
+	u, _, err := r.plan(op, in, nil, true, "bad-pick", pipeline.Build, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Func == nil || u.Picked != nil {
+		t.Fatalf("func %v, picked %v: want the defaults' loop nests", u.Func, u.Picked)
+	}
+	w := strings.Join(r.takeWarnings(), "\n")
+	if !strings.Contains(w, "failed to lower, using the default ones") || !strings.Contains(w, "5 schedules picked for the 1 statements") {
+		t.Fatalf("warnings: %q", w)
 	}
 }

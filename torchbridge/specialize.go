@@ -9,6 +9,7 @@ import (
 
 	"github.com/neoflow/neoflow/api"
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/kernels"
 	"github.com/neoflow/neoflow/kernels/cache"
@@ -39,23 +40,37 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 		}
 		r.mu.Unlock()
 	}
-	spec, explained, err := r.specialize(op, in, req.GetSizes(), req.GetCudaDevice() == 0, key)
+	cpu := req.GetCudaDevice() == 0
+	last, pick := pipeline.Build, r.firstSchedules // the tuning database's schedules, else the first ones
+	switch {
+	case req.GetShapesOnly():
+		last, pick = pipeline.Kernel, nil
+	case req.GetSourceOnly() && cpu:
+		pick = r.untunedSchedules
+	case req.GetSourceOnly():
+		pick = nil // the GPU defaults
+	case !cpu:
+		if pick, err = r.cudaPick(req); err != nil {
+			return nil, err
+		}
+	}
+	u, explained, err := r.plan(op, in, req.GetSizes(), cpu, key, last, pick)
 	if err != nil {
 		return nil, err
 	}
+	spec := u.Spec
 	resp := &api.SpecializeResponse{Dtype: in.dtype.String(), Fusion: explained}
 	for _, t := range spec.Tensors {
 		resp.Buffers = append(resp.Buffers, &api.Buffer{Name: t.Name, Role: t.Role.String(), Shape: t.Shape,
 			Dtype: spec.ElemType(t).String(), Limit: t.Limit})
 	}
-	if req.GetShapesOnly() {
+	switch {
+	case req.GetShapesOnly():
 		return resp, nil
-	}
-	if req.GetCudaDevice() != 0 {
-		return r.specializeCUDA(req, spec, resp, key)
-	}
-	if req.GetSourceOnly() {
-		resp.CSource, err = kernels.ScheduledSource(spec, r.untunedSchedules(spec))
+	case !cpu:
+		return r.specializeCUDA(req, u, resp, key)
+	case req.GetSourceOnly():
+		resp.CSource, err = kernels.FuncSource(u.Func)
 		return resp, err
 	}
 	builder, err := r.kernelBuilder()
@@ -63,7 +78,11 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 		return nil, err
 	}
 	r.noteBuild()
-	k, err := builder.BuildContext(r.buildContext(), spec)
+	k, err := builder.BuildFunc(r.buildContext(), u.Func)
+	if err != nil && u.Picked != nil && r.buildContext().Err() == nil {
+		r.warnf("the tuned schedules of kernel %s failed to build, using the default ones: %v", op.DisplayName(), err)
+		k, err = builder.BuildScheduled(r.buildContext(), spec, nil)
+	}
 	r.noteBuild()
 	resp.Warnings = r.takeWarnings()
 	if err != nil {
@@ -80,33 +99,84 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	return resp, nil
 }
 
-// specialize runs the pipeline's Kernel plan (core/pipeline) on op for
-// the inputs' dtype and shapes: specialize, with fusion on the
-// save-or-recompute decision and the fusion passes, weighed with this
-// machine's rates (machineRates), and for a C kernel (cpu) merge-axes,
-// so that the builder and the tuner see the merged axes. It returns the
-// spec the kernel is built from and the explanation (explainFusion). The
-// result is kept per op and request (specialized): the shapes request
-// that comes before a first build, and the build, share one run.
-func (r *Runtime) specialize(op *ir.Op, in typedInputs, sizes map[string]int64, cpu bool, key string) (*ir.Spec, string, error) {
-	if s, ok := r.specialized.get(op, key); ok {
-		return s.spec, s.explained, nil
-	}
+// plan runs one plan of the pipeline (core/pipeline) for a specialization
+// request of op for the inputs' dtype and shapes: through last, Kernel
+// (specialize; with fusion on save-or-recompute and the fusion passes,
+// weighed with this machine's rates, machineRates; for a C kernel, cpu,
+// merge-axes, so that the builder and the tuner see the merged axes) or
+// Build (on to the loop nests, with the schedules pick gives for the
+// fused spec, nil: the target's defaults). What Kernel makes is kept per
+// op and request (specialized): a request after the first runs Build from
+// it, or nothing. It returns the unit and the explanation of the fusion
+// (explainFusion). Should the picked schedules fail to lower, the
+// defaults are used, and the failure reported.
+func (r *Runtime) plan(op *ir.Op, in typedInputs, sizes map[string]int64, cpu bool, key, last string, pick func(*ir.Spec) []loops.Schedule) (*pipeline.Unit, string, error) {
 	cfg := r.config()
+	target := pipeline.CPU
+	if !cpu {
+		target = pipeline.GPU
+	}
+	if s, ok := r.specialized.get(op, key); ok {
+		u := pipeline.FromSpec(s.spec)
+		u.Target, u.Pick, u.Dump = target, pick, cfg.Dump
+		if last == pipeline.Kernel {
+			return u, s.explained, nil
+		}
+		return u, s.explained, r.runBuild(u)
+	}
 	r.mu.Lock()
 	keepNone := r.keepNone[op]
 	r.mu.Unlock()
 	u := &pipeline.Unit{Op: op, DType: in.dtype, Shapes: in.shapes, Ints: in.ints, Sizes: sizes, Dump: cfg.Dump,
-		Fusion: cfg.Fusion, KeepSaved: !keepNone, MergeAxes: cpu}
+		Fusion: cfg.Fusion, KeepSaved: !keepNone, MergeAxes: cpu, Target: target, Pick: pick}
 	if cfg.Fusion {
 		u.Machine = r.machineRates()
 	}
-	if err := pipeline.Run(u, pipeline.Kernel); err != nil {
+	err := pipeline.Run(u, last)
+	if err != nil && (u.Failed == "" || pipeline.Within(u.Failed, pipeline.Kernel)) {
 		return nil, "", err
 	}
 	s := specialized{u.Spec, explainFusion(u, cfg.Fusion)}
 	r.specialized.put(op, key, s)
-	return s.spec, s.explained, nil
+	if err != nil { // in the build passes
+		return u, s.explained, r.retryDefaults(u, err)
+	}
+	return u, s.explained, nil
+}
+
+// runBuild runs the Build plan on u, a unit at the Kernel plan's end.
+func (r *Runtime) runBuild(u *pipeline.Unit) error {
+	if err := pipeline.Run(u, pipeline.Build); err != nil {
+		return r.retryDefaults(u, err)
+	}
+	return nil
+}
+
+// retryDefaults is the answer to err, a failure of the build passes on
+// u: with picked schedules it reports err and lowers u's spec again with
+// the target's defaults, else it is err.
+func (r *Runtime) retryDefaults(u *pipeline.Unit, err error) error {
+	if u.Picked == nil {
+		return err
+	}
+	r.warnf("the tuned schedules of kernel %s failed to lower, using the default ones: %v", u.Op.DisplayName(), err)
+	d := pipeline.FromSpec(u.Spec)
+	d.Target, d.Dump = u.Target, u.Dump
+	if err := pipeline.Run(d, pipeline.Build); err != nil {
+		return err
+	}
+	u.Schedules, u.Func, u.Picked = d.Schedules, d.Func, nil
+	return nil
+}
+
+// specialize is the spec of op that plan's Kernel plan makes, and the
+// explanation of its fusion.
+func (r *Runtime) specialize(op *ir.Op, in typedInputs, sizes map[string]int64, cpu bool, key string) (*ir.Spec, string, error) {
+	u, explained, err := r.plan(op, in, sizes, cpu, key, pipeline.Kernel, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	return u.Spec, explained, nil
 }
 
 // remember keeps a specialization's response for the next request.

@@ -57,7 +57,7 @@ func (r *Runtime) tuneDB() (*tunedb.DB, error) {
 	return r.db, nil
 }
 
-// firstSchedules is the builder's Options.Schedules: unless NEOFLOW_TUNE
+// firstSchedules is the Pick of a CPU kernel's build: unless NEOFLOW_TUNE
 // is off, the database's schedules for spec's CPU kernel on this machine
 // (tuned, or picked, picks.go), else those of its nearest shape's record
 // projected onto it (warm.go); without either, untunedSchedules.

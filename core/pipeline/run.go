@@ -30,6 +30,7 @@ func runPasses(u *Unit, plan []Pass) error {
 		}
 		before := u.Dump.before(u, p)
 		if err := p.Run(u); err != nil {
+			u.Failed = p.Name
 			return errors.Wrapf(err, "pass %s", p.Name)
 		}
 		u.markDone(p.Name)
@@ -67,6 +68,13 @@ func planFor(u *Unit, last string) ([]Pass, error) {
 		plan = append(plan, p)
 	}
 	return plan, nil
+}
+
+// Within reports whether the named pass is part of the plan that ends
+// with last (it stands at or before last in the table).
+func Within(pass, last string) bool {
+	i, end := indexOf(pass), indexOf(last)
+	return i >= 0 && end >= 0 && i <= end
 }
 
 // indexOf is the named pass's place in the table; -1 when there is none.

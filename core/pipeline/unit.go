@@ -70,9 +70,14 @@ type Unit struct {
 	MergeAxes bool
 
 	// Target picks the default schedules; Sched, when set, gives each
-	// statement's schedule instead.
+	// statement's schedule instead. Pick, when set, comes first: it is
+	// asked once for the schedules of the spec as the schedule pass finds
+	// it (after fusion: a caller cannot know it before), and gives nil for
+	// none; Picked holds what it gave.
 	Target Target
 	Sched  func(spec *ir.Spec, i int) loops.Schedule
+	Pick   func(spec *ir.Spec) []loops.Schedule
+	Picked []loops.Schedule
 	// Schedules holds one schedule per statement after the schedule pass.
 	Schedules []loops.Schedule
 
@@ -81,6 +86,9 @@ type Unit struct {
 
 	// Dump, when set, receives the IR after the passes it selects.
 	Dump *Dumper
+
+	// Failed names the pass whose error ended the last Run on u.
+	Failed string
 
 	done   map[string]bool
 	dumpID int
