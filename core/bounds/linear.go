@@ -154,7 +154,152 @@ func (l Linear) Coef(v string) (int64, bool) {
 	return c, alone
 }
 
+// linearizeIn is Linearize with the printed forms memoized in info. It
+// adds the terms of e into one form in place; on an overflow it writes
+// the form again the slow way (linearizeSlow), which keeps the overflowing
+// term as an atom.
 func linearizeIn(e ir.Expr, info *Info) Linear {
+	var l Linear
+	if l.add(1, e, info) {
+		return l
+	}
+	return linearizeSlow(e, info)
+}
+
+// add adds k·e to l in place, making the same decisions as linearizeSlow;
+// false when a number would leave ±maxLinear (l is then unusable).
+func (l *Linear) add(k int64, e ir.Expr, info *Info) bool {
+	switch e := e.(type) {
+	case *ir.IntLit:
+		return e.Value >= -maxLinear && e.Value <= maxLinear && l.addConst(k, e.Value)
+	case *ir.Const:
+		if !e.IsFloat && !info.named {
+			return e.Int >= -maxLinear && e.Int <= maxLinear && l.addConst(k, e.Int)
+		}
+	case *ir.Unary:
+		if e.Op == ir.Neg {
+			return l.add(-k, e.X, info)
+		}
+	case *ir.Binary:
+		switch e.Op {
+		case ir.Add:
+			return l.add(k, e.X, info) && l.add(k, e.Y, info)
+		case ir.Sub:
+			return l.add(k, e.X, info) && l.add(-k, e.Y, info)
+		case ir.Mul:
+			return l.addProduct(k, e, info)
+		case ir.Div, ir.Mod:
+			x, y, ok := operands(e, info)
+			if !ok {
+				return false
+			}
+			if x.isConst() && y.isConst() && y.c > 0 {
+				if e.Op == ir.Div {
+					return l.addConst(k, floorDiv(x.c, y.c))
+				}
+				return l.addConst(k, floorMod(x.c, y.c))
+			}
+		}
+	}
+	return l.addAtom(k, e, info)
+}
+
+// addProduct adds k·e, a product: scaled when a factor is constant, else
+// an atom.
+func (l *Linear) addProduct(k int64, e *ir.Binary, info *Info) bool {
+	if c, ok := literal(e.Y, info); ok { // X * 2, the common form: no form of its own for X
+		kc, ok := checkedMul(k, c)
+		return ok && l.add(kc, e.X, info)
+	}
+	x, y, ok := operands(e, info)
+	if !ok {
+		return false
+	}
+	switch {
+	case x.isConst():
+		kc, ok := checkedMul(k, x.c)
+		return ok && l.addLinear(kc, y)
+	case y.isConst():
+		kc, ok := checkedMul(k, y.c)
+		return ok && l.addLinear(kc, x)
+	}
+	return l.addAtom(k, e, info)
+}
+
+// operands are the forms of a binary expression's operands.
+func operands(e *ir.Binary, info *Info) (x, y Linear, ok bool) {
+	ok = x.add(1, e.X, info) && y.add(1, e.Y, info)
+	return x, y, ok
+}
+
+// literal is the value of an integer literal (or, unless info keeps them,
+// an integer named constant) within ±maxLinear.
+func literal(e ir.Expr, info *Info) (int64, bool) {
+	var v int64
+	switch e := e.(type) {
+	case *ir.IntLit:
+		v = e.Value
+	case *ir.Const:
+		if e.IsFloat || info.named {
+			return 0, false
+		}
+		v = e.Int
+	default:
+		return 0, false
+	}
+	return v, v >= -maxLinear && v <= maxLinear
+}
+
+// addConst adds k·v to l's constant.
+func (l *Linear) addConst(k, v int64) bool {
+	kv, ok := checkedMul(k, v)
+	if !ok {
+		return false
+	}
+	l.c, ok = checkedAdd(l.c, kv)
+	return ok
+}
+
+// addAtom adds k·e, e an atom.
+func (l *Linear) addAtom(k int64, e ir.Expr, info *Info) bool {
+	return l.addTerm(k, info.key(e), e)
+}
+
+// addTerm adds k·atom, keyed key.
+func (l *Linear) addTerm(k int64, key string, atom ir.Expr) bool {
+	if l.coef == nil {
+		l.coef, l.atoms = map[string]int64{}, map[string]ir.Expr{}
+	}
+	sum, ok := checkedAdd(l.coef[key], k)
+	if !ok {
+		return false
+	}
+	if sum == 0 {
+		delete(l.coef, key)
+		delete(l.atoms, key)
+		return true
+	}
+	l.coef[key], l.atoms[key] = sum, atom
+	return true
+}
+
+// addLinear adds k·m.
+func (l *Linear) addLinear(k int64, m Linear) bool {
+	if !l.addConst(k, m.c) {
+		return false
+	}
+	for key, v := range m.coef {
+		kv, ok := checkedMul(k, v)
+		if !ok || !l.addTerm(kv, key, m.atoms[key]) {
+			return false
+		}
+	}
+	return true
+}
+
+// linearizeSlow is Linearize built bottom-up, a form per node: a term
+// whose form would not fit ±maxLinear stays an atom.
+func linearizeSlow(e ir.Expr, info *Info) Linear {
 	var r Linear
 	ok := false
 	switch e := e.(type) {
@@ -166,16 +311,16 @@ func linearizeIn(e ir.Expr, info *Info) Linear {
 		}
 	case *ir.Unary:
 		if e.Op == ir.Neg {
-			r, ok = linearizeIn(e.X, info).scale(-1)
+			r, ok = linearizeSlow(e.X, info).scale(-1)
 		}
 	case *ir.Binary:
 		switch e.Op {
 		case ir.Add:
-			r, ok = linearizeIn(e.X, info).axpy(1, linearizeIn(e.Y, info))
+			r, ok = linearizeSlow(e.X, info).axpy(1, linearizeSlow(e.Y, info))
 		case ir.Sub:
-			r, ok = linearizeIn(e.X, info).axpy(-1, linearizeIn(e.Y, info))
+			r, ok = linearizeSlow(e.X, info).axpy(-1, linearizeSlow(e.Y, info))
 		case ir.Mul:
-			x, y := linearizeIn(e.X, info), linearizeIn(e.Y, info)
+			x, y := linearizeSlow(e.X, info), linearizeSlow(e.Y, info)
 			switch {
 			case x.isConst():
 				r, ok = y.scale(x.c)
@@ -184,7 +329,7 @@ func linearizeIn(e ir.Expr, info *Info) Linear {
 			}
 		case ir.Div, ir.Mod:
 			// Fold constant operands (C/G with integer constants).
-			x, y := linearizeIn(e.X, info), linearizeIn(e.Y, info)
+			x, y := linearizeSlow(e.X, info), linearizeSlow(e.Y, info)
 			if x.isConst() && y.isConst() && y.c > 0 {
 				if e.Op == ir.Div {
 					r, ok = constLinear(floorDiv(x.c, y.c)), true

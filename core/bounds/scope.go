@@ -17,19 +17,30 @@ type Info struct {
 	named bool // Linearize keeps named constants as atoms (LinearizeNamed)
 }
 
-func NewInfo() *Info {
-	return &Info{kinds: ir.KindMemo{}, keys: map[ir.Expr]string{}}
+// NewInfo is an empty Info; its memos are made on first use.
+func NewInfo() *Info { return &Info{} }
+
+// Kind is ir.KindOf(e), memoized per node.
+func (c *Info) Kind(e ir.Expr) ir.Kind {
+	if c.kinds == nil {
+		c.kinds = ir.KindMemo{}
+	}
+	return c.kinds.Of(e)
 }
 
-// kind is ir.KindOf(e), memoized per node.
-func (c *Info) Kind(e ir.Expr) ir.Kind { return c.kinds.Of(e) }
-
-// key is the printed form of e, which keys atoms (see linear.go).
+// key is the printed form of e, which keys atoms (see linear.go): an
+// index variable's name, else memoized per node.
 func (c *Info) key(e ir.Expr) string {
+	if x, ok := e.(*ir.Index); ok {
+		return x.Name
+	}
 	if s, ok := c.keys[e]; ok {
 		return s
 	}
 	s := ir.ExprString(e)
+	if c.keys == nil {
+		c.keys = map[ir.Expr]string{}
+	}
 	c.keys[e] = s
 	return s
 }

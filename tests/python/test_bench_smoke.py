@@ -179,3 +179,19 @@ def test_gpu_profile_lists_both_models_kernels(device):
     assert "== shufflenet batch 2 eager: 1 steps" in proc.stdout
     assert "== shufflenet batch 2 neoflow: 1 steps" in proc.stdout
     assert ("Self CUDA" if device == "cuda" else "Self CPU") in proc.stdout, proc.stdout[-3000:]
+
+
+def test_first_call_bench_times_two_builds_in_turns(tmp_path):
+    """bench/first_call.py in fresh processes, this build against a baseline (here the same package again)."""
+    import neoflow
+
+    build = str(Path(neoflow.__file__).resolve().parent.parent)
+    cmd = [sys.executable, str(ROOT / "bench" / "first_call.py"), "--repeat", "1", "--workloads", "lltm"]
+    cmd += ["--out", str(tmp_path), "--baseline", build, "--baseline-commit", "same"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(next(tmp_path.glob("first_call-*.json")).read_text())
+    (row,) = result["rows"]
+    (base,) = result["baseline"]["rows"]
+    assert row["op"] == base["op"] == "lltm_cell" and row["first"]["median"] > 0 and base["backend_first"]["median"] > 0
+    assert "## Against same (timed in turns)" in next(tmp_path.glob("first_call-*.md")).read_text()
