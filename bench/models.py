@@ -2,7 +2,9 @@
 
 Models (float32, on the CPU or with ``--device cuda`` on the GPU): the six workloads' plain-PyTorch baselines
 at bench size and batch 16 (workloads/, unchanged), an MLP with GELU and LayerNorm, a transformer block
-(attention, layer norms, MLP) and a small convolutional net. For each, in one process, a training step
+(attention, layer norms, MLP), a small convolutional net, and the public models of bench/zoo.py
+(torchvision, timm and transformers models from small configs, batch 2; nobody here tuned for them).
+For each, in one process, a training step
 (zero_grad + forward + loss + backward + ``Adam.step()``) of
 
 - ``eager``: the model as it is;
@@ -42,6 +44,7 @@ import sys
 from pathlib import Path
 
 import workloads_module
+import zoo
 from machine import steady_heap
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,12 +52,13 @@ wl = workloads_module.load()
 
 WORKLOADS = ["milstm", "scrnn", "sublstm", "lltm", "capsnet", "shufflenet"]
 OTHERS = ["mlp", "transformer", "convnet"]
+ZOO = list(zoo.MODELS)  # public models nobody here tuned for (bench/zoo.py)
 BATCH = 16
 
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", nargs="+", default=WORKLOADS + OTHERS, choices=WORKLOADS + OTHERS)
+    ap.add_argument("--models", nargs="+", default=WORKLOADS + OTHERS + ZOO, choices=WORKLOADS + OTHERS + ZOO)
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--no-tuned", action="store_true", help="skip the background-tuned neoflow variant")
@@ -127,6 +131,10 @@ def model_and_loss(torch, name: str, device: str):
     if name in WORKLOADS:
         base, _, loss, lr, _ = wl.setup(name, "bench", BATCH, torch.float32, torch, device)
         return base, loss, lr
+    if name in ZOO:
+        model, inputs = zoo.make(name)
+        inputs = {k: v.to(device) for k, v in inputs.items()}
+        return model.to(device), functools.partial(zoo.loss, name, inputs=inputs), 1e-3
     return other_model(torch, name, device)
 
 
@@ -245,6 +253,15 @@ def render_markdown(result: dict) -> str:
         lines += ["", f"{what}, inductor's time / neoflow's, geomean: untuned {g['untuned']:.2f}x"]
         if g.get("tuned"):
             lines[-1] += f", tuned {g['tuned']:.2f}x"
+    z = result.get("zoo") or {}
+    if z.get("vs eager"):
+        lines += [
+            "",
+            f"The public models (bench/zoo.py), geomean: neoflow {z['vs eager']:.2f}x eager"
+            + (f", {z['vs inductor']:.2f}x inductor" if z.get("vs inductor") else "")
+            + (f" ({z['vs inductor tuned']:.2f}x tuned)" if z.get("vs inductor tuned") else "")
+            + f"; slower than eager on {len(z['slower than eager'])}: {', '.join(z['slower than eager']) or 'none'}",
+        ]
     untouched = [r["model"] for r in rows if "neoflow tuned" in r and "tuning" not in r]
     if untouched:
         lines += [
@@ -279,8 +296,12 @@ def main(argv=None) -> dict:
     info = wl.machine_info(torch, neoflow, args.device)
     if args.device == "cuda":
         wl.SYNC = torch.cuda.synchronize
+    if any(m in ZOO for m in args.models) and zoo.missing():
+        need = ", ".join(zoo.missing())
+        raise SystemExit(f"bench/models.py: the public models need {need}: scripts/env.sh installs them")
     rows = [bench_model(torch, neoflow, name, args) for name in args.models]
     wrows = [r for r in rows if r["model"] in WORKLOADS]
+    zrows = [r for r in rows if r["model"] in ZOO]
     result = {
         "date": datetime.date.today().isoformat(),
         "machine": info,
@@ -289,6 +310,12 @@ def main(argv=None) -> dict:
         "geomean": {
             "untuned": geomean([r.get("inductor/neoflow") for r in wrows]),
             "tuned": geomean([r.get("inductor/neoflow tuned") for r in wrows]),
+        },
+        "zoo": {
+            "vs inductor": geomean([r.get("inductor/neoflow") for r in zrows]),
+            "vs eager": geomean([r.get("eager/neoflow") for r in zrows]),
+            "vs inductor tuned": geomean([r.get("inductor/neoflow tuned") for r in zrows]),
+            "slower than eager": [r["model"] for r in zrows if r.get("eager/neoflow", 1) < 1],
         },
     }
     md = render_markdown(result)

@@ -1,9 +1,10 @@
 package ir
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/pkg/errors"
 )
 
 // Batched is op with the index variable v first in every access of the
@@ -103,7 +104,7 @@ func Instance(op *Op, tensorPrefix, indexPrefix string, reads map[string]Expr) (
 // with _k replaced by the read's k-th index.
 func readThrough(a *Access, template Expr) (Expr, error) {
 	if template == nil {
-		return nil, fmt.Errorf("no read is given for input %s", a.Tensor)
+		return nil, errors.Errorf("no read is given for input %s", a.Tensor)
 	}
 	sub := map[string]Expr{}
 	for k, x := range a.Indices {
@@ -112,7 +113,7 @@ func readThrough(a *Access, template Expr) (Expr, error) {
 	var err error
 	Walk(template, func(e Expr) bool {
 		if x, ok := e.(*Index); ok && sub[x.Name] == nil && err == nil {
-			err = fmt.Errorf("the read given for input %s (rank %d) names index %s, which is not _0 to _%d", a.Tensor, len(a.Indices), x.Name, len(a.Indices)-1)
+			err = errors.Errorf("the read given for input %s (rank %d) names index %s, which is not _0 to _%d", a.Tensor, len(a.Indices), x.Name, len(a.Indices)-1)
 		}
 		return err == nil
 	})

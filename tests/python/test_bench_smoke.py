@@ -143,7 +143,7 @@ SMALL_LLTM = ["--size", "small", "--workloads", "lltm"]
         ("dynamic", [*SMALL_LLTM, "--seconds", "2", "--repeat", "2", "--eager-every", ".5", "--eager-alone"]),
         ("joint", ["--size", "small", "--batch", "2", "--trials", "3", "--workloads", "lltm"]),
         ("bandwidth", ["--mib", "4", "--repeat", "3"]),
-        ("models", ["--models", "mlp", "scrnn", "--repeat", "1", "--warmup", "0", "--no-tuned"]),
+        ("models", ["--models", "mlp", "scrnn", "bert", "--repeat", "1", "--warmup", "0", "--no-tuned"]),
         ("jitter", ["--size", "small", "--batch", "2", "--runs", "2", "--seconds", "1"]),
     ],
 )
