@@ -10,6 +10,10 @@ import (
 // stands for 1; the literal 0 (integer or float) is a structural zero: a
 // product with it is dropped, which is what lets zero derivatives (of
 // comparisons, of index expressions) vanish from the generated statements.
+// They build derivatives; they are not a simplifier of expressions that
+// exist (ir.Simplify is, and keeps every value): here a zero is a term the
+// derivative does not have, so x * 0 is dropped where, as values, NaN * 0
+// would be NaN.
 
 func flit(v float64) ir.Expr { return &ir.FloatLit{Value: v} }
 
