@@ -207,6 +207,16 @@ def bench_model(torch, neoflow, name: str, args) -> dict:
     return row
 
 
+def zoo_summary(zrows: list[dict]) -> dict:
+    """The public models' geomeans (eager's or inductor's time over neoflow's) and those slower than eager."""
+    return {
+        "vs inductor": geomean([r.get("inductor/neoflow") for r in zrows]),
+        "vs eager": geomean([r.get("eager/neoflow") for r in zrows]),
+        "vs inductor tuned": geomean([r.get("inductor/neoflow tuned") for r in zrows]),
+        "slower than eager": [r["model"] for r in zrows if r.get("eager/neoflow", 1) < 1],
+    }
+
+
 def geomean(xs):
     xs = [x for x in xs if x]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
@@ -220,7 +230,7 @@ def render_markdown(result: dict) -> str:
         f'# Whole models under backend="neoflow" ({result["date"]})',
         "",
         f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}; float32, {where}, "
-        f"batch {BATCH}, glibc heap {result['settings'].get('heap', 'default')}. "
+        f"batch {BATCH} (the public models: {zoo.BATCH}), glibc heap {result['settings'].get('heap', 'default')}. "
         f"Training step (forward, loss, backward, Adam), ms: median over {result['settings']['repeat']} "
         "steps (min-max); eager, inductor and neoflow timed in turns, blocks of 5 steps after 2 untimed. Ratios: the "
         "other's time / neoflow's (above 1: neoflow is faster). lowered: operator calls of the forward and "
@@ -311,12 +321,7 @@ def main(argv=None) -> dict:
             "untuned": geomean([r.get("inductor/neoflow") for r in wrows]),
             "tuned": geomean([r.get("inductor/neoflow tuned") for r in wrows]),
         },
-        "zoo": {
-            "vs inductor": geomean([r.get("inductor/neoflow") for r in zrows]),
-            "vs eager": geomean([r.get("eager/neoflow") for r in zrows]),
-            "vs inductor tuned": geomean([r.get("inductor/neoflow tuned") for r in zrows]),
-            "slower than eager": [r["model"] for r in zrows if r.get("eager/neoflow", 1) < 1],
-        },
+        "zoo": zoo_summary(zrows),
     }
     md = render_markdown(result)
     variants = tuple(v for v in ("eager", "inductor", "neoflow", "neoflow tuned") if v in rows[0])

@@ -139,6 +139,10 @@ def settings(data: dict) -> str:
 def headline(run: dict, results: Path) -> str:
     """The run's summary figure: a geometric mean or summary from its JSON, else its report's first such line."""
     data = run["data"]
+    if isinstance(data.get("zoo"), dict) and isinstance(data["zoo"].get("vs eager"), float):
+        z = data["zoo"]
+        items = [f"{k} {v:.2f}x" for k, v in z.items() if isinstance(v, float)]
+        return "public models, neoflow " + ", ".join(items)
     if isinstance(data.get("geomean"), dict):
         return "geomean " + ", ".join(f"{k} {v:.2f}x" for k, v in data["geomean"].items() if isinstance(v, float))
     if isinstance(data.get("summary"), dict):
