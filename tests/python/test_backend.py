@@ -617,3 +617,19 @@ def test_grouped_convolution_gradcheck_in_float64():
     unit = _ShuffleUnit().double()
     x = torch.randn(1, 6, 4, 4, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(neoflow.compile(lambda x: unit.dw(unit.g(x))), (x,))
+
+
+def test_cat_skips_its_empty_parts():
+    """cat with empty parts (a cache of no past keys; PyTorch's legacy 1-d empty tensors of any rank) lowers:
+    the empty parts add nothing."""
+    torch.manual_seed(0)
+
+    def f(x, y):
+        past = torch.zeros(x.shape[0], 0, x.shape[2])
+        legacy = torch.empty(0)
+        z = torch.cat([past, torch.tanh(x), y * 2.0], dim=1)
+        return torch.cat([legacy, z.reshape(-1)]) * 3.0
+
+    check_value_and_grad(f, torch.randn(2, 3, 4), torch.randn(2, 5, 4))
+    fw = neoflow.compile_report()[0]
+    assert "aten.cat.default" not in fw["fallback"], fw

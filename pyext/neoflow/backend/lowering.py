@@ -285,7 +285,8 @@ class Lowering:
         self.names[node] = (f"V{k}", f"Mu{k}")
 
     def _cat(self, node, idx: list) -> dsl.Expr:
-        parts = [p for p in node.args[0]]
+        # empty parts add nothing (nor do 1-d empty tensors of any rank: PyTorch's legacy cat skips them)
+        parts = [p for p in node.args[0] if 0 not in shape_of(p)]
         out = shape_of(node)
         dim = (node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) % len(out)
         i = idx[dim]
