@@ -64,6 +64,11 @@ def parse_args(argv=None):
     ap.add_argument("--no-tuned", action="store_true", help="skip the background-tuned neoflow variant")
     ap.add_argument("--no-compile", action="store_true", help="skip inductor")
     ap.add_argument(
+        "--inference",
+        action="store_true",
+        help="time inference (eval mode, forward and loss without grad), not training",
+    )
+    ap.add_argument(
         "--tune-timeout",
         type=float,
         default=400.0,
@@ -138,10 +143,13 @@ def model_and_loss(torch, name: str, device: str):
     return other_model(torch, name, device)
 
 
-def variant_step(torch, neoflow, model, loss, lr, variant: str, reset: bool = True):
-    """A training step of a copy of model under the variant. ``reset`` clears Dynamo's caches first (the
-    variants timed in turns are compiled without it: a reset would make the earlier ones compile again)."""
+def variant_step(torch, neoflow, model, loss, lr, variant: str, reset: bool = True, inference: bool = False):
+    """A training step of a copy of model under the variant, or with inference its forward and loss in eval
+    mode without grad. ``reset`` clears Dynamo's caches first (the variants timed in turns are compiled
+    without it: a reset would make the earlier ones compile again)."""
     m = copy.deepcopy(model)
+    if inference:
+        m.eval()
     if reset:
         torch._dynamo.reset()
     if variant == "eager":
@@ -151,6 +159,13 @@ def variant_step(torch, neoflow, model, loss, lr, variant: str, reset: bool = Tr
     else:
         neoflow.configure(tune="background" if variant == "neoflow tuned" else "off")
         fn = neoflow.compile(lambda: loss(m))
+    if inference:
+
+        def step():
+            with torch.no_grad():
+                fn()
+
+        return step
     return wl.train_step(torch, m, fn, lr)
 
 
@@ -170,7 +185,7 @@ def bench_model(torch, neoflow, name: str, args) -> dict:
     steps = {}
     for v in variants:
         neoflow.compile_report(clear=True)
-        steps[v] = variant_step(torch, neoflow, model, loss, lr, v, reset=False)
+        steps[v] = variant_step(torch, neoflow, model, loss, lr, v, reset=False, inference=args.inference)
         row[v] = wl.prepare(steps[v], args.warmup)
         if v == "neoflow":
             reps = neoflow.compile_report()
@@ -186,7 +201,7 @@ def bench_model(torch, neoflow, name: str, args) -> dict:
         v = "neoflow tuned"
         variants.append(v)
         neoflow.compile_report(clear=True)
-        step = variant_step(torch, neoflow, model, loss, lr, v)
+        step = variant_step(torch, neoflow, model, loss, lr, v, inference=args.inference)
         tuned: list = []
         row[v] = wl.measure(
             step, args.repeat, args.warmup, settle=functools.partial(_settle, neoflow, args.tune_timeout, tuned)
@@ -226,12 +241,15 @@ def render_markdown(result: dict) -> str:
     m, rows = result["machine"], result["rows"]
     where = f"CUDA on {m['gpu']}" if m["device"] == "cuda" else "CPU"
     variants = [v for v in ("eager", "inductor", "neoflow", "neoflow tuned") if v in rows[0]]
+    what = "Training step (forward, loss, backward, Adam)"
+    if result["settings"].get("inference"):
+        what = "Inference (eval mode, forward and loss without grad)"
     lines = [
         f'# Whole models under backend="neoflow" ({result["date"]})',
         "",
         f"Machine: {m['cpu']}, {m['threads']} threads, torch {m['torch']}, neoflow {m['neoflow']}; float32, {where}, "
         f"batch {BATCH} (the public models: {zoo.BATCH}), glibc heap {result['settings'].get('heap', 'default')}. "
-        f"Training step (forward, loss, backward, Adam), ms: median over {result['settings']['repeat']} "
+        f"{what}, ms: median over {result['settings']['repeat']} "
         "steps (min-max); eager, inductor and neoflow timed in turns, blocks of 5 steps after 2 untimed. Ratios: the "
         "other's time / neoflow's (above 1: neoflow is faster). lowered: operator calls of the forward and "
         "backward graphs that neoflow ran, of all, in how many ops (subgraphs of at most "
@@ -327,10 +345,12 @@ def main(argv=None) -> dict:
     variants = tuple(v for v in ("eager", "inductor", "neoflow", "neoflow tuned") if v in rows[0])
 
     def chart(path):
-        title = f"training step, batch {BATCH}, {info['gpu'] if args.device == 'cuda' else info['cpu']}"
+        what = "inference" if args.inference else "training step"
+        title = f"{what}, batch {BATCH}, {info['gpu'] if args.device == 'cuda' else info['cpu']}"
         wl.bar_chart(rows, variants, [r["model"] for r in rows], "ms per step (log scale)", title, path)
 
-    stem = wl.write_results(args.out, f"models-{result['date']}-{wl.machine_tag(info)}", result, md, chart)
+    name = f"models-{result['date']}-{wl.machine_tag(info)}" + ("-inference" if args.inference else "")
+    stem = wl.write_results(args.out, name, result, md, chart)
     print(md)
     print(f"wrote {stem}.json, .md, .png", file=sys.stderr)
     return result

@@ -144,6 +144,7 @@ SMALL_LLTM = ["--size", "small", "--workloads", "lltm"]
         ("joint", ["--size", "small", "--batch", "2", "--trials", "3", "--workloads", "lltm"]),
         ("bandwidth", ["--mib", "4", "--repeat", "3"]),
         ("models", ["--models", "mlp", "scrnn", "bert", "--repeat", "1", "--warmup", "0", "--no-tuned"]),
+        ("models", ["--models", "convnet", "--repeat", "1", "--warmup", "0", "--no-tuned", "--inference"]),
         ("jitter", ["--size", "small", "--batch", "2", "--runs", "2", "--seconds", "1"]),
     ],
 )
