@@ -633,3 +633,24 @@ def test_cat_skips_its_empty_parts():
     check_value_and_grad(f, torch.randn(2, 3, 4), torch.randn(2, 5, 4))
     fw = neoflow.compile_report()[0]
     assert "aten.cat.default" not in fw["fallback"], fw
+
+
+def test_eval_mode_batch_norm_is_lowered():
+    """Batch norm in eval mode (the running statistics) lowers as its affine map, fused with its neighbours,
+    in inference and in a graph that still differentiates the input."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU())
+    net[1].running_mean.uniform_(-1.0, 1.0)
+    net[1].running_var.uniform_(0.5, 2.0)
+    net.eval()
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        want = net(x)
+        got = neoflow.compile(net)(x)
+    torch.testing.assert_close(got, want, **TOL)
+    (rep,) = neoflow.compile_report()
+    assert not any("batch_norm" in k for k in rep["fallback"]), rep
+    torch._dynamo.reset()
+    neoflow.compile_report(clear=True)
+    check_value_and_grad(net, x.requires_grad_())
+    assert not any("batch_norm" in k for r in neoflow.compile_report() for k in r["fallback"])

@@ -381,9 +381,18 @@ def _decompositions() -> dict:
     table = {
         k: v for k, v in core_aten_decompositions().items() if "scaled_dot_product" not in str(k) and k not in kept
     }
-    # batch norm in training (a core ATen operator, so not in that table): mean, variance and the affine map,
-    # which lower and fuse with their neighbours, where eager's kernel ran alone
-    table.update(get_decompositions([aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit]))
+    # batch norm (a core ATen operator, so not in that table), in training and in eval mode: mean, variance
+    # (or the running ones) and the affine map, which lower and fuse with their neighbours, where eager's kernel
+    # ran alone
+    table.update(
+        get_decompositions(
+            [
+                aten._native_batch_norm_legit_functional,
+                aten._native_batch_norm_legit,
+                aten._native_batch_norm_legit_no_training,
+            ]
+        )
+    )
     return table
 
 
