@@ -24,13 +24,7 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	if err != nil {
 		return nil, err
 	}
-	key := specKey(req)
-	if r.config().Fusion {
-		key += "|fused" // a kernel built before fusion was turned on or off is not the one asked for
-	}
-	if r.config().Deterministic && req.GetCudaDevice() != 0 {
-		key += "|deterministic"
-	}
+	key := r.specializationKey(req.GetInputs(), req.GetSizes(), req.GetCudaDevice())
 	if !req.GetSourceOnly() && !req.GetShapesOnly() {
 		r.mu.Lock()
 		cached := r.specs[req.GetOpId()][key]
@@ -262,9 +256,21 @@ func indexInputs(op *ir.Op) map[string]bool {
 	return out
 }
 
-// specKey identifies a specialization request of one op.
-func specKey(req *api.SpecializeRequest) string {
-	return requestKey(req.GetInputs(), req.GetSizes(), req.GetCudaDevice())
+// specializationKey identifies a specialization of one op under the
+// current settings: requestKey, and whether fusion is on (a kernel built
+// before fusion was turned on or off is not the one asked for) and CUDA
+// kernels deterministic. Specialize and TuneBegin key the kept
+// specializations (specialized) and responses with it.
+func (r *Runtime) specializationKey(ins []*api.TensorType, sizes map[string]int64, cudaDevice int32) string {
+	cfg := r.config()
+	key := requestKey(ins, sizes, cudaDevice)
+	if cfg.Fusion {
+		key += "|fused"
+	}
+	if cfg.Deterministic && cudaDevice != 0 {
+		key += "|deterministic"
+	}
+	return key
 }
 
 // requestKey identifies a specialization of one op: its inputs' types, the

@@ -162,10 +162,7 @@ func (r *Runtime) TuneBegin(req *api.TuneRequest) (*api.TuneResponse, error) {
 		return nil, err
 	}
 	ord := int(req.GetCudaDevice()) - 1
-	skey := requestKey(req.GetInputs(), req.GetSizes(), req.GetCudaDevice())
-	if r.config().Fusion {
-		skey += "|fused" // as Specialize's key, so that the tuner finds the kernel's spec
-	}
+	skey := r.specializationKey(req.GetInputs(), req.GetSizes(), req.GetCudaDevice()) // the kernel's spec, kept
 	spec, _, err := r.specialize(op, in, req.GetSizes(), ord < 0, skey)
 	if err != nil {
 		return nil, err

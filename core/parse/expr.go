@@ -7,20 +7,12 @@ import "github.com/neoflow/neoflow/core/ir"
 // values, as Parse's.
 func Expr(src string) (e ir.Expr, err error) {
 	p := &parser{src: src, toks: lex(src), consts: map[string]*ir.Const{}, scatterVars: map[string]bool{}}
-	defer func() {
-		if r := recover(); r != nil {
-			b, ok := r.(bailout)
-			if !ok {
-				panic(r)
-			}
-			e, err = nil, b.err
-		}
-	}()
+	defer catch(&err)
 	p.skipSeparators()
-	e = p.parseExpr()
+	x := p.parseExpr()
 	p.skipSeparators()
 	if t := p.peek(); t.kind != tEOF {
 		p.errExpected("the end of the expression", t)
 	}
-	return e, nil
+	return x, nil
 }

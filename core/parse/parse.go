@@ -48,15 +48,7 @@ func Parse(src string, opts Options) (op *ir.Op, err error) {
 		consts[name] = &ir.Const{Name: name, IsFloat: v.IsFloat, Int: v.Int, Float: v.Float}
 	}
 	p := &parser{src: src, toks: lex(src), consts: consts, scatterVars: map[string]bool{}}
-	defer func() {
-		if r := recover(); r != nil {
-			b, ok := r.(bailout)
-			if !ok {
-				panic(r)
-			}
-			op, err = nil, b.err
-		}
-	}()
+	defer catch(&err)
 	stmts := p.parseStmts()
 	op = &ir.Op{
 		Name:   opts.Name,
@@ -107,6 +99,18 @@ func isIdent(s string) bool {
 }
 
 type bailout struct{ err *ir.Error }
+
+// catch, deferred by an entry point, turns a bailout into *err (the
+// results it had not set yet stay zero) and lets any other panic through.
+func catch(err *error) {
+	if r := recover(); r != nil {
+		b, ok := r.(bailout)
+		if !ok {
+			panic(r)
+		}
+		*err = b.err
+	}
+}
 
 type parser struct {
 	src    string
