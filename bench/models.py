@@ -9,7 +9,9 @@ For each, in one process, a training step
 
 - ``eager``: the model as it is;
 - ``inductor``: ``torch.compile`` of the loss function (default backend and mode);
-- ``neoflow``: ``torch.compile`` of the loss function with neoflow's backend, untuned (``NEOFLOW_TUNE=off``);
+- ``neoflow``: ``torch.compile`` of the loss function with neoflow's backend, untuned (``NEOFLOW_TUNE=off``),
+  stepped alone until each graph's measured choice between compiled and eager is made (neoflow.backend.choice;
+  the report's "kept" column: what each graph kept, and its compiled step time over its eager one);
 - ``neoflow tuned``: the same, compiled again under ``NEOFLOW_TUNE=background``, after the background tuner
   finished the subgraphs' kernels (``neoflow.wait_background``, at most ``--tune-timeout`` s per model);
   ``--no-tuned`` leaves it out.
@@ -188,7 +190,9 @@ def bench_model(torch, neoflow, name: str, args) -> dict:
         steps[v] = variant_step(torch, neoflow, model, loss, lr, v, reset=False, inference=args.inference)
         row[v] = wl.prepare(steps[v], args.warmup)
         if v == "neoflow":
+            _until_chosen(neoflow, steps[v])
             reps = neoflow.compile_report()
+            row["choice"] = choices(reps)
             row["lowered"] = sum(r["lowered"] for r in reps)
             row["nodes"] = sum(r["nodes"] for r in reps)
             row["subgraphs"] = sum(r["subgraphs"] for r in reps)
@@ -203,9 +207,12 @@ def bench_model(torch, neoflow, name: str, args) -> dict:
         neoflow.compile_report(clear=True)
         step = variant_step(torch, neoflow, model, loss, lr, v, inference=args.inference)
         tuned: list = []
+        # the measured choice is made after the tuner settled (its kernels are swapped in by then)
+        warmup = max(args.warmup, importlib.import_module("neoflow.backend.choice").TRIAL + 2)
         row[v] = wl.measure(
-            step, args.repeat, args.warmup, settle=functools.partial(_settle, neoflow, args.tune_timeout, tuned)
+            step, args.repeat, warmup, settle=functools.partial(_settle, neoflow, args.tune_timeout, tuned)
         )
+        row["choice tuned"] = choices(neoflow.compile_report())
         if tuned:  # the background tuner's state when the timed steps began
             row["tuning"] = {
                 "kernels": len(tuned),
@@ -220,6 +227,34 @@ def bench_model(torch, neoflow, name: str, args) -> dict:
         if "inductor" in row and v.startswith("neoflow"):
             row[f"inductor/{v}"] = row["inductor"]["median_ms"] / row[v]["median_ms"]
     return row
+
+
+def _until_chosen(neoflow, step) -> None:
+    """Runs step until every graph of the compile reports has its measured choice (the backend alternates
+    compiled and eager over a graph's first calls, timing the interval to the next: timed in turns with other
+    variants, those intervals would hold their steps too), at most choice.TRIAL times."""
+    for _ in range(importlib.import_module("neoflow.backend.choice").TRIAL):
+        if all(r["choice"] for r in neoflow.compile_report()):
+            return
+        step()
+
+
+def choices(reps: list[dict]) -> list[dict]:
+    """The measured choices of the reports' graphs, one per choice (a graph's forward and backward share
+    one): kept, the medians, and the graphs."""
+    out = {}
+    for r in reps:
+        c = r.get("choice")
+        if c:
+            out.setdefault(id(c), dict(c, graphs=[]))["graphs"].append(r["graph"])
+    return list(out.values())
+
+
+def kept_text(row: dict) -> str:
+    """Per measured graph of the untuned neoflow column: what was kept, and its compiled step time over its
+    eager one in the trial (e.g. "eager 1.32x")."""
+    cs = row.get("choice") or []
+    return "; ".join(f"{c['kept']} {c['neoflow_ms'] / c['eager_ms']:.2f}x" for c in cs) or "-"
 
 
 def zoo_summary(zrows: list[dict]) -> dict:
@@ -257,8 +292,8 @@ def render_markdown(result: dict) -> str:
         "",
         "| model | "
         + " | ".join(variants)
-        + " | vs eager | vs inductor | lowered | ops | first step s (inductor, neoflow) |",
-        "|---|" + "---|" * (len(variants) + 5),
+        + " | vs eager | vs inductor | lowered | ops | kept (compiled / eager) | first step s (inductor, neoflow) |",
+        "|---|" + "---|" * (len(variants) + 6),
     ]
     for r in rows:
         cells = [wl.spread(r[v]) for v in variants]
@@ -272,7 +307,7 @@ def render_markdown(result: dict) -> str:
         lines.append(
             f"| {r['model']} | "
             + " | ".join(cells)
-            + f" | {vs_e} | {vs_i} | {r['lowered']}/{r['nodes']} | {r.get('subgraphs', '-')} | {first} |"
+            + f" | {vs_e} | {vs_i} | {r['lowered']}/{r['nodes']} | {r.get('subgraphs', '-')} | {kept_text(r)} | {first} |"
         )
     g = result["geomean"]
     if g.get("untuned"):

@@ -133,20 +133,24 @@ __all__ = [
 ]
 
 
-def compile(model=None, *, explain: bool = False, contractions: str = "eager", **kwargs):
+def compile(model=None, *, explain: bool = False, contractions: str = "eager", measure: bool = True, **kwargs):
     """``torch.compile(model, backend="neoflow", **kwargs)``: the model's graphs
     lowered into neoflow ops where neoflow has a lowering, the rest in eager
     PyTorch; ``explain=True`` prints what each graph lowered and what fell
     back, and why; ``contractions="neoflow"`` lowers matrix products and
-    convolutions too (by default PyTorch runs them; see neoflow.backend.graphs)."""
+    convolutions too (by default PyTorch runs them; see neoflow.backend.graphs);
+    with ``measure=True`` (the default) each graph is timed compiled and in
+    eager over its first calls, and the faster runs from then on (see
+    neoflow.backend.choice)."""
     from . import backend
 
-    return backend.compile(model, explain=explain, contractions=contractions, **kwargs)
+    return backend.compile(model, explain=explain, contractions=contractions, measure=measure, **kwargs)
 
 
 def compile_report(clear: bool = False) -> list[dict]:
     """Per graph compiled by ``backend="neoflow"``: operator calls, how many
-    were lowered, into how many neoflow ops, and what fell back and why."""
+    were lowered, into how many neoflow ops, what fell back and why, and
+    whether the graph runs compiled or in eager (``choice``)."""
     from . import backend
 
     return backend.report(clear)

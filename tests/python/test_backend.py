@@ -46,6 +46,19 @@ def test_contractions_run_in_pytorch_by_default():
         neoflow.compile(MLP(), contractions="blas")
 
 
+def test_options_through_torch_compile():
+    torch.manual_seed(0)
+    x = torch.randn(4, 16)
+    m = MLP()
+    y = torch.compile(m, backend="neoflow", options={"contractions": "neoflow", "measure": False})(x)
+    torch.testing.assert_close(y, m(x), **TOL)
+    assert neoflow.compile_report()[0]["fallback"] == {}  # the products were lowered too
+    with pytest.raises(Exception, match="unknown options \\['fast'\\]"):
+        torch.compile(MLP(), backend="neoflow", options={"fast": True})(x)
+    with pytest.raises(Exception, match="has no mode 'max-autotune'"):
+        torch.compile(MLP(), backend="neoflow", mode="max-autotune")(x)
+
+
 def test_transformer_block_lowers_all_but_the_attention():
     torch.manual_seed(0)
     reps = check_training(Block(), torch.randn(2, 5, 32), contractions="neoflow")

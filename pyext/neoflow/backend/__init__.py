@@ -9,7 +9,9 @@ Its modules, in the order a graph meets them:
 - ``mmsum``: sums of matrix products merged into one product first;
 - ``lowering``: a subgraph's nodes as the statements of one neoflow op, with
   ``convlowering`` for convolutions and pooling and ``inlining`` for a
-  neoflow op's own node.
+  neoflow op's own node;
+- ``choice``: the compiled graph or its own eager operators, whichever was
+  measured faster over its first calls.
 
 Everything else of neoflow (ops, autograd, kernels, tuning) is reached through
 its package-level functions; the ATen matching stays here, beside FX.

@@ -16,7 +16,9 @@ each of the two graphs goes through ``compile_graph``:
    which the op's passes fuse, schedule and compile like any op's, and it
    runs as one native call; a subgraph the compiler refuses runs in eager,
    with a warning;
-3. the other nodes run in eager PyTorch, as they would without the backend.
+3. the other nodes run in eager PyTorch, as they would without the backend;
+4. the compiled graph and Dynamo's graph as eager runs it are timed in turns
+   over the first calls, and the faster runs from then on (``choice``).
 
 ``report()`` (and ``explain=True``, which also logs each graph's report on
 the ``neoflow.compile`` logger at INFO and prints it) says per graph how
@@ -38,7 +40,7 @@ import torch
 from torch.fx.passes.operator_support import OperatorSupport
 
 from ..errors import Error
-from . import aten_support, lowering, mmsum
+from . import aten_support, choice, lowering, mmsum
 
 log = logging.getLogger("neoflow.compile")
 
@@ -53,7 +55,9 @@ def report(clear: bool = False) -> list[dict]:
     ops made), ``eager_views`` (views of a subgraph's tensors that eager
     users take, made in eager), ``merged_products`` (matrix products
     merged into others, mmsum), ``fallback`` ({operator: reason} for those
-    left in eager).
+    left in eager), ``choice`` (None until measured, then ``kept``: "neoflow"
+    or "eager", by ``neoflow_ms`` and ``eager_ms``, the medians of
+    ``samples`` calls each; see ``choice``).
     ``clear=True`` empties the list after returning it."""
     with _lock:
         out = list(_reports)
@@ -296,9 +300,11 @@ def compile_graph(
     explain: bool = False,
     contractions: str = "eager",
     max_nodes: int | None = None,
+    into: list | None = None,
 ):
     """Lowers what it can of an ATen graph into neoflow ops, in place, and
-    returns it (run it with boxed arguments through make_boxed_func)."""
+    returns it (run it with boxed arguments through make_boxed_func); its
+    report goes to ``report()`` and to ``into`` when given."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     support = _Support(contractions)
@@ -334,9 +340,12 @@ def compile_graph(
         "eager_views": eager_views,
         "merged_products": products,
         "fallback": dict(sorted(support.reasons.items())),
+        "choice": None,
     }
     with _lock:
         _reports.append(rep)
+        if into is not None:
+            into.append(rep)
     if explain:
         text = explain_text(rep)
         log.info("%s", text)
@@ -353,14 +362,16 @@ def explain_text(rep: dict) -> str:
         lines.append(f"  {rep['merged_products']} matrix product(s) of sums merged into others (one product each)")
     for target, why in rep["fallback"].items():
         lines.append(f"  eager: {target}: {why}")
+    if rep.get("choice"):
+        lines.append("  " + choice.choice_text(rep["choice"], [rep["graph"]]))
     return "\n".join(lines)
 
 
-def _compiler(graph: str, explain: bool, contractions: str):
+def _compiler(graph: str, explain: bool, contractions: str, into: list):
     from functorch.compile import make_boxed_func
 
     def compile_(gm, example_inputs):
-        gm = compile_graph(gm, example_inputs, graph=graph, explain=explain, contractions=contractions)
+        gm = compile_graph(gm, example_inputs, graph=graph, explain=explain, contractions=contractions, into=into)
         return make_boxed_func(gm.forward)
 
     return compile_
@@ -396,7 +407,18 @@ def _decompositions() -> dict:
     return table
 
 
-def backend(gm: torch.fx.GraphModule, example_inputs, *, explain: bool = False, contractions="eager", **options):
+def backend(
+    gm: torch.fx.GraphModule,
+    example_inputs,
+    *,
+    explain: bool = False,
+    contractions="eager",
+    measure=True,
+    options: dict | None = None,
+    mode: str | None = None,
+    name: str | None = None,
+    **more,
+):
     """The Dynamo backend (``torch.compile(model, backend="neoflow")``, found
     through the ``torch_dynamo_backends`` entry point, or this function
     itself as ``backend=``). Options (``torch.compile(..., options={...})``):
@@ -407,34 +429,52 @@ def backend(gm: torch.fx.GraphModule, example_inputs, *, explain: bool = False, 
     "neoflow" (they are lowered too, and fuse
     with their neighbours; on the 2-core Xeon an MI-LSTM training step took
     455 ms so against 121 ms with "eager", as untuned neoflow matrix
-    products run several times slower than PyTorch's BLAS)."""
+    products run several times slower than PyTorch's BLAS); ``measure``
+    (default True) times the compiled graph against the graph's own eager
+    operators over its first calls and keeps the faster (``choice``), False
+    runs the compiled graph always."""
     from torch._dynamo.backends.common import aot_autograd
 
+    if mode not in (None, "default"):
+        raise ValueError(f"backend 'neoflow' has no mode {mode!r} (tuning is neoflow.configure(tune=...))")
+    options = {**(options or {}), **more}  # torch.compile(..., options={...}) passes them as options
     explain = bool(options.pop("explain", explain))
     contractions = options.pop("contractions", contractions)
+    measure = options.pop("measure", measure)
     if options:
-        raise TypeError(f"backend 'neoflow' got unknown options {sorted(options)} (it takes explain and contractions)")
-    if contractions not in ("eager", "neoflow"):
-        raise ValueError(f"contractions={contractions!r}: expected 'eager' or 'neoflow'")
+        raise TypeError(
+            f"backend 'neoflow' got unknown options {sorted(options)} (it takes explain, contractions and measure)"
+        )
+    _check_options(contractions, measure)
+    reports: list = []  # this graph's: its forward and backward (compiled at its first backward call)
     aot = aot_autograd(
-        fw_compiler=_compiler("forward", explain, contractions),
-        bw_compiler=_compiler("backward", explain, contractions),
-        inference_compiler=_compiler("inference", explain, contractions),
+        fw_compiler=_compiler("forward", explain, contractions, reports),
+        bw_compiler=_compiler("backward", explain, contractions, reports),
+        inference_compiler=_compiler("inference", explain, contractions, reports),
         decompositions=_decompositions(),
     )
-    return aot(gm, example_inputs)
+    compiled = aot(gm, example_inputs)
+    if not measure:
+        return compiled
+    return torch._dynamo.disable(choice.Chosen(compiled, gm, reports, explain), reason="neoflow's measured choice")
 
 
-def compile(model=None, *, explain: bool = False, contractions: str = "eager", **kwargs):
-    """``torch.compile(model, backend=neoflow's, **kwargs)``; ``explain=True``
-    prints (and logs) what each compiled graph lowered and what stayed in
-    eager; ``contractions`` as for ``backend``. Usable as a decorator, with
-    or without arguments."""
-    if "backend" in kwargs:
-        raise TypeError("neoflow.compile chooses the backend; use torch.compile for another one")
+def _check_options(contractions, measure) -> None:
     if contractions not in ("eager", "neoflow"):
         raise ValueError(f"contractions={contractions!r}: expected 'eager' or 'neoflow'")
-    be = functools.partial(backend, explain=explain, contractions=contractions)
+    if not isinstance(measure, bool):
+        raise TypeError(f"measure={measure!r}: expected True or False")
+
+
+def compile(model=None, *, explain: bool = False, contractions: str = "eager", measure: bool = True, **kwargs):
+    """``torch.compile(model, backend=neoflow's, **kwargs)``; ``explain=True``
+    prints (and logs) what each compiled graph lowered and what stayed in
+    eager; ``contractions`` and ``measure`` as for ``backend``. Usable as a
+    decorator, with or without arguments."""
+    if "backend" in kwargs:
+        raise TypeError("neoflow.compile chooses the backend; use torch.compile for another one")
+    _check_options(contractions, measure)
+    be = functools.partial(backend, explain=explain, contractions=contractions, measure=measure)
     if model is None:
         return lambda m: torch.compile(m, backend=be, **kwargs)
     return torch.compile(model, backend=be, **kwargs)

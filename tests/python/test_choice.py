@@ -1,0 +1,118 @@
+"""The backend's measured choice between a compiled graph and its eager operators (neoflow.backend.choice),
+on a fake clock: which variant each call runs, which is kept, what the report and explain say."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import neoflow  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from backend_models import MLP, TOL, fresh_dynamo  # noqa: E402, F401
+from neoflow.backend import choice, graphs  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
+
+
+class Clock:
+    """perf_counter_ns for choice: advanced by the test, by what each call 'took'."""
+
+    def __init__(self):
+        self.now = 0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    c = Clock()
+    monkeypatch.setattr(choice.time, "perf_counter_ns", c)
+    return c
+
+
+@pytest.mark.parametrize(
+    ("compiled_ns", "eager_ns", "kept"), [(3, 5, "neoflow"), (5, 3, "eager"), (4, 4, "neoflow")]
+)
+def test_the_faster_variant_is_kept(clock, compiled_ns, eager_ns, kept):
+    ran = []
+
+    def variant(name, ns):
+        def run(x):
+            ran.append(name)
+            clock.now += ns
+            return (name, x)
+
+        return run
+
+    reports = [{"graph": "forward", "choice": None}, {"graph": "backward", "choice": None}]
+    c = choice.Chosen(variant("neoflow", compiled_ns), variant("eager", eager_ns), reports)
+    outs = [c(k) for k in range(choice.TRIAL + 3)]
+    assert [x for _, x in outs] == list(range(choice.TRIAL + 3))  # every call's arguments reach its variant
+    trial = ran[: choice.TRIAL - 1]
+    assert trial[: choice.WARM] == ["neoflow"] * choice.WARM and trial[choice.WARM] == "eager"
+    assert trial[choice.WARM + 1 :] == ["neoflow", "eager"] * choice.SAMPLES
+    assert ran[choice.TRIAL - 1 :] == [kept] * 4
+    want = {"kept": kept, "neoflow_ms": compiled_ns / 1e6, "eager_ms": eager_ns / 1e6, "samples": choice.SAMPLES}
+    assert all(r["choice"] == want for r in reports)
+
+
+def _steps(clock, monkeypatch, n, compiled_ns, eager_ns, **opts):
+    """n training steps of the MLP under the backend against eager twins; each step advances the clock by
+    compiled_ns when a neoflow subgraph ran in it, else by eager_ns. Returns the steps that ran neoflow."""
+    calls = []
+    forward = graphs._Subgraph.forward
+    monkeypatch.setattr(graphs._Subgraph, "forward", lambda self, *a: calls.append(1) or forward(self, *a))
+    torch.manual_seed(0)
+    model = MLP()
+    twin = MLP()
+    twin.load_state_dict(model.state_dict())
+    f = neoflow.compile(twin, **opts)
+    ran = []
+    for k in range(n):
+        x = torch.randn(4, 16)
+        before = len(calls)
+        y = f(x)
+        y.square().mean().backward()
+        ref = model(x)
+        ref.square().mean().backward()
+        torch.testing.assert_close(y, ref, **TOL)
+        for p, q in zip(model.parameters(), twin.parameters()):
+            torch.testing.assert_close(q.grad, p.grad, **TOL)
+        ran.append(len(calls) > before)
+        clock.now += compiled_ns if ran[-1] else eager_ns
+    return ran
+
+
+def test_a_graph_slower_than_eager_runs_in_eager(clock, monkeypatch, capsys):
+    ran = _steps(clock, monkeypatch, choice.TRIAL + 3, compiled_ns=2_000_000, eager_ns=1_000_000, explain=True)
+    assert ran[: choice.WARM] == [True] * choice.WARM and not any(ran[choice.TRIAL - 1 :])
+    fw, bw = neoflow.compile_report()
+    want = {"kept": "eager", "neoflow_ms": 2.0, "eager_ms": 1.0, "samples": choice.SAMPLES}
+    assert fw["choice"] == bw["choice"] == want
+    err = capsys.readouterr().err
+    assert (
+        "the forward and backward graph runs in eager (all its operators, as without the backend): "
+        "2.000 ms a call compiled, 1.000 ms in eager" in err
+    )
+
+
+def test_a_graph_faster_compiled_stays_compiled(clock, monkeypatch):
+    ran = _steps(clock, monkeypatch, choice.TRIAL + 3, compiled_ns=1, eager_ns=2)
+    assert all(ran[choice.TRIAL - 1 :])
+    assert all(r["choice"]["kept"] == "neoflow" for r in neoflow.compile_report())
+    assert "runs in neoflow" in graphs.explain_text(neoflow.compile_report()[0])
+
+
+def test_measure_false_runs_compiled_always(clock, monkeypatch):
+    ran = _steps(clock, monkeypatch, choice.TRIAL + 1, compiled_ns=2, eager_ns=1, measure=False)
+    assert all(ran)
+    assert all(r["choice"] is None for r in neoflow.compile_report())
+
+
+def test_measure_must_be_a_bool():
+    with pytest.raises(TypeError, match="measure='yes': expected True or False"):
+        neoflow.compile(MLP(), measure="yes")
+    with pytest.raises(Exception, match="measure=1: expected True or False"):
+        torch.compile(MLP(), backend="neoflow", options={"measure": 1})(torch.randn(2, 16))
