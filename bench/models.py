@@ -307,7 +307,8 @@ def render_markdown(result: dict) -> str:
         lines.append(
             f"| {r['model']} | "
             + " | ".join(cells)
-            + f" | {vs_e} | {vs_i} | {r['lowered']}/{r['nodes']} | {r.get('subgraphs', '-')} | {kept_text(r)} | {first} |"
+            + f" | {vs_e} | {vs_i} | {r['lowered']}/{r['nodes']} | {r.get('subgraphs', '-')} | {kept_text(r)}"
+            + f" | {first} |"
         )
     g = result["geomean"]
     if g.get("untuned"):

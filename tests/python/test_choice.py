@@ -32,9 +32,7 @@ def clock(monkeypatch):
     return c
 
 
-@pytest.mark.parametrize(
-    ("compiled_ns", "eager_ns", "kept"), [(3, 5, "neoflow"), (5, 3, "eager"), (4, 4, "neoflow")]
-)
+@pytest.mark.parametrize(("compiled_ns", "eager_ns", "kept"), [(3, 5, "neoflow"), (5, 3, "eager"), (4, 4, "neoflow")])
 def test_the_faster_variant_is_kept(clock, compiled_ns, eager_ns, kept):
     ran = []
 
@@ -70,7 +68,7 @@ def _steps(clock, monkeypatch, n, compiled_ns, eager_ns, **opts):
     twin.load_state_dict(model.state_dict())
     f = neoflow.compile(twin, **opts)
     ran = []
-    for k in range(n):
+    for _ in range(n):
         x = torch.randn(4, 16)
         before = len(calls)
         y = f(x)
