@@ -448,7 +448,9 @@ def test_float64_gradients_through_the_backend():
         return torch.tanh(ln(lin(x))) * x[:, :3]
 
     x = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
-    compiled = neoflow.compile(f)
+    # gradcheck wants the same bits from every call: with measure=True the first calls alternate between the
+    # kernels and eager's operators, which round differently
+    compiled = neoflow.compile(f, measure=False)
     assert torch.autograd.gradcheck(compiled, (x,))
 
 
@@ -583,7 +585,7 @@ def test_unfold_gradient_gradcheck_in_float64():
         return x.unfold(1, 3, 2).unfold(2, 2, 1).sin().sum((-1, -2))
 
     x = torch.randn(2, 7, 6, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(neoflow.compile(f), (x,))
+    assert torch.autograd.gradcheck(neoflow.compile(f, measure=False), (x,))
 
 
 class _ShuffleUnit(torch.nn.Module):
@@ -609,7 +611,7 @@ def test_grouped_convolutions_are_lowered_by_default_on_the_cpu():
     # only the dense convolution falls back (and its backward, with the getitems of its three gradients)
     assert "aten.convolution.default" in fw["fallback"] and "aten.convolution_backward.default" in bw["fallback"]
     assert fw["lowered"] == fw["nodes"] - 1 - fw["eager_views"], fw
-    assert bw["nodes"] - bw["lowered"] <= 4, bw
+    assert bw["nodes"] - bw["lowered"] - bw["eager_views"] <= 4, bw
     # which ones the policy takes, on traced ATen nodes:
     from neoflow.backend import convlowering
     from torch.fx.experimental.proxy_tensor import make_fx

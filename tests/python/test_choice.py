@@ -44,48 +44,62 @@ def test_the_faster_variant_is_kept(clock, compiled_ns, eager_ns, kept):
 
         return run
 
-    reports = [{"graph": "forward", "choice": None}, {"graph": "backward", "choice": None}]
-    c = choice.Chosen(variant("neoflow", compiled_ns), variant("eager", eager_ns), reports)
+    made = choice.Graph()
+    made.reports = reports = [{"graph": "forward", "choice": None}, {"graph": "backward", "choice": None}]
+    c = choice.Chosen(variant("neoflow", compiled_ns), variant("eager", eager_ns), made)
     outs = [c(k) for k in range(choice.TRIAL + 3)]
     assert [x for _, x in outs] == list(range(choice.TRIAL + 3))  # every call's arguments reach its variant
-    trial = ran[: choice.TRIAL - 1]
+    first_kept = choice.WARM + 1 + 2 * choice.SAMPLES  # no subgraphs to wait for
+    trial = ran[:first_kept]
     assert trial[: choice.WARM] == ["neoflow"] * choice.WARM and trial[choice.WARM] == "eager"
     assert trial[choice.WARM + 1 :] == ["neoflow", "eager"] * choice.SAMPLES
-    assert ran[choice.TRIAL - 1 :] == [kept] * 4
+    assert ran[first_kept:] == [kept] * (choice.TRIAL + 3 - first_kept)
     want = {"kept": kept, "neoflow_ms": compiled_ns / 1e6, "eager_ms": eager_ns / 1e6, "samples": choice.SAMPLES}
     assert all(r["choice"] == want for r in reports)
 
 
-def _steps(clock, monkeypatch, n, compiled_ns, eager_ns, **opts):
-    """n training steps of the MLP under the backend against eager twins; each step advances the clock by
-    compiled_ns when a neoflow subgraph ran in it, else by eager_ns. Returns the steps that ran neoflow."""
-    calls = []
-    forward = graphs._Subgraph.forward
-    monkeypatch.setattr(graphs._Subgraph, "forward", lambda self, *a: calls.append(1) or forward(self, *a))
-    torch.manual_seed(0)
-    model = MLP()
-    twin = MLP()
-    twin.load_state_dict(model.state_dict())
-    f = neoflow.compile(twin, **opts)
-    ran = []
-    for _ in range(n):
+class Twins:
+    """The MLP under the backend and its eager twin, stepped together (training, same inputs); counts the
+    calls of lowered subgraphs' kernels."""
+
+    def __init__(self, monkeypatch, **opts):
+        self.kernel_calls = []
+        run = graphs._Subgraph._run
+        monkeypatch.setattr(graphs._Subgraph, "_run", lambda sub, args: self.kernel_calls.append(1) or run(sub, args))
+        torch.manual_seed(0)
+        self.model = MLP()
+        self.twin = MLP()
+        self.twin.load_state_dict(self.model.state_dict())
+        self.f = neoflow.compile(self.twin, **opts)
+
+    def step(self) -> bool:
+        """One step of both, checked against each other; whether a kernel ran in it."""
         x = torch.randn(4, 16)
-        before = len(calls)
-        y = f(x)
+        before = len(self.kernel_calls)
+        y = self.f(x)
         y.square().mean().backward()
-        ref = model(x)
+        ref = self.model(x)
         ref.square().mean().backward()
         torch.testing.assert_close(y, ref, **TOL)
-        for p, q in zip(model.parameters(), twin.parameters()):
+        for p, q in zip(self.model.parameters(), self.twin.parameters()):
             torch.testing.assert_close(q.grad, p.grad, **TOL)
-        ran.append(len(calls) > before)
+        return len(self.kernel_calls) > before
+
+
+def _steps(clock, monkeypatch, n, compiled_ns, eager_ns, **opts):
+    """n training steps of the MLP under the backend against eager twins; each step advances the clock by
+    compiled_ns when a kernel ran in it, else by eager_ns. Returns whether each step ran a kernel."""
+    twins = Twins(monkeypatch, **opts)
+    ran = []
+    for _ in range(n):
+        ran.append(twins.step())
         clock.now += compiled_ns if ran[-1] else eager_ns
     return ran
 
 
 def test_a_graph_slower_than_eager_runs_in_eager(clock, monkeypatch, capsys):
     ran = _steps(clock, monkeypatch, choice.TRIAL + 3, compiled_ns=2_000_000, eager_ns=1_000_000, explain=True)
-    assert ran[: choice.WARM] == [True] * choice.WARM and not any(ran[choice.TRIAL - 1 :])
+    assert ran[0] and not any(ran[choice.TRIAL - 1 :])  # the first call builds and runs the kernels
     fw, bw = neoflow.compile_report()
     want = {"kept": "eager", "neoflow_ms": 2.0, "eager_ms": 1.0, "samples": choice.SAMPLES}
     assert fw["choice"] == bw["choice"] == want
@@ -114,3 +128,38 @@ def test_measure_must_be_a_bool():
         neoflow.compile(MLP(), measure="yes")
     with pytest.raises(Exception, match="measure=1: expected True or False"):
         torch.compile(MLP(), backend="neoflow", options={"measure": 1})(torch.randn(2, 16))
+
+
+def test_turns_of_a_subgraph():
+    t = choice.Turns()
+    order = []
+    for _ in range(2 + 2 * choice.SUBGRAPH_SAMPLES):
+        v = t.next()
+        order.append(v)
+        t.record(v, 7 if v == "neoflow" else 5)
+    assert order[:2] == ["neoflow", "eager"]  # the build, the eager warm-up: untimed
+    assert order[2:] == ["neoflow", "eager"] * choice.SUBGRAPH_SAMPLES
+    assert t.kept == "eager" and t.figures == {"kept": "eager", "neoflow_us": 0.007, "eager_us": 0.005}
+
+
+def test_a_subgraph_slower_than_its_eager_operators_runs_in_eager(clock, monkeypatch):
+    """The graph's kernels 'take' 1 ms a call on the fake clock, its eager operators nothing: each subgraph
+    keeps its eager operators after its turns, the results stay eager's, and the report says so."""
+    twins = Twins(monkeypatch)
+    run = graphs._Subgraph._run
+
+    def slow(self, args):
+        clock.now += 1_000_000
+        return run(self, args)
+
+    monkeypatch.setattr(graphs._Subgraph, "_run", slow)
+    for _ in range(2 + 2 * choice.SUBGRAPH_SAMPLES):
+        twins.step()
+    reps = neoflow.compile_report()
+    assert all(r["measured"] and all(m["kept"] == "eager" for m in r["measured"]) for r in reps)
+    assert sum(len(r["measured"]) for r in reps) == sum(r["subgraphs"] for r in reps)
+    assert all(m["neoflow_us"] == 1000.0 and m["eager_us"] == 0.0 for r in reps for m in r["measured"])
+    assert "operator calls runs in eager: 1000.0 us a call lowered, 0.0 us in eager" in graphs.explain_text(reps[0])
+    monkeypatch.setattr(graphs._Subgraph, "_run", lambda self, args: pytest.fail("a kernel kept out ran"))
+    for _ in range(3):
+        twins.step()

@@ -24,9 +24,9 @@ pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # Dynamo's caches and the 
 
 def _traced(f, *args):
     """f as an ATen graph whose nodes carry fake values (node.meta["val"]), as AOT Autograd's do."""
-    from neoflow.backend.graphs import _decompositions
+    from neoflow.backend.decompose import table
 
-    return make_fx(f, decomposition_table=_decompositions(), tracing_mode="fake")(*args)
+    return make_fx(f, decomposition_table=table(), tracing_mode="fake")(*args)
 
 
 def _count(gm, target) -> int:

@@ -1,14 +1,24 @@
-"""The measured choice between a compiled graph and its own eager operators.
+"""The measured choices between compiled code and eager operators: per lowered subgraph, then per graph.
 
 A graph under ``backend="neoflow"`` runs faster lowered on most models, but
 not on all: AOT Autograd's decompositions replace fused ATen operators (layer
 norm, softmax, GELU and their backward kernels) by their parts, and what
 neoflow leaves of those parts in eager, with AOT's runtime around it, can cost
 more than the fused operators saved. Which way it goes depends on the model,
-its shapes and the machine, so the backend measures it (``Chosen``):
+its shapes and the machine, so the backend measures it, twice.
 
-- the first ``WARM`` calls run the compiled graph (its kernels are built on the
-  first), the next one Dynamo's graph as eager runs it, untimed;
+Each lowered subgraph first (``Turns``): its first call builds and runs the
+kernel, the next runs the subgraph's own ATen operators (fused ones whole,
+see ``decompose``), untimed; then the two alternate for ``2 *
+SUBGRAPH_SAMPLES`` calls, each timed alone (on the CPU a call returns when
+its work is done; on a GPU nothing is timed and the kernel stays), and the
+faster by median runs from then on (the report's ``measured``).
+
+Then the whole graph (``Chosen``):
+
+- the first calls run the compiled graph, at least ``WARM`` and until its
+  subgraphs have chosen (at most ``WARM_MAX``), the next one Dynamo's graph
+  as eager runs it, untimed;
 - then the two alternate for ``2 * SAMPLES`` calls, and each call's time is
   the interval until the graph's next call: in a training loop that is a
   whole step (this graph's forward, its backward, the optimizer and whatever
@@ -36,19 +46,35 @@ log = logging.getLogger("neoflow.compile")
 
 WARM = 2  # compiled calls before the trial (the first builds the kernels), then one eager call
 SAMPLES = 8  # timed calls of each variant
-TRIAL = WARM + 2 + 2 * SAMPLES  # calls until the choice is made (by the last of them)
+SUBGRAPH_SAMPLES = 5  # timed calls of each variant of a lowered subgraph
+WARM_MAX = 3 + 2 * SUBGRAPH_SAMPLES  # compiled calls at most before the trial, while subgraphs choose
+TRIAL = WARM_MAX + 2 + 2 * SAMPLES  # calls until the graph's choice is made (by the last of them), at most
+
+
+class Graph:
+    """What the backend made of one Dynamo graph: the compile reports of its forward and backward, and
+    their lowered subgraphs (each with its own measured choice, ``turns``, None once made)."""
+
+    def __init__(self):
+        self.reports: list = []
+        self.subgraphs: list = []
+
+    def ready(self) -> bool:
+        return all(s.turns is None for s in self.subgraphs)
 
 
 class Chosen:
     """Dynamo's graph ``gm`` compiled (``compiled``) and as is (``eager``): runs the one measured faster
-    (see the module's doc). ``reports`` are the compile reports of the graph's forward and backward, which
-    get the choice once it is made; ``explain`` prints it."""
+    (see the module's doc). ``made`` (a Graph) holds the compile reports of the graph's forward and
+    backward, which get the choice once it is made, and its subgraphs, whose choices come first (the
+    warm-up lasts until they are made, at most ``WARM_MAX`` calls); ``explain`` prints it."""
 
-    def __init__(self, compiled, eager, reports: list, explain: bool = False):
+    def __init__(self, compiled, eager, made: Graph, explain: bool = False):
         self.compiled = compiled
         self.eager = eager
-        self.reports = reports
+        self.made = made
         self.explain = explain
+        self.warm = 0  # compiled calls so far in the warm-up; None once it is over
         self.calls = 0
         self.run = None  # the chosen variant, once chosen
         self.last = None  # the variant of the previous timed call and its start (ns)
@@ -62,18 +88,20 @@ class Chosen:
 
     def _trial(self, args):
         now = time.perf_counter_ns()
-        n, self.calls = self.calls, self.calls + 1
         if self.last is not None:
             variant, start = self.last
             self.times[variant].append(now - start)
         if min(map(len, self.times.values())) >= SAMPLES:
             self._choose()
             return self.run(*args)
-        if n < WARM:
-            return self.compiled(*args)
-        if n == WARM:
+        if self.warm is not None:
+            if self.warm < WARM or (not self.made.ready() and self.warm < WARM_MAX):
+                self.warm += 1
+                return self.compiled(*args)
+            self.warm = None
             return self.eager(*args)
-        variant = "neoflow" if (n - WARM) % 2 else "eager"
+        self.calls += 1
+        variant = "neoflow" if self.calls % 2 else "eager"
         self.last = (variant, now)
         return (self.compiled if variant == "neoflow" else self.eager)(*args)
 
@@ -81,14 +109,41 @@ class Chosen:
         ms = {k: statistics.median(v) / 1e6 for k, v in self.times.items()}
         kept = "neoflow" if ms["neoflow"] <= ms["eager"] else "eager"
         choice = {"kept": kept, "neoflow_ms": ms["neoflow"], "eager_ms": ms["eager"], "samples": SAMPLES}
-        for rep in self.reports:
+        for rep in self.made.reports:
             rep["choice"] = choice
         self.run = self.compiled if kept == "neoflow" else self.eager
         self.compiled = self.eager = None  # the other variant's kernels or graph are freed
-        text = choice_text(choice, [r["graph"] for r in self.reports])
+        text = choice_text(choice, [r["graph"] for r in self.made.reports])
         log.info("%s", text)
         if self.explain:
             print(text, file=sys.stderr)
+
+
+class Turns:
+    """The same choice for one lowered subgraph, by the duration of its calls (synchronous on the CPU):
+    its first call runs the kernel (built then), the next its eager operators, untimed; then the two
+    alternate for ``2 * SUBGRAPH_SAMPLES`` timed calls. ``next()`` names the variant of a call, ``record``
+    takes its duration; ``kept`` is set once chosen."""
+
+    def __init__(self):
+        self.calls = 0
+        self.kept = None
+        self.times: dict = {"neoflow": [], "eager": []}
+
+    def next(self) -> str:
+        n, self.calls = self.calls, self.calls + 1
+        if n == 0:
+            return "neoflow"
+        return "eager" if n % 2 else "neoflow"
+
+    def record(self, variant: str, ns: int) -> None:
+        if self.calls <= 2:  # the build and the eager warm-up
+            return
+        self.times[variant].append(ns)
+        if min(map(len, self.times.values())) >= SUBGRAPH_SAMPLES:
+            us = {k: statistics.median(v) / 1e3 for k, v in self.times.items()}
+            self.kept = "neoflow" if us["neoflow"] <= us["eager"] else "eager"
+            self.figures = {"kept": self.kept, "neoflow_us": us["neoflow"], "eager_us": us["eager"]}
 
 
 def choice_text(choice: dict, graphs: list) -> str:

@@ -1,11 +1,13 @@
 """``torch.compile(model, backend="neoflow")``: whole graphs through neoflow.
 
-Dynamo hands the backend an FX graph; AOT Autograd traces its backward and
-decomposes both into core ATen operators (``core_aten_decompositions``), and
+Dynamo hands the backend an FX graph; AOT Autograd traces its backward, and
 each of the two graphs goes through ``compile_graph``:
 
 1. every node that ``aten_support.unsupported`` accepts is a candidate
    (matrix products and convolutions only with ``contractions="neoflow"``),
+   and so is every fused operator whose decomposition lowers whole
+   (``decompose``: it is decomposed inside its subgraph, and stays whole
+   in eager otherwise),
    and PyTorch's ``CapabilityBasedPartitioner`` groups the candidates into
    subgraphs that can each run as one call (no cycle through an eager node);
    those are cut into runs of at most ``MAX_NODES`` calls, views that eager
@@ -35,12 +37,13 @@ import logging
 import operator
 import sys
 import threading
+import time
 
 import torch
 from torch.fx.passes.operator_support import OperatorSupport
 
 from ..errors import Error
-from . import aten_support, choice, lowering, mmsum
+from . import aten_support, choice, decompose, lowering, mmsum
 
 log = logging.getLogger("neoflow.compile")
 
@@ -57,7 +60,8 @@ def report(clear: bool = False) -> list[dict]:
     merged into others, mmsum), ``fallback`` ({operator: reason} for those
     left in eager), ``choice`` (None until measured, then ``kept``: "neoflow"
     or "eager", by ``neoflow_ms`` and ``eager_ms``, the medians of
-    ``samples`` calls each; see ``choice``).
+    ``samples`` calls each; see ``choice``), ``measured`` (per subgraph whose
+    own choice is made: ``calls``, ``kept``, ``neoflow_us``, ``eager_us``).
     ``clear=True`` empties the list after returning it."""
     with _lock:
         out = list(_reports)
@@ -71,12 +75,18 @@ class _Support(OperatorSupport):
         super().__init__()
         self.contractions = contractions
         self.reasons: dict[str, str] = {}
+        self.views: set = set()  # decomposable operators that only make views, left to eager (not a fallback)
 
     def is_node_supported(self, submodules, node) -> bool:
         if node.op != "call_function":
             return False
-        why = aten_support.unsupported(node, self.contractions)
-        if why is not None:
+        if decompose.decomposable(node):
+            why = decompose.unsupported(node, self.contractions)
+        else:
+            why = aten_support.unsupported(node, self.contractions)
+        if why is decompose.VIEW:
+            self.views.add(node)
+        elif why is not None:
             self.reasons.setdefault(str(node.target), why)
         return why is None
 
@@ -97,9 +107,11 @@ class _Subgraph(torch.nn.Module):
     without effect, and at 20-60 subgraph calls a training step of a
     recurrent cell they were most of the backend's time outside kernels."""
 
-    def __init__(self, gm: torch.fx.GraphModule, name: str):
+    def __init__(self, gm: torch.fx.GraphModule, name: str, measure: bool = False):
         super().__init__()
-        low = lowering.Lowering(gm)
+        # its fused operators as their parts, which lower, but for the empty tensors they return (made here)
+        self.parts, self.empties = decompose.decompose(gm)
+        low = lowering.Lowering(self.parts)
         if not low.inputs:
             raise _ConstantsOnly("it reads no tensor (constants only, which eager makes as cheaply)")
         self.name = name
@@ -123,11 +135,15 @@ class _Subgraph(torch.nn.Module):
             if shape and stride != _row_major(shape) and _dense(shape, stride)
         ]
         self.zero_dim = [k for k, shape in enumerate(low.out_shapes) if not shape]  # returned 0-dimensional
-        self.mended = bool(self.bools or self.relaid or self.zero_dim)
+        self.mended = bool(self.bools or self.relaid or self.zero_dim or self.empties)
         out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
         self.many = isinstance(out, (tuple, list))
-        self.eager = gm  # runs the subgraph if its first call fails to compile
+        self.eager = gm  # runs the subgraph if its first call fails to compile, or if measured faster
         self.kernels: dict = {}  # by the inputs' shapes and dtypes
+        self.calls = sum(1 for n in gm.graph.nodes if n.op == "call_function")
+        # the measured choice between the kernel and the eager operators (choice.Turns; None once made)
+        self.turns = choice.Turns() if measure else None
+        self.report: dict | None = None  # the graph's, which gets the choice
 
     def _define(self, low: lowering.Lowering):
         from ..op import Op
@@ -144,8 +160,31 @@ class _Subgraph(torch.nn.Module):
         )
 
     def forward(self, *args):
+        if self.turns is not None:
+            return self._turn(args)
         if self.op is None:
             return self.eager(*args)
+        return self._run(args)
+
+    def _turn(self, args):
+        """A call of the measured choice: the kernel or the eager operators, timed; on a GPU (where the host
+        does not wait for the kernels) the kernel, untimed."""
+        if self.op is None or any(a.is_cuda for a in args if isinstance(a, torch.Tensor)):
+            self.turns = None
+            return self.forward(*args)
+        variant = self.turns.next()
+        start = time.perf_counter_ns()
+        out = self._run(args) if variant == "neoflow" else self.eager(*args)
+        self.turns.record(variant, time.perf_counter_ns() - start)
+        if self.turns.kept:
+            figures, self.turns = self.turns.figures, None
+            if figures["kept"] == "eager":
+                self.op = None
+            if self.report is not None:
+                self.report["measured"].append(dict(figures, calls=self.calls))
+        return out
+
+    def _run(self, args):
         flat = [args[k] for k in self.used]
         for i in self.scalars:
             flat[i] = flat[i].reshape(1)
@@ -173,7 +212,7 @@ class _Subgraph(torch.nn.Module):
             return (), flat
         if sig not in self.variants:
             try:
-                low = lowering.Lowering(self.eager, strided={self.used[i]: st for i, st in sig})
+                low = lowering.Lowering(self.parts, strided={self.used[i]: st for i, st in sig})
                 self.variants[sig] = self._define(low)
             except (Error, ValueError) as e:
                 log.debug("neoflow: a subgraph's strided inputs are copied: %s", e)
@@ -207,7 +246,7 @@ class _Subgraph(torch.nn.Module):
 
     def _mend(self, outs: list) -> list:
         """The outputs as the graph returned them: 0-dimensional ones reshaped, comparisons as bool tensors,
-        and the layouts eager gave them (relaid)."""
+        the layouts eager gave them (relaid), and the empty tensors of the decompositions put back (empties)."""
         for k in self.zero_dim:
             outs[k] = outs[k].reshape(())
         for k in self.bools:
@@ -215,6 +254,8 @@ class _Subgraph(torch.nn.Module):
         for k, stride in self.relaid:
             o = outs[k]
             outs[k] = torch.empty_strided(o.shape, stride, dtype=o.dtype, device=o.device).copy_(o)
+        for k, (shape, dtype) in sorted(self.empties.items()):
+            outs.insert(k, torch.empty(shape, dtype=dtype, device=outs[0].device))
         return outs
 
 
@@ -300,11 +341,14 @@ def compile_graph(
     explain: bool = False,
     contractions: str = "eager",
     max_nodes: int | None = None,
-    into: list | None = None,
+    measure: bool = False,
+    into=None,
 ):
     """Lowers what it can of an ATen graph into neoflow ops, in place, and
     returns it (run it with boxed arguments through make_boxed_func); its
-    report goes to ``report()`` and to ``into`` when given."""
+    report goes to ``report()`` and, with its subgraphs, to ``into`` (a
+    ``choice.Graph``) when given; ``measure`` times each subgraph's kernel
+    against its eager operators over its first calls (``choice.Turns``)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     support = _Support(contractions)
@@ -322,7 +366,7 @@ def compile_graph(
             if node.op == "call_module" and node.target.startswith("fused_"):
                 sub = getattr(gm, node.target)
                 try:
-                    setattr(gm, node.target, _Subgraph(sub, f"fx_{graph}"))
+                    setattr(gm, node.target, _Subgraph(sub, f"fx_{graph}", measure))
                     made += 1
                 except Exception as e:  # noqa: BLE001 - whatever went wrong, the subgraph stays an eager GraphModule
                     n = sum(1 for x in sub.graph.nodes if x.op == "call_function")
@@ -337,15 +381,20 @@ def compile_graph(
         "nodes": len(calls),
         "lowered": lowered,
         "subgraphs": made,
-        "eager_views": eager_views,
+        "eager_views": eager_views + len(support.views),
         "merged_products": products,
         "fallback": dict(sorted(support.reasons.items())),
         "choice": None,
+        "measured": [],
     }
+    subgraphs = [m for m in gm.modules() if isinstance(m, _Subgraph)]
+    for m in subgraphs:
+        m.report = rep
     with _lock:
         _reports.append(rep)
         if into is not None:
-            into.append(rep)
+            into.reports.append(rep)
+            into.subgraphs += subgraphs
     if explain:
         text = explain_text(rep)
         log.info("%s", text)
@@ -362,49 +411,27 @@ def explain_text(rep: dict) -> str:
         lines.append(f"  {rep['merged_products']} matrix product(s) of sums merged into others (one product each)")
     for target, why in rep["fallback"].items():
         lines.append(f"  eager: {target}: {why}")
+    for m in rep.get("measured", []):
+        if m["kept"] == "eager":
+            lines.append(
+                f"  a subgraph of {m['calls']} operator calls runs in eager: {m['neoflow_us']:.1f} us a call lowered, "
+                f"{m['eager_us']:.1f} us in eager (medians)"
+            )
     if rep.get("choice"):
         lines.append("  " + choice.choice_text(rep["choice"], [rep["graph"]]))
     return "\n".join(lines)
 
 
-def _compiler(graph: str, explain: bool, contractions: str, into: list):
+def _compiler(graph: str, explain: bool, contractions: str, measure: bool, into):
     from functorch.compile import make_boxed_func
 
     def compile_(gm, example_inputs):
-        gm = compile_graph(gm, example_inputs, graph=graph, explain=explain, contractions=contractions, into=into)
+        gm = compile_graph(
+            gm, example_inputs, graph=graph, explain=explain, contractions=contractions, measure=measure, into=into
+        )
         return make_boxed_func(gm.forward)
 
     return compile_
-
-
-def _decompositions() -> dict:
-    """PyTorch's core ATen decompositions, less those of fused attention: with
-    the CPU flash attention's forward decomposed, AOT Autograd's backward
-    still calls the fused backward with the decomposition's outputs, and the
-    gradients of everything before the attention come out wrong (measured
-    with torch 2.15 on nn.MultiheadAttention). The attention runs in eager."""
-    from torch._decomp import core_aten_decompositions, get_decompositions
-
-    aten = torch.ops.aten
-    # unfold's gradient stays whole: neoflow gathers it over the windows (convlowering.unfold_backward), where
-    # the decomposition's accumulating index_put ran in eager at 1.7 ms a call (CapsNet)
-    kept = (aten.unfold_backward.default, aten.unfold_backward.out)
-    table = {
-        k: v for k, v in core_aten_decompositions().items() if "scaled_dot_product" not in str(k) and k not in kept
-    }
-    # batch norm (a core ATen operator, so not in that table), in training and in eval mode: mean, variance
-    # (or the running ones) and the affine map, which lower and fuse with their neighbours, where eager's kernel
-    # ran alone
-    table.update(
-        get_decompositions(
-            [
-                aten._native_batch_norm_legit_functional,
-                aten._native_batch_norm_legit,
-                aten._native_batch_norm_legit_no_training,
-            ]
-        )
-    )
-    return table
 
 
 def backend(
@@ -446,17 +473,18 @@ def backend(
             f"backend 'neoflow' got unknown options {sorted(options)} (it takes explain, contractions and measure)"
         )
     _check_options(contractions, measure)
-    reports: list = []  # this graph's: its forward and backward (compiled at its first backward call)
+    made = choice.Graph()  # its forward's and backward's reports and subgraphs (backward: at its first call)
     aot = aot_autograd(
-        fw_compiler=_compiler("forward", explain, contractions, reports),
-        bw_compiler=_compiler("backward", explain, contractions, reports),
-        inference_compiler=_compiler("inference", explain, contractions, reports),
-        decompositions=_decompositions(),
+        fw_compiler=_compiler("forward", explain, contractions, measure, made),
+        bw_compiler=_compiler("backward", explain, contractions, measure, made),
+        inference_compiler=_compiler("inference", explain, contractions, measure, made),
+        # no decompositions: the fused operators whose parts lower are decomposed inside their subgraphs
+        # (decompose), the others run whole in eager
     )
     compiled = aot(gm, example_inputs)
     if not measure:
         return compiled
-    return torch._dynamo.disable(choice.Chosen(compiled, gm, reports, explain), reason="neoflow's measured choice")
+    return torch._dynamo.disable(choice.Chosen(compiled, gm, made, explain), reason="neoflow's measured choice")
 
 
 def _check_options(contractions, measure) -> None:
