@@ -159,6 +159,9 @@ class _Subgraph(torch.nn.Module):
             forward_only=True,
         )
 
+    def __call__(self, *args):  # straight to forward: a subgraph has no hooks (nn.Module's call checks them)
+        return self.forward(*args)
+
     def forward(self, *args):
         if self.turns is not None:
             return self._turn(args)
@@ -366,7 +369,11 @@ def compile_graph(
             if node.op == "call_module" and node.target.startswith("fused_"):
                 sub = getattr(gm, node.target)
                 try:
-                    setattr(gm, node.target, _Subgraph(sub, f"fx_{graph}", measure))
+                    made_sub = _Subgraph(sub, f"fx_{graph}", measure)
+                    setattr(gm, node.target, made_sub)
+                    # also an instance attribute, which the graph's code (self.fused_0(...)) finds without
+                    # nn.Module.__getattr__
+                    object.__setattr__(gm, node.target, made_sub)
                     made += 1
                 except Exception as e:  # noqa: BLE001 - whatever went wrong, the subgraph stays an eager GraphModule
                     n = sum(1 for x in sub.graph.nodes if x.op == "call_function")
@@ -429,6 +436,8 @@ def _compiler(graph: str, explain: bool, contractions: str, measure: bool, into)
         gm = compile_graph(
             gm, example_inputs, graph=graph, explain=explain, contractions=contractions, measure=measure, into=into
         )
+        # the graph's code itself, not the lazy first forward that compiles it and then calls the module
+        torch.fx._lazy_graph_module._LazyGraphModule.force_recompile(gm)
         return make_boxed_func(gm.forward)
 
     return compile_
