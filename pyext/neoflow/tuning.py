@@ -342,6 +342,13 @@ def background_status() -> list[BackgroundKernel]:
     return out
 
 
+def tuner_busy(kernels) -> bool:
+    """Whether the background tuner still works on a kernel of these names (op names): it has taken one
+    and not finished it."""
+    names = set(kernels)
+    return any(k.kernel in names and not k.done and not k.error for k in background_status())
+
+
 _logged: dict = {}
 
 

@@ -163,3 +163,31 @@ def test_a_subgraph_slower_than_its_eager_operators_runs_in_eager(clock, monkeyp
     monkeypatch.setattr(graphs._Subgraph, "_run", lambda self, args: pytest.fail("a kernel kept out ran"))
     for _ in range(3):
         twins.step()
+
+
+def test_kernels_are_timed_once_the_background_tuner_is_done_with_them(clock, monkeypatch):
+    """While the tuner works on a subgraph's kernels, they run untimed and the graph's trial waits (past
+    WARM_MAX calls); then the turns and the graph's trial follow."""
+    from neoflow import tuning
+
+    busy = {"on": True}
+
+    def tuner_busy(names):
+        assert all(n.startswith("fx_") for n in names)
+        return busy["on"]
+
+    monkeypatch.setattr(tuning, "tuner_busy", tuner_busy)
+    monkeypatch.setattr(graphs, "TUNER_POLL", 0.0)
+    twins = Twins(monkeypatch)
+    ran = []
+    for _ in range(choice.WARM_MAX + 4):
+        ran.append(twins.step())
+        clock.now += 1
+    assert all(ran)  # compiled all along: the kernels untimed, the graph's trial not begun
+    assert all(r["choice"] is None and not r["measured"] for r in neoflow.compile_report())
+    busy["on"] = False
+    for _ in range(choice.TRIAL + 2 * choice.SUBGRAPH_SAMPLES + 4):
+        twins.step()
+        clock.now += 1
+    reps = neoflow.compile_report()
+    assert all(r["choice"] and len(r["measured"]) == r["subgraphs"] for r in reps)

@@ -17,10 +17,13 @@ faster by median runs from then on (the report's ``measured``).
 Then the whole graph (``Chosen``):
 
 - the first calls run the compiled graph, at least ``WARM`` and until its
-  subgraphs have chosen (at most ``WARM_MAX``), the next one Dynamo's graph
-  as eager runs it, untimed;
+  subgraphs have chosen (at most ``WARM_MAX``, but for as long as the
+  background tuner works on their kernels: a subgraph times its kernel once
+  its schedules are settled), the next one Dynamo's graph as eager runs it,
+  untimed;
 - then the two alternate for ``2 * SAMPLES`` calls, and each call's time is
-  the interval until the graph's next call: in a training loop that is a
+  the interval until the graph's next call (on a GPU, the host waits for the
+  GPU at each call of the trial): in a training loop that is a
   whole step (this graph's forward, its backward, the optimizer and whatever
   else the loop does), so the backward and AOT's own work are counted where
   timing the call alone would miss them; what the loop does besides falls on
@@ -42,6 +45,8 @@ import statistics
 import sys
 import time
 
+import torch
+
 log = logging.getLogger("neoflow.compile")
 
 WARM = 2  # compiled calls before the trial (the first builds the kernels), then one eager call
@@ -59,8 +64,12 @@ class Graph:
         self.reports: list = []
         self.subgraphs: list = []
 
-    def ready(self) -> bool:
-        return all(s.turns is None for s in self.subgraphs)
+    def waiting(self) -> str | None:
+        """What the graph's trial waits for: "tuner" while the background tuner works on a subgraph's
+        kernels (they are timed once it is done), "turns" while a subgraph's turns last, else None."""
+        if any(s.tuning and s.turns is not None for s in self.subgraphs):
+            return "tuner"
+        return "turns" if any(s.turns is not None for s in self.subgraphs) else None
 
 
 class Chosen:
@@ -75,6 +84,7 @@ class Chosen:
         self.made = made
         self.explain = explain
         self.warm = 0  # compiled calls so far in the warm-up; None once it is over
+        self.cuda = None  # whether the graph's inputs are on a GPU (known at the first call)
         self.calls = 0
         self.run = None  # the chosen variant, once chosen
         self.last = None  # the variant of the previous timed call and its start (ns)
@@ -87,6 +97,10 @@ class Chosen:
         return self._trial(args)
 
     def _trial(self, args):
+        if self.cuda is None:
+            self.cuda = any(a.is_cuda for a in args if isinstance(a, torch.Tensor))
+        if self.cuda:  # the interval is the GPU's work: the host waits for it during the trial
+            torch.cuda.synchronize()
         now = time.perf_counter_ns()
         if self.last is not None:
             variant, start = self.last
@@ -95,7 +109,8 @@ class Chosen:
             self._choose()
             return self.run(*args)
         if self.warm is not None:
-            if self.warm < WARM or (not self.made.ready() and self.warm < WARM_MAX):
+            waiting = self.made.waiting()
+            if self.warm < WARM or waiting == "tuner" or (waiting and self.warm < WARM_MAX):
                 self.warm += 1
                 return self.compiled(*args)
             self.warm = None

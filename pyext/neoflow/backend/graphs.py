@@ -144,6 +144,8 @@ class _Subgraph(torch.nn.Module):
         # the measured choice between the kernel and the eager operators (choice.Turns; None once made)
         self.turns = choice.Turns() if measure else None
         self.report: dict | None = None  # the graph's, which gets the choice
+        self.tuning = False  # whether the background tuner was busy with its kernels when last asked
+        self.tuner_checked = -TUNER_POLL
 
     def _define(self, low: lowering.Lowering):
         from ..op import Op
@@ -175,6 +177,8 @@ class _Subgraph(torch.nn.Module):
         if self.op is None or any(a.is_cuda for a in args if isinstance(a, torch.Tensor)):
             self.turns = None
             return self.forward(*args)
+        if self.turns.calls == 1 and self._tuner_busy():  # kernel built: its schedules come first
+            return self._run(args)
         variant = self.turns.next()
         start = time.perf_counter_ns()
         out = self._run(args) if variant == "neoflow" else self.eager(*args)
@@ -186,6 +190,17 @@ class _Subgraph(torch.nn.Module):
             if self.report is not None:
                 self.report["measured"].append(dict(figures, calls=self.calls))
         return out
+
+    def _tuner_busy(self) -> bool:
+        """Whether the background tuner (or picker) still works on this subgraph's kernels, asked at most
+        every TUNER_POLL seconds: until it is done, the kernels run untimed (``tuning`` is True)."""
+        from .. import tuning
+
+        now = time.monotonic()
+        if now >= self.tuner_checked + TUNER_POLL:
+            self.tuner_checked = now
+            self.tuning = tuning.tuner_busy(op.name for op in self.variants.values() if op is not None)
+        return self.tuning
 
     def _run(self, args):
         flat = [args[k] for k in self.used]
@@ -307,6 +322,9 @@ def _chunks(gm, parts, max_nodes: int) -> list:
         out += [Partition(id=len(out) + i, nodes=r) for i, r in enumerate(runs) if not views_only[i]]
     return out
 
+
+# How often (seconds) a subgraph waiting to time its kernel asks whether the background tuner is done with it.
+TUNER_POLL = 0.5
 
 # The most operator calls one subgraph holds. The compiler's passes are
 # near-linear in an op's statements (a 2,000-statement op builds in seconds),
