@@ -196,3 +196,15 @@ def test_first_call_bench_times_two_builds_in_turns(tmp_path):
     (base,) = result["baseline"]["rows"]
     assert row["op"] == base["op"] == "lltm_cell" and row["first"]["median"] > 0 and base["backend_first"]["median"] > 0
     assert "## Against same (timed in turns)" in next(tmp_path.glob("first_call-*.md")).read_text()
+
+
+def test_layers_bench_times_each_layer_of_the_backend(tmp_path):
+    cmd = [sys.executable, str(ROOT / "bench" / "layers.py"), "--models", "bert", "--repeat", "1"]
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run(cmd + ["--out", str(tmp_path)], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert {p.suffix for p in tmp_path.glob("layers-*")} == {".json", ".md"}
+    result = json.loads(next(tmp_path.glob("layers-*.json")).read_text())
+    (row,) = result["rows"]
+    assert all(row[v]["median_ms"] > 0 for v in ("eager", "dynamo", "aot", "aot decomposed", "neoflow compiled"))
+    assert row["choices"] and set(row["choices"]) <= {"neoflow", "eager"}  # the measured choices were made
