@@ -455,7 +455,9 @@ def _compiler(graph: str, explain: bool, contractions: str, measure: bool, into)
             gm, example_inputs, graph=graph, explain=explain, contractions=contractions, measure=measure, into=into
         )
         # the graph's code itself, not the lazy first forward that compiles it and then calls the module
-        torch.fx._lazy_graph_module._LazyGraphModule.force_recompile(gm)
+        lazy = getattr(getattr(torch.fx, "_lazy_graph_module", None), "_LazyGraphModule", None)
+        if lazy is not None and hasattr(lazy, "force_recompile"):
+            lazy.force_recompile(gm)
         return make_boxed_func(gm.forward)
 
     return compile_
@@ -511,7 +513,7 @@ def backend(
     compiled = aot(gm, example_inputs)
     if not measure:
         return compiled
-    return torch._dynamo.disable(choice.Chosen(compiled, gm, made, explain), reason="neoflow's measured choice")
+    return torch._dynamo.disable(choice.Chosen(compiled, gm, made, explain))
 
 
 def _check_options(contractions, measure) -> None:
