@@ -2,16 +2,19 @@
 
 Its modules, in the order a graph meets them:
 
-- ``graphs``: the Dynamo backend (``backend``), AOT Autograd's decompositions,
-  the partition of each graph into subgraphs that run as neoflow ops, and the
+- ``graphs``: the Dynamo backend (``backend``) through AOT Autograd, the
+  partition of each graph into subgraphs that run as neoflow ops, and the
   per-graph report (``report``, ``explain=True``);
 - ``aten_support``: which ATen operators lower, and why the others do not;
+- ``decompose``: which fused operators lower as their parts (decomposed
+  inside their subgraph), the others staying whole in eager;
 - ``mmsum``: sums of matrix products merged into one product first;
 - ``lowering``: a subgraph's nodes as the statements of one neoflow op, with
   ``convlowering`` for convolutions and pooling and ``inlining`` for a
   neoflow op's own node;
-- ``choice``: the compiled graph or its own eager operators, whichever was
-  measured faster over its first calls.
+- ``choice``: a lowered subgraph's kernel or its own eager operators, and
+  the compiled graph or Dynamo's graph in eager, whichever was measured
+  faster over their first calls.
 
 Everything else of neoflow (ops, autograd, kernels, tuning) is reached through
 its package-level functions; the ATen matching stays here, beside FX.

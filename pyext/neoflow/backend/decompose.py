@@ -87,8 +87,6 @@ _cache: dict = {}
 
 
 def _check(target, args, kwargs, used, contractions: str) -> str | None:
-    from torch.fx.experimental.proxy_tensor import make_fx
-
     flat, spec = torch.utils._pytree.tree_flatten((args, kwargs))
     tensors = [a for a in flat if isinstance(a, torch.Tensor)]
     if not tensors:
@@ -101,7 +99,7 @@ def _check(target, args, kwargs, used, contractions: str) -> str | None:
         return out if used is None else tuple(out[i] for i in used)
 
     try:
-        parts = make_fx(call, decomposition_table=table(), tracing_mode="fake")(*tensors)
+        parts = _trace(call, tensors)
     except Exception as e:  # noqa: BLE001 - a decomposition that does not trace stays whole
         return f"its decomposition does not trace ({type(e).__name__})"
     parts.graph.eliminate_dead_code()
@@ -114,6 +112,24 @@ def _check(target, args, kwargs, used, contractions: str) -> str | None:
         if why := aten_support.unsupported(n, contractions):
             return f"its decomposition holds {n.target}: {why}"
     return None
+
+
+def _trace(fn, values: list) -> torch.fx.GraphModule:
+    """fn traced with the decompositions on fake tensors of values' shapes, strides, dtypes and devices, made
+    in a fake mode of its own: values are the graph's fake tensors, whose mode (AOT Autograd's) make_fx
+    cannot always take as its own (torch 2.6 crashed converting them)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    with FakeTensorMode() as mode:
+        inputs = [
+            torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
+            if isinstance(v, torch.Tensor)
+            else v
+            for v in values
+        ]
+    with mode:
+        return make_fx(fn, decomposition_table=table())(*inputs)
 
 
 def _empty_constant(node) -> bool:
@@ -150,12 +166,9 @@ def decompose(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, dict]:
     """gm with its decomposable operators replaced by their parts (traced again on its inputs' fake
     values; gm itself unchanged), or gm itself when it has none; and the empty tensors the parts return,
     taken out of its outputs: {position among the outputs: (shape, dtype)}, for the caller to make."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
     if not any(decomposable(n) for n in gm.graph.nodes):
         return gm, {}
-    inputs = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
-    parts = make_fx(gm, decomposition_table=table(), tracing_mode="fake")(*inputs)
+    parts = _trace(gm, [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"])
     out = next(n for n in parts.graph.nodes if n.op == "output")
     empties = {}
     if isinstance(out.args[0], (tuple, list)):
