@@ -405,17 +405,17 @@ def test_a_subgraph_neoflow_refuses_runs_in_eager(monkeypatch, caplog):
 
 
 def _record_subgraphs(monkeypatch) -> list:
-    """The lowered subgraphs (backend._Subgraph) made from now on, in a list that fills as they are."""
-    from neoflow.backend import graphs
+    """The lowered subgraphs (backend.subgraph.Subgraph) made from now on, in a list that fills as they are."""
+    from neoflow.backend import subgraph
 
     made = []
-    init = graphs._Subgraph.__init__
+    init = subgraph.Subgraph.__init__
 
     def record(self, *a, **k):
         init(self, *a, **k)
         made.append(self)
 
-    monkeypatch.setattr(graphs._Subgraph, "__init__", record)
+    monkeypatch.setattr(subgraph.Subgraph, "__init__", record)
     return made
 
 

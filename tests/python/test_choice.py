@@ -10,7 +10,7 @@ import neoflow  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from backend_models import MLP, TOL, fresh_dynamo  # noqa: E402, F401
-from neoflow.backend import choice, graphs  # noqa: E402
+from neoflow.backend import choice, graphs, subgraph  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
@@ -64,8 +64,8 @@ class Twins:
 
     def __init__(self, monkeypatch, **opts):
         self.kernel_calls = []
-        run = graphs._Subgraph._run
-        monkeypatch.setattr(graphs._Subgraph, "_run", lambda sub, args: self.kernel_calls.append(1) or run(sub, args))
+        run = subgraph.Subgraph._run
+        monkeypatch.setattr(subgraph.Subgraph, "_run", lambda sub, args: self.kernel_calls.append(1) or run(sub, args))
         torch.manual_seed(0)
         self.model = MLP()
         self.twin = MLP()
@@ -146,13 +146,13 @@ def test_a_subgraph_slower_than_its_eager_operators_runs_in_eager(clock, monkeyp
     """The graph's kernels 'take' 1 ms a call on the fake clock, its eager operators nothing: each subgraph
     keeps its eager operators after its turns, the results stay eager's, and the report says so."""
     twins = Twins(monkeypatch)
-    run = graphs._Subgraph._run
+    run = subgraph.Subgraph._run
 
     def slow(self, args):
         clock.now += 1_000_000
         return run(self, args)
 
-    monkeypatch.setattr(graphs._Subgraph, "_run", slow)
+    monkeypatch.setattr(subgraph.Subgraph, "_run", slow)
     for _ in range(2 + 2 * choice.SUBGRAPH_SAMPLES):
         twins.step()
     reps = neoflow.compile_report()
@@ -160,7 +160,7 @@ def test_a_subgraph_slower_than_its_eager_operators_runs_in_eager(clock, monkeyp
     assert sum(len(r["measured"]) for r in reps) == sum(r["subgraphs"] for r in reps)
     assert all(m["neoflow_us"] == 1000.0 and m["eager_us"] == 0.0 for r in reps for m in r["measured"])
     assert "operator calls runs in eager: 1000.0 us a call lowered, 0.0 us in eager" in graphs.explain_text(reps[0])
-    monkeypatch.setattr(graphs._Subgraph, "_run", lambda self, args: pytest.fail("a kernel kept out ran"))
+    monkeypatch.setattr(subgraph.Subgraph, "_run", lambda self, args: pytest.fail("a kernel kept out ran"))
     for _ in range(3):
         twins.step()
 
@@ -177,7 +177,7 @@ def test_kernels_are_timed_once_the_background_tuner_is_done_with_them(clock, mo
         return busy["on"]
 
     monkeypatch.setattr(tuning, "tuner_busy", tuner_busy)
-    monkeypatch.setattr(graphs, "TUNER_POLL", 0.0)
+    monkeypatch.setattr(subgraph, "TUNER_POLL", 0.0)
     twins = Twins(monkeypatch)
     ran = []
     for _ in range(choice.WARM_MAX + 4):

@@ -9,6 +9,7 @@ Its modules, in the order a graph meets them:
 - ``decompose``: which fused operators lower as their parts (decomposed
   inside their subgraph), the others staying whole in eager;
 - ``mmsum``: sums of matrix products merged into one product first;
+- ``subgraph``: one lowered subgraph, called as its op's kernel;
 - ``lowering``: a subgraph's nodes as the statements of one neoflow op, with
   ``convlowering`` for convolutions and pooling and ``inlining`` for a
   neoflow op's own node;

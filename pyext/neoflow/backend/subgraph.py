@@ -1,0 +1,228 @@
+"""One lowered subgraph of a graph under ``backend="neoflow"``: the neoflow op its nodes become, the kernel
+of its inputs' shapes launched on each call, the outputs mended into the layouts eager gave them, and its
+measured choice between the kernel and its own eager operators (``choice.Turns``)."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+
+import torch
+
+from ..errors import Error
+from . import choice, decompose, lowering
+
+log = logging.getLogger("neoflow.compile")
+
+# How often (seconds) a subgraph waiting to time its kernel asks whether the background tuner is done with it.
+TUNER_POLL = 0.5
+
+
+class ConstantsOnly(ValueError):
+    """A subgraph that reads no tensor: eager makes its constants as cheaply."""
+
+
+class Subgraph(torch.nn.Module):
+    """One lowered subgraph: a neoflow op's kernel launched on the subgraph's
+    inputs, returning what the subgraph returned (a tuple when it returned
+    several).
+
+    A call goes straight to the kernel of its inputs' shapes and dtypes
+    (``Kernel.run``), not through the op's user-facing call: the graph is
+    already past autocast and autograd (AOT Autograd traced the backward;
+    the op is forward only), so the op's checks of those would be work
+    without effect, and at 20-60 subgraph calls a training step of a
+    recurrent cell they were most of the backend's time outside kernels."""
+
+    def __init__(self, gm: torch.fx.GraphModule, name: str, measure: bool = False):
+        super().__init__()
+        # its fused operators as their parts, which lower, but for the empty tensors they return (made here)
+        self.parts, self.empties = decompose.decompose(gm)
+        low = lowering.Lowering(self.parts)
+        if not low.inputs:
+            raise ConstantsOnly("it reads no tensor (constants only, which eager makes as cheaply)")
+        self.name = name
+        self.source = low.source
+        self.op = self._define(low)
+        self.used = low.used  # the positions of the arguments the op reads
+        # the op's inputs that the graph passes as 0-dimensional tensors: the op reads them as shape (1,)
+        self.scalars = [i for i, k in enumerate(low.used) if not low.in_shapes[k]]
+        # inputs that come as views with other strides than row-major (an unfold's windows, a permutation,
+        # whatever eager operator made them): the op variant for their strides reads them in place
+        # (_strided); by the positions and strides of such inputs, () for none
+        self.variants: dict = {(): self.op}
+        self.out_shapes = low.out_shapes
+        self.bools = [k for k, dt in enumerate(low.out_dtypes) if dt == torch.bool]  # comparisons' results
+        # outputs eager lays out otherwise than row-major: some eager operators after the subgraph rely on the
+        # strides they were traced with (the CPU attention backward reads its saved output's), so those outputs
+        # are copied into that layout
+        self.relaid = [
+            (k, stride)
+            for k, (shape, stride) in enumerate(zip(low.out_shapes, low.out_strides))
+            if shape and stride != _row_major(shape) and _dense(shape, stride)
+        ]
+        self.zero_dim = [k for k, shape in enumerate(low.out_shapes) if not shape]  # returned 0-dimensional
+        self.mended = bool(self.bools or self.relaid or self.zero_dim or self.empties)
+        out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+        self.many = isinstance(out, (tuple, list))
+        self.eager = gm  # runs the subgraph if its first call fails to compile, or if measured faster
+        self.kernels: dict = {}  # by the inputs' shapes and dtypes
+        self.calls = sum(1 for n in gm.graph.nodes if n.op == "call_function")
+        # the measured choice between the kernel and the eager operators (choice.Turns; None once made)
+        self.turns = choice.Turns() if measure else None
+        self.report: dict | None = None  # the graph's, which gets the choice
+        self.tuning = False  # whether the background tuner was busy with its kernels when last asked
+        self.tuner_checked = -TUNER_POLL
+
+    def _define(self, low: lowering.Lowering):
+        from ..op import Op
+
+        digest = hashlib.sha1(low.source.encode()).hexdigest()[:12]
+        # forward only: AOT Autograd traced the backward, so the kernels keep no temporaries for a gradient
+        return Op(
+            low.source,
+            name=f"{self.name}_{digest}",
+            inputs=low.inputs,
+            outputs=low.outputs,
+            sizes=low.sizes,
+            forward_only=True,
+        )
+
+    def __call__(self, *args):  # straight to forward: a subgraph has no hooks (nn.Module's call checks them)
+        return self.forward(*args)
+
+    def forward(self, *args):
+        if self.turns is not None:
+            return self._turn(args)
+        if self.op is None:
+            return self.eager(*args)
+        return self._run(args)
+
+    def _turn(self, args):
+        """A call of the measured choice: the kernel or the eager operators, timed; on a GPU (where the host
+        does not wait for the kernels) the kernel, untimed."""
+        if self.op is None or any(a.is_cuda for a in args if isinstance(a, torch.Tensor)):
+            self.turns = None
+            return self.forward(*args)
+        if self.turns.calls == 1 and self._tuner_busy():  # kernel built: its schedules come first
+            return self._run(args)
+        variant = self.turns.next()
+        start = time.perf_counter_ns()
+        out = self._run(args) if variant == "neoflow" else self.eager(*args)
+        self.turns.record(variant, time.perf_counter_ns() - start)
+        if self.turns.kept:
+            figures, self.turns = self.turns.figures, None
+            if figures["kept"] == "eager":
+                self.op = None
+            if self.report is not None:
+                self.report["measured"].append(dict(figures, calls=self.calls))
+        return out
+
+    def _tuner_busy(self) -> bool:
+        """Whether the background tuner (or picker) still works on this subgraph's kernels, asked at most
+        every TUNER_POLL seconds: until it is done, the kernels run untimed (``tuning`` is True)."""
+        from .. import tuning
+
+        now = time.monotonic()
+        if now >= self.tuner_checked + TUNER_POLL:
+            self.tuner_checked = now
+            self.tuning = tuning.tuner_busy(op.name for op in self.variants.values() if op is not None)
+        return self.tuning
+
+    def _run(self, args):
+        flat = [args[k] for k in self.used]
+        for i in self.scalars:
+            flat[i] = flat[i].reshape(1)
+        sig = ()
+        if not all(map(_contiguous, flat)):
+            sig, flat = self._strided(flat)
+        key = (sig, tuple([(a.shape, a.dtype) for a in flat]))
+        kernel = self.kernels.get(key)
+        if kernel is None:
+            kernel = self._kernel(flat, sig, key)
+            if kernel is None:
+                return self.eager(*args)
+        bufs = kernel.run(flat)
+        outs = [bufs[i] for i in kernel.outputs]
+        if self.mended:
+            outs = self._mend(outs)
+        return tuple(outs) if self.many else outs[0]
+
+    def _strided(self, flat: list) -> tuple:
+        """For inputs of which some are not contiguous: the signature of the op variant that reads those in
+        place, and the inputs as it takes them (each such view as the flat memory it spans). Without a
+        variant (its lowering failed), () and the inputs as they are: Kernel.run copies the views."""
+        sig = tuple((i, a.stride()) for i, a in enumerate(flat) if not a.is_contiguous())
+        if any(0 in flat[i].shape or min(st) < 0 for i, st in sig):
+            return (), flat
+        if sig not in self.variants:
+            try:
+                low = lowering.Lowering(self.parts, strided={self.used[i]: st for i, st in sig})
+                self.variants[sig] = self._define(low)
+            except (Error, ValueError) as e:
+                log.debug("neoflow: a subgraph's strided inputs are copied: %s", e)
+                self.variants[sig] = None
+        if self.variants[sig] is None:
+            return (), flat
+        flat = list(flat)
+        for i, st in sig:
+            extent = 1 + sum((n - 1) * s for n, s in zip(flat[i].shape, st))
+            flat[i] = flat[i].as_strided((extent,), (1,))
+        return sig, flat
+
+    def _kernel(self, flat, sig: tuple, key):
+        """The kernel for these inputs, built now; None when the build fails: the first build (the subgraph
+        then runs in eager from now on) or a strided variant's (this call runs in eager, later ones copy
+        their views)."""
+        try:
+            kernel = self.variants[sig].specialize(*flat)
+        except Error as e:
+            if sig:
+                log.debug("neoflow: a subgraph's strided variant failed to build; its views are copied: %s", e)
+                self.variants[sig] = None
+                return None
+            if self.kernels:
+                raise
+            log.warning("neoflow: a lowered subgraph failed to compile and runs in eager instead: %s", e)
+            self.op = None
+            return None
+        self.kernels[key] = kernel
+        return kernel
+
+    def _mend(self, outs: list) -> list:
+        """The outputs as the graph returned them: 0-dimensional ones reshaped, comparisons as bool tensors,
+        the layouts eager gave them (relaid), and the empty tensors of the decompositions put back (empties)."""
+        for k in self.zero_dim:
+            outs[k] = outs[k].reshape(())
+        for k in self.bools:
+            outs[k] = outs[k] != 0
+        for k, stride in self.relaid:
+            o = outs[k]
+            outs[k] = torch.empty_strided(o.shape, stride, dtype=o.dtype, device=o.device).copy_(o)
+        for k, (shape, dtype) in sorted(self.empties.items()):
+            outs.insert(k, torch.empty(shape, dtype=dtype, device=outs[0].device))
+        return outs
+
+
+_contiguous = torch.Tensor.is_contiguous
+
+
+def _row_major(shape) -> tuple:
+    strides, n = [], 1
+    for d in reversed(shape):
+        strides.append(n)
+        n *= d
+    return tuple(reversed(strides))
+
+
+def _dense(shape, stride) -> bool:
+    """Whether stride lays shape out without gaps or overlaps (a permutation
+    of a row-major layout; an expanded view's zero strides are not)."""
+    dims = sorted((st, n) for n, st in zip(shape, stride) if n != 1)
+    expect = 1
+    for st, n in dims:
+        if st != expect:
+            return False
+        expect *= n
+    return True
