@@ -155,12 +155,6 @@ def render_markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _cpu_slug(cpu: str) -> str:
-    """``AMD EPYC 7B13`` -> ``amd-epyc``: the CPU's maker and family, for the results' name."""
-    words = [w for w in cpu.lower().replace("(r)", "").replace("(tm)", "").split() if w.isalpha()]
-    return "-".join(words[:2]) or "cpu"
-
-
 def main(argv=None) -> dict:
     args = parse_args(argv)
     if args.heap == "steady":
@@ -181,8 +175,7 @@ def main(argv=None) -> dict:
         "rows": rows,
         "geomean": {v: wl.geomean([r[f"{v}/eager"] for r in rows]) for v in VARIANTS[1:]},
     }
-    tag = wl.machine_tag(result["machine"])
-    name = f"layers-{result['date']}-{tag}" + ("" if tag != "cpu" else "-" + _cpu_slug(result["machine"]["cpu"]))
+    name = f"layers-{result['date']}-{wl.machine_tag(result['machine'])}"
     path = wl.write_results(args.out, name, result, render_markdown(result))
     print(f"wrote {path}", file=sys.stderr)
     return result

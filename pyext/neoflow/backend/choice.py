@@ -1,10 +1,10 @@
 """The measured choices between compiled code and eager operators: per lowered subgraph, then per graph.
 
 A graph under ``backend="neoflow"`` runs faster lowered on most models, but
-not on all: AOT Autograd's decompositions replace fused ATen operators (layer
-norm, softmax, GELU and their backward kernels) by their parts, and what
-neoflow leaves of those parts in eager, with AOT's runtime around it, can cost
-more than the fused operators saved. Which way it goes depends on the model,
+not on all: an untuned kernel can be slower than the fused eager operators it
+replaces, and AOT Autograd's own work around a graph (its runtime wrappers,
+functionalized copies, the backward run as one graph of ATen calls) can cost
+more than the lowered subgraphs save. Which way it goes depends on the model,
 its shapes and the machine, so the backend measures it, twice.
 
 Each lowered subgraph first (``Turns``): its first call builds and runs the
@@ -121,8 +121,7 @@ class Chosen:
         return (self.compiled if variant == "neoflow" else self.eager)(*args)
 
     def _choose(self) -> None:
-        ms = {k: statistics.median(v) / 1e6 for k, v in self.times.items()}
-        kept = "neoflow" if ms["neoflow"] <= ms["eager"] else "eager"
+        kept, ms = _faster(self.times, 1e6)
         choice = {"kept": kept, "neoflow_ms": ms["neoflow"], "eager_ms": ms["eager"], "samples": SAMPLES}
         for rep in self.made.reports:
             rep["choice"] = choice
@@ -147,8 +146,6 @@ class Turns:
 
     def next(self) -> str:
         n, self.calls = self.calls, self.calls + 1
-        if n == 0:
-            return "neoflow"
         return "eager" if n % 2 else "neoflow"
 
     def record(self, variant: str, ns: int) -> None:
@@ -156,9 +153,14 @@ class Turns:
             return
         self.times[variant].append(ns)
         if min(map(len, self.times.values())) >= SUBGRAPH_SAMPLES:
-            us = {k: statistics.median(v) / 1e3 for k, v in self.times.items()}
-            self.kept = "neoflow" if us["neoflow"] <= us["eager"] else "eager"
+            self.kept, us = _faster(self.times, 1e3)
             self.figures = {"kept": self.kept, "neoflow_us": us["neoflow"], "eager_us": us["eager"]}
+
+
+def _faster(times: dict, per: float) -> tuple[str, dict]:
+    """The variant of the smaller median ("neoflow" on a tie) and both medians, times (ns) divided by per."""
+    medians = {k: statistics.median(v) / per for k, v in times.items()}
+    return ("neoflow" if medians["neoflow"] <= medians["eager"] else "eager"), medians
 
 
 def choice_text(choice: dict, graphs: list) -> str:
