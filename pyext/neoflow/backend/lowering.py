@@ -28,7 +28,7 @@ import operator
 import torch
 
 from .. import dsl
-from . import convlowering, inlining
+from . import convlowering, inlining, layout
 from .aten_support import (
     BINARY,
     COMPARE,
@@ -60,12 +60,20 @@ class Lowering:
         self.outputs: list[str] = []
         self.out_shapes: list[tuple] = []  # the outputs' true shapes (0-d ones as ())
         self.out_strides: list[tuple] = []  # the strides eager gives them
+        # the outputs eager lays out densely in another order than row-major (channels-last ones): the op
+        # stores them in that order, as buffers of their dimensions in decreasing stride (physical_order)
+        self.out_physical: list[int] = []
         self.out_dtypes: list[torch.dtype] = []
         self.in_shapes: list[tuple] = []
         # strided: placeholder position -> the strides its tensor comes with (other than row-major: an
         # unfold's overlapping windows, a permutation). The op takes the memory such a view spans as a flat
         # tensor and reads it at the strides' offsets, so that the view is never copied to be contiguous
         strided = strided or {}
+        self.order: dict[str, list] = {}  # tensor name -> its dimensions in memory order, where not row-major
+        # rank -> the order tensors T<k> of that rank are stored in (layout.preferred); none where user ops
+        # are inlined (their statements read the tensors they are given as written)
+        inlined = any(inlining.op_of(n) is not None for n in gm.graph.nodes if n.op == "call_function")
+        self.prefer = {} if inlined else layout.preferred(gm, strided)
         for k, node in enumerate(gm.graph.nodes):
             if node.op == "placeholder":
                 name = f"P{len(self.inputs)}"
@@ -80,14 +88,17 @@ class Lowering:
                 outs = node.args[0]
                 outs = outs if isinstance(outs, (tuple, list)) else [outs]
                 for j, o in enumerate(outs):
-                    if o.op == "placeholder" and o in self.views:  # a strided input returned: copied row-major
-                        i = self.index_vars(k, shape_of(o), prefix=f"o{j}_")
-                        self.emit(f"O{k}_{j}", i, "=", self.at(o, i))
-                        self.outputs.append(f"O{k}_{j}")
-                    else:
-                        self.outputs.append(self.names[o])
-                    self.out_shapes.append(shape_of(o))
-                    self.out_strides.append(tuple(val_of(o).stride()))
+                    shape, stride = shape_of(o), tuple(val_of(o).stride())
+                    want = layout.physical_order(shape, stride)  # None: row-major
+                    if want is not None:
+                        self.out_physical.append(j)
+                    name = None if o.op == "placeholder" and o in self.views else self.names[o]
+                    if name is not None and self.order.get(name) == want:
+                        self.outputs.append(name)
+                    else:  # stored in the order of eager's layout (a strided input returned: row-major)
+                        self.outputs.append(self._store(f"O{k}_{j}", o, want or range(len(shape)), k, j))
+                    self.out_shapes.append(shape)
+                    self.out_strides.append(stride)
                     self.out_dtypes.append(val_of(o).dtype)
         self.source = "\n".join(self.lines)
         # placeholders only a shape was taken from (full_like) are not the op's inputs
@@ -97,9 +108,24 @@ class Lowering:
     def shape_of(self, node) -> tuple:
         return shape_of(node)
 
-    def _strided(self, node, name: str, strides: tuple) -> None:
-        """Reads placeholder node, which comes with these strides, as the flat memory they span."""
+    def _store(self, name: str, node, order, k: int, j: int) -> str:
+        """Stores node into a new tensor name whose dimensions are node's in this order; returns name."""
         shape = shape_of(node)
+        phys = self.index_vars(k, [shape[d] for d in order], prefix=f"o{j}_")
+        idx = [None] * len(shape)
+        for p, d in zip(phys, order):
+            idx[d] = p
+        self.emit(name, phys, "=", self.at(node, idx))
+        return name
+
+    def _strided(self, node, name: str, strides: tuple) -> None:
+        """Reads placeholder node, which comes with these strides, as the tensor of its dimensions in memory
+        order where its layout is dense (channels-last), else as the flat memory they span."""
+        shape = shape_of(node)
+        order = layout.physical_order(shape, strides)
+        if order is not None:
+            self.order[name] = order
+            return
 
         def read(parts, name=name, shape=shape, strides=strides):
             self.read.add(name)
@@ -124,7 +150,13 @@ class Lowering:
         return out
 
     def emit(self, name: str, idx: list, op: str, rhs) -> None:
-        """Appends the statement name[idx] op rhs (rhs an expression: neoflow.dsl)."""
+        """Appends the statement name[idx] op rhs (rhs an expression: neoflow.dsl); a node's tensor T<k>
+        of a rank with a preferred order is stored in that order (its dimensions permuted)."""
+        order = self.order.get(name)
+        if order is None and name.startswith("T") and len(idx) in self.prefer:
+            order = self.order[name] = self.prefer[len(idx)]
+        if order is not None:
+            idx = [idx[d] for d in order]
         self.lines.append(dsl.statement(_element(name, idx), op, rhs))
 
     def at(self, node, parts: list) -> dsl.Expr:
@@ -136,7 +168,8 @@ class Lowering:
             return view(list(parts))
         name = self.names[node]
         self.read.add(name)
-        return _element(name, parts)
+        order = self.order.get(name)
+        return _element(name, parts if order is None else [parts[d] for d in order])
 
     def _read(self, arg, idx: list, shape: tuple) -> dsl.Expr:
         """arg (a node or a number) read at output indices idx of an output

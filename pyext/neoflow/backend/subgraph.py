@@ -11,7 +11,7 @@ import time
 import torch
 
 from ..errors import Error
-from . import choice, decompose, lowering
+from . import choice, decompose, layout, lowering
 
 log = logging.getLogger("neoflow.compile")
 
@@ -54,16 +54,12 @@ class Subgraph(torch.nn.Module):
         self.variants: dict = {(): self.op}
         self.out_shapes = low.out_shapes
         self.bools = [k for k, dt in enumerate(low.out_dtypes) if dt == torch.bool]  # comparisons' results
-        # outputs eager lays out otherwise than row-major: some eager operators after the subgraph rely on the
-        # strides they were traced with (the CPU attention backward reads its saved output's), so those outputs
-        # are copied into that layout
-        self.relaid = [
-            (k, stride)
-            for k, (shape, stride) in enumerate(zip(low.out_shapes, low.out_strides))
-            if shape and stride != _row_major(shape) and _dense(shape, stride)
-        ]
+        # outputs eager lays out densely otherwise than row-major (channels-last): some eager operators after
+        # the subgraph rely on the strides they were traced with (the CPU attention backward reads its saved
+        # output's), so the op stores them in that layout and they are returned as views at those strides
+        self.physical = [(k, low.out_shapes[k], low.out_strides[k]) for k in low.out_physical]
         self.zero_dim = [k for k, shape in enumerate(low.out_shapes) if not shape]  # returned 0-dimensional
-        self.mended = bool(self.bools or self.relaid or self.zero_dim or self.empties)
+        self.mended = bool(self.bools or self.physical or self.zero_dim or self.empties)
         out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
         self.many = isinstance(out, (tuple, list))
         self.eager = gm  # runs the subgraph if its first call fails to compile, or if measured faster
@@ -167,8 +163,12 @@ class Subgraph(torch.nn.Module):
             return (), flat
         flat = list(flat)
         for i, st in sig:
-            extent = 1 + sum((n - 1) * s for n, s in zip(flat[i].shape, st))
-            flat[i] = flat[i].as_strided((extent,), (1,))
+            order = layout.physical_order(flat[i].shape, st)
+            if order is not None:  # a dense layout: the tensor of its dimensions in memory order
+                flat[i] = flat[i].permute(order)
+            else:
+                extent = 1 + sum((n - 1) * s for n, s in zip(flat[i].shape, st))
+                flat[i] = flat[i].as_strided((extent,), (1,))
         return sig, flat
 
     def _kernel(self, flat, sig: tuple, key):
@@ -192,37 +192,16 @@ class Subgraph(torch.nn.Module):
 
     def _mend(self, outs: list) -> list:
         """The outputs as the graph returned them: 0-dimensional ones reshaped, comparisons as bool tensors,
-        the layouts eager gave them (relaid), and the empty tensors of the decompositions put back (empties)."""
+        the layouts eager gave them (physical), and the empty tensors of the decompositions put back (empties)."""
         for k in self.zero_dim:
             outs[k] = outs[k].reshape(())
         for k in self.bools:
             outs[k] = outs[k] != 0
-        for k, stride in self.relaid:
-            o = outs[k]
-            outs[k] = torch.empty_strided(o.shape, stride, dtype=o.dtype, device=o.device).copy_(o)
+        for k, shape, stride in self.physical:
+            outs[k] = outs[k].as_strided(shape, stride)
         for k, (shape, dtype) in sorted(self.empties.items()):
             outs.insert(k, torch.empty(shape, dtype=dtype, device=outs[0].device))
         return outs
 
 
 _contiguous = torch.Tensor.is_contiguous
-
-
-def _row_major(shape) -> tuple:
-    strides, n = [], 1
-    for d in reversed(shape):
-        strides.append(n)
-        n *= d
-    return tuple(reversed(strides))
-
-
-def _dense(shape, stride) -> bool:
-    """Whether stride lays shape out without gaps or overlaps (a permutation
-    of a row-major layout; an expanded view's zero strides are not)."""
-    dims = sorted((st, n) for n, st in zip(shape, stride) if n != 1)
-    expect = 1
-    for st, n in dims:
-        if st != expect:
-            return False
-        expect *= n
-    return True
