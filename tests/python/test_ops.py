@@ -107,3 +107,31 @@ def test_lazily_negated_views():
     neg = torch._neg_view(x)
     assert neg.is_neg()
     torch.testing.assert_close(op(neg), -x)
+    torch.testing.assert_close(op(neg), -x)  # again, on the direct path (the kernel is built)
+
+
+def test_calls_on_the_direct_path(monkeypatch):
+    """Once a kernel is built, a call without autograd goes straight to it (Kernel.call), with the results
+    of the checked path for views, lazily negated views, several outputs and Parameters; calls under
+    autograd, with sizes, or with other dtypes take the checked paths."""
+    from neoflow.kernel import Kernel
+
+    two = neoflow.op("Y[i] = X[i] + Z[i]; W[i] = X[i] * Z[i]")
+    x, z = torch.randn(6), torch.randn(12)[::2]  # a strided view
+    want = (x + z, x * z)
+    direct = []
+    call = Kernel.call
+    monkeypatch.setattr(Kernel, "call", lambda self, ts: direct.append(1) or call(self, ts))
+    for args in [(x, z), (x, z), (torch._neg_view(x), z), (torch.nn.Parameter(x, requires_grad=False), z)]:
+        got = two(*args)
+        sign = -1.0 if args[0].is_neg() else 1.0
+        torch.testing.assert_close(got[0], sign * x + z)
+        torch.testing.assert_close(got[1], sign * want[1])
+    assert len(direct) == 3  # the first call built the kernel
+    xg = x.clone().requires_grad_()
+    y, w = two(xg, z)
+    assert y.requires_grad and len(direct) == 3  # autograd: the op's autograd.Function
+    with torch.no_grad():
+        assert not two(xg, z)[0].requires_grad and len(direct) == 4
+    two(x.double(), z.double())
+    assert len(direct) == 4  # a new dtype: built on the checked path
