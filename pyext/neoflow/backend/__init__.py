@@ -13,6 +13,8 @@ Its modules, in the order a graph meets them:
 - ``lowering``: a subgraph's nodes as the statements of one neoflow op, with
   ``convlowering`` for convolutions and pooling and ``inlining`` for a
   neoflow op's own node;
+- ``layout``: tensors laid out densely other than row-major (channels-last,
+  transposed), read and stored by the op in the order they lie in memory;
 - ``choice``: a lowered subgraph's kernel or its own eager operators, and
   the compiled graph or Dynamo's graph in eager, whichever was measured
   faster over their first calls.
