@@ -2,6 +2,7 @@
 
 Its modules, in the order a graph meets them:
 
+- ``shapes``: a graph with symbolic shapes, compiled once per concrete shape;
 - ``graphs``: the Dynamo backend (``backend``) through AOT Autograd, the
   partition of each graph into subgraphs that run as neoflow ops, and the
   per-graph report (``report``, ``explain=True``);

@@ -41,7 +41,7 @@ import torch
 from torch.fx.passes.operator_support import OperatorSupport
 
 from ..errors import Error
-from . import aten_support, choice, decompose, mmsum
+from . import aten_support, choice, decompose, mmsum, shapes
 from .subgraph import ConstantsOnly, Subgraph
 
 log = logging.getLogger("neoflow.compile")
@@ -276,8 +276,6 @@ def backend(
     (default True) times the compiled graph against the graph's own eager
     operators over its first calls and keeps the faster (``choice``), False
     runs the compiled graph always."""
-    from torch._dynamo.backends.common import aot_autograd
-
     if mode not in (None, "default"):
         raise ValueError(f"backend 'neoflow' has no mode {mode!r} (tuning is neoflow.configure(tune=...))")
     options = {**(options or {}), **more}  # torch.compile(..., options={...}) passes them as options
@@ -289,6 +287,17 @@ def backend(
             f"backend 'neoflow' got unknown options {sorted(options)} (it takes explain, contractions and measure)"
         )
     _check_options(contractions, measure)
+    static = functools.partial(_static, explain=explain, contractions=contractions, measure=measure)
+    if shapes.symbolic(example_inputs):  # compiled again for each shape it is called with
+        return torch._dynamo.disable(shapes.PerShape(gm, static))
+    return static(gm, example_inputs)
+
+
+def _static(gm: torch.fx.GraphModule, example_inputs, *, explain: bool, contractions: str, measure: bool):
+    """gm compiled for its example inputs' static shapes: through AOT Autograd, each of its graphs lowered
+    (compile_graph), with the measured choice (choice.Chosen) unless measure is False."""
+    from torch._dynamo.backends.common import aot_autograd
+
     made = choice.Graph()  # its forward's and backward's reports and subgraphs (backward: at its first call)
     aot = aot_autograd(
         fw_compiler=_compiler("forward", explain, contractions, measure, made),
