@@ -481,6 +481,56 @@ def test_generated_chains_match_eager(shape, ops):
     check_value_and_grad(f, torch.randn(*shape), torch.randn(shape[-1]))
 
 
+def test_logic_and_constant_padding_are_lowered():
+    """and, or, xor (logical, and bitwise on bools: a hardsigmoid's gradient decomposes into a bitwise and)
+    and constant_pad_nd (padding before and after, cropping, a bool mask padded) lower; the gradient flows
+    through the padding."""
+    import torch.nn.functional as F
+
+    def f(x, y):
+        m = (x > 0.1) & (y < 0.5)
+        n = torch.logical_or(x > 0.3, y > 0.2) ^ (x < -0.5)
+        z = F.pad(x * 2.0, (1, 2, 0, 1), value=-1.5).tanh()
+        c = F.pad(x, (-1, 1)) * 2.0
+        return torch.where(m, x, y) * 3.0 + n.float(), z, c, F.pad(m, (1, 1))
+
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 5, requires_grad=True), torch.randn(4, 5)
+    got, want = neoflow.compile(f, measure=False)(x, y), f(x, y)
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype
+        torch.testing.assert_close(a, b, **TOL)
+    g = torch.autograd.grad(sum(o.sum() for o in got[:3]), x)[0]
+    g0 = torch.autograd.grad(sum(o.sum() for o in want[:3]), x)[0]
+    torch.testing.assert_close(g, g0, **TOL)
+    for r in neoflow.compile_report():
+        assert not [k for k in r["fallback"] if "pad" in k or "logical" in k or "bitwise" in k], r
+    fw = neoflow.compile_report()[0]
+    assert fw["lowered"] + fw["eager_views"] == fw["nodes"], fw
+
+
+def test_select_and_slice_gradients_are_lowered():
+    """select_backward and slice_backward (a ViT's class token, strided and offset slices, a negative
+    index) are gathers of the gradient, with zeros elsewhere."""
+
+    def f(x):
+        cls, rest = x[:, 0] * 2.0, (x[:, 1:7:2] ** 2).sum()
+        return cls.sum() + rest + (x[1:3, :, 2:] * 3.0).tanh().sum() + x[:, -1].exp().sum()
+
+    torch.manual_seed(0)
+    check_value_and_grad(f, torch.randn(4, 9, 5))
+    bw = neoflow.compile_report()[1]
+    assert not [k for k in bw["fallback"] if "select" in k or "slice" in k], bw
+
+
+def test_hardsigmoid_gradient_is_lowered():
+    """MobileNetV3's hardsigmoid: its gradient's decomposition (a bitwise and of two comparisons) lowers."""
+    torch.manual_seed(0)
+    check_value_and_grad(lambda x: torch.nn.functional.hardsigmoid(x * 2.0) * x, torch.randn(3, 8) * 3)
+    bw = neoflow.compile_report()[1]
+    assert "aten.hardsigmoid_backward.default" not in bw["fallback"], bw
+
+
 def test_dynamic_shapes_are_lowered_per_shape():
     """dynamic=True: each shape compiled as a static graph (backend/shapes.py; more in test_shapes.py)."""
 

@@ -73,6 +73,19 @@ for _name, _cmp in (
     for _overload in ("Scalar", "Tensor"):
         COMPARE[getattr(getattr(aten, _name), _overload)] = _compare(_cmp)
 COMPARE[aten.logical_not.default] = lambda x: dsl.where(x != 0.0, 0.0, 1.0)
+# logic on truth values (nonzero is true; bitwise on bool tensors only: an integer's bitwise result is refused
+# for its dtype): a bool result, held as 1.0 or 0.0
+LOGIC = {
+    aten.logical_and.default: lambda a, b: dsl.where(a != 0.0, dsl.where(b != 0.0, 1.0, 0.0), 0.0),
+    aten.logical_or.default: lambda a, b: dsl.where(a != 0.0, 1.0, dsl.where(b != 0.0, 1.0, 0.0)),
+    aten.logical_xor.default: lambda a, b: dsl.where(
+        a != 0.0, dsl.where(b != 0.0, 0.0, 1.0), dsl.where(b != 0.0, 1.0, 0.0)
+    ),
+}
+LOGIC[aten.bitwise_and.Tensor] = LOGIC[aten.logical_and.default]
+LOGIC[aten.bitwise_or.Tensor] = LOGIC[aten.logical_or.default]
+LOGIC[aten.bitwise_xor.Tensor] = LOGIC[aten.logical_xor.default]
+COMPARE.update(LOGIC)
 # reductions: operator -> (assignment, whether the result is divided by the count of reduced elements)
 REDUCE = {
     aten.sum.dim_IntList: ("+=", False),
@@ -124,13 +137,21 @@ _OTHER = {
     aten.convolution.default,
     aten.convolution_backward.default,
     aten.unfold_backward.default,
+    aten.constant_pad_nd.default,
+    aten.select_backward.default,
+    aten.slice_backward.default,
     operator.getitem,
 }
 SUPPORTED = set(UNARY) | set(BINARY) | set(COMPARE) | set(REDUCE) | CONSTANTS | _VIEWS | _OTHER
 # operators that may read bool tensors (as 0 or 1)
-_BOOL_IN = {aten.where.self, aten._to_copy.default, aten.logical_not.default} | {
+_BOOL_IN = {aten.where.self, aten._to_copy.default, aten.logical_not.default, aten.constant_pad_nd.default} | {
     k for k in COMPARE if k.overloadpacket in (aten.eq, aten.ne)
 }
+_BOOL_IN |= set(LOGIC)
+
+
+# operators with bool results (held as 1.0 or 0.0 inside a subgraph)
+_BOOL_OUT = set(COMPARE) | {aten.constant_pad_nd.default}
 
 
 def is_view(node) -> bool:
@@ -182,7 +203,7 @@ def unsupported(node, contractions: str = "neoflow") -> str | None:
     for v in outs:
         if not isinstance(v, torch.Tensor):
             return "an output that is not a tensor"
-        if v.dtype not in FLOATS and not (v.dtype == torch.bool and node.target in COMPARE):
+        if v.dtype not in FLOATS and not (v.dtype == torch.bool and node.target in _BOOL_OUT):
             return f"a {v.dtype} output (lowered graphs compute in float32 or float64)"
         if not _static(v.shape):
             return "a dynamic shape (lowered graphs need static shapes)"
@@ -227,7 +248,13 @@ def _argument_problem(node) -> str | None:
         return "tensor bounds"
     if t in (aten.pow.Tensor_Scalar,) and not isinstance(node.args[1], (int, float)):
         return "a non-numeric exponent"
+    if t is aten.constant_pad_nd.default and not isinstance(pad_value(node), (int, float)):
+        return "a padding value that is not a number"
     return None
+
+
+def pad_value(node):
+    return node.args[2] if len(node.args) > 2 else node.kwargs.get("value", 0)
 
 
 def _tensor_args(node):

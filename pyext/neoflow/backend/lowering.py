@@ -36,6 +36,7 @@ from .aten_support import (
     REDUCE,
     UNARY,
     num,
+    pad_value,
     shape_of,
     val_of,
 )
@@ -236,6 +237,10 @@ class Lowering:
                 return x if hi is None else dsl.min(x, num(hi))
 
             self._emit(k, node, clamp)
+        elif t is aten.constant_pad_nd.default:
+            self._emit(k, node, lambda i, s: self._pad(node, i))
+        elif t in (aten.select_backward.default, aten.slice_backward.default):
+            self._emit(k, node, lambda i, s: self._placed(node, i))
         elif t is aten.gelu.default:
             self._emit(k, node, lambda i, s: _gelu(self._read(a[0], i, s), node.kwargs.get("approximate")))
         elif t in REDUCE:
@@ -256,6 +261,49 @@ class Lowering:
             self.views[node] = lambda parts, node=node: self._view(node, parts)
             if any(u.op == "output" for u in node.users):
                 self._emit(k, node, lambda i, s: self._view(node, i))
+
+    def _pad(self, node, idx: list) -> dsl.Expr:
+        """constant_pad_nd's element at output indices idx: its input's, shifted by the padding before each
+        padded dimension (the last ones, in pairs from the last), or the value outside it (negative
+        padding crops)."""
+        x, pad = node.args[0], node.args[1]
+        xs = shape_of(x)
+        parts, conds = list(idx), []
+        for j in range(len(pad) // 2):
+            d = len(xs) - 1 - j
+            before, after = pad[2 * j], pad[2 * j + 1]
+            if before > 0:
+                parts[d] = idx[d] - before
+            elif before < 0:
+                parts[d] = idx[d] + (-before)
+            if before > 0:
+                conds.append(idx[d] >= before)
+            if after > 0:
+                conds.append(idx[d] < xs[d] + before)
+        read = self.at(x, parts)
+        if not conds:
+            return read
+        return dsl.where(functools.reduce(operator.and_, conds), read, num(float(pad_value(node))))
+
+    def _placed(self, node, idx: list) -> dsl.Expr:
+        """select_backward's or slice_backward's element at idx: the gradient's element where the select or
+        slice took one from (zeros elsewhere)."""
+        g, dim = node.args[0], node.args[2] % len(idx)
+        parts = list(idx)
+        if node.target is aten.select_backward.default:
+            index = node.args[3] % node.args[1][dim]
+            del parts[dim]
+            return dsl.where(idx[dim] == index, self.at(g, parts), 0.0)
+        start, step = node.args[3], node.args[5]
+        n = shape_of(g)[dim]
+        j = idx[dim] - start if start else idx[dim]
+        conds = [idx[dim] >= start] if start else []
+        conds.append(idx[dim] < start + (n - 1) * step + 1)
+        if step != 1:
+            conds.append(j % step == 0)
+            j = j / step
+        parts[dim] = j
+        return dsl.where(functools.reduce(operator.and_, conds), self.at(g, parts), 0.0)
 
     def _reduce(self, k: int, node, op: str, mean: bool) -> None:
         x = node.args[0]
