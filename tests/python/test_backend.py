@@ -523,6 +523,29 @@ def test_select_and_slice_gradients_are_lowered():
     assert not [k for k in bw["fallback"] if "select" in k or "slice" in k], bw
 
 
+def test_embeddings_and_gathers_are_lowered():
+    """embedding and gather read through their int64 index tensors inside the subgraph (a token and a
+    position embedding, added and normalized, as one op); an index out of range raises IndexError, as in
+    eager."""
+    torch.manual_seed(0)
+    emb, pos, ln = torch.nn.Embedding(20, 8, padding_idx=0), torch.nn.Embedding(16, 8), torch.nn.LayerNorm(8)
+
+    def f(ids, x):
+        p = torch.arange(ids.shape[1]).expand(ids.shape[0], -1)
+        return ln(emb(ids) + pos(p)) * 2.0, torch.gather(x, 1, ids[:, :3] // 4).exp()
+
+    ids, x = torch.randint(0, 20, (2, 7)), torch.randn(2, 5, requires_grad=True)
+    g = neoflow.compile(f, measure=False)
+    got, want = g(ids, x), f(ids, x)
+    grads = [torch.autograd.grad(sum(o.sum() for o in out), [emb.weight, x]) for out in (got, want)]
+    for a, b in zip([*got, *grads[0]], [*want, *grads[1]]):
+        torch.testing.assert_close(a, b, **TOL)
+    fw = neoflow.compile_report()[0]
+    assert not [k for k in fw["fallback"] if "embedding" in k or "gather" in k], fw
+    with pytest.raises(IndexError, match="holds 25 .* outside \\[0, 20\\)"):
+        g(torch.tensor([[25, 1, 2, 3, 4, 5, 6], [0, 1, 2, 3, 4, 5, 6]]), x)
+
+
 def test_hardsigmoid_gradient_is_lowered():
     """MobileNetV3's hardsigmoid: its gradient's decomposition (a bitwise and of two comparisons) lowers."""
     torch.manual_seed(0)

@@ -140,8 +140,13 @@ _OTHER = {
     aten.constant_pad_nd.default,
     aten.select_backward.default,
     aten.slice_backward.default,
+    aten.embedding.default,
+    aten.gather.default,
     operator.getitem,
 }
+# gathers: operator -> the position of its index tensor argument (int32 or int64; a kernel checks its range
+# before each launch and raises IndexError as eager does)
+INDEX_ARG = {aten.embedding.default: 1, aten.gather.default: 2}
 SUPPORTED = set(UNARY) | set(BINARY) | set(COMPARE) | set(REDUCE) | CONSTANTS | _VIEWS | _OTHER
 # operators that may read bool tensors (as 0 or 1)
 _BOOL_IN = {aten.where.self, aten._to_copy.default, aten.logical_not.default, aten.constant_pad_nd.default} | {
@@ -220,6 +225,9 @@ def unsupported(node, contractions: str = "neoflow") -> str | None:
             return "an empty input"
         if av.dtype in FLOATS:
             dtypes.add(av.dtype)
+        elif node.target in INDEX_ARG and a is node.args[INDEX_ARG[node.target]]:
+            if av.dtype not in (torch.int32, torch.int64):
+                return f"a {av.dtype} index tensor"
         elif not (node.target in _BOOL_IN and av.dtype == torch.bool):
             return f"a {av.dtype} input"
     if len(dtypes) > 1:
@@ -248,6 +256,8 @@ def _argument_problem(node) -> str | None:
         return "tensor bounds"
     if t in (aten.pow.Tensor_Scalar,) and not isinstance(node.args[1], (int, float)):
         return "a non-numeric exponent"
+    if t is aten.gather.default and node.kwargs.get("sparse_grad", False):
+        return "a sparse gradient"
     if t is aten.constant_pad_nd.default and not isinstance(pad_value(node), (int, float)):
         return "a padding value that is not a number"
     return None

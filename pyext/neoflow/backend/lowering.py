@@ -239,6 +239,11 @@ class Lowering:
             self._emit(k, node, clamp)
         elif t is aten.constant_pad_nd.default:
             self._emit(k, node, lambda i, s: self._pad(node, i))
+        elif t is aten.embedding.default:  # the rows of the weight the indices pick
+            self._emit(k, node, lambda i, s: self.at(a[0], [self.at(a[1], i[:-1]), i[-1]]))
+        elif t is aten.gather.default:  # along dim, at the index tensor's element
+            dim = a[1] % len(shape_of(node))
+            self._emit(k, node, lambda i, s: self.at(a[0], [*i[:dim], self.at(a[2], i), *i[dim + 1 :]]))
         elif t in (aten.select_backward.default, aten.slice_backward.default):
             self._emit(k, node, lambda i, s: self._placed(node, i))
         elif t is aten.gelu.default:
