@@ -525,8 +525,8 @@ def test_select_and_slice_gradients_are_lowered():
 
 def test_embeddings_and_gathers_are_lowered():
     """embedding and gather read through their int64 index tensors inside the subgraph (a token and a
-    position embedding, added and normalized, as one op); an index out of range raises IndexError, as in
-    eager."""
+    position embedding, added and normalized, as one op); an index out of range raises eager's own
+    IndexError (the kernel's range check sends the call to the eager operators)."""
     torch.manual_seed(0)
     emb, pos, ln = torch.nn.Embedding(20, 8, padding_idx=0), torch.nn.Embedding(16, 8), torch.nn.LayerNorm(8)
 
@@ -542,7 +542,7 @@ def test_embeddings_and_gathers_are_lowered():
         torch.testing.assert_close(a, b, **TOL)
     fw = neoflow.compile_report()[0]
     assert not [k for k in fw["fallback"] if "embedding" in k or "gather" in k], fw
-    with pytest.raises(IndexError, match="holds 25 .* outside \\[0, 20\\)"):
+    with pytest.raises(IndexError, match="index out of range"):  # eager's own error
         g(torch.tensor([[25, 1, 2, 3, 4, 5, 6], [0, 1, 2, 3, 4, 5, 6]]), x)
 
 

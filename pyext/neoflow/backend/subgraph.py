@@ -139,7 +139,10 @@ class Subgraph(torch.nn.Module):
             kernel = self._kernel(flat, sig, key)
             if kernel is None:
                 return self.eager(*args)
-        bufs = kernel.run(flat)
+        try:
+            bufs = kernel.run(flat)
+        except IndexError:  # an index out of range: eager's operators raise PyTorch's own error for it
+            return self.eager(*args)
         outs = [bufs[i] for i in kernel.outputs]
         if self.mended:
             outs = self._mend(outs)
