@@ -10,7 +10,8 @@ model's that only ever saw that length (static shapes): the cost of having varie
 another (each run is one sequence of steps), not in turns as the other benchmarks time them, and with
 the compile caches (Inductor's, neoflow's kernels) as the machine has them: a warm cache shortens the run.
 
-    python bench/shapes.py [--steps 60] [--lengths 8 64] [--length 32] [--repeat 10] [--out bench/results]
+    python bench/shapes.py [--steps 60] [--lengths 8 64] [--length 32] [--repeat 10] [--warm 25]
+                           [--variants eager inductor neoflow] [--out bench/results]
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ import zoo
 ROOT = Path(__file__).resolve().parent.parent
 wl = workloads_module.load()
 VARIANTS = ("eager", "inductor", "neoflow")
-WARM = 25  # untimed steps at --length before those timed
 
 
 def parse_args(argv=None):
@@ -38,6 +38,8 @@ def parse_args(argv=None):
     ap.add_argument("--lengths", type=int, nargs=2, default=(8, 64), metavar=("LO", "HI"))
     ap.add_argument("--length", type=int, default=32, help="the length timed against a static-shape model")
     ap.add_argument("--repeat", type=int, default=10, help="timed steps at --length")
+    ap.add_argument("--warm", type=int, default=25, help="untimed steps at --length before those timed")
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     return ap.parse_args(argv)
@@ -82,13 +84,13 @@ def run_variant(torch, neoflow, variant: str, lengths: list[int], args) -> dict:
         seen.add(n)
     graphs = int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
     shapes = len(neoflow.compile_report()) // 2
-    for _ in range(WARM):  # as the fresh model below: past the measured choice's trial of a new shape
+    for _ in range(args.warm):  # as the fresh model below: past the measured choice's trial of a new shape
         step(args.length)
     varied = [_timed(step, args.length) for _ in range(args.repeat)]
     torch._dynamo.reset()
     neoflow.compile_report(clear=True)
     fresh = _model(torch, neoflow, variant, args.seed)
-    for _ in range(WARM):  # past the measured choice's trial (neoflow) and any warm-up
+    for _ in range(args.warm):  # past the measured choice's trial (neoflow) and any warm-up
         fresh(args.length)
     static = [_timed(fresh, args.length) for _ in range(args.repeat)]
     return {
@@ -124,7 +126,7 @@ def render_markdown(result: dict) -> str:
         f"steps (Adam) on sequence lengths drawn from {lo}-{hi} (seed {s['seed']}), each variant on a fresh "
         "model, one after another. steady: median (min-max) of the steps whose length came before; "
         f"at {s['length']}: {s['repeat']} steps of the same model at length {s['length']} after the run and "
-        f"{WARM} untimed ones, "
+        f"{s['warm']} untimed ones, "
         f"against a fresh model that only saw length {s['length']} (static). Dynamo graphs: graphs Dynamo "
         "compiled; neoflow shapes: graphs neoflow compiled, per shape. Compile caches as the machine had them.",
         "",
@@ -152,7 +154,7 @@ def main(argv=None) -> dict:
     rng = random.Random(args.seed)
     lengths = [rng.randint(*args.lengths) for _ in range(args.steps)]
     rows = []
-    for v in VARIANTS:
+    for v in args.variants:
         rows.append(run_variant(torch, neoflow, v, lengths, args))
         print(
             f"{v:10s} run {rows[-1]['total_s']:.1f} s, at {args.length}: {rows[-1]['varied_over_static']:.2f}x "
@@ -167,7 +169,7 @@ def main(argv=None) -> dict:
     def chart(path):
         bars = [{"variant": r["variant"], "varied": r["varied"], "static": r["static"]} for r in rows]
         title = f"BERT at length {args.length} after lengths {args.lengths[0]}-{args.lengths[1]}, {info['cpu']}"
-        wl.bar_chart(bars, ("static", "varied"), list(VARIANTS), "ms per step (log scale)", title, path)
+        wl.bar_chart(bars, ("static", "varied"), list(args.variants), "ms per step (log scale)", title, path)
 
     stem = wl.write_results(args.out, f"shapes-{result['date']}-cpu", result, md, chart)
     print(md)

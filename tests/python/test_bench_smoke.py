@@ -208,3 +208,17 @@ def test_layers_bench_times_each_layer_of_the_backend(tmp_path):
     (row,) = result["rows"]
     assert all(row[v]["median_ms"] > 0 for v in ("eager", "dynamo", "aot", "aot decomposed", "neoflow compiled"))
     assert row["choices"] and set(row["choices"]) <= {"neoflow", "eager"}  # the measured choices were made
+
+
+def test_shapes_bench_trains_on_varying_lengths(tmp_path):
+    """bench/shapes.py: BERT on a few varying lengths, eager and the backend; the backend compiles a graph per
+    shape it met (and one more for the static model)."""
+    cmd = [sys.executable, str(ROOT / "bench" / "shapes.py"), "--steps", "5", "--lengths", "8", "11"]
+    cmd += ["--repeat", "1", "--warm", "2", "--variants", "eager", "neoflow", "--out", str(tmp_path)]
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(next(tmp_path.glob("shapes-*.json")).read_text())
+    eager, neoflow = result["rows"]
+    assert eager["variant"] == "eager" and eager["neoflow_shapes"] is None
+    assert 2 <= neoflow["neoflow_shapes"] <= 5 and neoflow["static"]["median_ms"] > 0
