@@ -141,12 +141,13 @@ _OTHER = {
     aten.select_backward.default,
     aten.slice_backward.default,
     aten.embedding.default,
+    aten.embedding_dense_backward.default,
     aten.gather.default,
     operator.getitem,
 }
-# gathers: operator -> the position of its index tensor argument (int32 or int64; a kernel checks its range
-# before each launch and raises IndexError as eager does)
-INDEX_ARG = {aten.embedding.default: 1, aten.gather.default: 2}
+# gathers and the embedding's gradient (a scatter): operator -> the position of its index tensor argument
+# (int32 or int64; a kernel checks its range before each launch)
+INDEX_ARG = {aten.embedding.default: 1, aten.gather.default: 2, aten.embedding_dense_backward.default: 1}
 SUPPORTED = set(UNARY) | set(BINARY) | set(COMPARE) | set(REDUCE) | CONSTANTS | _VIEWS | _OTHER
 # operators that may read bool tensors (as 0 or 1)
 _BOOL_IN = {aten.where.self, aten._to_copy.default, aten.logical_not.default, aten.constant_pad_nd.default} | {
@@ -258,6 +259,8 @@ def _argument_problem(node) -> str | None:
         return "a non-numeric exponent"
     if t is aten.gather.default and node.kwargs.get("sparse_grad", False):
         return "a sparse gradient"
+    if t is aten.embedding_dense_backward.default and node.args[4]:
+        return "gradients scaled by frequency"
     if t is aten.constant_pad_nd.default and not isinstance(pad_value(node), (int, float)):
         return "a padding value that is not a number"
     return None

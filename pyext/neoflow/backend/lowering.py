@@ -66,6 +66,7 @@ class Lowering:
         self.out_physical: list[int] = []
         self.out_dtypes: list[torch.dtype] = []
         self.in_shapes: list[tuple] = []
+        self.scattered: dict[str, tuple] = {}  # tensors written through index tensors -> their shapes
         # strided: placeholder position -> the strides its tensor comes with (other than row-major: an
         # unfold's overlapping windows, a permutation). The op takes the memory such a view spans as a flat
         # tensor and reads it at the strides' offsets, so that the view is never copied to be contiguous
@@ -241,6 +242,8 @@ class Lowering:
             self._emit(k, node, lambda i, s: self._pad(node, i))
         elif t is aten.embedding.default:  # the rows of the weight the indices pick
             self._emit(k, node, lambda i, s: self.at(a[0], [self.at(a[1], i[:-1]), i[-1]]))
+        elif t is aten.embedding_dense_backward.default:
+            self._scatter_rows(k, node)
         elif t is aten.gather.default:  # along dim, at the index tensor's element
             dim = a[1] % len(shape_of(node))
             self._emit(k, node, lambda i, s: self.at(a[0], [*i[:dim], self.at(a[2], i), *i[dim + 1 :]]))
@@ -289,6 +292,20 @@ class Lowering:
         if not conds:
             return read
         return dsl.where(functools.reduce(operator.and_, conds), read, num(float(pad_value(node))))
+
+    def _scatter_rows(self, k: int, node) -> None:
+        """The embedding's gradient: each gradient row added into the row its index picked (but for
+        padding_idx's), a scatter into E<k>, whose shape the op is given (``scattered``)."""
+        g, ind, rows, pad = node.args[:4]
+        idx = self.index_vars(k, shape_of(g))
+        at = self.at(ind, idx[:-1])
+        rhs = self.at(g, idx)
+        if pad >= 0:
+            rhs = dsl.where(at != pad, rhs, 0.0)
+        name = f"E{k}"  # not T<k>: written through an index tensor, it keeps row-major order
+        self.emit(name, [at, idx[-1]], "+=", rhs)
+        self.bind(node, name, shape_of(node))
+        self.scattered[name] = tuple(shape_of(node))
 
     def _placed(self, node, idx: list) -> dsl.Expr:
         """select_backward's or slice_backward's element at idx: the gradient's element where the select or

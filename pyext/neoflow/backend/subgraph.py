@@ -82,6 +82,7 @@ class Subgraph(torch.nn.Module):
             inputs=low.inputs,
             outputs=low.outputs,
             sizes=low.sizes,
+            out_shapes=low.scattered or None,
             forward_only=True,
         )
 
