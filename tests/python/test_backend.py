@@ -548,6 +548,33 @@ def test_embeddings_and_gathers_are_lowered():
         g(torch.tensor([[25, 1, 2, 3, 4, 5, 6], [0, 1, 2, 3, 4, 5, 6]]), x)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_cross_entropy_loss_is_lowered(weighted, reduction):
+    """nll_loss's forward and backward (after log_softmax: cross entropy) lower, with class weights and
+    either reduction; a target equal to ignore_index (-100) fails the launch's range check, and that call
+    runs the subgraph's eager operators, with eager's values."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    weight = torch.rand(5) + 0.5 if weighted else None
+
+    def f(x, t):
+        return F.cross_entropy(x * 2.0, t, weight=weight, reduction=reduction) * 3.0
+
+    x, t = torch.randn(6, 5), torch.randint(0, 5, (6,))
+    ignored = t.clone()
+    ignored[1] = -100
+    g = neoflow.compile(f, measure=False)
+    for target in (t, ignored):
+        xs = [x.clone().requires_grad_() for _ in range(2)]
+        y, y0 = g(xs[0], target), f(xs[1], target)
+        torch.testing.assert_close(y, y0, **TOL)
+        torch.testing.assert_close(torch.autograd.grad(y, xs[0])[0], torch.autograd.grad(y0, xs[1])[0], **TOL)
+    for r in neoflow.compile_report():
+        assert not [k for k in r["fallback"] if "nll" in k], r
+
+
 def test_hardsigmoid_gradient_is_lowered():
     """MobileNetV3's hardsigmoid: its gradient's decomposition (a bitwise and of two comparisons) lowers."""
     torch.manual_seed(0)

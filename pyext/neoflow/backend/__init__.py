@@ -12,8 +12,10 @@ Its modules, in the order a graph meets them:
 - ``mmsum``: sums of matrix products merged into one product first;
 - ``subgraph``: one lowered subgraph, called as its op's kernel;
 - ``lowering``: a subgraph's nodes as the statements of one neoflow op, with
-  ``convlowering`` for convolutions and pooling and ``inlining`` for a
-  neoflow op's own node;
+  ``convlowering`` for convolutions and pooling, ``indexlowering`` for the
+  operators that read or write through index tensors (embedding, gather,
+  the embedding's gradient, the negative log-likelihood loss) and
+  ``inlining`` for a neoflow op's own node;
 - ``layout``: tensors laid out densely other than row-major (channels-last,
   transposed), read and stored by the op in the order they lie in memory;
 - ``choice``: a lowered subgraph's kernel or its own eager operators, and

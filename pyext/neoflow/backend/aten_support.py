@@ -143,11 +143,19 @@ _OTHER = {
     aten.embedding.default,
     aten.embedding_dense_backward.default,
     aten.gather.default,
+    aten.nll_loss_forward.default,
+    aten.nll_loss_backward.default,
     operator.getitem,
 }
 # gathers and the embedding's gradient (a scatter): operator -> the position of its index tensor argument
 # (int32 or int64; a kernel checks its range before each launch)
-INDEX_ARG = {aten.embedding.default: 1, aten.gather.default: 2, aten.embedding_dense_backward.default: 1}
+INDEX_ARG = {
+    aten.embedding.default: 1,
+    aten.gather.default: 2,
+    aten.embedding_dense_backward.default: 1,
+    aten.nll_loss_forward.default: 1,
+    aten.nll_loss_backward.default: 2,
+}
 SUPPORTED = set(UNARY) | set(BINARY) | set(COMPARE) | set(REDUCE) | CONSTANTS | _VIEWS | _OTHER
 # operators that may read bool tensors (as 0 or 1)
 _BOOL_IN = {aten.where.self, aten._to_copy.default, aten.logical_not.default, aten.constant_pad_nd.default} | {
@@ -261,6 +269,11 @@ def _argument_problem(node) -> str | None:
         return "a sparse gradient"
     if t is aten.embedding_dense_backward.default and node.args[4]:
         return "gradients scaled by frequency"
+    if t in (aten.nll_loss_forward.default, aten.nll_loss_backward.default):
+        forward = t is aten.nll_loss_forward.default
+        x, reduction = node.args[0 if forward else 1], node.args[3 if forward else 4]
+        if len(shape_of(x)) != 2 or reduction not in (1, 2):
+            return "a loss over other than (batch, classes), or without reduction"
     if t is aten.constant_pad_nd.default and not isinstance(pad_value(node), (int, float)):
         return "a padding value that is not a number"
     return None

@@ -2,7 +2,7 @@
 
 AOT Autograd hands the backend graphs of ATen operators as autograd dispatched them: fused ones among them
 (``native_layer_norm_backward``, ``gelu_backward``, ``_softmax_backward_data``, ``threshold_backward``, batch
-norm's forward and backward, ``nll_loss_forward``, ``embedding_dense_backward``, ...). Decomposing the whole
+norm's forward and backward, ``nll_loss2d_forward``, ``max_pool2d_with_indices_backward``, ...). Decomposing the whole
 graph into core ATen operators (as Inductor does) lets neoflow lower the parts, but every part it cannot
 lower (the integer indexing of a loss or an embedding, a mask) then runs in eager as a string of small
 operators where the fused kernel ran once: on small transformers on the CPU that made AOT's graph 1.4x as

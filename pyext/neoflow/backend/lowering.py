@@ -28,7 +28,7 @@ import operator
 import torch
 
 from .. import dsl
-from . import convlowering, inlining, layout
+from . import convlowering, indexlowering, inlining, layout
 from .aten_support import (
     BINARY,
     COMPARE,
@@ -182,7 +182,7 @@ class Lowering:
         off = len(shape) - len(ash)
         return self.at(arg, [0 if n == 1 else idx[d + off] for d, n in enumerate(ash)])
 
-    def _emit(self, k: int, node, rhs_of) -> None:
+    def emit_node(self, k: int, node, rhs_of) -> None:
         """T<k>[its output's indices] = rhs_of(those indices, the output's shape)."""
         shape = shape_of(node)
         idx = self.index_vars(k, shape)
@@ -197,16 +197,16 @@ class Lowering:
         elif t is operator.getitem:
             self.bind(node, self.names[a[0]][a[1]], shape_of(node))
         elif t in UNARY:
-            self._emit(k, node, lambda i, s: UNARY[t](self._read(a[0], i, s)))
+            self.emit_node(k, node, lambda i, s: UNARY[t](self._read(a[0], i, s)))
         elif t is aten._to_copy.default:
-            self._emit(k, node, lambda i, s: self._read(a[0], i, s))
+            self.emit_node(k, node, lambda i, s: self._read(a[0], i, s))
         elif t in BINARY or t in COMPARE:
             form = BINARY.get(t) or COMPARE[t]
-            self._emit(k, node, lambda i, s: form(*(self._read(x, i, s) for x in a[:2])))
+            self.emit_node(k, node, lambda i, s: form(*(self._read(x, i, s) for x in a[:2])))
         elif t in CONSTANTS:
             value = {aten.zeros_like.default: 0.0, aten.ones_like.default: 1.0}.get(t)
             value = a[0] if t is aten.scalar_tensor.default else a[1] if value is None else value
-            self._emit(k, node, lambda i, s: num(value))
+            self.emit_node(k, node, lambda i, s: num(value))
         elif t is aten.elu.default:
             alpha, scale, in_scale = (list(a[1:]) + [1.0, 1.0, 1.0])[:3]
 
@@ -214,9 +214,9 @@ class Lowering:
                 x = self._read(a[0], i, s)
                 return dsl.where(x > 0.0, num(scale) * x, num(scale * alpha) * dsl.expm1(x * num(in_scale)))
 
-            self._emit(k, node, elu)
+            self.emit_node(k, node, elu)
         elif t is aten.cat.default:
-            self._emit(k, node, lambda i, s: self._cat(node, i))
+            self.emit_node(k, node, lambda i, s: self._cat(node, i))
         elif t in (aten.split_with_sizes.default, aten.split.Tensor):
             self._split(k, node)
         elif t in (aten._softmax.default, aten._log_softmax.default):
@@ -227,7 +227,7 @@ class Lowering:
                 c, x, y = (self._read(v, i, s) for v in a[:3])
                 return dsl.where(c != 0.0, x, y)
 
-            self._emit(k, node, select)
+            self.emit_node(k, node, select)
         elif t is aten.clamp.default:
             lo, hi = (list(a[1:]) + [None, None])[:2]
             lo, hi = node.kwargs.get("min", lo), node.kwargs.get("max", hi)
@@ -237,20 +237,15 @@ class Lowering:
                 x = x if lo is None else dsl.max(x, num(lo))
                 return x if hi is None else dsl.min(x, num(hi))
 
-            self._emit(k, node, clamp)
+            self.emit_node(k, node, clamp)
         elif t is aten.constant_pad_nd.default:
-            self._emit(k, node, lambda i, s: self._pad(node, i))
-        elif t is aten.embedding.default:  # the rows of the weight the indices pick
-            self._emit(k, node, lambda i, s: self.at(a[0], [self.at(a[1], i[:-1]), i[-1]]))
-        elif t is aten.embedding_dense_backward.default:
-            self._scatter_rows(k, node)
-        elif t is aten.gather.default:  # along dim, at the index tensor's element
-            dim = a[1] % len(shape_of(node))
-            self._emit(k, node, lambda i, s: self.at(a[0], [*i[:dim], self.at(a[2], i), *i[dim + 1 :]]))
+            self.emit_node(k, node, lambda i, s: self._pad(node, i))
+        elif t in indexlowering.LOWER:
+            indexlowering.LOWER[t](self, k, node)
         elif t in (aten.select_backward.default, aten.slice_backward.default):
-            self._emit(k, node, lambda i, s: self._placed(node, i))
+            self.emit_node(k, node, lambda i, s: self._placed(node, i))
         elif t is aten.gelu.default:
-            self._emit(k, node, lambda i, s: _gelu(self._read(a[0], i, s), node.kwargs.get("approximate")))
+            self.emit_node(k, node, lambda i, s: _gelu(self._read(a[0], i, s), node.kwargs.get("approximate")))
         elif t in REDUCE:
             self._reduce(k, node, *REDUCE[t])
         elif t in (aten.mm.default, aten.bmm.default, aten.addmm.default):
@@ -268,7 +263,7 @@ class Lowering:
         else:  # a view: read through its index map, stored only where the subgraph returns it
             self.views[node] = lambda parts, node=node: self._view(node, parts)
             if any(u.op == "output" for u in node.users):
-                self._emit(k, node, lambda i, s: self._view(node, i))
+                self.emit_node(k, node, lambda i, s: self._view(node, i))
 
     def _pad(self, node, idx: list) -> dsl.Expr:
         """constant_pad_nd's element at output indices idx: its input's, shifted by the padding before each
@@ -292,20 +287,6 @@ class Lowering:
         if not conds:
             return read
         return dsl.where(functools.reduce(operator.and_, conds), read, num(float(pad_value(node))))
-
-    def _scatter_rows(self, k: int, node) -> None:
-        """The embedding's gradient: each gradient row added into the row its index picked (but for
-        padding_idx's), a scatter into E<k>, whose shape the op is given (``scattered``)."""
-        g, ind, rows, pad = node.args[:4]
-        idx = self.index_vars(k, shape_of(g))
-        at = self.at(ind, idx[:-1])
-        rhs = self.at(g, idx)
-        if pad >= 0:
-            rhs = dsl.where(at != pad, rhs, 0.0)
-        name = f"E{k}"  # not T<k>: written through an index tensor, it keeps row-major order
-        self.emit(name, [at, idx[-1]], "+=", rhs)
-        self.bind(node, name, shape_of(node))
-        self.scattered[name] = tuple(shape_of(node))
 
     def _placed(self, node, idx: list) -> dsl.Expr:
         """select_backward's or slice_backward's element at idx: the gradient's element where the select or
