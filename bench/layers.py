@@ -31,14 +31,12 @@ import argparse
 import copy
 import datetime
 import importlib
-import os
 import sys
 import types
 from pathlib import Path
 
 import workloads_module
 import zoo
-from machine import steady_heap
 
 ROOT = Path(__file__).resolve().parent.parent
 wl = workloads_module.load()
@@ -157,10 +155,7 @@ def render_markdown(result: dict) -> str:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    if args.heap == "steady":
-        steady_heap()
-    wl.cold_caches()
-    os.environ["NEOFLOW_TUNE"] = "off"
+    wl.untuned_process(args.heap)
     if zoo.missing():
         raise SystemExit(f"bench/layers.py: the public models need {', '.join(zoo.missing())}: scripts/env.sh")
     import neoflow

@@ -47,7 +47,6 @@ from pathlib import Path
 
 import workloads_module
 import zoo
-from machine import steady_heap
 
 ROOT = Path(__file__).resolve().parent.parent
 wl = workloads_module.load()
@@ -348,10 +347,7 @@ def render_markdown(result: dict) -> str:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    if args.heap == "steady":
-        steady_heap()
-    wl.cold_caches()
-    os.environ["NEOFLOW_TUNE"] = "off"
+    wl.untuned_process(args.heap)
     if (os.cpu_count() or 1) <= 4:
         os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     import neoflow

@@ -60,7 +60,7 @@ import time
 from pathlib import Path
 
 import results_index
-from machine import cpu_model, scratch_dir
+from machine import cpu_model, scratch_dir, steady_heap
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ("milstm", "scrnn", "sublstm", "lltm", "capsnet", "shufflenet")
@@ -98,6 +98,15 @@ def cold_caches() -> None:
     tmp = scratch_dir("neoflow-bench-")
     os.environ["NEOFLOW_CACHE_DIR"] = os.path.join(tmp, "neoflow")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor")
+
+
+def untuned_process(heap: str) -> None:
+    """The set-up of a benchmark process that compiles whole models: glibc keeping its freed memory when heap
+    is "steady" (machine.steady_heap), fresh compile caches (cold_caches), neoflow untuned (NEOFLOW_TUNE=off)."""
+    if heap == "steady":
+        steady_heap()
+    cold_caches()
+    os.environ["NEOFLOW_TUNE"] = "off"
 
 
 # ---------------------------------------------------------------- machine

@@ -42,7 +42,6 @@ class Kernel:
         "pack",
         "index_checks",
         "dtypes",
-        "host",
     )
 
     def __init__(self, resp: pb.SpecializeResponse, outputs=()):
@@ -51,7 +50,6 @@ class Kernel:
         self.c_source = resp.c_source
         self.cuda_source = resp.cuda_source
         self.aligned = resp.aligned  # CUDA: pass 16-byte aligned pointers only
-        self.host = not resp.cuda_source  # a C kernel, launched on the host
         self.cache_hit = resp.cache_hit
         self.buffers = [(b.name, b.role, tuple(b.shape)) for b in resp.buffers]
         # each buffer's element type: the op's dtype, or an integer input's or cast output's
@@ -85,12 +83,7 @@ class Kernel:
     def call(self, tensors):
         """Launches the kernel on these inputs and returns its output, or its outputs as a tuple: an op's
         call without autograd (``Op.__call__``'s direct path)."""
-        if not self.host or self.index_checks or not all(map(_contiguous, tensors)) or any(map(_negated, tensors)):
-            bufs = self.run(tensors)
-        else:  # run()'s usual case, inlined: a call of a small op costs about as much as each line here
-            bufs = list(tensors)
-            bufs += [torch.empty(*s, dtype=dt) if small else memory.empty(s, dt) for s, small, dt in self.alloc]
-            _lib.launch(self.kernel_id, self.pack(*map(_data_ptr, bufs)), threadshare.launch_threads())
+        bufs = self.run(tensors)
         outs = self.outputs
         return bufs[outs[0]] if len(outs) == 1 else tuple([bufs[i] for i in outs])
 

@@ -392,19 +392,13 @@ class Op:
         return [bufs[i] for i in (kernel.returned if keep else kernel.outputs)]
 
     def __call__(self, *tensors, sizes=None, out_shapes=None):
-        # the direct path, checked in one pass (_mode's _DIRECT and specialize's lookup, inlined: a small op's
-        # call costs about as much as each check here): plain tensors without autograd, no transform, no
-        # autocast, a kernel built for them
-        if sizes is None and out_shapes is None and not self._out_checks:
-            if not (_is_compiling() or _dual_level() >= 0 or _transforms_active() or any_autocast()):
-                grad = torch.is_grad_enabled()
-                for t in tensors:
-                    if type(t) not in _PLAIN or (grad and t.requires_grad):
-                        break
-                else:
-                    kernel = self._kernels.get((tuple([(t.dtype, t.shape, t.device) for t in tensors]), ()))
-                    if kernel is not None:
-                        return kernel.call(tensors)
+        # the direct path (plain tensors, no autograd, no transform, no autocast) to a kernel built for them:
+        # one lookup, without the frames of _call, _launch and specialize
+        if sizes is None and out_shapes is None and not self._out_checks and not any_autocast():
+            if _mode(tensors) == _DIRECT:
+                kernel = self._kernels.get((tuple([(t.dtype, t.shape, t.device) for t in tensors]), ()))
+                if kernel is not None:
+                    return kernel.call(tensors)
         if any_autocast():  # traced by torch.compile too
             tensors = autocast_inputs(tensors)
         checks = self._out_checks
@@ -528,24 +522,11 @@ _transforms_active = getattr(torch._C, "_are_functorch_transforms_active", lambd
 
 
 _DIRECT, _EAGER, _DISPATCH, _TRANSFORM = 0, 1, 2, 3
-_is_compiling = torch.compiler.is_compiling
-
-
-if hasattr(_forward_ad, "_current_level"):
-
-    def _dual_level() -> int:
-        """The innermost forward-mode AD level entered (torch.autograd.forward_ad), -1 for none."""
-        return _forward_ad._current_level
-
-else:  # a PyTorch without that private counter: every call takes the checked paths
-
-    def _dual_level() -> int:
-        return 0
 
 
 def _dual(tensors) -> bool:
     """Whether a tensor carries a forward-mode tangent (torch.autograd.forward_ad)."""
-    if _dual_level() < 0:  # no dual level entered: the common case, one read
+    if getattr(_forward_ad, "_current_level", 0) < 0:  # no dual level entered: the common case, one read
         return False  # (a PyTorch without that private counter gets every tensor checked instead)
     return any(isinstance(t, torch.Tensor) and _forward_ad.unpack_dual(t).tangent is not None for t in tensors)
 

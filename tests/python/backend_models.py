@@ -83,3 +83,18 @@ class ConvNet(torch.nn.Module):
     def forward(self, x):
         x = torch.relu(self.bn(self.conv(x)))
         return self.fc(torch.nn.functional.max_pool2d(x, 2).flatten(1))
+
+
+def record_subgraphs(monkeypatch) -> list:
+    """The lowered subgraphs (backend.subgraph.Subgraph) made from now on, in a list that fills as they are."""
+    from neoflow.backend import subgraph
+
+    made = []
+    init = subgraph.Subgraph.__init__
+
+    def record(self, *a, **k):
+        init(self, *a, **k)
+        made.append(self)
+
+    monkeypatch.setattr(subgraph.Subgraph, "__init__", record)
+    return made

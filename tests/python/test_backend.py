@@ -18,6 +18,7 @@ from backend_models import (  # noqa: E402
     check_training,
     check_value_and_grad,
     fresh_dynamo,  # noqa: F401 - a fixture, used through pytestmark
+    record_subgraphs,
 )
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -254,7 +255,7 @@ def test_strided_inputs_are_read_in_place(monkeypatch):
     copied; the same subgraph called with a contiguous input uses its plain
     op, with the same values."""
 
-    made = _record_subgraphs(monkeypatch)
+    made = record_subgraphs(monkeypatch)
 
     def f(x):
         return ((x.unfold(1, 3, 1) * 2.0).tanh() * x[:, :1, None]).sum(-1)
@@ -404,21 +405,6 @@ def test_a_subgraph_neoflow_refuses_runs_in_eager(monkeypatch, caplog):
     assert "runs in eager" in caplog.text
 
 
-def _record_subgraphs(monkeypatch) -> list:
-    """The lowered subgraphs (backend.subgraph.Subgraph) made from now on, in a list that fills as they are."""
-    from neoflow.backend import subgraph
-
-    made = []
-    init = subgraph.Subgraph.__init__
-
-    def record(self, *a, **k):
-        init(self, *a, **k)
-        made.append(self)
-
-    monkeypatch.setattr(subgraph.Subgraph, "__init__", record)
-    return made
-
-
 def test_subgraphs_are_forward_only_and_launch_their_kernels_directly(monkeypatch):
     """AOT Autograd traced the backward, so a subgraph's op keeps no
     temporaries for a gradient of its own, and a call launches the kernel
@@ -426,7 +412,7 @@ def test_subgraphs_are_forward_only_and_launch_their_kernels_directly(monkeypatc
     argument checks that the graph is past)."""
     from neoflow.op import Op
 
-    made = _record_subgraphs(monkeypatch)
+    made = record_subgraphs(monkeypatch)
     torch.manual_seed(0)
     model, x = MLP(), torch.randn(4, 16)
     f = neoflow.compile(model)

@@ -10,8 +10,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import neoflow  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from backend_models import TOL, fresh_dynamo  # noqa: E402, F401 - a fixture, used through pytestmark
-from neoflow.backend import layout, subgraph  # noqa: E402
+from backend_models import TOL, fresh_dynamo, record_subgraphs  # noqa: E402, F401 - fresh_dynamo: a fixture
+from neoflow.backend import layout  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
@@ -30,18 +30,6 @@ def test_physical_order():
     assert layout.physical_order((0, 4), (1, 0)) is None
 
 
-def _made(monkeypatch) -> list:
-    made = []
-    init = subgraph.Subgraph.__init__
-
-    def record(self, *a, **k):
-        init(self, *a, **k)
-        made.append(self)
-
-    monkeypatch.setattr(subgraph.Subgraph, "__init__", record)
-    return made
-
-
 def _check(f, *xs):
     """f under the backend against eager: values, strides and the gradients of every input."""
     xs = [x.requires_grad_() for x in xs]
@@ -57,7 +45,7 @@ def _check(f, *xs):
 def test_channels_last_in_and_out(monkeypatch):
     """Channels-last inputs are read in place and the channels-last output is stored so, in the
     subgraph's op; the tensors of the subgraph's rank are lowered in that order."""
-    made = _made(monkeypatch)
+    made = record_subgraphs(monkeypatch)
     x = torch.randn(2, 5, 4, 3).to(memory_format=CL)
     y = torch.randn(2, 5, 4, 3).to(memory_format=CL)
     out = _check(lambda a, b: (torch.relu(a) * 2.0 + b).sigmoid() * a, x, y)

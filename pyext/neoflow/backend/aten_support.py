@@ -73,14 +73,19 @@ for _name, _cmp in (
     for _overload in ("Scalar", "Tensor"):
         COMPARE[getattr(getattr(aten, _name), _overload)] = _compare(_cmp)
 COMPARE[aten.logical_not.default] = lambda x: dsl.where(x != 0.0, 0.0, 1.0)
+
+
+def _truth(x):
+    """1.0 where x is nonzero, else 0.0."""
+    return dsl.where(x != 0.0, 1.0, 0.0)
+
+
 # logic on truth values (nonzero is true; bitwise on bool tensors only: an integer's bitwise result is refused
 # for its dtype): a bool result, held as 1.0 or 0.0
 LOGIC = {
-    aten.logical_and.default: lambda a, b: dsl.where(a != 0.0, dsl.where(b != 0.0, 1.0, 0.0), 0.0),
-    aten.logical_or.default: lambda a, b: dsl.where(a != 0.0, 1.0, dsl.where(b != 0.0, 1.0, 0.0)),
-    aten.logical_xor.default: lambda a, b: dsl.where(
-        a != 0.0, dsl.where(b != 0.0, 0.0, 1.0), dsl.where(b != 0.0, 1.0, 0.0)
-    ),
+    aten.logical_and.default: lambda a, b: dsl.where(a != 0.0, _truth(b), 0.0),
+    aten.logical_or.default: lambda a, b: dsl.where(a != 0.0, 1.0, _truth(b)),
+    aten.logical_xor.default: lambda a, b: dsl.where(a != 0.0, 1.0 - _truth(b), _truth(b)),
 }
 LOGIC[aten.bitwise_and.Tensor] = LOGIC[aten.logical_and.default]
 LOGIC[aten.bitwise_or.Tensor] = LOGIC[aten.logical_or.default]
@@ -158,10 +163,11 @@ INDEX_ARG = {
 }
 SUPPORTED = set(UNARY) | set(BINARY) | set(COMPARE) | set(REDUCE) | CONSTANTS | _VIEWS | _OTHER
 # operators that may read bool tensors (as 0 or 1)
-_BOOL_IN = {aten.where.self, aten._to_copy.default, aten.logical_not.default, aten.constant_pad_nd.default} | {
-    k for k in COMPARE if k.overloadpacket in (aten.eq, aten.ne)
-}
-_BOOL_IN |= set(LOGIC)
+_BOOL_IN = (
+    {aten.where.self, aten._to_copy.default, aten.logical_not.default, aten.constant_pad_nd.default}
+    | {k for k in COMPARE if k.overloadpacket in (aten.eq, aten.ne)}
+    | set(LOGIC)
+)
 
 
 # operators with bool results (held as 1.0 or 0.0 inside a subgraph)

@@ -46,7 +46,7 @@ class PerShape:
         # under dynamic=True, such as a layer norm's eps): each compiled graph takes its value as a constant
         self.values = _read_as_numbers(gm)
         self.compiled: dict = {}  # key -> the compiled graph (or the graph itself: eager)
-        self.shapes = 0
+        self.shapes = 0  # of the keys, those compiled
         self.lock = threading.Lock()
 
     def __call__(self, *args):
@@ -64,13 +64,12 @@ class PerShape:
             if fn is not None:
                 return fn
             if self.shapes >= MAX_SHAPES:
-                if self.shapes == MAX_SHAPES:
+                if len(self.compiled) == self.shapes:  # the first shape past the limit
                     log.warning(
                         "neoflow: a graph with dynamic shapes was compiled for %d shapes; further shapes run it "
                         "in eager (mark the varying dimensions static, or pad them to a few sizes)",
                         MAX_SHAPES,
                     )
-                    self.shapes += 1
                 fn = self.gm.forward
             else:
                 shapes = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor)]

@@ -52,6 +52,7 @@ class Subgraph(torch.nn.Module):
         # whatever eager operator made them): the op variant for their strides reads them in place
         # (_strided); by the positions and strides of such inputs, () for none
         self.variants: dict = {(): self.op}
+        self.takes: dict = {}  # by the same signatures: (position, memory order or None, extent) per strided input
         self.out_shapes = low.out_shapes
         self.bools = [k for k, dt in enumerate(low.out_dtypes) if dt == torch.bool]  # comparisons' results
         # outputs eager lays out densely otherwise than row-major (channels-last): some eager operators after
@@ -163,16 +164,17 @@ class Subgraph(torch.nn.Module):
             except (Error, ValueError) as e:
                 log.debug("neoflow: a subgraph's strided inputs are copied: %s", e)
                 self.variants[sig] = None
+            # how the variant takes each such input (the subgraph's shapes are static): a dense layout as the
+            # tensor of its dimensions in memory order (a permutation), any other as the flat memory it spans
+            self.takes[sig] = [
+                (i, layout.physical_order(flat[i].shape, st), 1 + sum((n - 1) * s for n, s in zip(flat[i].shape, st)))
+                for i, st in sig
+            ]
         if self.variants[sig] is None:
             return (), flat
         flat = list(flat)
-        for i, st in sig:
-            order = layout.physical_order(flat[i].shape, st)
-            if order is not None:  # a dense layout: the tensor of its dimensions in memory order
-                flat[i] = flat[i].permute(order)
-            else:
-                extent = 1 + sum((n - 1) * s for n, s in zip(flat[i].shape, st))
-                flat[i] = flat[i].as_strided((extent,), (1,))
+        for i, order, extent in self.takes[sig]:
+            flat[i] = flat[i].permute(order) if order is not None else flat[i].as_strided((extent,), (1,))
         return sig, flat
 
     def _kernel(self, flat, sig: tuple, key):
