@@ -393,6 +393,9 @@ func (r *renderer) callExpr(e *ir.Call) (cexpr, error) {
 		}
 		return cexpr{}, errors.Errorf("%s of an index", e.Fn)
 	}
+	if n, ok := smallPower(e); ok {
+		return r.call(powHelpers[n], k, args[0]), nil
+	}
 	switch e.Fn {
 	case ir.FuncExp, ir.FuncLog, ir.FuncSqrt, ir.FuncTanh, ir.FuncPow, ir.FuncErf,
 		ir.FuncSin, ir.FuncCos, ir.FuncTan, ir.FuncAsin, ir.FuncAcos, ir.FuncAtan, ir.FuncAtan2, ir.FuncSinh, ir.FuncCosh,

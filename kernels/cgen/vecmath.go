@@ -3,6 +3,8 @@ package cgen
 import (
 	"fmt"
 	"strings"
+
+	"github.com/neoflow/neoflow/core/ir"
 )
 
 // vecMathFuncs are the <math.h> functions whose vector variants glibc's
@@ -32,4 +34,29 @@ func vectorMathDecls(ctype, suffix string) string {
 	}
 	b.WriteString("#endif\n\n")
 	return b.String()
+}
+
+// powHelpers are the helpers that multiply out pow(x, n), by exponent.
+var powHelpers = map[int]string{2: "nf_pow2", 3: "nf_pow3", 4: "nf_pow4", -1: "nf_pow_1", -2: "nf_pow_2"}
+
+// smallPower reports whether call e is pow(x, n) with n a literal of
+// powHelpers, and n. The product differs from pow's correctly rounded
+// result by a rounding or two (as PyTorch's, which multiplies out the
+// same exponents); pow(x, 1) stays a call, rare enough not to matter.
+func smallPower(e *ir.Call) (int, bool) {
+	if e.Fn != ir.FuncPow {
+		return 0, false
+	}
+	var v float64
+	switch l := e.Args[1].(type) {
+	case *ir.IntLit:
+		v = float64(l.Value)
+	case *ir.FloatLit:
+		v = l.Value
+	default:
+		return 0, false
+	}
+	n := int(v)
+	_, ok := powHelpers[n]
+	return n, ok && float64(n) == v
 }
