@@ -232,7 +232,11 @@ func ScheduledSource(spec *ir.Spec, scheds []loops.Schedule) (string, error) {
 // function named PlaceholderSymbol, profiled or not: the text the cache
 // key is computed over.
 func lower(spec *ir.Spec, scheds []loops.Schedule, profile bool, dump *pipeline.Dumper) (*loops.Func, string, error) {
-	fn, err := lowerFunc(spec, scheds, pipeline.CPU, dump)
+	target := pipeline.CPU
+	if profile { // each statement's nest timed on its own: none fused (fuse-nests)
+		target = pipeline.CPUProfiled
+	}
+	fn, err := lowerFunc(spec, scheds, target, dump)
 	if err != nil {
 		return nil, "", err
 	}

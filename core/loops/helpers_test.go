@@ -47,7 +47,7 @@ func matmulSpec(dt ir.DType, m, n, k int64) *ir.Spec {
 
 // Lower, LowerWith and LowerStmt give this package's tests the nests as the
 // renderers take them: the loop-level passes of core/pipeline's table
-// (lower, hoist-guards, version-lanes, check-bounds) in its order, which
+// (lower, hoist-guards, version-lanes, fuse-nests, hoist-invariants, check-bounds) in its order, which
 // these tests cannot import (the pipeline imports loops).
 func Lower(spec *ir.Spec) (*Func, error) { return LowerWith(spec, DefaultSchedule) }
 
@@ -56,7 +56,7 @@ func LowerWith(spec *ir.Spec, sched func(*ir.Spec, int) Schedule) (*Func, error)
 	if err != nil {
 		return nil, err
 	}
-	return CheckFunc(VersionFunc(HoistFunc(fn)))
+	return CheckFunc(HoistInvariants(FuseNests(VersionFunc(HoistFunc(fn)))))
 }
 
 func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
@@ -64,7 +64,7 @@ func LowerStmt(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 	if err != nil {
 		return nil, err
 	}
-	fn, err := CheckFunc(VersionFunc(HoistFunc(&Func{Spec: spec, Nests: []*Nest{n}})))
+	fn, err := CheckFunc(HoistInvariants(VersionFunc(HoistFunc(&Func{Spec: spec, Nests: []*Nest{n}}))))
 	if err != nil {
 		return nil, err
 	}

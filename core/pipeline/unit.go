@@ -16,6 +16,10 @@ const (
 	CPU Target = iota
 	// GPU lowers for the CUDA backend (loops.GPUSchedule).
 	GPU
+	// CPUProfiled is CPU for a kernel that times each statement's nest
+	// (the tuner's): its nests are not fused (fuse-nests), so that each
+	// statement's time is its own.
+	CPUProfiled
 )
 
 // Unit is one op on its way through the passes. The caller fills the

@@ -27,7 +27,7 @@ var cudaGoldenOps = []struct {
 
 func cudaModule(t *testing.T, spec *ir.Spec) *CUDAModule {
 	t.Helper()
-	fn, err := pipeline.Lower(spec, loops.GPUSchedule)
+	fn, err := lowerCUDA(spec, loops.GPUSchedule)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestCUDAPatterns(t *testing.T) {
 		t.Errorf("2^31 elements: want 64-bit indices and %d blocks, got %+v\n%s", MaxBlocks, mod.Launches, mod.Source)
 	}
 	// A schedule's Threads sets the block size.
-	fn, err := pipeline.Lower(spec, func(s *ir.Spec, i int) loops.Schedule {
+	fn, err := lowerCUDA(spec, func(s *ir.Spec, i int) loops.Schedule {
 		sc := loops.GPUSchedule(s, i)
 		sc.Threads = 128
 		return sc
@@ -137,7 +137,7 @@ func TestCUDAPatterns(t *testing.T) {
 // unrolled, no OpenMP pragma and no blend.
 func TestCUDASerialPhase(t *testing.T) {
 	spec := mustSpec(t, testops.Op{Name: "pad", Src: "Y[i] = where(i >= 3, X[i - 3], 0.0)", Shapes: [][]int64{{29}}, Sizes: map[string]int64{"i": 32}})
-	fn, err := pipeline.Lower(spec, func(s *ir.Spec, i int) loops.Schedule {
+	fn, err := lowerCUDA(spec, func(s *ir.Spec, i int) loops.Schedule {
 		sc := loops.GatherSchedule(s, i)
 		sc.ParallelDepth = 0
 		return sc
@@ -164,7 +164,7 @@ func TestCUDASerialPhase(t *testing.T) {
 
 func TestCUDARenderErrors(t *testing.T) {
 	spec := mustSpec(t, testops.Op{Name: "e", Src: "Y[i] = X[i]", Shapes: [][]int64{{4}}})
-	fn, err := pipeline.Lower(spec, loops.GPUSchedule)
+	fn, err := lowerCUDA(spec, loops.GPUSchedule)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,4 +189,15 @@ func mustSpec(t *testing.T, o testops.Op) *ir.Spec {
 		t.Fatal(err)
 	}
 	return spec
+}
+
+// lowerCUDA runs the build passes for the CUDA backend, as kernels'
+// CUDA builds do.
+func lowerCUDA(spec *ir.Spec, sched func(*ir.Spec, int) loops.Schedule) (*loops.Func, error) {
+	u := pipeline.FromSpec(spec)
+	u.Target, u.Sched = pipeline.GPU, sched
+	if err := pipeline.Run(u, pipeline.Build); err != nil {
+		return nil, err
+	}
+	return u.Func, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
@@ -16,8 +17,20 @@ func profiledSource(t *testing.T, name string, dt ir.DType) (plain, profiled str
 	if !ok {
 		t.Fatalf("no test op %s", name)
 	}
-	fn, plain := lowered(t, o, dt)
-	profiled, err := RenderProfiled(fn, "nf_kernel")
+	spec, err := o.Spec(dt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := pipeline.FromSpec(spec) // as kernels builds a profiled kernel: its nests unfused
+	u.Target = pipeline.CPUProfiled
+	if err := pipeline.Run(u, pipeline.Build); err != nil {
+		t.Fatal(err)
+	}
+	fn := u.Func
+	if plain, err = Render(fn, "nf_kernel"); err != nil {
+		t.Fatal(err)
+	}
+	profiled, err = RenderProfiled(fn, "nf_kernel")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,115 +60,105 @@ void nf_kernel(void **bufs, int64_t nthreads)
 	float *restrict t_S = (float *)bufs[4];
 	const int nf_nt = nthreads < 1 ? 1 : nthreads > 4096 ? 4096 : (int)nthreads;
 	// M[i] max= X[i, j]
-	{
-		#pragma omp parallel for num_threads(nf_nt) schedule(static)
-		for (int64_t v_i = 0; v_i < 7; v_i++) {
-			NF_SCALAR;
-			float r_acc[16] __attribute__((aligned(64)));
-			#pragma omp simd
-			for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
-				r_acc[vl_j] = -INFINITY;
-			}
-			float r_rem[3] __attribute__((aligned(64)));
-			#pragma omp simd
-			for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
-				r_rem[vl_j] = -INFINITY;
-			}
-			#pragma omp simd
-			for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
-				r_acc[vl_j] = nf_max(r_acc[vl_j], t_X[v_i * 19 + vl_j]);
-			}
-			{ // remainder: j in [16, 19)
-				#pragma omp simd
-				for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
-					r_rem[vl_j] = nf_max(r_rem[vl_j], t_X[v_i * 19 + vl_j + 16]);
-				}
-			}
-			float r_red;
-			r_red = -INFINITY;
-			for (int64_t vh_j = 0; vh_j < 16; vh_j++) {
-				NF_SCALAR;
-				r_red = nf_max(r_red, r_acc[vh_j]);
-			}
-			for (int64_t vhr_j = 0; vhr_j < 3; vhr_j++) {
-				NF_SCALAR;
-				r_red = nf_max(r_red, r_rem[vhr_j]);
-			}
-			t_M[v_i] = r_red;
-		}
-	}
 	// E[i, j] = exp(X[i, j] - M[i])
-	{
-		#pragma omp parallel for num_threads(nf_nt) schedule(static)
-		for (int64_t v_i = 0; v_i < 7; v_i++) {
-			NF_SCALAR;
-			{ // j in [0, 16)
-				#pragma omp simd
-				for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
-					t_E[v_i * 19 + vl_j] = expf(t_X[v_i * 19 + vl_j] - t_M[v_i]);
-				}
-			}
-			{ // remainder: j in [16, 19)
-				#pragma omp simd
-				for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
-					t_E[v_i * 19 + vl_j + 16] = expf(t_X[v_i * 19 + vl_j + 16] - t_M[v_i]);
-				}
-			}
-		}
-	}
 	// S[i] += E[i, j]
-	{
-		#pragma omp parallel for num_threads(nf_nt) schedule(static)
-		for (int64_t v_i = 0; v_i < 7; v_i++) {
-			NF_SCALAR;
-			float r_acc[16] __attribute__((aligned(64)));
-			#pragma omp simd
-			for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
-				r_acc[vl_j] = 0.0f;
-			}
-			float r_rem[3] __attribute__((aligned(64)));
-			#pragma omp simd
-			for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
-				r_rem[vl_j] = 0.0f;
-			}
-			#pragma omp simd
-			for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
-				r_acc[vl_j] += t_E[v_i * 19 + vl_j];
-			}
-			{ // remainder: j in [16, 19)
-				#pragma omp simd
-				for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
-					r_rem[vl_j] += t_E[v_i * 19 + vl_j + 16];
-				}
-			}
-			float r_red;
-			r_red = 0.0f;
-			for (int64_t vh_j = 0; vh_j < 16; vh_j++) {
-				NF_SCALAR;
-				r_red += r_acc[vh_j];
-			}
-			for (int64_t vhr_j = 0; vhr_j < 3; vhr_j++) {
-				NF_SCALAR;
-				r_red += r_rem[vhr_j];
-			}
-			t_S[v_i] = r_red;
-		}
-	}
 	// Y[i, j] = E[i, j] / S[i]
 	{
 		#pragma omp parallel for num_threads(nf_nt) schedule(static)
 		for (int64_t v_i = 0; v_i < 7; v_i++) {
 			NF_SCALAR;
-			{ // j in [0, 16)
+			{ // fused: M
+				float r_acc[16] __attribute__((aligned(64)));
 				#pragma omp simd
 				for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
-					t_Y[v_i * 19 + vl_j] = t_E[v_i * 19 + vl_j] / t_S[v_i];
+					r_acc[vl_j] = -INFINITY;
 				}
-			}
-			{ // remainder: j in [16, 19)
+				float r_rem[3] __attribute__((aligned(64)));
 				#pragma omp simd
 				for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
-					t_Y[v_i * 19 + vl_j + 16] = t_E[v_i * 19 + vl_j + 16] / t_S[v_i];
+					r_rem[vl_j] = -INFINITY;
+				}
+				#pragma omp simd
+				for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
+					r_acc[vl_j] = nf_max(r_acc[vl_j], t_X[v_i * 19 + vl_j]);
+				}
+				{ // remainder: j in [16, 19)
+					#pragma omp simd
+					for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
+						r_rem[vl_j] = nf_max(r_rem[vl_j], t_X[v_i * 19 + vl_j + 16]);
+					}
+				}
+				float r_red;
+				r_red = -INFINITY;
+				for (int64_t vh_j = 0; vh_j < 16; vh_j++) {
+					NF_SCALAR;
+					r_red = nf_max(r_red, r_acc[vh_j]);
+				}
+				for (int64_t vhr_j = 0; vhr_j < 3; vhr_j++) {
+					NF_SCALAR;
+					r_red = nf_max(r_red, r_rem[vhr_j]);
+				}
+				t_M[v_i] = r_red;
+			}
+			{ // fused: E
+				{ // j in [0, 16)
+					#pragma omp simd
+					for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
+						t_E[v_i * 19 + vl_j] = expf(t_X[v_i * 19 + vl_j] - t_M[v_i]);
+					}
+				}
+				{ // remainder: j in [16, 19)
+					#pragma omp simd
+					for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
+						t_E[v_i * 19 + vl_j + 16] = expf(t_X[v_i * 19 + vl_j + 16] - t_M[v_i]);
+					}
+				}
+			}
+			{ // fused: S
+				float r_acc[16] __attribute__((aligned(64)));
+				#pragma omp simd
+				for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
+					r_acc[vl_j] = 0.0f;
+				}
+				float r_rem[3] __attribute__((aligned(64)));
+				#pragma omp simd
+				for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
+					r_rem[vl_j] = 0.0f;
+				}
+				#pragma omp simd
+				for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
+					r_acc[vl_j] += t_E[v_i * 19 + vl_j];
+				}
+				{ // remainder: j in [16, 19)
+					#pragma omp simd
+					for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
+						r_rem[vl_j] += t_E[v_i * 19 + vl_j + 16];
+					}
+				}
+				float r_red;
+				r_red = 0.0f;
+				for (int64_t vh_j = 0; vh_j < 16; vh_j++) {
+					NF_SCALAR;
+					r_red += r_acc[vh_j];
+				}
+				for (int64_t vhr_j = 0; vhr_j < 3; vhr_j++) {
+					NF_SCALAR;
+					r_red += r_rem[vhr_j];
+				}
+				t_S[v_i] = r_red;
+			}
+			{ // fused: Y
+				{ // j in [0, 16)
+					#pragma omp simd
+					for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
+						t_Y[v_i * 19 + vl_j] = t_E[v_i * 19 + vl_j] / t_S[v_i];
+					}
+				}
+				{ // remainder: j in [16, 19)
+					#pragma omp simd
+					for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
+						t_Y[v_i * 19 + vl_j + 16] = t_E[v_i * 19 + vl_j + 16] / t_S[v_i];
+					}
 				}
 			}
 		}

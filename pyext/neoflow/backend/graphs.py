@@ -60,7 +60,8 @@ def report(clear: bool = False) -> list[dict]:
     left in eager), ``choice`` (None until measured, then ``kept``: "neoflow"
     or "eager", by ``neoflow_ms`` and ``eager_ms``, the medians of
     ``samples`` calls each; see ``choice``), ``measured`` (per subgraph whose
-    own choice is made: ``calls``, ``kept``, ``neoflow_us``, ``eager_us``).
+    own choice is made: ``calls``, ``kept``, ``neoflow_us``, ``eager_us``,
+    ``ops``, the operators it replaces, and ``source``, its statements).
     ``clear=True`` empties the list after returning it."""
     with _lock:
         out = list(_reports)

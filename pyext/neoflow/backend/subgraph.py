@@ -114,7 +114,8 @@ class Subgraph(torch.nn.Module):
             if figures["kept"] == "eager":
                 self.op = None
             if self.report is not None:
-                self.report["measured"].append(dict(figures, calls=self.calls))
+                ops = [str(n.target) for n in self.eager.graph.nodes if n.op == "call_function"]
+                self.report["measured"].append(dict(figures, calls=self.calls, ops=ops, source=self.source))
         return out
 
     def _tuner_busy(self) -> bool:
