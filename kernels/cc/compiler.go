@@ -38,10 +38,19 @@ const DefaultPath = "cc"
 // (-fno-tree-loop-vectorize would also stop the simd loops inside
 // "#pragma omp parallel for" from using vector math, _ZGVeN16v_expf.)
 //
+// -mprefer-vector-width=512 lets GCC use the 64-byte vectors the schedule
+// assumes (loops.VectorBytes) on a CPU with AVX-512, where it would split
+// each lane loop into two 32-byte halves and call the 8-lane vector math;
+// PyTorch's CPU kernels run AVX-512 there too. Measured on a 2-core Xeon
+// (2^20 float32, 2 threads, medians of two runs): exp 286 -> 259 us, tanh
+// 344 -> 297, erf 586 -> 529, sigmoid 521 -> 475, tanh GELU 432 -> 385,
+// column sums 156 -> 116, softmax 512x2048 711 -> 580. Elsewhere it
+// changes nothing.
+//
 // -pipe passes the assembly from cc1 to as through a pipe, not a file in
 // /tmp: a compile killed (interrupted, or at exit) leaves none behind.
 var DefaultFlags = []string{"-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-std=c11", "-ffp-contract=fast", "-fno-math-errno",
-	"-fvect-cost-model=very-cheap", "-pipe"}
+	"-fvect-cost-model=very-cheap", "-mprefer-vector-width=512", "-pipe"}
 
 // Compiler is a C compiler invocation: Path (a name looked up on PATH, or
 // a path) and Flags, which replace DefaultFlags when non-nil and must then

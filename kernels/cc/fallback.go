@@ -15,6 +15,8 @@ import (
 //
 //   - -fvect-cost-model=very-cheap (GCC 10): only limits GCC's own
 //     vectorization of loops the schedule did not mark.
+//   - -mprefer-vector-width=512 (GCC 8, clang 7): only the vector width
+//     the compiler prefers on a CPU with AVX-512.
 //   - -lmvec (glibc 2.22): vector math for the lane loops. An older glibc's
 //     math.h declares no vector variants, so nothing calls into it.
 var optionalArgs = []struct {
@@ -22,6 +24,7 @@ var optionalArgs = []struct {
 	signs []string // what a compiler that refuses arg writes to standard error
 }{
 	{"-fvect-cost-model=very-cheap", []string{"very-cheap", "vect-cost-model"}},
+	{"-mprefer-vector-width=512", []string{"prefer-vector-width"}},
 	{"-lmvec", []string{"-lmvec", "lmvec"}},
 }
 
