@@ -25,8 +25,9 @@ import (
 // A candidate is a maximal subexpression of a store's value that holds a
 // call (ir.Call), uses no variable of the loop or of a loop inside it,
 // reads no Local, and reads no tensor that a store inside the loop
-// writes. Subexpressions under a where's branches, and the bodies of Ifs,
-// are not candidates: a guard may be what keeps their reads in bounds.
+// writes. Subexpressions under a where's branches or the right side of
+// && and ||, and the bodies of Ifs, are not candidates: a guard may be
+// what keeps their reads in bounds.
 // It is placed just before the outermost loop it is invariant in, never
 // outside a parallel loop or between collapsed loops; the loop runs at
 // least once (extents are at least 1), so the call is evaluated no more
@@ -133,7 +134,10 @@ func (h *hoister) replace(e ir.Expr, inner, written map[string]bool, before *[]N
 		return &c
 	case *ir.Binary:
 		c := *x
-		c.X, c.Y = h.replace(x.X, inner, written, before), h.replace(x.Y, inner, written, before)
+		c.X = h.replace(x.X, inner, written, before)
+		if x.Op != ir.And && x.Op != ir.Or { // && and || evaluate their right side only when needed
+			c.Y = h.replace(x.Y, inner, written, before)
+		}
 		return &c
 	case *ir.Call:
 		c := *x

@@ -35,6 +35,12 @@ func TestHoistInvariantsLeavesGuardedCallsInPlace(t *testing.T) {
 	if d := Dump(fn); strings.Contains(d, "%inv") {
 		t.Errorf("a call under a where's branch was hoisted:\n%s", d)
 	}
+	// where(j < 50 && log(S[g]) > 0, X[g, j], 0): && evaluates its right side only where j < 50
+	cond := &ir.Binary{Op: ir.And, X: bin(ir.Lt, ix("j"), lit(50)), Y: bin(ir.Gt, logOf(at("S", ix("g"))), flit(0))}
+	fn = lower(t, rowSpec(where(cond, at("X", ix("g"), ix("j")), flit(0))))
+	if d := Dump(fn); strings.Contains(d, "%inv") {
+		t.Errorf("a call on the right of && was hoisted:\n%s", d)
+	}
 }
 
 func TestHoistInvariantsKeepsReadsOfWhatTheLoopWrites(t *testing.T) {
