@@ -2,6 +2,7 @@ package loops
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/neoflow/neoflow/core/ir"
 )
@@ -127,7 +128,7 @@ const fusedScope = "fused: "
 // n is a fused nest already, else in one Block.
 func scoped(n *Nest, inner []Node) []Node {
 	if len(inner) > 0 {
-		if b, ok := inner[0].(*Block); ok && len(b.Comment) >= len(fusedScope) && b.Comment[:len(fusedScope)] == fusedScope {
+		if b, ok := inner[0].(*Block); ok && strings.HasPrefix(b.Comment, fusedScope) {
 			return inner
 		}
 	}
@@ -172,23 +173,29 @@ func plainCPU(nodes []Node) bool {
 
 // usesLoopVar reports whether a loop in nodes runs over one of names.
 func usesLoopVar(nodes []Node, names []string) bool {
-	for _, n := range nodes {
-		switch n := n.(type) {
-		case *Loop:
-			if slices.Contains(names, n.Var) || usesLoopVar(n.Body, names) {
-				return true
-			}
-		case *Block:
-			if usesLoopVar(n.Body, names) {
-				return true
-			}
-		case *If:
-			if usesLoopVar(n.Body, names) {
-				return true
+	vars := loopVarsIn(nodes)
+	return slices.ContainsFunc(names, func(n string) bool { return vars[n] })
+}
+
+// loopVarsIn is the set of the variables of the loops in nodes.
+func loopVarsIn(nodes []Node) map[string]bool {
+	vars := map[string]bool{}
+	var walk func([]Node)
+	walk = func(nodes []Node) {
+		for _, n := range nodes {
+			switch n := n.(type) {
+			case *Loop:
+				vars[n.Var] = true
+				walk(n.Body)
+			case *Block:
+				walk(n.Body)
+			case *If:
+				walk(n.Body)
 			}
 		}
 	}
-	return false
+	walk(nodes)
+	return vars
 }
 
 // tensorUse is how a body accesses one tensor: whether it writes it, and
@@ -198,8 +205,15 @@ type tensorUse struct {
 	access []*ir.Access
 }
 
-// uses collects the tensor accesses of nodes (Locals excluded) into u.
-func uses(nodes []Node, u map[string]*tensorUse) {
+// uses is the tensor accesses of nodes (Locals excluded), by tensor.
+func uses(nodes []Node) map[string]*tensorUse {
+	u := map[string]*tensorUse{}
+	addUses(nodes, u)
+	return u
+}
+
+// addUses adds the tensor accesses of nodes to u.
+func addUses(nodes []Node, u map[string]*tensorUse) {
 	note := func(a *ir.Access, write bool) {
 		if IsLocal(a.Tensor) {
 			return
@@ -223,12 +237,12 @@ func uses(nodes []Node, u map[string]*tensorUse) {
 	for _, n := range nodes {
 		switch n := n.(type) {
 		case *Loop:
-			uses(n.Body, u)
+			addUses(n.Body, u)
 		case *Block:
-			uses(n.Body, u)
+			addUses(n.Body, u)
 		case *If:
 			reads(n.Cond)
-			uses(n.Body, u)
+			addUses(n.Body, u)
 		case *Store:
 			note(n.Dst, true)
 			for _, x := range n.Dst.Indices {
@@ -245,9 +259,7 @@ func uses(nodes []Node, u map[string]*tensorUse) {
 // each iteration of the outer loops over outer, compute what running all
 // of a's iterations before b's does (FuseNests' condition).
 func rowLocal(a, b []Node, outer []string) bool {
-	ua, ub := map[string]*tensorUse{}, map[string]*tensorUse{}
-	uses(a, ua)
-	uses(b, ub)
+	ua, ub := uses(a), uses(b)
 	for name, x := range ua {
 		y := ub[name]
 		if y == nil || !x.writes && !y.writes {

@@ -41,9 +41,7 @@ func TestFuseNestsRunsARowSoftmaxAsOneNest(t *testing.T) {
 	if !outer.Parallel || outer.Var != "a" || len(outer.Body) != 3 {
 		t.Fatalf("want one parallel loop over a holding three scopes:\n%s", Dump(fn))
 	}
-	u := map[string]*tensorUse{}
-	uses(n.Body, u)
-	for name, tu := range u {
+	for name, tu := range uses(n.Body) {
 		for _, a := range tu.access {
 			if Uses(a, "c") || Uses(a, "g") {
 				t.Errorf("%s: %s still indexes by its own row variable:\n%s", name, ir.ExprString(a), Dump(fn))

@@ -67,20 +67,17 @@ func (h *hoister) body(nodes []Node) []Node {
 // not depend on l move before it, with the new ones l's stores give.
 func (h *hoister) loop(l *Loop) []Node {
 	if l.Parallel || l.Bind != BindNone {
-		if l.Collapse > 1 {
-			innermost(l, l.Collapse).Body = h.body(innermost(l, l.Collapse).Body)
-		} else {
-			l.Body = h.body(l.Body)
-		}
+		in := innermost(l, l.Collapse) // nothing goes between collapsed loops
+		in.Body = h.body(in.Body)
 		return []Node{l}
 	}
 	l.Body = h.body(l.Body)
 	if l.Extent < 1 {
 		return []Node{l}
 	}
-	inner := loopVars(l)
+	inner := loopVarsIn([]Node{l})
 	written := map[string]bool{}
-	for name, u := range usesOf(l.Body) {
+	for name, u := range uses(l.Body) {
 		if u.writes {
 			written[name] = true
 		}
@@ -183,34 +180,6 @@ func hoisted(nodes []Node, i int) (*Local, *Store, bool) {
 		return nil, nil, false
 	}
 	return loc, st, true
-}
-
-// loopVars is the set of the variables of l and of the loops inside it.
-func loopVars(l *Loop) map[string]bool {
-	vars := map[string]bool{l.Var: true}
-	var walk func([]Node)
-	walk = func(nodes []Node) {
-		for _, n := range nodes {
-			switch n := n.(type) {
-			case *Loop:
-				vars[n.Var] = true
-				walk(n.Body)
-			case *Block:
-				walk(n.Body)
-			case *If:
-				walk(n.Body)
-			}
-		}
-	}
-	walk(l.Body)
-	return vars
-}
-
-// usesOf is the tensor accesses of nodes (uses).
-func usesOf(nodes []Node) map[string]*tensorUse {
-	u := map[string]*tensorUse{}
-	uses(nodes, u)
-	return u
 }
 
 // innermost is the k-th of the perfectly nested loops that start at l.
