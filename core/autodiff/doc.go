@@ -1,6 +1,8 @@
 // Package autodiff derives gradient ops: for a specialized op (ir.Spec)
 // it builds another ordinary op, in the same IR, that computes the
-// gradients of the outputs with respect to selected inputs.
+// gradients of the outputs with respect to selected inputs (reverse
+// mode, Grad), or their tangents along tangents of the inputs (forward
+// mode, Tangent).
 //
 //	g, err := autodiff.Grad(spec, wrt)
 //	gspec, err := sema.Specialize(g.Op, spec.DType, shapes(inputs ++ outputs), g.Sizes)
@@ -209,6 +211,30 @@
 // where(0 > 1, X[0, ...], rhs) of the first output statement, because an
 // op must read each of its inputs.
 //
+// # Forward mode
+//
+// Tangent (tangent.go) derives the tangent op: given the forward inputs
+// and t_<X> for each selected input, it computes t_<Y> = Σ_X ∂Y/∂X · t_X
+// for every output Y. It walks the statements forwards; the tangent of
+// Y[x] op= F(x, r) is
+//
+//	t_Y[x] += v(x, r) · ∂fold/∂F(x, r),  v = Σ_{reads A[f]} ∂F/∂A[f] · t_A[f]
+//
+// with the partials of the same table, product rule and guards as
+// reverse mode, and the same reduction rules with v in place of dY[x]
+// ('=' and '+=': v itself; '*=': v · G; 'max=' / 'min=': v at the first
+// arg-extremum). No index is inverted: t_A is read where A is, so the
+// tangent statement has the forward statement's variables, guards and
+// bounds proof. A reduction variable the tangent no longer reads is
+// handled as in a gather (fixVars). Tensors on no path from a selected
+// input have no tangent, nor do integer tensors; an output with none gets
+// t_Y = 0. The forward statements the tangents read are recomputed first,
+// in forward order, as Grad recomputes them, and the whole op is checked
+// the same way. Because the tangent op is an ordinary op, Tangent and
+// Grad apply to it again, and Tangent of a gradient op's Spec is a
+// Hessian-vector product (forward over reverse, as torch.func.hessian
+// computes it).
+//
 // # Expression size
 //
 // Derivatives can be much larger than the expression they come from; Grad
@@ -234,7 +260,7 @@
 // # Names and sizes
 //
 // Tensors: d_<T> for gradients (suffixed when taken), d_<T>_1, d_<T>_2 for
-// parts, nz_/pnz_ (product rule), t_/m_/arg_ (extremum rule); a forward
+// parts, nz_/pnz_ (product rule), v_/m_/arg_ (extremum rule); a forward
 // tensor whose name a gradient needs is recomputed as <T>_f. Index
 // variables reuse the forward names when a variable solves to exactly a
 // gradient index; other gradient indices are named after the tensor's

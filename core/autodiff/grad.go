@@ -12,7 +12,8 @@ import (
 	"github.com/neoflow/neoflow/core/sema"
 )
 
-// GradOp is a derived gradient op.
+// GradOp is a derived op: a gradient op (Grad, GradSaving,
+// GradRecomputing) or a tangent op (Tangent, with Tangents set).
 type GradOp struct {
 	// Op is an ordinary op, built as IR (never printed and parsed back);
 	// its Source is ir.Print(Op), for messages.
@@ -39,16 +40,32 @@ type GradOp struct {
 	// variables it cannot infer. Each name has one extent in every
 	// statement that uses it.
 	Sizes map[string]int64
+	// Tangents, for a tangent op, selects the forward inputs it takes
+	// tangents of (the wrt of Tangent); nil for a gradient op.
+	Tangents []bool
 
 	notes []string // per statement of Op, for Explain
 }
 
 // InputShapes lists the shapes of Op's inputs in order, to specialize it
 // with (sema.Specialize, with Sizes): those of fwd's inputs, of its
-// outputs (their gradients), then of the Saved tensors. fwd is the spec g
-// was derived from.
+// outputs (their gradients), then of the Saved tensors; for a tangent op,
+// those of fwd's inputs, then of the selected ones (their tangents). fwd
+// is the spec g was derived from.
 func (g *GradOp) InputShapes(fwd *ir.Spec) [][]int64 {
 	var shapes [][]int64
+	if g.Tangents != nil { // a tangent op: the inputs, then the selected ones' tangents
+		ins := fwd.InputsDecl()
+		for _, t := range ins {
+			shapes = append(shapes, t.Shape)
+		}
+		for i, t := range ins {
+			if g.Tangents[i] {
+				shapes = append(shapes, t.Shape)
+			}
+		}
+		return shapes
+	}
 	for _, t := range append(fwd.InputsDecl(), fwd.Outputs()...) {
 		shapes = append(shapes, t.Shape)
 	}
@@ -106,21 +123,11 @@ type gradOptions struct {
 }
 
 func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
-	if spec == nil || spec.Op == nil {
-		return nil, errors.Errorf("autodiff: nil spec")
-	}
-	op := spec.Op
-	if len(wrt) != len(op.Inputs) {
-		return nil, errors.Errorf("autodiff: wrt has %d entries but op %shas %d inputs (%s)",
-			len(wrt), nameSpace(op), len(op.Inputs), strings.Join(op.Inputs, ", "))
-	}
-	if !slices.Contains(wrt, true) {
-		return nil, errors.Errorf("autodiff: wrt selects no input: nothing to differentiate")
-	}
-	b, err := newBuilder(spec, wrt)
+	b, err := newBuilder(spec, wrt, "d_")
 	if err != nil {
 		return nil, err
 	}
+	op := spec.Op
 	b.forceSNF = opts.forceSNF
 	body, err := b.run(wrt)
 	if err != nil {
@@ -153,46 +160,59 @@ func grad(spec *ir.Spec, wrt []bool, opts gradOptions) (*GradOp, error) {
 	}
 	anchorInputs(all, inputs, outputs[0], b.shapes)
 
+	var want [][]int64
+	for i, in := range op.Inputs {
+		if wrt[i] {
+			want = append(want, spec.Tensor(in).Shape)
+		}
+	}
+	g, err := b.assemble(gradName(op), inputs, outputs, shapes, all, want)
+	if err != nil {
+		return nil, err
+	}
+	g.Saved, g.Recomputed = saved, recomputed
+	return g, nil
+}
+
+// assemble makes the derived op from its statements all: the extents
+// sema cannot infer (Sizes), the op, checked before it is returned: it
+// specializes (bounds proof included) for the input shapes, and its
+// outputs are outputs, with the shapes want.
+func (b *builder) assemble(name string, inputs, outputs []string, shapes [][]int64, all []*gstmt, want [][]int64) (*GradOp, error) {
+	kind := b.memo.kind
 	taken := nameSet{}
 	for c := range b.consts {
 		taken[c] = true
 	}
 	sizes := resolveSizes(all, taken, b.shapes)
 
-	gop := &ir.Op{Name: gradName(op), Inputs: inputs, Outputs: outputs, Consts: b.consts}
+	gop := &ir.Op{Name: name, Inputs: inputs, Outputs: outputs, Consts: b.consts}
 	var notes []string
 	for _, g := range all {
 		gop.Stmts = append(gop.Stmts, g.s)
 		notes = append(notes, g.note)
 	}
-	if err := checkOpSize(op, gop); err != nil {
+	if err := checkOpSize(b.fwd, gop, kind); err != nil {
 		return nil, err
 	}
 	// The op goes on as built, not printed and parsed back: a folded
 	// constant may have no literal (1e308 * 1e308 is +Inf).
 	src := ir.Print(gop)
 	gop.Source = src
-	gs, err := sema.SpecializeTyped(gop, spec.DType, shapes, sizes, spec.IntInputs())
+	gs, err := sema.SpecializeTyped(gop, b.dtype, shapes, sizes, b.ints)
 	if err != nil {
-		return nil, errors.Errorf("autodiff: internal error: the gradient op does not specialize: %v\n%s", err, src)
+		return nil, errors.Errorf("autodiff: internal error: the %s op does not specialize: %v\n%s", kind, err, src)
 	}
 	outs := gs.Outputs()
-	var wrtInputs []string
-	for i, in := range op.Inputs {
-		if wrt[i] {
-			wrtInputs = append(wrtInputs, in)
-		}
-	}
 	for i, name := range outputs {
-		in := spec.Tensor(wrtInputs[i])
-		if i >= len(outs) || outs[i].Name != name || !slices.Equal(outs[i].Shape, in.Shape) {
-			return nil, errors.Errorf("autodiff: internal error: the gradient op's outputs are not %s\n%s", strings.Join(outputs, ", "), src)
+		if i >= len(outs) || outs[i].Name != name || !slices.Equal(outs[i].Shape, want[i]) {
+			return nil, errors.Errorf("autodiff: internal error: the %s op's outputs are not %s\n%s", kind, strings.Join(outputs, ", "), src)
 		}
 	}
 	if len(outs) != len(outputs) {
-		return nil, errors.Errorf("autodiff: internal error: the gradient op has extra outputs\n%s", src)
+		return nil, errors.Errorf("autodiff: internal error: the %s op has extra outputs\n%s", kind, src)
 	}
-	return &GradOp{Op: gop, Sizes: sizes, Saved: saved, Recomputed: recomputed, notes: notes}, nil
+	return &GradOp{Op: gop, Sizes: sizes, notes: notes}, nil
 }
 
 // withForward is the gradient statements body with the forward ones they

@@ -8,10 +8,11 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 )
 
-// reduction returns the factor R(x, r) = dY[x] · ∂fold/∂F(x, r) of
-// statement si, Y[x] op= F(x, r), with the auxiliary statements it reads
-// (doc.go, "Reductions"). dY is the name of Y's gradient tensor.
-func (b *builder) reduction(si int, dY string) (ir.Expr, []*gstmt, error) {
+// reduction returns v(x, r) · ∂fold/∂F(x, r) for statement si,
+// Y[x] op= F(x, r), with the auxiliary statements it reads (doc.go,
+// "Reductions"): reverse mode passes v = dY[x] (the factor R), forward
+// mode the tangent of F (tangent.go).
+func (b *builder) reduction(si int, v ir.Expr) (ir.Expr, []*gstmt, error) {
 	bs := b.spec.Stmts[si]
 	s := bs.Stmt
 	F := b.rhs[si]
@@ -31,9 +32,8 @@ func (b *builder) reduction(si int, dY string) (ir.Expr, []*gstmt, error) {
 		ext[v.Name] = v.Extent
 	}
 	at := func(t string, ix []ir.Expr) *ir.Access { return &ir.Access{Tensor: t, Indices: ix} }
-	dYx := at(dY, xs)
 	if s.Reduce == ir.Assign || s.Reduce == ir.Sum || len(bs.Reduction) == 0 {
-		return dYx, nil, nil
+		return v, nil, nil
 	}
 	shapeY := b.shapes[Y]
 	newAux := func(base string, shape []int64, lhs []*ir.Index, red ir.ReduceOp, rhs ir.Expr, note string) *gstmt {
@@ -58,7 +58,7 @@ func (b *builder) reduction(si int, dY string) (ir.Expr, []*gstmt, error) {
 		Z, P := at(nz.s.Tensor, xs), at(pnz.s.Tensor, xs)
 		G := where(bin(ir.Eq, Z, flit(0)), div(P, F),
 			where(bin(ir.And, bin(ir.Eq, Z, flit(1)), isZ), P, zero()))
-		return mul(dYx, G), []*gstmt{nz, pnz}, nil
+		return mul(v, G), []*gstmt{nz, pnz}, nil
 	}
 
 	// max= / min=: the gradient goes to the first arg-extremum in the
@@ -93,7 +93,7 @@ func (b *builder) reduction(si int, dY string) (ir.Expr, []*gstmt, error) {
 		// extremum was taken over (whatever the kernel's rounding).
 		lhs := append(append([]*ir.Index{}, xi...), indicesOf(rs)...)
 		shape := append(append([]int64{}, shapeY...), extents(bs.Reduction)...)
-		t := newAux("t_"+fwdY, shape, lhs, ir.Assign, F, fmt.Sprintf("the values %s reduces", fwdY))
+		t := newAux("v_"+fwdY, shape, lhs, ir.Assign, F, fmt.Sprintf("the values %s reduces", fwdY))
 		xr := append(append([]ir.Expr{}, xs...), rs...)
 		m := newAux("m_"+fwdY, shapeY, xi, s.Reduce, at(t.s.Tensor, xr), fmt.Sprintf("%s over the stored values", s.Reduce))
 		aux = append(aux, t, m)
@@ -102,7 +102,7 @@ func (b *builder) reduction(si int, dY string) (ir.Expr, []*gstmt, error) {
 	arg := newAux("arg_"+fwdY, shapeY, xi, ir.Min, where(bin(ir.Eq, val, ext0), lin, ilit(n)),
 		fmt.Sprintf("first arg-%s of %s (row-major over %s)", map[ir.ReduceOp]string{ir.Max: "max", ir.Min: "min"}[s.Reduce], fwdY, varList(bs.Reduction)))
 	aux = append(aux, arg)
-	return where(bin(ir.Eq, lin, at(arg.s.Tensor, xs)), dYx, zero()), aux, nil
+	return where(bin(ir.Eq, lin, at(arg.s.Tensor, xs)), v, zero()), aux, nil
 }
 
 // exactValue reports whether e's value is a stored or literal value, with

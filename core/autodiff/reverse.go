@@ -2,6 +2,7 @@ package autodiff
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pkg/errors"
@@ -46,16 +47,31 @@ func (b *builder) gname(t string) string {
 	return t
 }
 
-func newBuilder(spec *ir.Spec, wrt []bool) (*builder, error) {
+// derivativeKind names the derivatives of each prefix in messages.
+var derivativeKind = map[string]string{"d_": "gradient", "t_": "tangent"}
+
+// newBuilder starts a derivation: prefix names the derivatives, "d_" for
+// gradients (Grad), "t_" for tangents (Tangent).
+func newBuilder(spec *ir.Spec, wrt []bool, prefix string) (*builder, error) {
+	if spec == nil || spec.Op == nil {
+		return nil, errors.Errorf("autodiff: nil spec")
+	}
 	op := spec.Op
+	if len(wrt) != len(op.Inputs) {
+		return nil, errors.Errorf("autodiff: wrt has %d entries but op %shas %d inputs (%s)",
+			len(wrt), nameSpace(op), len(op.Inputs), strings.Join(op.Inputs, ", "))
+	}
+	if !slices.Contains(wrt, true) {
+		return nil, errors.Errorf("autodiff: wrt selects no input: nothing to differentiate")
+	}
 	b := &builder{spec: spec, fwd: op, dtype: spec.DType, ints: spec.IntInputs(), consts: op.Consts,
-		shapes: map[string][]int64{}, tnames: nameSet{}, fwdName: map[string]string{}, memo: newMemo()}
+		shapes: map[string][]int64{}, tnames: nameSet{}, fwdName: map[string]string{}, memo: newMemo(derivativeKind[prefix])}
 	for c := range op.Consts {
 		b.tnames[c] = true
 	}
 	// The names of the contract: the forward inputs keep theirs; the
-	// gradient of an output or input X is d_X, or d_X_1, d_X_2, ... when
-	// that is taken (an op that names a tensor d_A, as a gradient op does,
+	// gradient (tangent) of an output or input X is d_X (t_X), or d_X_1,
+	// d_X_2, ... when that is taken (an op that names a tensor d_A, as a gradient op does,
 	// is differentiated again).
 	for _, in := range op.Inputs {
 		if b.tnames[in] {
@@ -65,14 +81,14 @@ func newBuilder(spec *ir.Spec, wrt []bool) (*builder, error) {
 	}
 	b.dOut, b.dIn = map[string]string{}, map[string]string{}
 	for _, t := range spec.Outputs() {
-		b.dOut[t.Name] = b.tnames.fresh("d_" + t.Name)
+		b.dOut[t.Name] = b.tnames.fresh(prefix + t.Name)
 	}
 	for i, in := range op.Inputs {
 		if wrt[i] {
 			if t, isInt := b.ints[in]; isInt {
-				return nil, errors.Errorf("autodiff: input %s is an %s tensor, which has no gradient", in, t)
+				return nil, errors.Errorf("autodiff: input %s is an %s tensor, which has no %s", in, t, derivativeKind[prefix])
 			}
-			b.dIn[in] = b.tnames.fresh("d_" + in)
+			b.dIn[in] = b.tnames.fresh(prefix + in)
 		}
 	}
 	for _, s := range op.Stmts {
@@ -102,20 +118,7 @@ func (b *builder) run(wrt []bool) ([]*gstmt, error) {
 	for _, t := range spec.Outputs() {
 		isOutput[t.Name] = true
 	}
-	// active: tensors on a path from a wrt input.
-	active := map[string]bool{}
-	for i, in := range op.Inputs {
-		if wrt[i] {
-			active[in] = true
-		}
-	}
-	for _, s := range op.Stmts {
-		for _, a := range accessesOf(s.RHS) {
-			if active[a.Tensor] {
-				active[s.Tensor] = true
-			}
-		}
-	}
+	active := b.active(wrt)
 	gradName := map[string]string{}
 	for _, s := range op.Stmts {
 		switch {
@@ -192,13 +195,31 @@ func (b *builder) run(wrt []bool) ([]*gstmt, error) {
 	return append(body, final...), nil
 }
 
+// active marks the tensors on a path from an input wrt selects.
+func (b *builder) active(wrt []bool) map[string]bool {
+	active := map[string]bool{}
+	for i, in := range b.fwd.Inputs {
+		if wrt[i] {
+			active[in] = true
+		}
+	}
+	for _, s := range b.fwd.Stmts {
+		for _, a := range accessesOf(s.RHS) {
+			if active[a.Tensor] {
+				active[s.Tensor] = true
+			}
+		}
+	}
+	return active
+}
+
 // statementParts builds the gradient parts that statement si (its tensor's
 // gradient is dY) contributes to the tensors it reads, appending them to
 // parts; it returns the statements the reduction rule needs and how many
 // parts it made. The contributions are all built, and their size charged
 // against ir.MaxNodes, before any gather is built and checked.
 func (b *builder) statementParts(si int, dY string, reads []string, gradName map[string]string, parts map[string][]*gstmt) ([]*gstmt, int, error) {
-	R, aux, err := b.reduction(si, dY)
+	R, aux, err := b.reduction(si, b.spatialRead(si, dY))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -237,6 +258,15 @@ func (b *builder) statementParts(si int, dY string, reads []string, gradName map
 		parts[A] = append(parts[A], g)
 	}
 	return aux, len(targets), nil
+}
+
+// spatialRead is t[x] over the spatial variables x of statement si.
+func (b *builder) spatialRead(si int, t string) ir.Expr {
+	acc := &ir.Access{Tensor: t}
+	for _, v := range b.spec.Stmts[si].Spatial {
+		acc.Indices = append(acc.Indices, idx(v.Name))
+	}
+	return acc
 }
 
 // finish completes the gradient name of forward tensor t from its parts: a
@@ -319,15 +349,20 @@ func (b *builder) callerPart(t, dOut string) *gstmt {
 
 // zeroGrad is d_X = 0 for an input no derivative reaches.
 func (b *builder) zeroGrad(in string) *gstmt {
-	vars := b.dimNames(in, len(b.shapes[in]))
+	return b.zeroStmt(b.dIn[in], in, b.dIn[in]+": no derivative reaches "+in)
+}
+
+// zeroStmt is name = 0 over the shape of forward tensor t.
+func (b *builder) zeroStmt(name, t, note string) *gstmt {
+	shape := b.shapes[b.gname(t)]
+	vars := b.dimNames(t, len(shape))
 	lhs := []*ir.Index{}
 	ext := map[string]int64{}
 	for d, v := range vars {
 		lhs = append(lhs, idx(v))
-		ext[v] = b.shapes[in][d]
+		ext[v] = shape[d]
 	}
-	return &gstmt{s: &ir.Stmt{Tensor: b.dIn[in], Indices: lhs, Reduce: ir.Assign, RHS: zero()}, ext: ext,
-		note: b.dIn[in] + ": no derivative reaches " + in}
+	return &gstmt{s: &ir.Stmt{Tensor: name, Indices: lhs, Reduce: ir.Assign, RHS: zero()}, ext: ext, note: note}
 }
 
 // recompute lists the forward statements whose values the gradient

@@ -39,10 +39,12 @@ type memo struct {
 	// total is the size, in tree nodes, of the gradient contributions
 	// accepted so far (bounded by ir.MaxNodes).
 	total int
+	// kind names what is derived in messages: "gradient" or "tangent".
+	kind string
 }
 
-func newMemo() *memo {
-	return &memo{kinds: ir.KindMemo{}, nodes: ir.NodeCounter{}, ids: exprIDs{ids: map[ir.Expr]int{}, byKey: map[string]int{}}}
+func newMemo(kind string) *memo {
+	return &memo{kind: kind, kinds: ir.KindMemo{}, nodes: ir.NodeCounter{}, ids: exprIDs{ids: map[ir.Expr]int{}, byKey: map[string]int{}}}
 }
 
 // exprIDs interns expressions: two expressions get the same id exactly
@@ -121,9 +123,9 @@ func (m *memo) charge(fwd *ir.Op, si int, cs []ir.Expr) error {
 	if m.total <= ir.MaxNodes {
 		return nil
 	}
-	what := "the gradient"
+	what := "the " + m.kind
 	if fwd.Name != "" {
-		what = "the gradient of op " + fwd.Name
+		what = "the " + m.kind + " of op " + fwd.Name
 	}
 	return ir.TooLarge(fmt.Sprintf("%s (through statement %d, %s)", what, si+1, clip(ir.StmtString(fwd.Stmts[si]), 60)),
 		m.total, ir.MaxNodes, true)
@@ -131,14 +133,14 @@ func (m *memo) charge(fwd *ir.Op, si int, cs []ir.Expr) error {
 
 // checkOpSize refuses a finished gradient op past ir.MaxNodes before it is
 // printed or checked (both walk it as a tree).
-func checkOpSize(fwd, gop *ir.Op) error {
+func checkOpSize(fwd, gop *ir.Op, kind string) error {
 	n := ir.OpNodes(gop)
 	if n <= ir.MaxNodes {
 		return nil
 	}
-	what := "the gradient op"
+	what := "the " + kind + " op"
 	if fwd.Name != "" {
-		what = "the gradient of op " + fwd.Name
+		what = "the " + kind + " of op " + fwd.Name
 	}
 	return ir.TooLarge(what, n, ir.MaxNodes, false)
 }

@@ -53,6 +53,9 @@ func (c *Info) key(e ir.Expr) string {
 type Scope struct {
 	vars  map[string]Interval
 	atoms map[string]Interval
+	// atomExprs are the atoms' expressions, by key, for the dead-scope
+	// check of Guard.
+	atomExprs map[string]ir.Expr
 	// facts are the guard facts that tightening did not capture (see
 	// guard): those with two or more atoms, or on a variable without a
 	// range. Of facts L + c >= 0 with the same L only the one with the
@@ -205,7 +208,8 @@ func (s *Scope) Guard(cond ir.Expr, negate bool) *Scope {
 		}
 	}
 	t := NewScopeInfo(maps.Clone(s.vars), s.info)
-	t.atoms, t.dead = maps.Clone(s.atoms), s.dead
+	t.atoms, t.atomExprs, t.dead = maps.Clone(s.atoms), maps.Clone(s.atomExprs), s.dead
+	narrowed := false // a variable's interval
 	t.facts, t.factIndex = slices.Clone(s.facts), maps.Clone(s.factIndex)
 	for _, f := range fs {
 		switch len(f.coef) {
@@ -238,6 +242,7 @@ func (s *Scope) Guard(cond ir.Expr, negate bool) *Scope {
 				if t.vars[x.Name].empty() {
 					t.dead = true
 				}
+				narrowed = narrowed || t.vars[x.Name] != v
 				continue
 			}
 			if !mayBeAtom(f.atoms[key]) {
@@ -248,8 +253,23 @@ func (s *Scope) Guard(cond ir.Expr, negate bool) *Scope {
 				b = b.intersect(old)
 			}
 			t.atoms[key] = b
+			if t.atomExprs == nil {
+				t.atomExprs = map[string]ir.Expr{}
+			}
+			t.atomExprs[key] = f.atoms[key]
 			if s.Bound(f.atoms[key]).intersect(b).empty() {
 				t.dead = true
+			}
+		}
+	}
+	if narrowed && !t.dead {
+		// A narrower variable can leave an atom an outer guard bounded
+		// without values: where(i % 2 >= 1, where(i <= 0, ...)) never
+		// runs its inner branch.
+		for _, e := range t.atomExprs {
+			if t.Bound(e).empty() {
+				t.dead = true
+				break
 			}
 		}
 	}

@@ -45,10 +45,15 @@ type Unit struct {
 	// (autodiff.GradSaving).
 	Wrt  []bool
 	Save bool
+	// Forward has autodiff derive the tangent op instead (forward mode,
+	// autodiff.Tangent): tangents of the inputs Wrt selects in, tangents
+	// of every output out. Not with Save.
+	Forward bool
 	// Recompute is save-or-recompute's decision: the forward temporaries
 	// a saving gradient computes again instead of reading them saved.
 	Recompute map[string]bool
-	// Grad is autodiff's result; its Op is also Unit.Op afterwards.
+	// Grad is autodiff's result (a tangent op with Forward); its Op is
+	// also Unit.Op afterwards.
 	Grad *autodiff.GradOp
 
 	// Fusion runs the fusion passes (core/fuse) on the Spec, and lets a

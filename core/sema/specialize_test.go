@@ -224,6 +224,15 @@ var specCases = []specCase{
 		tensors: []string{"A input [3]", "B input [3]", "Y output [3]"},
 		axes:    []string{"i=3 |"},
 	},
+	{
+		// The inner guard narrows i to 0, which leaves the atom the
+		// outer guard bounded, (i + j) / 2 % 2, without values: dead.
+		desc:    "dead nested guards, the inner one on a variable",
+		src:     "Y[j] += where((i + j) / 2 % 2 - 1 >= 0, where(i <= 0, A[(i + j) / 2 % 2 - 1], 0.0), 0.0) + B[i, j]",
+		shapes:  [][]int64{{2}, {4, 1}},
+		tensors: []string{"A input [2]", "B input [4 1]", "Y output [1]"},
+		axes:    []string{"j=1 | i=4"},
+	},
 
 	// Errors.
 	{
