@@ -15,8 +15,8 @@ import (
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
-// TestConformance runs every op of the one table (internal/testops) and
-// its gradient op as C kernels against the reference interpreter, in
+// TestConformance runs every op of the one table (internal/testops), its
+// gradient op and its tangent op (forward mode) as C kernels against the reference interpreter, in
 // float32 and float64, unfused and fused (core/fuse). (The CUDA emulator runs the same table in
 // cuda_emu_test.go; pytest checks every op against PyTorch with
 // gradcheck.)
@@ -36,6 +36,12 @@ func TestConformance(t *testing.T) {
 				}
 				run(t, g, hostbuf.RandomInputs(g, o.Positive, 2), 3, tolerance(dt))
 				runFused(t, g, hostbuf.RandomInputs(g, o.Positive, 2), tolerance(dt))
+				tg, _, err := o.TangentSpec(dt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run(t, tg, hostbuf.RandomInputs(tg, o.Positive, 3), 3, tolerance(dt))
+				runFused(t, tg, hostbuf.RandomInputs(tg, o.Positive, 3), tolerance(dt))
 			})
 		}
 	}

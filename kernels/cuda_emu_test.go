@@ -16,7 +16,8 @@ import (
 	"github.com/neoflow/neoflow/internal/testops"
 )
 
-// TestCUDAEmulated renders every test op and its gradient as CUDA with the
+// TestCUDAEmulated renders every test op and its gradient (and, in
+// float32, its tangent op) as CUDA with the
 // GPU default schedules, runs the module on the host (internal/cudaemu)
 // and compares it with the reference interpreter, in every dtype (the
 // 16-bit ones computed in float32 and rounded when stored), unfused and
@@ -49,6 +50,13 @@ func TestCUDAEmulated(t *testing.T) {
 					t.Fatal(err)
 				}
 				both(g, 2)
+				if dt == ir.Float32 { // the tangent op: its statements are the forward's kind
+					tg, _, err := o.TangentSpec(dt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					both(tg, 3)
+				}
 			})
 		}
 	}

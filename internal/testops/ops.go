@@ -156,6 +156,17 @@ func Lookup(name string) (Op, bool) {
 // GradSpec derives the gradient of o's dt specialization with respect to
 // every floating-point input and specializes it for o's shapes.
 func (o Op) GradSpec(dt ir.DType) (*ir.Spec, *autodiff.GradOp, error) {
+	return o.derivedSpec(dt, autodiff.Grad, "gradient")
+}
+
+// TangentSpec derives the tangent op (forward mode) of o's dt
+// specialization along every floating-point input and specializes it for
+// o's shapes.
+func (o Op) TangentSpec(dt ir.DType) (*ir.Spec, *autodiff.GradOp, error) {
+	return o.derivedSpec(dt, autodiff.Tangent, "tangent")
+}
+
+func (o Op) derivedSpec(dt ir.DType, derive func(*ir.Spec, []bool) (*autodiff.GradOp, error), what string) (*ir.Spec, *autodiff.GradOp, error) {
 	fwd, err := o.Spec(dt)
 	if err != nil {
 		return nil, nil, err
@@ -164,13 +175,13 @@ func (o Op) GradSpec(dt ir.DType) (*ir.Spec, *autodiff.GradOp, error) {
 	for i, t := range fwd.InputsDecl() {
 		wrt[i] = !t.DType.Integer()
 	}
-	g, err := autodiff.Grad(fwd, wrt)
+	g, err := derive(fwd, wrt)
 	if err != nil {
-		return nil, nil, errors.Wrapf(err, "differentiating %s", o.Name)
+		return nil, nil, errors.Wrapf(err, "deriving the %s of %s", what, o.Name)
 	}
 	spec, err := sema.SpecializeTyped(g.Op, dt, g.InputShapes(fwd), g.Sizes, fwd.IntInputs())
 	if err != nil {
-		return nil, nil, errors.Wrapf(err, "specializing the gradient of %s", o.Name)
+		return nil, nil, errors.Wrapf(err, "specializing the %s of %s", what, o.Name)
 	}
 	return spec, g, nil
 }

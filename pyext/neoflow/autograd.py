@@ -199,9 +199,11 @@ def _make_custom_op(name: str):
 
     class Transformable(torch.autograd.Function):
         """The custom op as an autograd.Function with setup_context, which
-        torch.func's grad, jacrev and hessian require (the one
-        register_autograd makes has none): the same forward, context and
-        backward; vmap is derived from the custom op's vmap rule."""
+        torch.func's transforms require (the one register_autograd makes
+        has none): the same forward, context and backward; vmap is derived
+        from the custom op's vmap rule; jvp, forward mode
+        (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad), runs
+        the derived tangent op."""
 
         generate_vmap_rule = True
 
@@ -212,6 +214,8 @@ def _make_custom_op(name: str):
         @staticmethod
         def setup_context(ctx, inputs, output):
             setup_context(ctx, (list(inputs[:-1]), inputs[-1]), list(output))
+            ctx.save_for_forward(*inputs[:-1])
+            ctx.returned = [(o.shape, o.dtype) for o in output]
 
         @staticmethod
         def backward(ctx, *grads):
@@ -219,13 +223,31 @@ def _make_custom_op(name: str):
 
         @staticmethod
         def jvp(ctx, *tangents):
-            raise NotImplementedError(
-                f"neoflow op {name}: forward-mode AD (torch.func.jvp, jacfwd, torch.autograd.forward_ad) is "
-                "not supported; neoflow derives reverse-mode gradients: use torch.func.jacrev or vjp"
-            )
+            return _jvp(ctx.op, ctx.saved_tensors[: ctx.n_inputs], ctx.sizes, tangents[:-1], ctx.returned)
 
     custom.neoflow_transformable = Transformable
     return custom
+
+
+def _jvp(op, inputs, sizes: dict, tangents, returned) -> tuple:
+    """The tangents of a call's returned tensors, (shape, dtype) each (outputs, then temporaries), given its
+    inputs' tangents (None for an input without one): the derived tangent op's outputs for the outputs, zeros for
+    the temporaries (functorch takes no None for a floating-point output), None for integer tensors."""
+    wrt = [t is not None and x.is_floating_point() for x, t in zip(inputs, tangents)]
+    outs = ()
+    if any(wrt):
+        top, tsizes = op.tangent_op(*inputs, sizes=sizes, wrt=wrt)
+        outs = top(*inputs, *[t for t, w in zip(tangents, wrt) if w], sizes=tsizes)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+    device = inputs[0].device
+    return tuple(
+        None
+        if not dtype.is_floating_point
+        else outs[k]
+        if k < len(outs)
+        else torch.zeros(shape, dtype=dtype, device=device)
+        for k, (shape, dtype) in enumerate(returned)
+    )
 
 
 # Gradient kernels are built ahead, on a helper thread, while the forward

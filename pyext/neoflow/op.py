@@ -304,16 +304,42 @@ class Op:
             entry = self._grads.setdefault(key, self._derive_grad(request))
         return entry
 
-    def _derive_grad(self, request: pb.GradRequest) -> tuple[Op, dict]:
-        """Derives the gradient op the request (op_id aside) asks for."""
+    def _derive_grad(self, request: pb.GradRequest, prefix: str = "grad") -> tuple[Op, dict]:
+        """Derives the gradient (or tangent) op the request (op_id aside) asks for."""
         request.op_id = self.op_id
         resp = _lib.call("nf_grad", request, pb.GradResponse)
         request.op_id = 0  # the definition holds no process-local id
         definition = GradDefinition(self._definition, request.SerializeToString())
-        gop = Op._from_response(resp.op, f"grad_{self.name or 'op'}", dict(resp.sizes), definition)
+        gop = Op._from_response(resp.op, f"{prefix}_{self.name or 'op'}", dict(resp.sizes), definition)
         gop.explanation = resp.explain
         gop.saved = tuple(resp.saved)
         return gop, dict(resp.sizes)
+
+    def tangent_op(self, *tensors, sizes=None, wrt=None) -> tuple[Op, dict]:
+        """The derived tangent op (forward mode) for these inputs, and the sizes to call it with.
+
+        It takes this op's inputs followed by one tangent per input selected
+        by ``wrt`` (default: every floating-point input), and returns one
+        tangent per output, ``t_Y = Σ ∂Y/∂X · t_X``: what ``torch.func.jvp``,
+        ``jacfwd``, ``hessian`` and ``torch.autograd.forward_ad`` run.
+        ``print(op.tangent_op(x, w)[0])`` shows the derived expressions.
+        """
+        if wrt is None:
+            wrt = [not isinstance(t, torch.Tensor) or t.is_floating_point() for t in tensors]
+        wrt = tuple(bool(w) for w in wrt)
+        key = (_shape_key(tensors, sizes), wrt, "forward")
+        entry = self._grads.get(key)
+        if entry is None:
+            self.check_inputs(tensors)
+            config.ensure()
+            spec = self._request(tensors, sizes)
+            request = pb.GradRequest(inputs=spec.inputs, sizes=spec.sizes, wrt=list(wrt), forward=True)
+            entry = self._grads.setdefault(key, self._derive_grad(request, "jvp"))
+        return entry
+
+    def explain_jvp(self, *tensors, sizes=None) -> str:
+        """The derived tangent expressions (forward mode) for these inputs, guards and sizes included."""
+        return self.tangent_op(*tensors, sizes=sizes)[0].explanation
 
     def explain_fusion(self, *tensors, sizes=None) -> str:
         """What the compiler's fusion passes do to this op for these inputs'
@@ -538,15 +564,17 @@ def _mode(tensors) -> int:
     subclasses or not tensors: the custom op, whose checks explain bad arguments)."""
     if torch.compiler.is_compiling():
         return _DISPATCH
-    if _dual(tensors):
-        return _TRANSFORM
     # A transform's wrapped tensors exist only while it runs: outside one (one check, 40 ns) no tensor is
-    # asked (220 ns a tensor).
+    # asked (220 ns a tensor). They come before dual tensors: a batched tensor cannot be unpacked.
     if _transforms_active():
         for t in tensors:
             if type(t) not in _PLAIN or _wrapped(t):
                 return _TRANSFORM if any(isinstance(u, torch.Tensor) and _wrapped(u) for u in tensors) else _DISPATCH
+        if _dual(tensors):
+            return _TRANSFORM
     else:
+        if _dual(tensors):
+            return _TRANSFORM
         for t in tensors:
             if type(t) not in _PLAIN:
                 return _DISPATCH

@@ -139,6 +139,7 @@ SMALL_LLTM = ["--size", "small", "--workloads", "lltm"]
     "script,args",
     [
         ("overhead", ["--rounds", "1", "--calls", "5"]),
+        ("hessian", ["--rounds", "1", "--calls", "1", "--batch", "2", "--width", "4"]),
         ("fusion", ["--rounds", "1", "--repeat", "1", "--warmup", "0", "--size", "small", "--workloads", "lltm"]),
         ("dynamic", [*SMALL_LLTM, "--seconds", "2", "--repeat", "2", "--eager-every", ".5", "--eager-alone"]),
         ("joint", ["--size", "small", "--batch", "2", "--trials", "3", "--workloads", "lltm"]),
@@ -150,7 +151,7 @@ SMALL_LLTM = ["--size", "small", "--workloads", "lltm"]
 )
 def test_other_benches_run_and_write_their_files(tmp_path, script, args):
     cmd = [sys.executable, str(ROOT / "bench" / f"{script}.py"), *args, "--out", str(tmp_path)]
-    if script not in ("overhead", "joint", "bandwidth", "jitter"):
+    if script not in ("overhead", "hessian", "joint", "bandwidth", "jitter"):
         cmd.append("--no-compile")
     env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)

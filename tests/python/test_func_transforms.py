@@ -1,11 +1,9 @@
 """torch.func over neoflow ops, on the CPU and on CUDA: grad, jacrev, vmap(grad) and second derivatives
-by jacrev(jacrev) against PyTorch's own ops in float64; forward-mode AD is refused with a clear error, never a wrong
-(zero) tangent."""
+by jacrev(jacrev) against PyTorch's own ops in float64 (forward mode: test_forward_mode.py)."""
 
 import neoflow
 import pytest
 import torch
-import torch.autograd.forward_ad as fwAD
 
 
 @pytest.fixture
@@ -77,16 +75,3 @@ def test_second_derivative_by_jacrev_of_jacrev(ops, f64):
     got = torch.func.jacrev(torch.func.jacrev(lambda x: ops["gate"](x, w).sum()))(x)
     want = torch.func.jacrev(torch.func.jacrev(lambda x: (torch.tanh(x) * w).sum()))(x)
     torch.testing.assert_close(got, want)
-
-
-@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")  # inside torch.func.jacfwd
-def test_forward_mode_is_refused_not_wrong(ops, f64):
-    x, w = torch.randn(4, **f64), torch.randn(4, **f64)
-    with pytest.raises(NotImplementedError, match="forward-mode AD .* not supported.*jacrev"):
-        torch.func.jacfwd(lambda x: ops["gate"](x, w))(x)
-    with fwAD.dual_level():
-        dual = fwAD.make_dual(x, torch.ones_like(x))
-        with pytest.raises(NotImplementedError, match="forward-mode AD"):
-            ops["gate"](dual, w)
-    # outside a dual level the op runs as always
-    torch.testing.assert_close(ops["gate"](x, w), torch.tanh(x) * w)

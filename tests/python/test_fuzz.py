@@ -1,5 +1,6 @@
 """Property tests over generated programs (fuzz_programs.py): the forward
 against a plain-PyTorch evaluation, gradients with gradcheck in float64,
+tangents (forward mode) against PyTorch's forward mode,
 outputs and inputs in permuted orders; and malformed input of every kind
 gets a neoflow.Error, ValueError or TypeError, never another exception.
 
@@ -53,8 +54,21 @@ def check_program(prog, seed: int = 0, grad: bool = True) -> None:
     if grad:
         leaves = [x.clone().requires_grad_(True) for x in xs]
         assert torch.autograd.gradcheck(lambda *t: op(*t), leaves, atol=1e-6, rtol=1e-5), prog.source
+        check_jvp(op, prog, xs, gen)
 
 
+def check_jvp(op, prog, xs, gen) -> None:
+    """Forward mode (the derived tangent op) against PyTorch's forward mode on the plain-PyTorch evaluation."""
+    ts = tuple(torch.randn(x.shape, generator=gen, dtype=x.dtype) for x in xs)
+    _, got = torch.func.jvp(lambda *t: _as_tuple(op(*t)), tuple(xs), ts)
+    _, want = torch.func.jvp(lambda *t: tuple(prog.reference(*t)), tuple(xs), ts)
+    for name, g, w in zip(prog.outputs, got, want):
+        torch.testing.assert_close(
+            g, w, rtol=1e-7, atol=1e-7, msg=lambda m, n=name: f"tangent of {n}: {m}\n{prog.source}"
+        )
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")  # inside torch.func.jvp
 @FUZZ
 @given(prog=programs(), seed=st.integers(0, 2**16))
 def test_generated_programs(prog, seed):
@@ -86,6 +100,7 @@ REGRESSIONS: list[tuple[str, list, list, dict]] = [
 ]
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
 @pytest.mark.parametrize("source, inputs, outputs, shapes", REGRESSIONS)
 def test_regressions(source, inputs, outputs, shapes):
     op = neoflow.op(source, inputs=inputs, outputs=outputs, **shapes)
@@ -93,6 +108,19 @@ def test_regressions(source, inputs, outputs, shapes):
     dims = {"X": (m, n), "V": (m,), "W": (n,)}
     xs = [torch.rand(dims[name], dtype=torch.float64, requires_grad=True) for name in inputs]
     assert torch.autograd.gradcheck(lambda *t: op(*t), xs)
+    check_duality(op, [x.detach() for x in xs])
+
+
+def check_duality(op, xs) -> None:
+    """Forward and reverse mode agree: Σ t_Y·u (tangents) equals Σ t_X·vjp(u) (gradients) for random t and u."""
+    f = lambda *t: _as_tuple(op(*t))  # noqa: E731
+    ts = tuple(torch.randn_like(x) for x in xs)
+    ys, tys = torch.func.jvp(f, tuple(xs), ts)
+    us = tuple(torch.randn_like(y) for y in ys)
+    gs = torch.func.vjp(f, *xs)[1](us)
+    forward = sum((a * b).sum() for a, b in zip(tys, us))
+    reverse = sum((a * b).sum() for a, b in zip(ts, gs))
+    torch.testing.assert_close(forward, reverse, rtol=1e-10, atol=1e-10)
 
 
 def test_reversed_sum_is_not_miscompiled():
