@@ -200,12 +200,15 @@ def _make_custom_op(name: str):
     class Transformable(torch.autograd.Function):
         """The custom op as an autograd.Function with setup_context, which
         torch.func's transforms require (the one register_autograd makes
-        has none): the same forward, context and backward; vmap is derived
-        from the custom op's vmap rule; jvp, forward mode
-        (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad), runs
-        the derived tangent op."""
+        has none): the same forward, context and backward; vmap runs the
+        batched op (vmap.py); jvp, forward mode (torch.func.jvp, jacfwd,
+        hessian, torch.autograd.forward_ad), runs the derived tangent op."""
 
-        generate_vmap_rule = True
+        @staticmethod
+        def vmap(info, in_dims, *args):
+            from .vmap import batched_call
+
+            return batched_call(op_for(name), info, in_dims[:-1], args[:-1], args[-1])
 
         @staticmethod
         def forward(*args):

@@ -36,12 +36,29 @@ def batched_op(op, flags: tuple[bool, ...]):
     return cache[flags]
 
 
-def batch_rule(op, info, dims, tensors, text):
-    """The custom op's vmap rule: the batched op on the inputs with their batch dimension first."""
+def _batched_args(op, info, dims, tensors, text):
+    """The batched op for a vmap level and its arguments: the inputs with their batch dimension first and the
+    sizes text with the batch index's extent."""
     flags = tuple(d is not None for d in dims)
     moved = [t.movedim(d, 0) if d is not None else t for t, d in zip(tensors, dims)]
     bop, var = batched_op(op, flags)
     sizes = parse_sizes_text(text)
     sizes[var] = info.batch_size
-    outs = list(bop.custom_op(moved, sizes_text(bop.call_sizes(sizes))))
+    return bop, moved, sizes_text(bop.call_sizes(sizes))
+
+
+def batch_rule(op, info, dims, tensors, text):
+    """The custom op's vmap rule: the batched op on the inputs with their batch dimension first."""
+    bop, moved, sizes = _batched_args(op, info, dims, tensors, text)
+    outs = list(bop.custom_op(moved, sizes))
     return outs, [0] * len(outs)
+
+
+def batched_call(op, info, dims, tensors, text):
+    """The vmap rule of the op's autograd.Function (torch.func's transforms): the batched op through its own
+    autograd.Function, so that the transforms below this vmap level (grad, jvp) differentiate it; its returned
+    tensors (outputs, then temporaries) with their batch dimension first. (Letting torch.func derive the rule
+    from the unbatched Function instead cost 2.4 times as long for a Hessian.)"""
+    bop, moved, sizes = _batched_args(op, info, dims, tensors, text)
+    outs = bop.custom_op.neoflow_transformable.apply(*moved, sizes)
+    return tuple(outs), (0,) * len(outs)
