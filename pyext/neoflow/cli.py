@@ -255,6 +255,8 @@ def explain(args) -> int:
     sizes = dict(args.sizes) or None
     print("# gradient")
     print(op.explain_grad(*tensors, sizes=sizes).rstrip())
+    print("\n# tangent (forward mode)")
+    print(op.explain_jvp(*tensors, sizes=sizes).rstrip())
     print("\n# fusion")
     print(op.explain_fusion(*tensors, sizes=sizes).rstrip())
     return 0
@@ -300,9 +302,10 @@ def _parser() -> argparse.ArgumentParser:
     b.set_defaults(run=bundle_check)
     p = sub.add_parser(
         "explain",
-        help="the derived gradient and the fusion plan of an expression",
-        description="Prints the gradient neoflow derives for EXPR and what its fusion passes do, for "
-        "inputs of the given shapes, as Op.explain_grad and Op.explain_fusion do. "
+        help="the derived gradient, tangent and fusion plan of an expression",
+        description="Prints the gradient and the tangent (forward mode) neoflow derives for EXPR and what its "
+        "fusion passes do, for inputs of the given shapes, as Op.explain_grad, Op.explain_jvp and "
+        "Op.explain_fusion do. "
         "Example: neoflow explain 'C[i,j] += A[i,k] * B[k,j]' --shapes 4x5 5x6",
     )
     p.add_argument(

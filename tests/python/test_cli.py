@@ -82,8 +82,9 @@ def test_cache_clear_removes_kernels_only(tmp_path):
 def test_explain_prints_the_gradient_and_the_fusion(capsys):
     assert cli.main(["explain", "C[i,j] += A[i,k] * B[k,j]", "--shapes", "4x5", "5x6"]) == 0
     out = capsys.readouterr().out
-    assert "# gradient" in out and "# fusion" in out
+    assert "# gradient" in out and "# tangent (forward mode)" in out and "# fusion" in out
     assert "d_A[i, k] += d_C[i, j] * B[k, j]" in out
+    assert "t_C[i, j] += t_A[i, k] * B[k, j] + t_B[k, j] * A[i, k]" in out
     assert "C[i, j] += A[i, k] * B[k, j]  // i < 4, j < 6; over k < 5" in out
 
 
