@@ -9,7 +9,11 @@ Times, per call, in one process:
 - each again with ``nn.Parameter`` inputs (a model's weights);
 - ``multiply forward+backward``: ``Y[i] = X[i] * Z[i]`` against ``x * z``: an
   add's backward passes the output's gradient on (in both), a product's
-  runs a gradient kernel.
+  runs a gradient kernel;
+- ``empty autograd.Function forward+backward``: the floor of any op made a
+  Python ``torch.autograd.Function`` (as neoflow's eager calls are): one that
+  allocates its output, saves its inputs and passes the gradient on, with no
+  kernel, against the add.
 
 Each round times ``--calls`` calls of every variant in turn (the order
 rotating between rounds) and keeps the mean per call; the report gives the
@@ -67,8 +71,23 @@ def variants(torch, neoflow) -> dict:
 
         return call
 
+    class Floor(torch.autograd.Function):
+        """What any op written as a Python autograd.Function pays: a forward that allocates its output and
+        saves its inputs, a backward that passes the gradient on; no kernel, no checks."""
+
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return torch.empty(8)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, grad
+
     add = torch.add
     return {
+        # the floor, against the add it would implement
+        "empty autograd.Function forward+backward": (fwd_bwd(Floor.apply, xg, zg), fwd_bwd(add, xg, zg)),
         "forward": (no_grad(op, x, z), no_grad(add, x, z)),
         "forward (Parameter)": (no_grad(op, px, pz), no_grad(add, px, pz)),
         "forward+backward": (fwd_bwd(op, xg, zg), fwd_bwd(add, xg, zg)),
@@ -136,7 +155,9 @@ def render_markdown(result: dict) -> str:
         f"`Y[i] = X[i] + Z[i]` on 8 float32 elements against `torch.add` (and `Y[i] = X[i] * Z[i]` against "
         "`torch.mul`, whose backward runs a gradient kernel where an add's passes its gradient on); "
         f"µs per call: median over {s['rounds']} "
-        f"rounds of the mean of {s['calls']} calls (min-max of the rounds). Ratio: neoflow / PyTorch.",
+        f"rounds of the mean of {s['calls']} calls (min-max of the rounds). Ratio: neoflow / PyTorch. The "
+        "first row's neoflow column is an empty Python autograd.Function (allocates, saves, passes the gradient "
+        "on): the floor of any op made one.",
         "",
         "| call | neoflow µs | PyTorch µs | ratio |",
         "|---|---|---|---|",
