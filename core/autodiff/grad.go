@@ -321,10 +321,12 @@ func Explain(g *GradOp) string {
 			read[a.Tensor] = true
 		}
 	}
-	var outs []string
-	for _, s := range g.Op.Stmts {
-		if !read[s.Tensor] {
-			outs = append(outs, s.Tensor)
+	outs := g.Op.Outputs // a tangent op's outputs may be read by its later statements
+	if len(outs) == 0 {
+		for _, s := range g.Op.Stmts {
+			if !read[s.Tensor] {
+				outs = append(outs, s.Tensor)
+			}
 		}
 	}
 	fmt.Fprintf(&b, "# outputs: %s\n", strings.Join(outs, ", "))

@@ -167,6 +167,15 @@ func TestTangentOp(t *testing.T) {
 			t.Errorf("Explain lacks %q:\n%s", frag, ex)
 		}
 	}
+	// An output a later statement reads: the op's own output list.
+	c2 := gcase{name: "g", src: "C[i] = X[i] * 2.0\nH[i] = tanh(C[i])", shapes: [][]int64{{3}}, outputs: []string{"H", "C"}}
+	g2, err := Tangent(specialize(t, c2), []bool{true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex2 := Explain(g2); !strings.Contains(ex2, "# outputs: t_H, t_C") {
+		t.Errorf("Explain's outputs:\n%s", ex2)
+	}
 	if g.Op.Name != "f_jvp" || !strings.Contains(ex, "# f_jvp") {
 		t.Errorf("name %q", g.Op.Name)
 	}

@@ -187,7 +187,10 @@ func (s *Scope) rawInterval(e ir.Expr) Interval {
 // the scope under construction: bounding the atom there would build the
 // guard scopes of the wheres inside it again, once per enclosing Scope,
 // which is exponential in the nesting depth. The bounds in s are looser,
-// so the check finds fewer dead branches, never a live one dead.
+// so the check finds fewer dead branches, never a live one dead. When cond
+// narrows a variable, the atoms outer guards bounded that have no where
+// inside are bounded in the new scope (which builds no guard scope): one
+// left without values makes the branch dead.
 func (s *Scope) Guard(cond ir.Expr, negate bool) *Scope {
 	k := guardKey{cond, negate}
 	if t, ok := s.guards[k]; ok {
@@ -265,9 +268,10 @@ func (s *Scope) Guard(cond ir.Expr, negate bool) *Scope {
 	if narrowed && !t.dead {
 		// A narrower variable can leave an atom an outer guard bounded
 		// without values: where(i % 2 >= 1, where(i <= 0, ...)) never
-		// runs its inner branch.
+		// runs its inner branch. Only atoms without a where inside are
+		// bounded here, in t: theirs need no guard scope (see above).
 		for _, e := range t.atomExprs {
-			if t.Bound(e).empty() {
+			if !hasWhere(e) && t.Bound(e).empty() {
 				t.dead = true
 				break
 			}
@@ -275,6 +279,17 @@ func (s *Scope) Guard(cond ir.Expr, negate bool) *Scope {
 	}
 	s.guards[k] = t
 	return t
+}
+
+// hasWhere reports whether e has a where inside.
+func hasWhere(e ir.Expr) bool {
+	found := false
+	ir.Walk(e, func(x ir.Expr) bool {
+		_, ok := x.(*ir.Where)
+		found = found || ok
+		return !found
+	})
+	return found
 }
 
 // addFact records the fact f >= 0 in t, which is under construction.

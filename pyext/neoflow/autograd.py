@@ -61,6 +61,16 @@ def op_for(name: str):
         return op
 
 
+_forward_ad = torch.autograd.forward_ad
+
+
+def dual(tensors) -> bool:
+    """Whether a tensor carries a forward-mode tangent (torch.autograd.forward_ad)."""
+    if getattr(_forward_ad, "_current_level", 0) < 0:  # no dual level entered: the common case, one read
+        return False  # (a PyTorch without that private counter gets every tensor checked instead)
+    return any(isinstance(t, torch.Tensor) and _forward_ad.unpack_dual(t).tangent is not None for t in tensors)
+
+
 def _zeros_for_missing(op, inputs, sizes: dict, grads) -> list[torch.Tensor]:
     if all(g is not None for g in grads):
         return [g.contiguous() for g in grads]
@@ -76,13 +86,15 @@ def _zeros_for_missing(op, inputs, sizes: dict, grads) -> list[torch.Tensor]:
 def _backward(op, inputs, sizes: dict, grads, needs, kept: dict) -> list[torch.Tensor | None]:
     """Gradients of op's inputs: runs the derived gradient op. ``kept`` maps
     the forward tensors the saving gradient op reads to the forward run's
-    values; the recomputing gradient op runs when a graph is being built or
-    ``kept`` is None."""
+    values; the recomputing gradient op runs when a graph is being built,
+    ``kept`` is None, or an input carries a forward-mode tangent (the kept
+    temporaries' tangents are zeros: the gradient's own tangent must come
+    through their recomputation)."""
     wrt = [bool(n) for n in needs[: len(op.inputs)]]
     if not any(wrt):
         return [None] * len(op.inputs)
     grads = _zeros_for_missing(op, inputs, sizes, grads[: len(op.outputs)])
-    if torch.is_grad_enabled() or kept is None:
+    if torch.is_grad_enabled() or kept is None or dual(inputs):
         # create_graph: differentiate through the recomputation; kept is None
         # when the forward did not have what the saving gradient reads.
         gop, gsizes = op.grad_op(*inputs, sizes=sizes, wrt=wrt)

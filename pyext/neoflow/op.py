@@ -15,6 +15,7 @@ from ._proto import neoflow_pb2 as pb
 from .checks import check_devices, check_name, check_names, check_text, scalar_of  # noqa: F401 - check_devices: tests
 from .definition import GradDefinition, TextDefinition, consts_of
 from .kernel import DTYPES, TORCH_DTYPES, Kernel, any_autocast, autocast_inputs, check_memory
+from .autograd import dual as _dual
 from .sizes import check_sizes as _sizes
 from .sizes import parse_sizes_text, sizes_text  # noqa: F401 - part of this module's interface
 from .version import __version__
@@ -520,7 +521,8 @@ def rebuild(definition: TextDefinition | GradDefinition) -> Op:
             forward_only=d.forward_only,
         )
     if isinstance(definition, GradDefinition):
-        return rebuild(definition.parent)._derive_grad(pb.GradRequest.FromString(definition.request))[0]
+        request = pb.GradRequest.FromString(definition.request)
+        return rebuild(definition.parent)._derive_grad(request, "jvp" if request.forward else "grad")[0]
     raise ValueError(f"not a neoflow op definition: {definition!r:.200}")
 
 
@@ -542,19 +544,11 @@ def _shape_key(tensors, sizes) -> tuple:
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
-_forward_ad = torch.autograd.forward_ad
 _wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # under vmap, grad, jacrev: the dispatcher's way
 _transforms_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: True)
 
 
 _DIRECT, _EAGER, _DISPATCH, _TRANSFORM = 0, 1, 2, 3
-
-
-def _dual(tensors) -> bool:
-    """Whether a tensor carries a forward-mode tangent (torch.autograd.forward_ad)."""
-    if getattr(_forward_ad, "_current_level", 0) < 0:  # no dual level entered: the common case, one read
-        return False  # (a PyTorch without that private counter gets every tensor checked instead)
-    return any(isinstance(t, torch.Tensor) and _forward_ad.unpack_dual(t).tangent is not None for t in tensors)
 
 
 def _mode(tensors) -> int:

@@ -3,6 +3,8 @@ jacfwd, hessian (forward over reverse) and torch.autograd.forward_ad, each again
 on the op's plain-PyTorch reference, for every op of the op table (float64 and float32, fusion on and off),
 on the CPU and on CUDA."""
 
+import pickle
+
 import neoflow
 import pytest
 import torch
@@ -168,3 +170,30 @@ def test_tangent_op_bad_input():
     top, sizes = op.tangent_op(torch.randn(3))
     with pytest.raises(TypeError, match=r"takes 2 inputs \(X, t_X\), got 1"):  # the tangent left out
         top(torch.randn(3), sizes=sizes)
+
+
+def test_forward_ad_through_a_backward_without_a_graph():
+    """The gradient of a dual input, taken without create_graph: the saving gradient op would read kept temporaries
+    whose tangents are zeros, so the recomputing one runs (the tangent of the gradient is a Hessian-vector product)."""
+    op = neoflow.op("T[i] += X[i, k] * W[k]\nY[i] = tanh(T[i]) * T[i]", name="fwd_kept")
+    x, w, v = (torch.randn(3, 4, dtype=torch.float64), torch.randn(4, dtype=torch.float64), torch.randn(3, 4))
+
+    def hvp(f):
+        with fwAD.dual_level():
+            xd = fwAD.make_dual(x.clone().requires_grad_(), v.double())
+            (g,) = torch.autograd.grad(f(xd, w).sum(), xd)
+            return fwAD.unpack_dual(g).tangent
+
+    def ref(x, w):
+        t = x @ w
+        return torch.tanh(t) * t
+
+    torch.testing.assert_close(hvp(op), hvp(ref))
+
+
+def test_explain_jvp_lists_outputs_that_later_statements_read(cell):
+    w, x, c = torch.randn(6, 4), torch.randn(2, 4), torch.randn(2, 3)
+    assert "# outputs: t_Hn, t_Cn" in cell.explain_jvp(w, x, c)
+    top, _ = cell.tangent_op(w, x, c)
+    again = pickle.loads(pickle.dumps(top))
+    assert again.name == top.name == "jvp_fwd_cell" and list(again.outputs) == ["t_Hn", "t_Cn"]
