@@ -12,10 +12,10 @@ import torch
 
 from . import _lib, config, outshapes, tuning
 from ._proto import neoflow_pb2 as pb
+from .autograd import dual as _dual
 from .checks import check_devices, check_name, check_names, check_text, scalar_of  # noqa: F401 - check_devices: tests
 from .definition import GradDefinition, TextDefinition, consts_of
 from .kernel import DTYPES, TORCH_DTYPES, Kernel, any_autocast, autocast_inputs, check_memory
-from .autograd import dual as _dual
 from .sizes import check_sizes as _sizes
 from .sizes import parse_sizes_text, sizes_text  # noqa: F401 - part of this module's interface
 from .version import __version__
