@@ -19,6 +19,15 @@
 // (where(i.o*16 + i.l > 0, i.o*16 + i.l - 1, 0) is at least 0). The method
 // and its limits are described in core/sema's documentation.
 //
+// Extents may be symbolic (ForSymbolicExtents, sizes.go): a size variable
+// is a variable of the scope over [least, +inf), a loop variable of that
+// extent carries the fact s - 1 - v >= 0, and WithinSize proves an index
+// below a dimension that is an index expression over size variables
+// (s + 2, 2 * s), for every value they take, from those facts (scaled:
+// 2s - 1 - 2i - j under s - 1 - i >= 0 leaves 1 - j). This is the prover
+// of the kernels whose extents are arguments (one kernel for every batch
+// size); sizes_test.go checks it against exhaustive evaluation.
+//
 // The linear form (Linear, Linearize) is the compiler's one: besides the
 // prover, fuse-split reads where a condition changes value from it,
 // the lane choice and the renderers an access's step along a loop

@@ -329,7 +329,14 @@ const (
 // Facts about a single atom are not tried at all, since guard already
 // narrowed that atom's Interval to exactly where they hold. The number of
 // tries is capped, so a guard with thousands of conjuncts stays cheap.
-func (s *Scope) proveNonneg(l Linear) bool {
+func (s *Scope) proveNonneg(l Linear) bool { return s.proveNonnegBy(l, false) }
+
+// proveNonnegBy is proveNonneg, with scaled also from l - c·F >= 0 for the
+// c > 1 that cancels a shared atom (WithinSize: 2s - 1 - 2i - j under
+// s - 1 - i >= 0 leaves 1 - j). The constant-extent proofs do without it:
+// sema infers extents from how far they reach (largestGuarded), which a
+// stronger proof would change.
+func (s *Scope) proveNonnegBy(l Linear, scaled bool) bool {
 	if s.nonneg(l) {
 		return true
 	}
@@ -340,6 +347,11 @@ func (s *Scope) proveNonneg(l Linear) bool {
 	diffs := make([]Linear, 0, maxPairFirsts)
 	firsts := make([]int, 0, maxPairFirsts)
 	for _, i := range cands {
+		if c := scaleFor(l, s.facts[i]); scaled && c > 1 {
+			if d, ok := l.axpy(-c, s.facts[i]); ok && s.nonneg(d) {
+				return true
+			}
+		}
 		d, ok := l.sub(s.facts[i])
 		if !ok {
 			continue
@@ -363,6 +375,22 @@ func (s *Scope) proveNonneg(l Linear) bool {
 		}
 	}
 	return false
+}
+
+// scaleFor is the positive integer c > 1 that makes c·f cancel l's term
+// in the first atom (in key order) they share, or 0.
+func scaleFor(l, f Linear) int64 {
+	for _, key := range slices.Sorted(maps.Keys(f.coef)) {
+		a, ok := l.coef[key]
+		if !ok {
+			continue
+		}
+		if b := f.coef[key]; a%b == 0 && a/b > 1 {
+			return a / b
+		}
+		return 0
+	}
+	return 0
 }
 
 // nonneg reports whether the bounds of l prove l >= 0. An empty range
