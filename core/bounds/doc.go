@@ -20,7 +20,7 @@
 // and its limits are described in core/sema's documentation.
 //
 // Extents may be symbolic (ForSymbolicExtents, sizes.go): a size variable
-// is a variable of the scope over [least, +inf), a loop variable of that
+// is a variable of the scope over [least, MaxSize], a loop variable of that
 // extent carries the fact s - 1 - v >= 0, and WithinSize proves an index
 // below a dimension that is an index expression over size variables
 // (s + 2, 2 * s), for every value they take, from those facts (scaled:

@@ -18,6 +18,10 @@ type prover struct {
 	op     *ir.Op
 	shapes map[string][]int64
 	info   *bounds.Info
+	// dims, when set, gives each tensor's dimensions as index expressions
+	// over size variables (symbolic.go), which the accesses are proven
+	// below for every size.
+	dims map[string][]ir.Expr
 }
 
 // proveBounds proves every access of statement s in bounds for the extents
@@ -124,6 +128,9 @@ func (p *prover) overflow(e ir.Expr, sc *bounds.Scope) error {
 // an index tensor is not proven: the tensor is checked before each launch
 // against the extents it indexes (ir.TensorDecl.Limit).
 func (p *prover) access(e *ir.Access, sc *bounds.Scope) error {
+	if p.dims != nil {
+		return p.accessSymbolic(e, sc)
+	}
 	shape := p.shapes[e.Tensor]
 	for d, x := range e.Indices {
 		if ir.IsIndirect(x) {

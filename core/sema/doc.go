@@ -179,4 +179,16 @@
 // checks every element of the tensor against [0, Limit) first. A cast
 // int32(...) or int64(...) may only be the whole right-hand side of an
 // '=' statement, whose tensor then gets that integer type.
+//
+// # Symbolic extents
+//
+// ProveSymbolic (symbolic.go) proves a spec's accesses for every value of
+// size variables that name some of the inputs' dimensions (a batch, a
+// sequence length), not only for the shapes it was specialized at: the
+// variables that index such a dimension plainly take the size variable as
+// their extent, written dimensions follow from the left-hand sides, and
+// each access is proven below its dimension, an expression over size
+// variables, with core/bounds' WithinSize. It is the proof of kernels
+// whose extents are arguments; the lowering and the renderers do not take
+// such extents yet.
 package sema
