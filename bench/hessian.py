@@ -22,13 +22,11 @@ test: speed is reported, not asserted.
 from __future__ import annotations
 
 import argparse
-import datetime
-import sys
 import warnings
 from pathlib import Path
 
 import workloads_module
-from overhead import rotating_times, summary, us
+from overhead import finish, paired_rows, table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,15 +96,9 @@ def run(torch, neoflow, args) -> list[dict]:
     tol = {"rtol": 1e-9, "atol": 1e-9} if args.dtype == "float64" else {"rtol": 1e-4, "atol": 1e-4}
     for name, (ours, plain) in cases.items():
         torch.testing.assert_close(ours(), plain(), **tol, msg=lambda m, n=name: f"{n}: {m}")
-    timed = [(name, impl, fn) for name, pair in cases.items() for impl, fn in zip(("neoflow", "torch"), pair)]
-    times = rotating_times(timed, args.rounds, args.calls, warmup=3)
-    rows = []
-    for name in cases:
-        row = {"call": name, "matches": True}
-        for impl in ("neoflow", "torch"):
-            row[impl] = summary(times[(name, impl)])
-        row["ratio"] = row["neoflow"]["median_ms"] / row["torch"]["median_ms"]
-        rows.append(row)
+    rows = paired_rows(cases, args.rounds, args.calls, warmup=3)
+    for row in rows:
+        row["matches"] = True  # checked above
     return rows
 
 
@@ -121,11 +113,8 @@ def render_markdown(result: dict) -> str:
         f"before timing). µs per call: median over {s['rounds']} rounds of the mean of {s['calls']} calls "
         "(min-max of the rounds). Ratio: neoflow / PyTorch.",
         "",
-        "| call | neoflow µs | PyTorch µs | ratio |",
-        "|---|---|---|---|",
+        *table(result["rows"]),
     ]
-    for r in result["rows"]:
-        lines.append(f"| {r['call']} | {us(r['neoflow'])} | {us(r['torch'])} | {r['ratio']:.2f}x |")
     return "\n".join(lines) + "\n"
 
 
@@ -136,18 +125,7 @@ def main(argv=None) -> dict:
 
     warnings.filterwarnings("ignore", message="`torch.jit.script` is deprecated")  # inside torch.func.jacfwd
     info = wl.machine_info(torch, neoflow)
-    rows = run(torch, neoflow, args)
-    result = {"date": datetime.date.today().isoformat(), "machine": info, "settings": vars(args), "rows": rows}
-    md = render_markdown(result)
-    labels, title = [r["call"] for r in rows], f"forward mode, small MLP, {info['cpu']}"
-
-    def chart(path):
-        wl.bar_chart(rows, ("torch", "neoflow"), labels, "ms per call (log scale)", title, path)
-
-    stem = wl.write_results(args.out, f"hessian-{result['date']}-cpu", result, md, chart)
-    print(md)
-    print(f"wrote {stem}.json, .md, .png", file=sys.stderr)
-    return result
+    return finish(args, info, run(torch, neoflow, args), render_markdown, "hessian", "forward mode, small MLP")
 
 
 if __name__ == "__main__":

@@ -128,10 +128,11 @@ def summary(seconds: list[float]) -> dict:
     return {"median_ms": statistics.median(t), "min_ms": min(t), "max_ms": max(t)}
 
 
-def run(torch, neoflow, args) -> list[dict]:
-    cases = variants(torch, neoflow)
+def paired_rows(cases: dict, rounds: int, calls: int, warmup: int) -> list[dict]:
+    """Times cases, name -> (neoflow call, PyTorch call), in turns (rotating_times): one row per case with each
+    side's summary and neoflow's median over PyTorch's (bench/hessian.py times its calls so too)."""
     timed = [(name, impl, fn) for name, pair in cases.items() for impl, fn in zip(("neoflow", "torch"), pair)]
-    times = rotating_times(timed, args.rounds, args.calls, warmup=50)
+    times = rotating_times(timed, rounds, calls, warmup=warmup)
     rows = []
     for name in cases:
         row = {"call": name}
@@ -142,8 +143,36 @@ def run(torch, neoflow, args) -> list[dict]:
     return rows
 
 
+def run(torch, neoflow, args) -> list[dict]:
+    return paired_rows(variants(torch, neoflow), args.rounds, args.calls, warmup=50)
+
+
 def us(d: dict) -> str:
     return f"{d['median_ms'] * 1e3:.1f} ({d['min_ms'] * 1e3:.1f}–{d['max_ms'] * 1e3:.1f})"
+
+
+def table(rows: list[dict]) -> list[str]:
+    """paired_rows' rows as a markdown table, µs per call."""
+    lines = ["| call | neoflow µs | PyTorch µs | ratio |", "|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['call']} | {us(r['neoflow'])} | {us(r['torch'])} | {r['ratio']:.2f}x |")
+    return lines
+
+
+def finish(args, info: dict, rows: list[dict], render, bench: str, title: str) -> dict:
+    """The run's result (date, machine, settings, rows) rendered by render, charted, written as
+    ``<bench>-DATE-cpu`` into args.out and printed."""
+    result = {"date": datetime.date.today().isoformat(), "machine": info, "settings": vars(args), "rows": rows}
+    md = render(result)
+    labels = [r["call"] for r in rows]
+
+    def chart(path):
+        wl.bar_chart(rows, ("torch", "neoflow"), labels, "ms per call (log scale)", f"{title}, {info['cpu']}", path)
+
+    stem = wl.write_results(args.out, f"{bench}-{result['date']}-cpu", result, md, chart)
+    print(md)
+    print(f"wrote {stem}.json, .md, .png", file=sys.stderr)
+    return result
 
 
 def render_markdown(result: dict) -> str:
@@ -159,11 +188,8 @@ def render_markdown(result: dict) -> str:
         "first row's neoflow column is an empty Python autograd.Function (allocates, saves, passes the gradient "
         "on): the floor of any op made one.",
         "",
-        "| call | neoflow µs | PyTorch µs | ratio |",
-        "|---|---|---|---|",
+        *table(result["rows"]),
     ]
-    for r in result["rows"]:
-        lines.append(f"| {r['call']} | {us(r['neoflow'])} | {us(r['torch'])} | {r['ratio']:.2f}x |")
     return "\n".join(lines) + "\n"
 
 
@@ -174,17 +200,7 @@ def main(argv=None) -> dict:
 
     info = wl.machine_info(torch, neoflow)
     rows = run(torch, neoflow, args)
-    result = {"date": datetime.date.today().isoformat(), "machine": info, "settings": vars(args), "rows": rows}
-    md = render_markdown(result)
-    labels, title = [r["call"] for r in rows], f"per-call overhead, tiny op, {info['cpu']}"
-
-    def chart(path):
-        wl.bar_chart(rows, ("torch", "neoflow"), labels, "ms per call (log scale)", title, path)
-
-    stem = wl.write_results(args.out, f"overhead-{result['date']}-cpu", result, md, chart)
-    print(md)
-    print(f"wrote {stem}.json, .md, .png", file=sys.stderr)
-    return result
+    return finish(args, info, rows, render_markdown, "overhead", "per-call overhead, tiny op")
 
 
 if __name__ == "__main__":

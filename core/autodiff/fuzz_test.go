@@ -113,20 +113,27 @@ func randomCase(seed uint64) gcase {
 	return gcase{name: fmt.Sprintf("fuzz%d", seed), src: src, shapes: [][]int64{xshape, ext}, sizes: sizes}
 }
 
+// randomSpec is randomCase(seed) specialized, and its source.
+func randomSpec(t *testing.T, seed uint64) (*ir.Spec, string) {
+	t.Helper()
+	c := randomCase(seed)
+	op, err := parse.Parse(c.src, parse.Options{Name: c.name})
+	if err != nil {
+		t.Fatalf("%s: %v", c.src, err)
+	}
+	spec, err := sema.Specialize(op, ir.Float64, c.shapes, c.sizes)
+	if err != nil {
+		t.Fatalf("%s: %v", c.src, err)
+	}
+	return spec, c.src
+}
+
 func FuzzGrad(f *testing.F) {
 	for i := range 40 {
 		f.Add(uint64(i))
 	}
 	f.Fuzz(func(t *testing.T, seed uint64) {
-		c := randomCase(seed)
-		op, err := parse.Parse(c.src, parse.Options{Name: c.name})
-		if err != nil {
-			t.Fatalf("%s: %v", c.src, err)
-		}
-		spec, err := sema.Specialize(op, ir.Float64, c.shapes, c.sizes)
-		if err != nil {
-			t.Fatalf("%s: %v", c.src, err)
-		}
+		spec, _ := randomSpec(t, seed)
 		wrt := allTrue(len(spec.Op.Inputs))
 		// Both methods: Gauss-Jordan first (the default), and every read
 		// through the Smith normal form.
@@ -147,23 +154,15 @@ func FuzzGrad(f *testing.F) {
 // exactly: none falls back to the indicator form.
 func TestQuasiAffineIsExact(t *testing.T) {
 	for seed := uint64(0); seed < 400; seed++ {
-		c := randomCase(seed)
-		op, err := parse.Parse(c.src, parse.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		spec, err := sema.Specialize(op, ir.Float64, c.shapes, c.sizes)
-		if err != nil {
-			t.Fatalf("%s: %v", c.src, err)
-		}
+		spec, src := randomSpec(t, seed)
 		for _, opts := range []gradOptions{{}, {forceSNF: true}} {
 			g, err := grad(spec, allTrue(len(spec.Op.Inputs)), opts)
 			if err != nil {
-				t.Fatalf("%s: %v", c.src, err)
+				t.Fatalf("%s: %v", src, err)
 			}
 			for i, n := range g.notes {
 				if strings.Contains(n, "indicator") {
-					t.Errorf("%s (forceSNF %v): indicator fallback:\n%s\n%s", c.src, opts.forceSNF, ir.StmtString(g.Op.Stmts[i]), n)
+					t.Errorf("%s (forceSNF %v): indicator fallback:\n%s\n%s", src, opts.forceSNF, ir.StmtString(g.Op.Stmts[i]), n)
 				}
 			}
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
-	"github.com/neoflow/neoflow/core/parse"
 	"github.com/neoflow/neoflow/core/sema"
 )
 
@@ -128,15 +127,7 @@ func TestTangentTable(t *testing.T) {
 // reads, guards, and every reduction.
 func TestTangentFuzz(t *testing.T) {
 	for seed := uint64(0); seed < 200; seed++ {
-		c := randomCase(seed)
-		op, err := parse.Parse(c.src, parse.Options{Name: c.name})
-		if err != nil {
-			t.Fatalf("%s: %v", c.src, err)
-		}
-		spec, err := sema.Specialize(op, ir.Float64, c.shapes, c.sizes)
-		if err != nil {
-			t.Fatalf("%s: %v", c.src, err)
-		}
+		spec, _ := randomSpec(t, seed)
 		r := rand.New(rand.NewPCG(seed, 1))
 		xs := randomInputs(r, spec, 0.2, 1.2)
 		checkTangent(t, spec, allTrue(len(spec.Op.Inputs)), xs, randomGrads(r, spec), r, 1e-5)

@@ -283,13 +283,7 @@ func (s *Scope) Guard(cond ir.Expr, negate bool) *Scope {
 
 // hasWhere reports whether e has a where inside.
 func hasWhere(e ir.Expr) bool {
-	found := false
-	ir.Walk(e, func(x ir.Expr) bool {
-		_, ok := x.(*ir.Where)
-		found = found || ok
-		return !found
-	})
-	return found
+	return ir.Contains(e, func(x ir.Expr) bool { _, ok := x.(*ir.Where); return ok })
 }
 
 // addFact records the fact f >= 0 in t, which is under construction.

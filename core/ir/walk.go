@@ -1,5 +1,16 @@
 package ir
 
+// Contains reports whether e or one of its subexpressions satisfies
+// match; the walk stops at the first that does.
+func Contains(e Expr, match func(Expr) bool) bool {
+	found := false
+	Walk(e, func(x Expr) bool {
+		found = found || match(x)
+		return !found
+	})
+	return found
+}
+
 // Walk visits e and its subexpressions in pre-order (a node before its
 // children, children left to right: access indices, call arguments, where's
 // condition, then and else). If f returns false the node's children are

@@ -86,13 +86,7 @@ func (p *prover) expr(e ir.Expr, sc *bounds.Scope) error {
 
 // readsTensor reports whether e reads a tensor.
 func readsTensor(e ir.Expr) bool {
-	found := false
-	ir.Walk(e, func(x ir.Expr) bool {
-		_, ok := x.(*ir.Access)
-		found = found || ok
-		return !found
-	})
-	return found
+	return ir.Contains(e, func(x ir.Expr) bool { _, ok := x.(*ir.Access); return ok })
 }
 
 // children proves e's sub-expressions, then e.

@@ -292,21 +292,27 @@ class Op:
         the gradient op's ``saved`` attribute (see ``temporaries``). This is
         what autograd runs; its values are those of the recomputing one.
         """
-        if wrt is None:  # every floating-point input: integer inputs have no gradient
+        return self._derived(tensors, sizes, wrt, saved=bool(saved), forward=False)
+
+    def _derived(self, tensors, sizes, wrt, saved: bool, forward: bool) -> tuple[Op, dict]:
+        """The gradient op (or with ``forward`` the tangent op) for these inputs, derived once per shapes and
+        selection."""
+        if wrt is None:  # every floating-point input: integer inputs have no derivative
             wrt = [not isinstance(t, torch.Tensor) or t.is_floating_point() for t in tensors]
         wrt = tuple(bool(w) for w in wrt)
-        key = (_shape_key(tensors, sizes), wrt, bool(saved))
+        key = (_shape_key(tensors, sizes), wrt, "forward" if forward else saved)
         entry = self._grads.get(key)
         if entry is None:
             self.check_inputs(tensors)
             config.ensure()
             spec = self._request(tensors, sizes)
-            request = pb.GradRequest(inputs=spec.inputs, sizes=spec.sizes, wrt=list(wrt), save=bool(saved))
+            request = pb.GradRequest(inputs=spec.inputs, sizes=spec.sizes, wrt=list(wrt), save=saved, forward=forward)
             entry = self._grads.setdefault(key, self._derive_grad(request))
         return entry
 
-    def _derive_grad(self, request: pb.GradRequest, prefix: str = "grad") -> tuple[Op, dict]:
+    def _derive_grad(self, request: pb.GradRequest) -> tuple[Op, dict]:
         """Derives the gradient (or tangent) op the request (op_id aside) asks for."""
+        prefix = "jvp" if request.forward else "grad"
         request.op_id = self.op_id
         resp = _lib.call("nf_grad", request, pb.GradResponse)
         request.op_id = 0  # the definition holds no process-local id
@@ -325,18 +331,7 @@ class Op:
         ``jacfwd``, ``hessian`` and ``torch.autograd.forward_ad`` run.
         ``print(op.tangent_op(x, w)[0])`` shows the derived expressions.
         """
-        if wrt is None:
-            wrt = [not isinstance(t, torch.Tensor) or t.is_floating_point() for t in tensors]
-        wrt = tuple(bool(w) for w in wrt)
-        key = (_shape_key(tensors, sizes), wrt, "forward")
-        entry = self._grads.get(key)
-        if entry is None:
-            self.check_inputs(tensors)
-            config.ensure()
-            spec = self._request(tensors, sizes)
-            request = pb.GradRequest(inputs=spec.inputs, sizes=spec.sizes, wrt=list(wrt), forward=True)
-            entry = self._grads.setdefault(key, self._derive_grad(request, "jvp"))
-        return entry
+        return self._derived(tensors, sizes, wrt, saved=False, forward=True)
 
     def explain_jvp(self, *tensors, sizes=None) -> str:
         """The derived tangent expressions (forward mode) for these inputs, guards and sizes included."""
@@ -521,8 +516,7 @@ def rebuild(definition: TextDefinition | GradDefinition) -> Op:
             forward_only=d.forward_only,
         )
     if isinstance(definition, GradDefinition):
-        request = pb.GradRequest.FromString(definition.request)
-        return rebuild(definition.parent)._derive_grad(request, "jvp" if request.forward else "grad")[0]
+        return rebuild(definition.parent)._derive_grad(pb.GradRequest.FromString(definition.request))[0]
     raise ValueError(f"not a neoflow op definition: {definition!r:.200}")
 
 
