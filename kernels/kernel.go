@@ -18,6 +18,8 @@ type Kernel struct {
 	portable, path string
 	outcome        cache.Outcome
 	k              *cc.Kernel
+	// sizes are the size variables of a kernel with symbolic extents.
+	sizes []string
 }
 
 // Close releases the kernel's library (one Close per Build that returned
@@ -47,13 +49,25 @@ func (k *Kernel) Spec() *ir.Spec { return k.spec }
 func (k *Kernel) Outcome() cache.Outcome { return k.outcome }
 
 // NumBufs is the number of buffers Launch takes: len(Spec().Tensors),
-// plus one (the timing buffer) for a profiled kernel.
+// plus one (the sizes' values) for a kernel with symbolic extents, plus
+// one (the timing buffer) for a profiled kernel.
 func (k *Kernel) NumBufs() int { return k.k.NumBufs }
 
 // Profiled reports whether the kernel was built by Builder.BuildProfiled:
 // its last buffer is a float64 array with one entry per statement, to
 // which every launch adds the seconds that statement took.
-func (k *Kernel) Profiled() bool { return k.k.NumBufs > len(k.spec.Tensors) }
+func (k *Kernel) Profiled() bool {
+	n := len(k.spec.Tensors)
+	if len(k.sizes) > 0 {
+		n++
+	}
+	return k.k.NumBufs > n
+}
+
+// Sizes names the size variables of a kernel with symbolic extents
+// (Builder.BuildSymbolic), in the order of its sizes buffer; nil for a
+// kernel of fixed shapes.
+func (k *Kernel) Sizes() []string { return k.sizes }
 
 // Addr is the kernel function's address, to call it from C directly or
 // with cc.CallRaw(k.Addr(), bufs, nthreads), which allocates nothing.

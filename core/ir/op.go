@@ -140,6 +140,11 @@ type TensorDecl struct {
 	Name  string
 	Role  Role
 	Shape []int64
+	// Sizes, in a kernel with symbolic extents (loops.Generalize), names
+	// the size variable of each dimension that has one ("" for a fixed
+	// one); Shape then holds one value of it. Nil when every dimension is
+	// fixed.
+	Sizes []string
 	// DType is the element type of an integer input (Int32, Int64, Bool)
 	// or of a tensor a cast writes (Int32, Int64: sema); InvalidDType,
 	// the zero value, means the spec's dtype. Read it through

@@ -203,4 +203,15 @@
 // Otherwise statements run in order, each fully materializing its tensor
 // (temporaries included) before the next starts; each parallel loop is its
 // own parallel region. Dump prints a Func for debugging and golden tests.
+//
+// Symbolic extents. One kernel may serve every value of some sizes (a
+// batch, a sequence length): Generalize compares two lowerings of one op
+// at two values of each size, under the same schedules
+// (SymbolicSchedule: untiled, no lane split of a variable that runs to a
+// size), and keeps the loops whose extents are a size's two values as
+// loops to that size (Loop.Size), the tensors' dimensions likewise
+// (ir.TensorDecl.Sizes, strides by FlatIndexOf). Anything else that
+// differs between the two refuses the kernel, so nothing that follows
+// from a size some other way can be baked in. The sizes' values reach the
+// kernel as one more buffer (Func.Sizes).
 package loops

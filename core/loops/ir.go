@@ -8,6 +8,11 @@ import "github.com/neoflow/neoflow/core/ir"
 type Func struct {
 	Spec  *ir.Spec
 	Nests []*Nest
+	// Sizes lists the size variables of a kernel with symbolic extents
+	// (Generalize), each named with SizePrefix: the kernel takes their
+	// values as one more buffer after Spec.Tensors, an int64 array in this
+	// order. Nil for a kernel of fixed shapes.
+	Sizes []string
 }
 
 // Nest computes one statement, or a fused group of statements.
@@ -33,6 +38,10 @@ type Node interface{ node() }
 type Loop struct {
 	Var    string
 	Extent int64
+	// Size, in a kernel with symbolic extents (Generalize), names the size
+	// variable the loop runs to; Extent is then that size's value in one
+	// specialization, and the loop is never split, tiled or unrolled.
+	Size string
 	// Parallel distributes the iterations over threads. Collapse (>= 1)
 	// is the number of perfectly nested loops, this one first, whose
 	// combined iteration space is distributed; the inner ones carry no

@@ -147,6 +147,18 @@ func GatherSchedule(spec *ir.Spec, i int) Schedule {
 }
 
 func defaultSchedule(spec *ir.Spec, st *ir.BoundStmt) Schedule {
+	s := laneSchedule(spec, st)
+	if t := gatherRows(spec, st, s); t != nil {
+		s = Schedule{Tiling: t}
+	}
+	return withParallelLoops(st, s)
+}
+
+// laneSchedule is the default schedule's lane axis and loop order: the
+// axis LaneAxis picks, split into VectorBytes / element size lanes
+// (capped to a spatial lane axis's extent), and for a lane-parallel
+// reduction the spatial loops in SpatialOrder.
+func laneSchedule(spec *ir.Spec, st *ir.BoundStmt) Schedule {
 	s := Schedule{VectorWidth: 1}
 	v := int64(VectorBytes / max(spec.DType.Size(), 1))
 	if ax, ok := LaneAxis(spec, st, v); ok {
@@ -172,9 +184,13 @@ func defaultSchedule(spec *ir.Spec, st *ir.BoundStmt) Schedule {
 			s.Order = nil
 		}
 	}
-	if t := gatherRows(spec, st, s); t != nil {
-		s = Schedule{Tiling: t}
-	}
+	return s
+}
+
+// withParallelLoops is s with the outermost loops collapsed into one
+// parallel loop until they have at least MinParallelIters iterations, or
+// none when the statement has too little work (MinParallelWork).
+func withParallelLoops(st *ir.BoundStmt, s Schedule) Schedule {
 	if st.Points() < MinParallelWork {
 		if s.Tiling != nil {
 			s.Tiling.Parallel = 0

@@ -35,6 +35,11 @@
 // pass in a directory: NEOFLOW_DUMP=all or NEOFLOW_DUMP=<pass>,<pass>
 // and NEOFLOW_DUMP_DIR, read by Python and sent in the init request.
 //
+// Symbolic runs the Build plan twice, on one op specialized at two values
+// of some sizes, under the same schedules, and generalizes the two loop
+// nests into one kernel for every value (loops.Generalize), after
+// sema.ProveSymbolic has proven every access for every size.
+//
 // To add a pass: write it in a file named for it as a function of *Unit,
 // add it to the table where it belongs with the passes it needs, and give
 // the level it produces a printer (dump.go) if it is a new level.

@@ -75,7 +75,7 @@ func (r *renderer) inBounds(a *ir.Access) bool {
 		return false
 	}
 	for d, x := range a.Indices {
-		if !loops.IndexWithin(x, t.Shape[d], r.vars) {
+		if t.Sizes != nil && t.Sizes[d] != "" || !loops.IndexWithin(x, t.Shape[d], r.vars) {
 			return false
 		}
 	}

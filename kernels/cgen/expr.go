@@ -209,6 +209,9 @@ func (r *renderer) expr(e ir.Expr) (cexpr, error) {
 		if _, ok := r.vars[e.Name]; !ok {
 			return cexpr{}, errors.Errorf("index variable %s is not bound by an enclosing loop", e.Name)
 		}
+		if loops.IsSize(e.Name) {
+			return atom(sizeName(e.Name), ir.KindIndex), nil
+		}
 		v, err := varName(e.Name)
 		return atom(v, ir.KindIndex), err
 	case *ir.Access:
@@ -475,7 +478,7 @@ func (r *renderer) ref(a *ir.Access) (cexpr, error) {
 			return cexpr{}, errors.Errorf("index of %s is a %v: %s", a.Tensor, k, ir.ExprString(x))
 		}
 	}
-	off := loops.FlatIndex(a, t.Shape)
+	off := loops.FlatIndexOf(a, t)
 	name, err := tensorName(a.Tensor)
 	if err != nil {
 		return cexpr{}, err

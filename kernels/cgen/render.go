@@ -6,6 +6,7 @@ import (
 
 	"github.com/pkg/errors"
 
+	"github.com/neoflow/neoflow/core/bounds"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 )
@@ -113,8 +114,9 @@ func renderFunc(fn *loops.Func, symbol string, profile bool) (*renderer, string,
 			fmt.Fprintf(&b, "\t%s *restrict %s = (%s *)bufs[%d];\n", ct, name, ct, i)
 		}
 	}
+	r.sizesPrologue(&b)
 	if profile {
-		fmt.Fprintf(&b, "\tdouble *restrict %s = (double *)bufs[%d];\n", profileBuffer, len(fn.Spec.Tensors))
+		fmt.Fprintf(&b, "\tdouble *restrict %s = (double *)bufs[%d];\n", profileBuffer, len(fn.Spec.Tensors)+min(len(fn.Sizes), 1))
 		b.WriteString("\tstruct timespec nf_t0, nf_t1;\n")
 	}
 	if r.parallel {
@@ -161,6 +163,15 @@ func newRenderer(fn *loops.Func, symbol string, cuda bool) (*renderer, error) {
 	}
 	if cuda {
 		r.itype = "nf_i"
+	}
+	if len(fn.Sizes) > 0 {
+		if cuda {
+			return nil, errors.New("cgen: kernels with symbolic extents are rendered for the CPU only")
+		}
+		r.sized, r.sizes = true, fn.Sizes
+		for _, s := range fn.Sizes {
+			r.vars[s] = bounds.MaxSize + 1
+		}
 	}
 	switch fn.Spec.DType {
 	case ir.Float32:
@@ -217,6 +228,10 @@ func (r *renderer) stored16(name string) bool {
 type renderer struct {
 	// cuda renders CUDA C (cuda.go) rather than C with OpenMP.
 	cuda bool
+	// sized marks a kernel with symbolic extents, whose size variables
+	// are sizes (sizes.go).
+	sized bool
+	sizes []string
 	// itype is the C type of index arithmetic.
 	itype         string
 	spec          *ir.Spec
@@ -300,7 +315,7 @@ func (r *renderer) headerComment(b *strings.Builder, profile bool, nests int) {
 		if i == 0 {
 			sep = ""
 		}
-		fmt.Fprintf(b, "%s %s%s %s", sep, commentSafe(t.Name), ir.ShapeString(t.Shape), t.Role)
+		fmt.Fprintf(b, "%s %s%s %s", sep, commentSafe(t.Name), shapeText(t), t.Role)
 	}
 	if profile {
 		fmt.Fprintf(b, ", %s[%d] double seconds per statement", profileBuffer, nests)
@@ -409,7 +424,7 @@ func (r *renderer) loopBody(l *loops.Loop, v string, depth int) error {
 	if l.Unroll > 1 && !l.Parallel && !l.Vector && !r.cuda { // an omp loop takes no second pragma
 		r.line(depth, "#pragma GCC unroll %d", l.Unroll)
 	}
-	r.line(depth, "for (%s %s = 0; %s < %d; %s++) {", r.itype, v, v, l.Extent, v)
+	r.line(depth, "for (%s %s = 0; %s < %s; %s++) {", r.itype, v, v, r.extent(l), v)
 	owed, saved := r.collapsing, r.collapsing
 	if l.Parallel && l.Collapse > 1 {
 		owed = l.Collapse
@@ -419,6 +434,9 @@ func (r *renderer) loopBody(l *loops.Loop, v string, depth int) error {
 		r.line(depth+1, "NF_SCALAR;")
 	}
 	r.vars[l.Var] = l.Extent
+	if l.Size != "" {
+		r.vars[l.Var] = bounds.MaxSize
+	}
 	lane := l.Vector && !r.cuda // CUDA renders no blends
 	if lane {
 		r.lanes++

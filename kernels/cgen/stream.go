@@ -68,7 +68,7 @@ typedef double nf_v8df __attribute__((vector_size(64), __may_alias__));
 // streaming store (see above): an output the kernel never reads back
 // (rereadTensors).
 func (r *renderer) streamable(l *loops.Loop) (*loops.Store, bool) {
-	if r.cuda || !l.Vector || l.Parallel || r.collapsing > 0 || StreamMinBytes <= 0 || len(r.masks) > 0 || r.stype != "" || len(l.Body) != 1 {
+	if r.cuda || r.sized || !l.Vector || l.Parallel || r.collapsing > 0 || StreamMinBytes <= 0 || len(r.masks) > 0 || r.stype != "" || len(l.Body) != 1 {
 		return nil, false
 	}
 	s, ok := l.Body[0].(*loops.Store)

@@ -1,0 +1,25 @@
+package loops
+
+import "github.com/neoflow/neoflow/core/ir"
+
+// SymbolicSchedule is the default CPU schedule of statement i of spec in a
+// kernel with symbolic extents (Generalize), where sym holds the
+// statement's variables of symbolic extent: the default schedule's lane
+// axis and parallel loops, untiled and without fused groups, and no lane
+// split of a symbolic variable (a split's remainder would follow from the
+// size). A statement of the scatter form is lowered as a scatter, its fill
+// scheduled the same way.
+func SymbolicSchedule(spec *ir.Spec, i int, sym map[string]bool) Schedule {
+	st := spec.Stmts[i]
+	_, scatter := matchScatter(st)
+	if scatter {
+		st = fillStmt(st)
+	}
+	s := laneSchedule(spec, st)
+	if ax, _, ok := s.lane(st); ok && sym[ax.Name] {
+		s = Schedule{VectorWidth: 1}
+	}
+	s = withParallelLoops(st, s)
+	s.Scatter = scatter
+	return s
+}

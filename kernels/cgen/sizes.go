@@ -1,0 +1,59 @@
+package cgen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+)
+
+// Kernels with symbolic extents (loops.Generalize) take the values of
+// their size variables as the buffer after the tensors, an int64 array in
+// loops.Func.Sizes order (a profiled kernel's timing buffer follows it).
+// Each value becomes a local, nf_size_<name>, that loops run to and
+// strides multiply by; the renderer assumes of a size only that it lies in
+// [1, bounds.MaxSize].
+
+// sizesBuffer names the array of size values in a kernel.
+const sizesBuffer = "nf_sizes"
+
+// sizeName is the C name of a size variable (named with loops.SizePrefix).
+func sizeName(name string) string {
+	return "nf_size_" + strings.TrimPrefix(name, loops.SizePrefix)
+}
+
+// sizesPrologue declares the kernel's size values, read from their buffer.
+func (r *renderer) sizesPrologue(b *strings.Builder) {
+	if len(r.sizes) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\tconst int64_t *restrict %s = (const int64_t *)bufs[%d];\n", sizesBuffer, len(r.spec.Tensors))
+	for i, s := range r.sizes {
+		fmt.Fprintf(b, "\tconst int64_t %s = %s[%d];\n", sizeName(s), sizesBuffer, i)
+	}
+}
+
+// extent is the C text of loop l's extent: its size or its constant.
+func (r *renderer) extent(l *loops.Loop) string {
+	if l.Size != "" {
+		return sizeName(l.Size)
+	}
+	return fmt.Sprint(l.Extent)
+}
+
+// shapeText is t's shape as the kernel's comment prints it, a size by
+// its name.
+func shapeText(t *ir.TensorDecl) string {
+	if t.Sizes == nil {
+		return ir.ShapeString(t.Shape)
+	}
+	dims := make([]string, len(t.Shape))
+	for d, n := range t.Shape {
+		dims[d] = fmt.Sprint(n)
+		if t.Sizes[d] != "" {
+			dims[d] = strings.TrimPrefix(t.Sizes[d], loops.SizePrefix)
+		}
+	}
+	return "[" + strings.Join(dims, ", ") + "]"
+}

@@ -1,0 +1,54 @@
+package kernels
+
+import (
+	"context"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/core/bounds"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
+)
+
+// BuildSymbolic builds one C kernel for every value of sizes
+// (pipeline.Symbolic): a and b are the op specialized, unfused, at two
+// shapes that differ only in the dimensions the sizes name. The kernel
+// takes its tensors and then the sizes' values, an int64 array in sizes'
+// order (Kernel.Sizes); its caller checks that every tensor's shape
+// follows from those values (Shapes).
+func (b *Builder) BuildSymbolic(ctx context.Context, a, bs *ir.Spec, sizes []loops.Size) (*Kernel, error) {
+	if a == nil || a.Op == nil || bs == nil {
+		return nil, errors.New("kernels: nil spec")
+	}
+	fn, err := pipeline.Symbolic(a, bs, sizes)
+	if err != nil {
+		return nil, errors.Wrapf(err, "kernel %s with symbolic extents", a.Op.DisplayName())
+	}
+	return b.BuildFunc(ctx, fn)
+}
+
+// Shapes are the shapes of k's tensors for these values of its sizes (in
+// Sizes order): each dimension a size names takes its value.
+func (k *Kernel) Shapes(values []int64) ([][]int64, error) {
+	if len(values) != len(k.sizes) {
+		return nil, errors.Errorf("kernel %s takes %d sizes, got %d", k.Symbol(), len(k.sizes), len(values))
+	}
+	val := map[string]int64{}
+	for i, s := range k.sizes {
+		if values[i] < 1 || values[i] > bounds.MaxSize {
+			return nil, errors.Errorf("kernel %s: size %s = %d is outside [1, %d]", k.Symbol(), s[1:], values[i], bounds.MaxSize)
+		}
+		val[s] = values[i]
+	}
+	out := make([][]int64, len(k.spec.Tensors))
+	for i, t := range k.spec.Tensors {
+		out[i] = append([]int64(nil), t.Shape...)
+		for d, s := range t.Sizes {
+			if s != "" {
+				out[i][d] = val[s]
+			}
+		}
+	}
+	return out, nil
+}
