@@ -2,6 +2,9 @@ package kernels
 
 import (
 	"context"
+	"runtime"
+	"slices"
+	"unsafe"
 
 	"github.com/pkg/errors"
 
@@ -51,4 +54,18 @@ func (k *Kernel) Shapes(values []int64) ([][]int64, error) {
 		}
 	}
 	return out, nil
+}
+
+// LaunchSized launches a kernel with symbolic extents: bufs holds one
+// pointer per tensor, of the shapes Shapes(values) gives, and values the
+// sizes' values in Sizes order (Launch's rules apply to bufs).
+func (k *Kernel) LaunchSized(bufs []unsafe.Pointer, values []int64, nthreads int) error {
+	if _, err := k.Shapes(values); err != nil {
+		return err
+	}
+	sizes := slices.Clone(values)
+	var pin runtime.Pinner
+	pin.Pin(&sizes[0])
+	defer pin.Unpin()
+	return k.Launch(append(slices.Clone(bufs), unsafe.Pointer(&sizes[0])), nthreads)
 }

@@ -3,10 +3,8 @@ package kernels
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"testing"
-	"unsafe"
 
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
@@ -42,12 +40,17 @@ func buildSymbolic(t *testing.T, c symbolicCase, dt ir.DType, a, b []int64) (*Ke
 	return testBuilder(t).BuildSymbolic(context.Background(), c.spec(t, dt, a), c.spec(t, dt, b), sizes)
 }
 
-// runSymbolic launches k at sizes s, on 1 and 3 threads with the outputs
-// poisoned, and compares every written tensor with the interpreter's run
-// of c specialized at s.
+// runSymbolic runs k at sizes s against c specialized there (runSized).
 func runSymbolic(t *testing.T, k *Kernel, c symbolicCase, dt ir.DType, s []int64) {
 	t.Helper()
-	spec := c.spec(t, dt, s)
+	runSized(t, k, c.spec(t, dt, s), s)
+}
+
+// runSized launches k at sizes s, on 1 and 3 threads with the outputs
+// poisoned, and compares every written tensor with the interpreter's run
+// of spec, the op specialized at s.
+func runSized(t *testing.T, k *Kernel, spec *ir.Spec, s []int64) {
+	t.Helper()
 	shapes, err := k.Shapes(s)
 	if err != nil {
 		t.Fatal(err)
@@ -62,17 +65,13 @@ func runSymbolic(t *testing.T, k *Kernel, c symbolicCase, dt ir.DType, s []int64
 	if err != nil {
 		t.Fatal(err)
 	}
-	values := slices.Clone(s)
-	var pin runtime.Pinner
-	pin.Pin(&values[0])
-	defer pin.Unpin()
 	for _, threads := range []int{1, 3} {
 		bufs := hostbuf.New(spec, inputs)
 		bufs.Poison(spec)
-		if err := k.Launch(append(slices.Clone(bufs.Ptr), unsafe.Pointer(&values[0])), threads); err != nil {
+		if err := k.LaunchSized(bufs.Ptr, s, threads); err != nil {
 			t.Fatal(err)
 		}
-		compareWritten(t, spec, bufs, want, tolerance(dt), k.Source())
+		compareWritten(t, spec, bufs, want, tolerance(spec.DType), k.Source())
 		bufs.Free()
 	}
 }
@@ -134,4 +133,70 @@ func TestSymbolicRefusals(t *testing.T) {
 		}
 		t.Logf("%s: %v", c.name, err)
 	}
+}
+
+// TestSymbolicOpTable builds every op of the op table, and its gradient
+// op, with the first dimension of its first input symbolic (every input
+// dimension of that value follows it), from the table's shapes and from
+// that dimension three larger, and runs each kernel built at three other
+// sizes against the interpreter. Ops whose kernel would depend on the
+// size some other way are refused; the test logs how many got a kernel.
+func TestSymbolicOpTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	tried, built := 0, 0
+	for _, o := range testops.All {
+		if len(o.Shapes) == 0 || len(o.Shapes[0]) == 0 || o.Shapes[0][0] < 2 {
+			continue
+		}
+		v := o.Shapes[0][0]
+		at := func(n int64) testops.Op {
+			q := o
+			q.Shapes = make([][]int64, len(o.Shapes))
+			for i, s := range o.Shapes {
+				q.Shapes[i] = slices.Clone(s)
+				for d := range s {
+					if s[d] == v {
+						q.Shapes[i][d] = n
+					}
+				}
+			}
+			return q
+		}
+		for _, grad := range []bool{false, true} {
+			spec := func(n int64) (*ir.Spec, error) {
+				if grad {
+					s, _, err := at(n).GradSpec(ir.Float64)
+					return s, err
+				}
+				return at(n).Spec(ir.Float64)
+			}
+			a, errA := spec(v)
+			b, errB := spec(v + 3)
+			if errA != nil || errB != nil {
+				continue
+			}
+			tried++
+			k, err := testBuilder(t).BuildSymbolic(context.Background(), a, b, []loops.Size{{Name: "n", A: v, B: v + 3}})
+			if err != nil {
+				t.Logf("%s (gradient %v): no symbolic kernel: %v", o.Name, grad, err)
+				continue
+			}
+			built++
+			for _, n := range []int64{1, v + 1, 2*v + 5} {
+				s, err := spec(n)
+				if _, fwdErr := at(n).Spec(ir.Float64); grad && fwdErr != nil {
+					continue // a gradient op runs only where its forward op does
+				}
+				if err != nil {
+					t.Errorf("%s (gradient %v) at %d: %v", o.Name, grad, n, err)
+					continue
+				}
+				runSized(t, k, s, []int64{n})
+			}
+			k.Close()
+		}
+	}
+	t.Logf("%d symbolic kernels built of %d ops and gradient ops", built, tried)
 }

@@ -50,13 +50,52 @@ func (s *Scope) WithinSize(x, size ir.Expr) (lowOK, highOK bool) {
 	if s.dead {
 		return true, true
 	}
-	l := linearizeIn(x, s.info)
-	r := s.Range(x)
-	lowOK = !r.empty() && r.Lo >= 0 || s.proveNonnegBy(l, true)
-	hl, ok := linearizeIn(size, s.info).axpy(-1, l)
+	return s.nonnegForSizes(x), s.belowSize(x, size)
+}
+
+// nonnegForSizes proves x >= 0 for every value of the size variables: by
+// its range, through min, max and where by their arguments, else by the
+// facts.
+func (s *Scope) nonnegForSizes(x ir.Expr) bool {
+	if r := s.Range(x); !r.empty() && r.Lo >= 0 {
+		return true
+	}
+	if a, b, fn, ok := minMax(x); ok {
+		if fn == ir.FuncMax {
+			return s.nonnegForSizes(a) || s.nonnegForSizes(b)
+		}
+		return s.nonnegForSizes(a) && s.nonnegForSizes(b)
+	}
+	if w, ok := x.(*ir.Where); ok && s.nonnegForSizes(w.Then) && s.nonnegForSizes(w.Else) {
+		return true
+	}
+	return s.proveNonnegBy(linearizeIn(x, s.info), true)
+}
+
+// belowSize proves x <= size - 1 for every value of the size variables:
+// through min, max and where by their arguments, else by the facts.
+func (s *Scope) belowSize(x, size ir.Expr) bool {
+	if a, b, fn, ok := minMax(x); ok {
+		if fn == ir.FuncMin {
+			return s.belowSize(a, size) || s.belowSize(b, size)
+		}
+		return s.belowSize(a, size) && s.belowSize(b, size)
+	}
+	if w, ok := x.(*ir.Where); ok && s.belowSize(w.Then, size) && s.belowSize(w.Else, size) {
+		return true
+	}
+	hl, ok := linearizeIn(size, s.info).axpy(-1, linearizeIn(x, s.info))
 	if ok {
 		hl, ok = hl.axpy(1, constLinear(-1))
 	}
-	highOK = ok && s.proveNonnegBy(hl, true)
-	return lowOK, highOK
+	return ok && s.proveNonnegBy(hl, true)
+}
+
+// minMax splits min(a, b) and max(a, b).
+func minMax(x ir.Expr) (a, b ir.Expr, fn ir.Func, ok bool) {
+	c, isCall := x.(*ir.Call)
+	if !isCall || len(c.Args) != 2 || c.Fn != ir.FuncMin && c.Fn != ir.FuncMax {
+		return nil, nil, 0, false
+	}
+	return c.Args[0], c.Args[1], c.Fn, true
 }

@@ -129,7 +129,7 @@ func (g *grouping) tryJoin(a, b *group) (*join, string) {
 		if r.R <= 0 {
 			return nil, fmt.Sprintf("%s stays out of %s's nest (%s): %s", tensorsOf(gb), ga[0].Stmt.Tensor, why, r)
 		}
-		return &join{members: members, axes: append(slices.Clone(dom.Spatial), dom.Reduction...), reward: r, why: why}, ""
+		return &join{members: members, axes: dom.Vars(), reward: r, why: why}, ""
 	}
 	return nil, ""
 }

@@ -256,7 +256,7 @@ func keys(x *group) []string {
 // run at the same points (GroupDomain) have the same key. It cannot be a
 // tensor's name.
 func domainKey(st *ir.BoundStmt) string {
-	ext := extentsOf(append(slices.Clone(st.Spatial), st.Reduction...))
+	ext := extentsOf(st.Vars())
 	slices.Sort(ext)
 	return fmt.Sprint("(domain)", ext)
 }

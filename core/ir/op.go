@@ -195,6 +195,12 @@ type BoundStmt struct {
 	Joined bool
 }
 
+// Vars is the statement's variables: the spatial ones, then the
+// reduction ones, in a new slice.
+func (s *BoundStmt) Vars() []Var {
+	return append(append(make([]Var, 0, len(s.Spatial)+len(s.Reduction)), s.Spatial...), s.Reduction...)
+}
+
 // Points is the number of times the statement evaluates its right-hand
 // side: the product of its spatial and reduction extents.
 func (s *BoundStmt) Points() int64 {

@@ -106,8 +106,11 @@ func (g *generalizer) tensors(ta, tb []*ir.TensorDecl) ([]*ir.TensorDecl, error)
 	out := make([]*ir.TensorDecl, len(ta))
 	for i, x := range ta {
 		y := tb[i]
-		if x.Name != y.Name || x.Role != y.Role || x.DType != y.DType || x.Limit != y.Limit || len(x.Shape) != len(y.Shape) {
+		if x.Name != y.Name || x.Role != y.Role || x.DType != y.DType || len(x.Shape) != len(y.Shape) {
 			return nil, errors.Errorf("generalize: buffer %d is %s%s at one size and %s%s at the other", i, x.Name, ir.ShapeString(x.Shape), y.Name, ir.ShapeString(y.Shape))
+		}
+		if x.Limit != y.Limit {
+			return nil, errors.Errorf("generalize: index tensor %s indexes a dimension of %d at one size and %d at the other", x.Name, x.Limit, y.Limit)
 		}
 		t := *x
 		t.Sizes = nil
@@ -181,6 +184,11 @@ func (g *generalizer) node(x, y Node) (Node, error) {
 		return &If{Cond: x.Cond, Body: body}, err
 	}
 	if !reflect.DeepEqual(x, y) {
+		if sx, ok := x.(*Store); ok {
+			if sy, ok := y.(*Store); ok {
+				return nil, errors.Errorf("the store %s = %s is %s = %s at the other size", ir.ExprString(sx.Dst), ir.ExprString(sx.Value), ir.ExprString(sy.Dst), ir.ExprString(sy.Value))
+			}
+		}
 		return nil, errors.Errorf("a %T differs at the two sizes", x)
 	}
 	return x, nil

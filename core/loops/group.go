@@ -68,7 +68,7 @@ func GroupMembers(spec *ir.Spec, i int) []int {
 // members do not all have the same axes (names and extents).
 func GroupDomain(members []*ir.BoundStmt) (dom *ir.BoundStmt, ok bool) {
 	ext := map[string]int64{}
-	axes := func(st *ir.BoundStmt) []ir.Var { return append(slices.Clone(st.Spatial), st.Reduction...) }
+	axes := func(st *ir.BoundStmt) []ir.Var { return st.Vars() }
 	for _, ax := range axes(members[0]) {
 		ext[ax.Name] = ax.Extent
 	}

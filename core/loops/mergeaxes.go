@@ -137,7 +137,7 @@ func mergePair(st *ir.BoundStmt, rhs ir.Expr, i, j int) *ir.BoundStmt {
 
 // taken reports whether st already has an axis called name.
 func taken(st *ir.BoundStmt, name string) bool {
-	for _, v := range append(slices.Clone(st.Spatial), st.Reduction...) {
+	for _, v := range st.Vars() {
 		if v.Name == name {
 			return true
 		}

@@ -2,7 +2,6 @@ package loops
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/pkg/errors"
@@ -505,7 +504,7 @@ func loopIndex(ls []tileLoop, inner int64) ir.Expr {
 // tileEnv maps each axis of st to its expression in the tile loops.
 func tileEnv(st *ir.BoundStmt, ord []tileLoop) map[string]ir.Expr {
 	env := map[string]ir.Expr{}
-	for _, ax := range append(slices.Clone(st.Spatial), st.Reduction...) {
+	for _, ax := range st.Vars() {
 		e := Lit(0)
 		for _, l := range ord {
 			if l.axis == ax.Name && (l.extent > 1 || l.rem > 0) {

@@ -22,7 +22,11 @@ func Symbolic(a, b *ir.Spec, sizes []loops.Size) (*loops.Func, error) {
 	if err != nil {
 		return nil, err
 	}
-	syms, err := sema.ProveSymbolic(a, dims, nil)
+	vary, err := varying(a, b, sizes)
+	if err != nil {
+		return nil, err
+	}
+	syms, err := sema.ProveSymbolic(a, dims, nil, vary)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +47,7 @@ func Symbolic(a, b *ir.Spec, sizes []loops.Size) (*loops.Func, error) {
 		}
 		fns[k] = u.Func
 	}
-	if err := checkVarying(a, b, sizes, syms); err != nil {
+	if err := checkVarying(vary, syms); err != nil {
 		return nil, err
 	}
 	return loops.Generalize(fns[0], fns[1], sizes)
@@ -89,26 +93,50 @@ func inputSizes(a, b *ir.Spec, sizes []loops.Size) (map[string][]string, error) 
 	return dims, nil
 }
 
-// checkVarying checks that every statement variable whose extent differs
-// between a and b is one the bounds proof gave the size of that pair as
-// its extent (syms, per statement): the proof covers every extent that
-// varies, so every loop that runs to a size.
-func checkVarying(a, b *ir.Spec, sizes []loops.Size, syms []map[string]string) error {
+// varying names, per statement, the variables whose extent differs
+// between a and b, with the size of that pair of extents; an error when a
+// pair is no size's.
+func varying(a, b *ir.Spec, sizes []loops.Size) ([]map[string]string, error) {
 	byPair := map[[2]int64]string{}
 	for _, s := range sizes {
 		byPair[[2]int64{s.A, s.B}] = s.Name
 	}
 	if len(a.Stmts) != len(b.Stmts) {
-		return errors.New("symbolic extents: the two specializations have different statements")
+		return nil, errors.New("symbolic extents: the two specializations have different statements")
 	}
+	out := make([]map[string]string, len(a.Stmts))
 	for i, st := range a.Stmts {
-		vb := append(append([]ir.Var{}, b.Stmts[i].Spatial...), b.Stmts[i].Reduction...)
-		for k, v := range append(append([]ir.Var{}, st.Spatial...), st.Reduction...) {
-			if k >= len(vb) || vb[k].Name != v.Name {
-				return errors.Errorf("symbolic extents: statement %d has other variables at the other shape", i)
+		out[i] = map[string]string{}
+		va, vb := st.Vars(), b.Stmts[i].Vars()
+		if len(va) != len(vb) {
+			return nil, errors.Errorf("symbolic extents: statement %d has other variables at the other shape", i)
+		}
+		for k, v := range va {
+			if vb[k].Name != v.Name {
+				return nil, errors.Errorf("symbolic extents: statement %d has other variables at the other shape", i)
 			}
-			if v.Extent != vb[k].Extent && syms[i][v.Name] != byPair[[2]int64{v.Extent, vb[k].Extent}] {
-				return errors.Errorf("symbolic extents: variable %s of statement %d (%s) runs to %d and %d, which the bounds proof did not cover", v.Name, i, st.Stmt.Tensor, v.Extent, vb[k].Extent)
+			if v.Extent == vb[k].Extent {
+				continue
+			}
+			s, ok := byPair[[2]int64{v.Extent, vb[k].Extent}]
+			if !ok {
+				return nil, errors.Errorf("symbolic extents: variable %s of statement %d (%s) runs to %d and %d, no size's values", v.Name, i, st.Stmt.Tensor, v.Extent, vb[k].Extent)
+			}
+			out[i][v.Name] = s
+		}
+	}
+	return out, nil
+}
+
+// checkVarying checks that the bounds proof gave every variable in vary
+// (per statement, those whose extent differs between the two shapes) its
+// size as extent (syms): the proof covers every extent that varies, so
+// every loop that runs to a size.
+func checkVarying(vary, syms []map[string]string) error {
+	for i, vars := range vary {
+		for v, s := range vars {
+			if syms[i][v] != s {
+				return errors.Errorf("symbolic extents: variable %s of statement %d runs to size %s, which the bounds proof did not cover", v, i, s)
 			}
 		}
 	}

@@ -27,10 +27,15 @@ import (
 // (bounds.WithinSize), and every index arithmetic free of overflow for
 // sizes up to bounds.MaxSize.
 //
+// vary, when not nil, names per statement more variables that run to a
+// size (vary[i][v] is v's size variable): those whose extent differs
+// between two specializations, such as a gradient's variable that only
+// its left-hand side and inverted reads use.
+//
 // It returns, per statement, the variables of symbolic extent with their
 // size variables. An error names the first access it cannot prove for
 // every size. spec must be unfused (no statement writes part of a tensor).
-func ProveSymbolic(spec *ir.Spec, dims map[string][]string, least map[string]int64) ([]map[string]string, error) {
+func ProveSymbolic(spec *ir.Spec, dims map[string][]string, least map[string]int64, vary []map[string]string) ([]map[string]string, error) {
 	op := spec.Op
 	tdims, rep, err := inputDims(spec, dims)
 	if err != nil {
@@ -41,11 +46,16 @@ func ProveSymbolic(spec *ir.Spec, dims map[string][]string, least map[string]int
 		leastOf[sizeVar(s)] = lo
 	}
 	var out []map[string]string
-	for _, bs := range spec.Stmts {
+	for i, bs := range spec.Stmts {
 		if bs.Offset != nil {
 			return nil, errors.Errorf("symbolic extents: statement writing %s writes part of its tensor (a fused spec)", bs.Stmt.Tensor)
 		}
 		sym := symbolicVars(bs, tdims, rep)
+		if i < len(vary) {
+			for v, size := range vary[i] {
+				sym[v] = sizeVar(size)
+			}
+		}
 		ext := map[string]int64{}
 		var lhs []ir.Expr
 		for _, v := range bs.Spatial {
@@ -111,7 +121,7 @@ func inputDims(spec *ir.Spec, dims map[string][]string) (map[string][]ir.Expr, m
 // size variable.
 func symbolicVars(bs *ir.BoundStmt, tdims map[string][]ir.Expr, rep map[string]int64) map[string]string {
 	extent := map[string]int64{}
-	for _, v := range append(append([]ir.Var{}, bs.Spatial...), bs.Reduction...) {
+	for _, v := range bs.Vars() {
 		extent[v.Name] = v.Extent
 	}
 	sym := map[string]string{}

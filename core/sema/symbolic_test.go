@@ -79,7 +79,7 @@ func TestProveSymbolic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ProveSymbolic(spec, tc.dims, tc.least)
+			got, err := ProveSymbolic(spec, tc.dims, tc.least, nil)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("got %v, want an error containing %q", err, tc.err)

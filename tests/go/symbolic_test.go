@@ -1,0 +1,105 @@
+package gotests
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/neoflow/neoflow/core/interp"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/internal/hostbuf"
+	"github.com/neoflow/neoflow/internal/progen"
+	"github.com/neoflow/neoflow/kernels"
+)
+
+// symbolicSizes are the values of M a generated program's symbolic kernel
+// runs at, beside the two it is built from: 1, sizes that divide no lane
+// width, and larger ones.
+var symbolicSizes = []int64{1, 2, 7, 19, 33}
+
+// TestRandomProgramsSymbolic draws random programs (internal/progen) and
+// builds, for every one the checker accepts, a kernel with M (the extent
+// of i) symbolic from the program specialized at M and M + 3, for the
+// forward op and its gradient op; each kernel built runs at every size of
+// symbolicSizes against the interpreter on the program specialized there.
+// A program whose kernel would depend on M some other way (a literal M - 1
+// in an index, an access proven only for its own M) is refused, and at
+// least a third of the ops must get a kernel.
+func TestRandomProgramsSymbolic(t *testing.T) {
+	want := 3 * fuzzPrograms()
+	b, err := kernels.NewBuilder(kernels.Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tried, built, seed := 0, 0, uint64(0)
+	for ; tried < want && seed < uint64(20*want); seed++ {
+		p := progen.New(seed)
+		q := p
+		q.M += 3
+		specs := [2][]*ir.Spec{}
+		for k, x := range []progen.Program{p, q} {
+			spec, err := x.Spec(ir.Float64)
+			if err != nil {
+				break
+			}
+			specs[k] = []*ir.Spec{spec}
+			if len(spec.InputsDecl()) > 0 {
+				specs[k] = append(specs[k], gradOf(t, spec, x))
+			}
+		}
+		if specs[1] == nil || p.M < 2 {
+			continue
+		}
+		for op := range specs[0] {
+			tried++
+			k, err := b.BuildSymbolic(context.Background(), specs[0][op], specs[1][op], []loops.Size{{Name: "M", A: p.M, B: q.M}})
+			if err != nil {
+				if strings.Contains(err.Error(), "internal") {
+					t.Fatalf("seed %d: %v\n%s", seed, err, p)
+				}
+				t.Logf("seed %d op %d: %v\n%s", seed, op, err, p)
+				continue
+			}
+			built++
+			t.Run(fmt.Sprintf("%s_%d", []string{"forward", "gradient"}[op], seed), func(t *testing.T) {
+				defer k.Close()
+				for _, m := range symbolicSizes {
+					runSymbolic(t, k, p, m, op == 1)
+				}
+			})
+		}
+	}
+	if built*3 < tried {
+		t.Fatalf("%d symbolic kernels built of %d ops tried", built, tried)
+	}
+	t.Logf("%d symbolic kernels built of %d ops tried (%d seeds)", built, tried, seed)
+}
+
+// runSymbolic runs k at M = m against the interpreter on p (its gradient
+// op when grad) specialized there.
+func runSymbolic(t *testing.T, k *kernels.Kernel, p progen.Program, m int64, grad bool) {
+	t.Helper()
+	p.M = m
+	spec, err := p.Spec(ir.Float64)
+	if err != nil {
+		t.Fatalf("M=%d: %v\n%s", m, err, p)
+	}
+	if grad {
+		spec = gradOf(t, spec, p)
+	}
+	inputs := hostbuf.RandomInputs(spec, false, uint64(m))
+	want, err := interp.Run(spec, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufs := hostbuf.New(spec, inputs)
+	defer bufs.Free()
+	bufs.Poison(spec)
+	if err := k.LaunchSized(bufs.Ptr, []int64{m}, 2); err != nil {
+		t.Fatalf("M=%d: %v\n%s", m, err, p)
+	}
+	compareOutputs(t, "C, M="+strconv.FormatInt(m, 10), spec, bufs, want, p, nil)
+}
