@@ -24,6 +24,9 @@ func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeRespons
 	if err != nil {
 		return nil, err
 	}
+	if len(req.GetLike()) > 0 {
+		return r.specializeSymbolic(req, op, in)
+	}
 	key := r.specializationKey(req.GetInputs(), req.GetSizes(), req.GetCudaDevice())
 	if !req.GetSourceOnly() && !req.GetShapesOnly() {
 		r.mu.Lock()

@@ -1,0 +1,102 @@
+package torchbridge
+
+import (
+	"fmt"
+
+	"github.com/pkg/errors"
+
+	"github.com/neoflow/neoflow/api"
+	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
+	"github.com/neoflow/neoflow/kernels/cache"
+)
+
+// specializeSymbolic answers a request with like set: one C kernel for
+// every value of the input dimensions where like differs from the inputs
+// (pipeline.Symbolic), each distinct pair of values a size variable s0,
+// s1, ... in the order the inputs meet them. The op is specialized
+// unfused at both shapes; the kernel is not tuned (a tuned schedule is
+// chosen for one shape). Its buffers carry their size variables
+// (Buffer.sizes) and their shapes at the inputs' values.
+func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in typedInputs) (*api.SpecializeResponse, error) {
+	if req.GetCudaDevice() != 0 || req.GetSourceOnly() || req.GetShapesOnly() {
+		return nil, errors.New("symbolic extents: only a C kernel is built for every size (like with a CUDA device, source_only or shapes_only)")
+	}
+	other, err := inputTypes(op, req.GetLike())
+	if err != nil {
+		return nil, errors.Wrap(err, "symbolic extents: like")
+	}
+	sizes, err := sizePairs(op, in, other)
+	if err != nil {
+		return nil, err
+	}
+	var specs [2]*ir.Spec
+	for k, t := range []typedInputs{in, other} {
+		u := &pipeline.Unit{Op: op, DType: t.dtype, Shapes: t.shapes, Ints: t.ints, Sizes: req.GetSizes()}
+		if err := pipeline.Run(u, pipeline.Kernel); err != nil {
+			return nil, err
+		}
+		specs[k] = u.Spec
+	}
+	builder, err := r.kernelBuilder()
+	if err != nil {
+		return nil, err
+	}
+	r.noteBuild()
+	k, err := builder.BuildSymbolic(r.buildContext(), specs[0], specs[1], sizes)
+	r.noteBuild()
+	if err != nil {
+		return nil, err
+	}
+	resp := &api.SpecializeResponse{Dtype: in.dtype.String(), CSource: k.Source(), SizeNames: k.Sizes(), Warnings: r.takeWarnings()}
+	resp.CacheHit = k.Outcome() == cache.Hit || k.Outcome() == cache.Bundled
+	for _, t := range k.Spec().Tensors {
+		resp.Buffers = append(resp.Buffers, &api.Buffer{Name: t.Name, Role: t.Role.String(), Shape: t.Shape,
+			Dtype: k.Spec().ElemType(t).String(), Limit: t.Limit, Sizes: t.Sizes})
+	}
+	for i, s := range resp.SizeNames {
+		resp.SizeNames[i] = s[len(loops.SizePrefix):]
+	}
+	for _, b := range resp.Buffers {
+		for d, s := range b.Sizes {
+			if s != "" {
+				b.Sizes[d] = s[len(loops.SizePrefix):]
+			}
+		}
+	}
+	r.noteKernel(k)
+	l := &launchable{nbufs: k.NumBufs(), close: func() { _ = k.Close() }}
+	l.fn.Store(k.Addr())
+	resp.KernelId = r.registerKernel(k.Key(), l)
+	return resp, nil
+}
+
+// sizePairs are the size variables of a symbolic request: each distinct
+// pair of an input dimension's values in a and b, where they differ,
+// named s0, s1, ... in input order.
+func sizePairs(op *ir.Op, a, b typedInputs) ([]loops.Size, error) {
+	if a.dtype != b.dtype {
+		return nil, errors.Errorf("symbolic extents: the inputs are %s, like's %s", a.dtype, b.dtype)
+	}
+	var out []loops.Size
+	seen := map[[2]int64]bool{}
+	for i, sa := range a.shapes {
+		sb := b.shapes[i]
+		if len(sa) != len(sb) || a.ints[op.Inputs[i]] != b.ints[op.Inputs[i]] {
+			return nil, errors.Errorf("symbolic extents: input %s has another rank or dtype in like", op.Inputs[i])
+		}
+		for d := range sa {
+			pair := [2]int64{sa[d], sb[d]}
+			if pair[0] == pair[1] || seen[pair] {
+				continue
+			}
+			seen[pair] = true
+			out = append(out, loops.Size{Name: fmt.Sprintf("s%d", len(out)), A: pair[0], B: pair[1]})
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("symbolic extents: like has the inputs' shapes")
+	}
+	return out, nil
+}
