@@ -172,6 +172,7 @@ def settings_from_env() -> dict:
         "fusion": _bool_env("NEOFLOW_FUSION", default=True),
         "bundle": os.environ.get("NEOFLOW_BUNDLE", ""),
         "deterministic": _bool_env("NEOFLOW_DETERMINISTIC", default=False),
+        "dynamic": os.environ.get("NEOFLOW_DYNAMIC", "").strip().lower(),
     }
 
 

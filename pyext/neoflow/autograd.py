@@ -350,7 +350,7 @@ class _Plan:
                 # Before the forward's own build: the C compiler then builds both at once (a core stood idle
                 # while the forward's kernel compiled alone).
                 self.grad_future = _build_ahead(op, self.gop, self.gsizes, tensors, sizes)
-        self.kernel = op.specialize(*tensors, sizes=sizes)
+        self.kernel = op.specialize(*tensors, sizes=sizes, symbolic=True)
         if not any(wrt):
             return
         if self.gop is None:  # every gradient is an output's, passed on: no kernel
@@ -381,7 +381,7 @@ class _Plan:
                     self.grad_future.result()
                 except Exception:  # noqa: BLE001 - specialize below builds again and raises it
                     pass
-            kernel = self.gop.specialize(*args, sizes=self.gsizes)
+            kernel = self.gop.specialize(*args, sizes=self.gsizes, symbolic=True)
             self.grad_at = self._grad_positions(len(self.wrt), iter(kernel.outputs))
             self.grad_kernel = kernel
         return self.grad_kernel
@@ -426,7 +426,7 @@ def _build_ahead(op, gop, gsizes, tensors, sizes) -> concurrent.futures.Future |
 
 def _build_grad(gop, like, sizes) -> None:
     """Builds gop's kernel for tensors of these (dtype, shape)s: its specialization cache then holds it."""
-    gop.specialize(*[torch.empty(shape, dtype=dtype) for dtype, shape in like], sizes=sizes)
+    gop.specialize(*[torch.empty(shape, dtype=dtype) for dtype, shape in like], sizes=sizes, symbolic=True)
 
 
 def make_function(op):

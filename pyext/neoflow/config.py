@@ -16,6 +16,7 @@ _info: pb.InitResponse | None = None
 
 
 TUNE_MODES = ("off", "default", "full", "background")
+DYNAMIC_MODES = ("auto", "static")
 
 # Called when a setting changes what kernels are built from (fusion): each
 # drops what it cached of the kernels built before (on_rebuild).
@@ -40,6 +41,7 @@ def configure(
     fusion: bool | None = None,
     bundle=None,
     deterministic: bool | None = None,
+    dynamic: str | None = None,
 ) -> dict:
     """Sets neoflow's settings; unset arguments keep their current value.
 
@@ -78,7 +80,12 @@ def configure(
     gradient of a gather, ``Y[Dst[e], f] += ...``) without atomic adds, so
     that their sums come out bit for bit the same on every run, at the
     cost of parallelism; C kernels are deterministic either way. Changing
-    it drops the kernels built so far.
+    it drops the kernels built so far. ``dynamic`` (NEOFLOW_DYNAMIC) is what
+    an op does when a dimension varies between calls: ``"auto"`` (default)
+    builds a kernel for the first shape, then one C kernel for every value of
+    the dimensions that varied, which serves later shapes without a build
+    (see docs/settings.md, "Shapes that vary"); ``"static"`` builds a kernel per
+    shape.
     """
     global _current, _info
     if cpu_cache_mb is not None:
@@ -86,6 +93,12 @@ def configure(
     with _lock:
         settings = dict(_current if _current is not None else _lib.settings_from_env())
         _apply(settings, cache_dir, cc, cflags, tune, idle_kernels, dump, dump_dir, fusion, bundle, deterministic)
+        if dynamic is not None:
+            settings["dynamic"] = _text_setting(dynamic, "dynamic").lower()
+        if settings.get("dynamic", "") not in ("", *DYNAMIC_MODES):
+            raise ValueError(
+                f"NEOFLOW_DYNAMIC / dynamic={settings['dynamic']!r}: expected one of {', '.join(DYNAMIC_MODES)}"
+            )
         request = pb.InitRequest(
             cache_dir=settings["cache_dir"],
             cc=settings["cc"],
@@ -199,6 +212,12 @@ def tune_mode() -> str:
     """The NEOFLOW_TUNE mode in force: off, default, full or background."""
     ensure()
     return (_current or {}).get("tune") or "default"
+
+
+def dynamic_mode() -> str:
+    """What an op does when a dimension varies (NEOFLOW_DYNAMIC, ``configure(dynamic=...)``): auto or static."""
+    ensure()
+    return (_current or {}).get("dynamic") or "auto"
 
 
 def fusion_enabled() -> bool:

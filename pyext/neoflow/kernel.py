@@ -3,6 +3,7 @@ checks of index tensors before it and of the memory its outputs need."""
 
 from __future__ import annotations
 
+import array
 import ctypes
 import math
 import os
@@ -42,6 +43,9 @@ class Kernel:
         "pack",
         "index_checks",
         "dtypes",
+        "size_names",
+        "buffer_sizes",
+        "held",
     )
 
     def __init__(self, resp: pb.SpecializeResponse, outputs=()):
@@ -51,11 +55,8 @@ class Kernel:
         self.cuda_source = resp.cuda_source
         self.aligned = resp.aligned  # CUDA: pass 16-byte aligned pointers only
         self.cache_hit = resp.cache_hit
-        self.buffers = [(b.name, b.role, tuple(b.shape)) for b in resp.buffers]
         # each buffer's element type: the op's dtype, or an integer input's or cast output's
         self.dtypes = [TORCH_DTYPES[b.dtype] if b.dtype else self.dtype for b in resp.buffers]
-        # shapes of the buffers the caller allocates: outputs and temporaries
-        self.allocated = [shape for _, role, shape in self.buffers if role != "input"]
         names = [b.name for b in resp.buffers]
         # positions of the op's outputs among the buffers, in the op's order
         self.outputs = [names.index(n) for n in outputs] or [
@@ -64,21 +65,67 @@ class Kernel:
         # positions of the temporaries, the other buffers the caller allocates
         self.temps = [i for i, b in enumerate(resp.buffers) if b.role != "input" and i not in self.outputs]
         self.returned = self.outputs + self.temps  # what a call that keeps the temporaries returns
+        # index tensors: (position, name, limit); every element must lie in [0, limit)
+        self.index_checks = [(i, b.name, b.limit) for i, b in enumerate(resp.buffers) if b.limit > 0]
+        # a kernel with symbolic extents: its size variables, each buffer's per dimension ("" fixed), and the
+        # kernel itself in the copies that run it at one set of sizes (at), which hold it
+        self.size_names = tuple(resp.size_names)
+        self.buffer_sizes = [tuple(b.sizes) or ("",) * len(b.shape) for b in resp.buffers] if self.size_names else None
+        self.held = None
+        self._set_buffers([(b.name, b.role, tuple(b.shape)) for b in resp.buffers], None)
+        if self.kernel_id:  # this object holds the loaded kernel; the Go core may unload it once none does
+            weakref.finalize(self, _release_kernel, self.kernel_id)
+
+    def _set_buffers(self, buffers, size_values) -> None:
+        """Sets the buffers (name, role, shape) and what launching on them needs; size_values, a kernel with
+        symbolic extents' array of its sizes' values, is passed after them."""
+        self.buffers = buffers
+        # shapes of the buffers the caller allocates: outputs and temporaries
+        self.allocated = [shape for _, role, shape in buffers if role != "input"]
         # per allocated buffer: whether it is below neoflow.memory's size for caching, and then its
         # shape as torch.empty's unpacked arguments, else its shape
         self.alloc = []
-        for (_, role, shape), dtype in zip(self.buffers, self.dtypes):
+        for (_, role, shape), dtype in zip(buffers, self.dtypes):
             if role != "input":
                 small = math.prod(shape) * dtype.itemsize < memory.MIN_BYTES
                 self.alloc.append(((shape or ((),)) if small else shape, small, dtype))
-        self.pointers = ctypes.c_void_p * len(self.buffers)  # the CUDA launch's array of data pointers
+        self.pointers = ctypes.c_void_p * len(buffers)  # the CUDA launch's array of data pointers
         # the C launch's, as bytes: ctypes passes a bytes object as a pointer to its contents, and packing
         # costs half of building a ctypes array (0.42 against 0.87 us for three pointers)
-        self.pack = struct.Struct(f"{len(self.buffers)}Q").pack
-        # index tensors: (position, name, limit); every element must lie in [0, limit)
-        self.index_checks = [(i, b.name, b.limit) for i, b in enumerate(resp.buffers) if b.limit > 0]
-        if self.kernel_id:  # this object holds the loaded kernel; the Go core may unload it once none does
-            weakref.finalize(self, _release_kernel, self.kernel_id)
+        self.pack = struct.Struct(f"{len(buffers)}Q").pack
+        if size_values is not None:
+            tail = struct.pack("Q", size_values.buffer_info()[0])
+            pack = self.pack
+            self.pack = lambda *pointers: pack(*pointers) + tail
+
+    def at(self, shapes) -> Kernel | None:
+        """This kernel with symbolic extents (``size_names``) for inputs of these shapes: a copy that launches
+        it with its sizes' values read from them, or None when they do not fit (a fixed dimension differs, two
+        dimensions of one size differ, or a size is 0)."""
+        values: dict = {}
+        for i, shape in enumerate(shapes):
+            name, role, rep = self.buffers[i]
+            if role != "input" or len(shape) != len(rep):
+                return None
+            for d, size in enumerate(self.buffer_sizes[i]):
+                if not size:
+                    if shape[d] != rep[d]:
+                        return None
+                elif values.setdefault(size, shape[d]) != shape[d]:
+                    return None
+        if len(values) != len(self.size_names) or min(values.values()) < 1 or max(values.values()) >= 1 << 31:
+            return None
+        size_values = array.array("q", [values[s] for s in self.size_names])
+        buffers = [
+            (name, role, tuple(values[s] if s else n for n, s in zip(shape, sizes)))
+            for (name, role, shape), sizes in zip(self.buffers, self.buffer_sizes)
+        ]
+        k = Kernel.__new__(Kernel)
+        for slot in Kernel.__slots__[1:]:
+            setattr(k, slot, getattr(self, slot))
+        k.held = (self, size_values)  # the kernel stays loaded, and the array of values alive, while k is used
+        k._set_buffers(buffers, size_values)
+        return k
 
     def call(self, tensors):
         """Launches the kernel on these inputs and returns its output, or its outputs as a tuple: an op's

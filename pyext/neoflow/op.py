@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import torch
 
-from . import _lib, config, outshapes, tuning
+from . import _lib, config, dynamic, outshapes, tuning
 from ._proto import neoflow_pb2 as pb
 from .autograd import dual as _dual
 from .checks import check_devices, check_name, check_names, check_text, scalar_of  # noqa: F401 - check_devices: tests
@@ -134,8 +134,10 @@ class Op:
         self._printed = resp.printed
         self._sizes = sizes
         self._kernels: dict = {}
+        self._dynamic = dynamic.Sizes()  # kernels with symbolic extents, for dimensions that vary
         self._shapes: dict = {}
         self._grads: dict = {}
+        self._grads_by_text: dict = {}
         _live.add(self)
         self._function = None
         self._custom = None
@@ -307,7 +309,11 @@ class Op:
             config.ensure()
             spec = self._request(tensors, sizes)
             request = pb.GradRequest(inputs=spec.inputs, sizes=spec.sizes, wrt=list(wrt), save=saved, forward=forward)
-            entry = self._grads.setdefault(key, self._derive_grad(request))
+            gop, gsizes = self._derive_grad(request)
+            # the op derived for other shapes when it reads the same (a batch size that varies): its kernels,
+            # and the kernel with symbolic extents it builds once a dimension varies, serve these shapes too
+            gop = self._grads_by_text.setdefault((gop.hash, gop.saved, gop.outputs), gop)
+            entry = self._grads.setdefault(key, (gop, gsizes))
         return entry
 
     def _derive_grad(self, request: pb.GradRequest) -> tuple[Op, dict]:
@@ -353,14 +359,21 @@ class Op:
         """The derived gradient expressions for these inputs, guards and sizes included."""
         return self.grad_op(*tensors, sizes=sizes)[0].explanation
 
-    def specialize(self, *tensors, sizes=None) -> Kernel:
-        """Builds (or finds) the kernel for these inputs' shapes and dtype."""
+    def specialize(self, *tensors, sizes=None, symbolic=False) -> Kernel:
+        """Builds (or finds) the kernel for these inputs' shapes and dtype. With ``symbolic``, a kernel with
+        symbolic extents may serve them (neoflow.dynamic): a caller that keeps no temporaries, or reads the
+        ones it keeps by name."""
         try:  # the fast path: a specialization seen before, already validated (the key names each device)
             skey = tuple(sorted(sizes.items())) if sizes else ()
             key = (tuple([(t.dtype, t.shape, t.device) for t in tensors]), skey)
             kernel = self._kernels.get(key)
         except (AttributeError, TypeError):  # not tensors, or sizes not a dict: _check explains
             key, kernel = None, None
+        if kernel is None and symbolic and key is not None:
+            kernel = self._dynamic.sized.get(key)
+            if kernel is None:
+                self.check_inputs(tensors)
+                kernel = dynamic.kernel_for(self, self._dynamic, tensors, sizes, key)
         if kernel is None:
             self.check_inputs(tensors)
             config.ensure()
@@ -374,21 +387,31 @@ class Op:
             check_memory(self, kernel, tensors[0].device)
             if key is not None:
                 self._kernels[key] = kernel
+                dynamic.note_static(self._dynamic, tensors, sizes)
         return kernel
 
     def _forget_built(self) -> None:
         """Drops the kernels and buffer shapes of this op (a change of the
         fusion setting changes both)."""
         self._kernels.clear()
+        self._dynamic.clear()
         self._shapes.clear()
         self._function = None  # and with it autograd's call plans, which hold kernels
 
     def forget_kernels(self) -> None:
         """Drops the built kernels of this op and its gradient ops, so the next call rebuilds them."""
         self._kernels.clear()
+        self._dynamic.clear()
         self._function = None  # and with it autograd's call plans, which hold kernels
         for gop, _ in self._grads.values():
             gop.forget_kernels()
+
+    def kernel_shapes(self) -> list[tuple]:
+        """The input shapes of the kernels this op has built, in the order built: one tuple of shapes per
+        kernel, where a kernel built for every size of some dimensions (``configure(dynamic=...)``) names
+        each such dimension by its size variable (``(("s0", 5), (3, 5))``: one kernel for every batch size)."""
+        out = [tuple(tuple(t[1]) for t in key[0]) for key in self._kernels]
+        return out + dynamic.kernel_shapes(self._dynamic)
 
     def c_source(self, *tensors, sizes=None) -> str:
         """The generated C source for these inputs under the default schedules
@@ -409,7 +432,7 @@ class Op:
         when given, is this specialization's (a caller that looked it up
         already)."""
         if kernel is None:
-            kernel = self.specialize(*tensors, sizes=sizes)
+            kernel = self.specialize(*tensors, sizes=sizes, symbolic=not keep)
         bufs = kernel.run(tensors)
         return [bufs[i] for i in (kernel.returned if keep else kernel.outputs)]
 
@@ -418,7 +441,8 @@ class Op:
         # one lookup, without the frames of _call, _launch and specialize
         if sizes is None and out_shapes is None and not self._out_checks and not any_autocast():
             if _mode(tensors) == _DIRECT:
-                kernel = self._kernels.get((tuple([(t.dtype, t.shape, t.device) for t in tensors]), ()))
+                key = (tuple([(t.dtype, t.shape, t.device) for t in tensors]), ())
+                kernel = self._kernels.get(key) or self._dynamic.sized.get(key)
                 if kernel is not None:
                     return kernel.call(tensors)
         if any_autocast():  # traced by torch.compile too

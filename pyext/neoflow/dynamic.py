@@ -1,0 +1,139 @@
+"""Kernels for every size of a dimension that varies (symbolic extents).
+
+An op is built for the shapes of its first call, as fast as a kernel gets.
+When a later call (same dtypes, ranks and device) brings other values of
+some dimensions, the op asks the Go core for one kernel for every value of
+those dimensions, built from the two calls' shapes: its loops run to sizes
+passed at launch and every access is proven in bounds for every size. That
+kernel then serves each further shape that differs from the first in those
+dimensions only, with no build (a training loop over batches of varying
+size, or sequences of varying length). An op whose kernel would depend on a
+size some other way (an index such as ``N - 1 - i``) is refused such a
+kernel, once per pattern of varying dimensions, and builds one kernel per
+shape as before.
+
+The setting ``configure(dynamic=...)`` (NEOFLOW_DYNAMIC) chooses: ``"auto"``
+(the default) as above, ``"static"`` one kernel per shape. Kernels with
+symbolic extents are C kernels, unfused and not tuned; CUDA kernels are
+built per shape.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from . import _lib, config
+from ._proto import neoflow_pb2 as pb
+from .errors import Error
+from .kernel import DTYPES, Kernel, check_memory
+
+log = logging.getLogger("neoflow")
+
+# The kernels with symbolic extents an op keeps per signature, newest first.
+MAX_PER_SIGNATURE = 4
+
+
+class Sizes:
+    """What one op knows of the shapes it was called with: per signature (dtypes, ranks, device and the
+    call's sizes), the first call's shapes, its kernels with symbolic extents and the patterns of varying
+    dimensions refused one; and, per shape seen, the kernel that serves it."""
+
+    __slots__ = ("first", "kernels", "refused", "sized", "lock")
+
+    def __init__(self):
+        self.first: dict = {}
+        self.kernels: dict = {}
+        self.refused: set = set()
+        self.sized: dict = {}  # specialization key -> a symbolic kernel at that shape (Kernel.at)
+        self.lock = threading.Lock()
+
+    def clear(self) -> None:
+        self.first.clear()
+        self.kernels.clear()
+        self.refused.clear()
+        self.sized.clear()
+
+
+def signature(tensors, sizes) -> tuple:
+    return tuple((t.dtype, t.dim(), t.device) for t in tensors), tuple(sorted(sizes.items())) if sizes else ()
+
+
+def note_static(state: Sizes, tensors, sizes) -> None:
+    """Records the shapes of a call built with a kernel of its own: the first of its signature is what a
+    later shape is compared with."""
+    state.first.setdefault(signature(tensors, sizes), tuple(tuple(t.shape) for t in tensors))
+
+
+def kernel_for(op, state: Sizes, tensors, sizes, key) -> Kernel | None:
+    """A kernel with symbolic extents that serves these tensors' shapes, built now from the first call's
+    shapes when none does yet; None where the signature has no earlier shape, its varying dimensions were
+    refused, the inputs are on a GPU, or the setting is static."""
+    if not tensors or tensors[0].is_cuda or config.dynamic_mode() != "auto":
+        return None
+    sig = signature(tensors, sizes)
+    shapes = tuple(tuple(t.shape) for t in tensors)
+    kernel = _fitting(state, sig, shapes)
+    if kernel is not None:
+        return _keep(op, state, key, kernel, tensors)
+    first = state.first.get(sig)
+    if first is None or first == shapes:
+        return None
+    pattern = (sig, tuple((i, d) for i, s in enumerate(shapes) for d in range(len(s)) if s[d] != first[i][d]))
+    with state.lock:  # one build per pattern, however many threads meet it
+        kernel = _fitting(state, sig, shapes)
+        if kernel is None:
+            if pattern in state.refused or len(state.kernels.get(sig, ())) >= MAX_PER_SIGNATURE:
+                return None
+            template = _build(op, tensors, sizes, first)
+            if template is None:
+                state.refused.add(pattern)
+                return None
+            state.kernels[sig] = (template, *state.kernels.get(sig, ()))
+            kernel = template.at(shapes)
+    return None if kernel is None else _keep(op, state, key, kernel, tensors)
+
+
+def _fitting(state: Sizes, sig, shapes) -> Kernel | None:
+    """The newest of the signature's kernels with symbolic extents that fits these shapes, at them."""
+    for template in state.kernels.get(sig, ()):
+        kernel = template.at(shapes)
+        if kernel is not None:
+            return kernel
+    return None
+
+
+def _build(op, tensors, sizes, first) -> Kernel | None:
+    """The kernel for every value of the dimensions where tensors' shapes differ from first's, or None when
+    the Go core refuses it (the reason is logged at debug level)."""
+    request = op._request(tensors, sizes)
+    request.like.extend(pb.TensorType(dtype=DTYPES[t.dtype], shape=list(s)) for t, s in zip(tensors, first))
+    label = f"neoflow: building {op.name or 'op'} for every size of {', '.join(str(s) for s in first)}"
+    try:
+        resp = _lib.call_interruptible("nf_specialize", request, pb.SpecializeResponse, label=label)
+    except Error as err:
+        log.debug("neoflow: %s gets a kernel per shape: %s", op.name or "op", err)
+        return None
+    return Kernel(resp, op.outputs)
+
+
+def _keep(op, state: Sizes, key, kernel: Kernel, tensors) -> Kernel:
+    check_memory(op, kernel, tensors[0].device)
+    if key is not None:
+        state.sized[key] = kernel
+    return kernel
+
+
+def kernel_shapes(state: Sizes) -> list[tuple]:
+    """The input shapes of an op's kernels with symbolic extents, oldest first, each size by its name."""
+    out = []
+    for templates in state.kernels.values():
+        for k in reversed(templates):
+            n = sum(1 for _, role, _ in k.buffers if role == "input")
+            out.append(
+                tuple(
+                    tuple(s or d for d, s in zip(shape, sizes))
+                    for (_, _, shape), sizes in zip(k.buffers[:n], k.buffer_sizes[:n])
+                )
+            )
+    return out

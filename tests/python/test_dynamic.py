@@ -1,0 +1,132 @@
+"""Ops called with dimensions that vary (neoflow.dynamic): a kernel for the first shape, then one kernel for
+every value of the dimensions that varied, whose values and gradients match PyTorch's at every size."""
+
+import threading
+
+import neoflow
+import pytest
+import torch
+from conftest import tol
+
+
+@pytest.fixture
+def auto():
+    neoflow.configure(dynamic="auto")
+    yield
+    neoflow.configure(dynamic="auto")
+
+
+SIZES = [16, 12, 9, 20, 33, 1, 64, 2, 5, 7, 3, 40, 11, 17, 24, 8, 31, 6, 13, 4]
+
+
+def test_twenty_batch_sizes_build_two_kernels(auto, dtype):
+    op = neoflow.Op("Y[n, j] += X[n, k] * W[j, k]", name="dyn_linear")
+    w = torch.randn(3, 5, dtype=dtype)
+    for n in SIZES:
+        x = torch.randn(n, 5, dtype=dtype)
+        torch.testing.assert_close(op(x, w), x @ w.T, **tol(dtype))
+    assert op.kernel_shapes() == [((16, 5), (3, 5)), (("s0", 5), (3, 5))]
+
+
+def test_training_over_batch_sizes(auto):
+    """Forward and gradient ops each build one kernel per shape until a size varies, then one for every
+    size; gradients match PyTorch's (float64, gradcheck at a size no kernel was built for)."""
+    op = neoflow.Op("H[n, j] += X[n, k] * W[j, k]\nY[n, j] = tanh(H[n, j] + B[j])", name="dyn_layer")
+    w = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    for n in SIZES[:8]:
+        x = torch.randn(n, 5, dtype=torch.float64, requires_grad=True)
+        y = op(x, w, b)
+        y.square().sum().backward()
+        xr, wr, br = (t.detach().requires_grad_() for t in (x, w, b))
+        ref = torch.tanh(xr @ wr.T + br)
+        ref.square().sum().backward()
+        torch.testing.assert_close(y, ref)
+        for got, want in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):
+            torch.testing.assert_close(got, want)
+        w.grad, b.grad = None, None
+    assert len(op.kernel_shapes()) == 2
+    gop, _ = op.grad_op(torch.randn(5, 5, dtype=torch.float64), w, b, saved=True)
+    assert [s[0] for s in gop.kernel_shapes()] == [(16, 5), ("s0", 5)]
+    x = torch.randn(10, 5, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, w, b: op(x, w, b), (x, w, b))
+
+
+def test_two_dimensions_vary(auto, dtype):
+    """Batch and sequence length vary independently: one kernel serves every pair."""
+    op = neoflow.Op("M[b, t] max= X[b, t, h]\nY[b, t, h] = exp(X[b, t, h] - M[b, t]) * G[h]", name="dyn_seq")
+    g = torch.randn(4, dtype=dtype)
+    for b, t in [(2, 8), (3, 5), (4, 7), (1, 1), (6, 2), (2, 9)]:
+        x = torch.randn(b, t, 4, dtype=dtype)
+        ref = torch.exp(x - x.amax(-1, keepdim=True)) * g
+        torch.testing.assert_close(op(x, g), ref, **tol(dtype))
+    assert op.kernel_shapes() == [((2, 8, 4), (4,)), (("s0", "s1", 4), (4,))]
+
+
+def test_index_tensors(auto):
+    """An embedding lookup over a varying batch: one kernel; an index out of range is still refused."""
+    op = neoflow.Op("Y[b, d] = E[I[b], d]", name="dyn_embed")
+    e = torch.randn(10, 3)
+    for n in (4, 6, 2, 9):
+        i = torch.randint(0, 10, (n,))
+        torch.testing.assert_close(op(e, i), e[i])
+    assert len(op.kernel_shapes()) == 2
+    with pytest.raises(IndexError, match="outside \\[0, 10\\)"):
+        op(e, torch.tensor([1, 10, 2]))
+
+
+def test_refused_op_builds_per_shape(auto):
+    """An op whose kernel would depend on the size another way (Y's extent is half X's) gets no kernel for
+    every size, and builds one per shape, with the right values."""
+    op = neoflow.Op("Y[i] = X[2 * i]", name="dyn_stride")
+    for n in (8, 12, 10):
+        x = torch.randn(n)
+        torch.testing.assert_close(op(x), x[::2])
+    assert op.kernel_shapes() == [((8,),), ((12,),), ((10,),)]
+
+
+def test_static_setting(auto):
+    neoflow.configure(dynamic="static")
+    op = neoflow.Op("Y[n] = X[n] * 2.0", name="dyn_static")
+    for n in (4, 5, 6):
+        torch.testing.assert_close(op(torch.ones(n)), torch.full((n,), 2.0))
+    assert op.kernel_shapes() == [((4,),), ((5,),), ((6,),)]
+
+
+def test_bad_setting():
+    with pytest.raises(ValueError, match="expected one of auto, static"):
+        neoflow.configure(dynamic="sometimes")
+    neoflow.configure(dynamic="auto")
+
+
+def test_fixed_dimension_mismatch_is_an_error(auto):
+    """A shape that differs in a dimension the op ties to another input still gets its clear error."""
+    op = neoflow.Op("Y[n, j] += X[n, k] * W[j, k]", name="dyn_mismatch")
+    op(torch.randn(4, 5), torch.randn(3, 5))
+    op(torch.randn(6, 5), torch.randn(3, 5))
+    with pytest.raises(neoflow.Error, match="inconsistent ranges for index k"):
+        op(torch.randn(6, 7), torch.randn(3, 5))
+
+
+def test_threads(auto):
+    """Threads calling one op at many sizes at once all get the right values."""
+    op = neoflow.Op("Y[n, j] = X[n, j] * S[j] + 1.0", name="dyn_threads")
+    s = torch.randn(6)
+    op(torch.randn(3, 6), s)
+    errors = []
+
+    def run(k):
+        try:
+            for n in range(2 + k, 40, 4):
+                x = torch.randn(n, 6)
+                torch.testing.assert_close(op(x, s), x * s + 1.0)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert op.kernel_shapes() == [((3, 6), (6,)), (("s0", 6), (6,))]
