@@ -2,6 +2,7 @@ package torchbridge
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/pkg/errors"
 
@@ -31,9 +32,17 @@ func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in t
 	if err != nil {
 		return nil, err
 	}
+	sizeOf, err := explicitSizes(req.GetSizes(), req.GetLikeSizes(), sizes)
+	if err != nil {
+		return nil, err
+	}
 	var specs [2]*ir.Spec
 	for k, t := range []typedInputs{in, other} {
-		u := &pipeline.Unit{Op: op, DType: t.dtype, Shapes: t.shapes, Ints: t.ints, Sizes: req.GetSizes()}
+		extents := req.GetSizes()
+		if k == 1 {
+			extents = req.GetLikeSizes()
+		}
+		u := &pipeline.Unit{Op: op, DType: t.dtype, Shapes: t.shapes, Ints: t.ints, Sizes: extents}
 		if err := pipeline.Run(u, pipeline.Kernel); err != nil {
 			return nil, err
 		}
@@ -49,7 +58,7 @@ func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in t
 	if err != nil {
 		return nil, err
 	}
-	resp := &api.SpecializeResponse{Dtype: in.dtype.String(), CSource: k.Source(), SizeNames: k.Sizes(), Warnings: r.takeWarnings()}
+	resp := &api.SpecializeResponse{Dtype: in.dtype.String(), CSource: k.Source(), SizeNames: k.Sizes(), SizeOf: sizeOf, Warnings: r.takeWarnings()}
 	resp.CacheHit = k.Outcome() == cache.Hit || k.Outcome() == cache.Bundled
 	for _, t := range k.Spec().Tensors {
 		resp.Buffers = append(resp.Buffers, &api.Buffer{Name: t.Name, Role: t.Role.String(), Shape: t.Shape,
@@ -97,6 +106,34 @@ func sizePairs(op *ir.Op, a, b typedInputs) ([]loops.Size, error) {
 	}
 	if len(out) == 0 {
 		return nil, errors.New("symbolic extents: like has the inputs' shapes")
+	}
+	return out, nil
+}
+
+// explicitSizes maps each explicit extent of a symbolic request whose
+// value differs between the two calls (sizes, like) to the size variable
+// of that pair of values; the two calls must name the same extents.
+func explicitSizes(sizes, like map[string]int64, vars []loops.Size) (map[string]string, error) {
+	if len(sizes) != len(like) {
+		return nil, errors.Errorf("symbolic extents: the call gives %d explicit extents, like %d", len(sizes), len(like))
+	}
+	var out map[string]string
+	for name, a := range sizes {
+		b, ok := like[name]
+		if !ok {
+			return nil, errors.Errorf("symbolic extents: like gives no extent %s", name)
+		}
+		if a == b {
+			continue
+		}
+		i := slices.IndexFunc(vars, func(s loops.Size) bool { return s.A == a && s.B == b })
+		if i < 0 {
+			return nil, errors.Errorf("symbolic extents: extent %s is %d and %d, no input dimension's values", name, a, b)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[name] = vars[i].Name
 	}
 	return out, nil
 }

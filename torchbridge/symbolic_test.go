@@ -58,3 +58,26 @@ func TestSpecializeSymbolic(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecializeSymbolicSizes: explicit extents that follow the varying
+// dimension (the backend gives every extent) are that size's.
+func TestSpecializeSymbolicSizes(t *testing.T) {
+	r := newRuntime(t)
+	def, err := r.Define(&api.DefineRequest{Source: "Y[n, j] = X[n] + 1.0", Name: "broadcast"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := r.Specialize(&api.SpecializeRequest{OpId: def.OpId, Inputs: []*api.TensorType{f64(4)}, Sizes: map[string]int64{"n": 4, "j": 3},
+		Like: []*api.TensorType{f64(6)}, LikeSizes: map[string]int64{"n": 6, "j": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.SizeOf) != 1 || resp.SizeOf["n"] != "s0" || !slices.Equal(resp.Buffers[1].Sizes, []string{"s0", ""}) {
+		t.Fatalf("size_of %v, buffers %v", resp.SizeOf, resp.Buffers)
+	}
+	_, err = r.Specialize(&api.SpecializeRequest{OpId: def.OpId, Inputs: []*api.TensorType{f64(4)}, Sizes: map[string]int64{"n": 4, "j": 3},
+		Like: []*api.TensorType{f64(6)}, LikeSizes: map[string]int64{"n": 6, "j": 5}})
+	if err == nil || !strings.Contains(err.Error(), "extent j is 3 and 5, no input dimension's values") {
+		t.Errorf("got %v", err)
+	}
+}

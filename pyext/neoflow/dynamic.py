@@ -55,14 +55,16 @@ class Sizes:
         self.sized.clear()
 
 
-def signature(tensors, sizes) -> tuple:
-    return tuple((t.dtype, t.dim(), t.device) for t in tensors), tuple(sorted(sizes.items())) if sizes else ()
+def signature(tensors, extents: dict) -> tuple:
+    """A call's dtypes, ranks and device, and the names of its explicit extents."""
+    return tuple((t.dtype, t.dim(), t.device) for t in tensors), tuple(sorted(extents))
 
 
-def note_static(state: Sizes, tensors, sizes) -> None:
-    """Records the shapes of a call built with a kernel of its own: the first of its signature is what a
-    later shape is compared with."""
-    state.first.setdefault(signature(tensors, sizes), tuple(tuple(t.shape) for t in tensors))
+def note_static(op, state: Sizes, tensors, sizes) -> None:
+    """Records the shapes and explicit extents of a call built with a kernel of its own: the first of its
+    signature is what a later call is compared with."""
+    extents = op.call_sizes(sizes)
+    state.first.setdefault(signature(tensors, extents), (tuple(tuple(t.shape) for t in tensors), extents))
 
 
 def kernel_for(op, state: Sizes, tensors, sizes, key) -> Kernel | None:
@@ -71,17 +73,19 @@ def kernel_for(op, state: Sizes, tensors, sizes, key) -> Kernel | None:
     refused, the inputs are on a GPU, or the setting is static."""
     if not tensors or tensors[0].is_cuda or config.dynamic_mode() != "auto":
         return None
-    sig = signature(tensors, sizes)
+    extents = op.call_sizes(sizes)
+    sig = signature(tensors, extents)
     shapes = tuple(tuple(t.shape) for t in tensors)
-    kernel = _fitting(state, sig, shapes)
+    kernel = _fitting(state, sig, shapes, extents)
     if kernel is not None:
         return _keep(op, state, key, kernel, tensors)
     first = state.first.get(sig)
-    if first is None or first == shapes:
+    if first is None or first == (shapes, extents):
         return None
-    pattern = (sig, tuple((i, d) for i, s in enumerate(shapes) for d in range(len(s)) if s[d] != first[i][d]))
+    varying = [(i, d) for i, s in enumerate(shapes) for d in range(len(s)) if s[d] != first[0][i][d]]
+    pattern = (sig, tuple(varying), tuple(sorted(n for n in extents if extents[n] != first[1][n])))
     with state.lock:  # one build per pattern, however many threads meet it
-        kernel = _fitting(state, sig, shapes)
+        kernel = _fitting(state, sig, shapes, extents)
         if kernel is None:
             if pattern in state.refused or len(state.kernels.get(sig, ())) >= MAX_PER_SIGNATURE:
                 return None
@@ -89,26 +93,29 @@ def kernel_for(op, state: Sizes, tensors, sizes, key) -> Kernel | None:
             if template is None:
                 state.refused.add(pattern)
                 return None
+            template.extents = extents
             state.kernels[sig] = (template, *state.kernels.get(sig, ()))
-            kernel = template.at(shapes)
+            kernel = template.at(shapes, extents)
     return None if kernel is None else _keep(op, state, key, kernel, tensors)
 
 
-def _fitting(state: Sizes, sig, shapes) -> Kernel | None:
-    """The newest of the signature's kernels with symbolic extents that fits these shapes, at them."""
+def _fitting(state: Sizes, sig, shapes, extents: dict) -> Kernel | None:
+    """The newest of the signature's kernels with symbolic extents that fits these shapes and extents, at
+    them."""
     for template in state.kernels.get(sig, ()):
-        kernel = template.at(shapes)
+        kernel = template.at(shapes, extents)
         if kernel is not None:
             return kernel
     return None
 
 
 def _build(op, tensors, sizes, first) -> Kernel | None:
-    """The kernel for every value of the dimensions where tensors' shapes differ from first's, or None when
-    the Go core refuses it (the reason is logged at debug level)."""
+    """The kernel for every value of the dimensions (and explicit extents) where this call differs from
+    first's (shapes, extents), or None when the Go core refuses it (the reason is logged at debug level)."""
     request = op._request(tensors, sizes)
-    request.like.extend(pb.TensorType(dtype=DTYPES[t.dtype], shape=list(s)) for t, s in zip(tensors, first))
-    label = f"neoflow: building {op.name or 'op'} for every size of {', '.join(str(s) for s in first)}"
+    request.like.extend(pb.TensorType(dtype=DTYPES[t.dtype], shape=list(s)) for t, s in zip(tensors, first[0]))
+    request.like_sizes.update(first[1])
+    label = f"neoflow: building {op.name or 'op'} for every size of {', '.join(str(s) for s in first[0])}"
     try:
         resp = _lib.call_interruptible("nf_specialize", request, pb.SpecializeResponse, label=label)
     except Error as err:

@@ -45,6 +45,8 @@ class Kernel:
         "dtypes",
         "size_names",
         "buffer_sizes",
+        "size_of",
+        "extents",
         "held",
     )
 
@@ -71,6 +73,9 @@ class Kernel:
         # kernel itself in the copies that run it at one set of sizes (at), which hold it
         self.size_names = tuple(resp.size_names)
         self.buffer_sizes = [tuple(b.sizes) or ("",) * len(b.shape) for b in resp.buffers] if self.size_names else None
+        # and the explicit extents it was built with ({} unless the builder sets them), those that are a size's
+        self.size_of = dict(resp.size_of)
+        self.extents: dict = {}
         self.held = None
         self._set_buffers([(b.name, b.role, tuple(b.shape)) for b in resp.buffers], None)
         if self.kernel_id:  # this object holds the loaded kernel; the Go core may unload it once none does
@@ -98,10 +103,11 @@ class Kernel:
             pack = self.pack
             self.pack = lambda *pointers: pack(*pointers) + tail
 
-    def at(self, shapes) -> Kernel | None:
-        """This kernel with symbolic extents (``size_names``) for inputs of these shapes: a copy that launches
-        it with its sizes' values read from them, or None when they do not fit (a fixed dimension differs, two
-        dimensions of one size differ, or a size is 0)."""
+    def at(self, shapes, extents: dict) -> Kernel | None:
+        """This kernel with symbolic extents (``size_names``) for inputs of these shapes and these explicit
+        extents: a copy that launches it with its sizes' values read from the shapes, or None when they do not
+        fit (a fixed dimension or extent differs, two dimensions of one size differ, an extent that is a size
+        differs from it, or a size is 0)."""
         values: dict = {}
         for i, shape in enumerate(shapes):
             name, role, rep = self.buffers[i]
@@ -115,6 +121,12 @@ class Kernel:
                     return None
         if len(values) != len(self.size_names) or min(values.values()) < 1 or max(values.values()) >= 1 << 31:
             return None
+        if extents.keys() != self.extents.keys():
+            return None
+        for name, n in extents.items():
+            size = self.size_of.get(name)
+            if n != (values[size] if size else self.extents[name]):
+                return None
         size_values = array.array("q", [values[s] for s in self.size_names])
         buffers = [
             (name, role, tuple(values[s] if s else n for n, s in zip(shape, sizes)))

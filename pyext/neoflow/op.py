@@ -387,7 +387,7 @@ class Op:
             check_memory(self, kernel, tensors[0].device)
             if key is not None:
                 self._kernels[key] = kernel
-                dynamic.note_static(self._dynamic, tensors, sizes)
+                dynamic.note_static(self, self._dynamic, tensors, sizes)
         return kernel
 
     def _forget_built(self) -> None:

@@ -61,8 +61,12 @@ def report(clear: bool = False) -> list[dict]:
     or "eager", by ``neoflow_ms`` and ``eager_ms``, the medians of
     ``samples`` calls each; see ``choice``), ``measured`` (per subgraph whose
     own choice is made: ``calls``, ``kept``, ``neoflow_us``, ``eager_us``,
-    ``ops``, the operators it replaces, and ``source``, its statements).
-    ``clear=True`` empties the list after returning it."""
+    ``ops``, the operators it replaces, and ``source``, its statements),
+    ``kernels`` (``built``: the kernels its subgraphs' first calls built,
+    ``every_size``: of those, the ones for every size of the dimensions that
+    vary between the shapes a graph with dynamic shapes was called with, and
+    ``reused``: the subgraphs whose first call found a kernel built before,
+    for another shape). ``clear=True`` empties the list after returning it."""
     with _lock:
         out = list(_reports)
         if clear:
@@ -199,6 +203,9 @@ def compile_graph(
         "fallback": dict(sorted(support.reasons.items())),
         "choice": None,
         "measured": [],
+        # the kernels its subgraphs' first calls built (and of those, the ones for every size of a dimension
+        # that varies), and the subgraphs that found one built before (for another shape: neoflow.dynamic)
+        "kernels": {"built": 0, "every_size": 0, "reused": 0},
     }
     subgraphs = [m for m in gm.modules() if isinstance(m, Subgraph)]
     for m in subgraphs:
@@ -230,6 +237,12 @@ def explain_text(rep: dict) -> str:
                 f"  a subgraph of {m['calls']} operator calls runs in eager: {m['neoflow_us']:.1f} us a call lowered, "
                 f"{m['eager_us']:.1f} us in eager (medians)"
             )
+    k = rep.get("kernels")
+    if k and (k["built"] or k["reused"]):
+        lines.append(
+            f"  kernels: {k['built']} built ({k['every_size']} for every size of the dimensions that vary), "
+            f"{k['reused']} subgraph(s) ran one built before"
+        )
     if rep.get("choice"):
         lines.append("  " + choice.choice_text(rep["choice"], [rep["graph"]]))
     return "\n".join(lines)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
+import weakref
 
 import torch
 
@@ -44,6 +46,7 @@ class Subgraph(torch.nn.Module):
             raise ConstantsOnly("it reads no tensor (constants only, which eager makes as cheaply)")
         self.name = name
         self.source = low.source
+        self.extents: dict = {}  # each op variant's extents (of every index variable), by its source
         self.op = self._define(low)
         self.used = low.used  # the positions of the arguments the op reads
         # the op's inputs that the graph passes as 0-dimensional tensors: the op reads them as shape (1,)
@@ -73,19 +76,29 @@ class Subgraph(torch.nn.Module):
         self.tuner_checked = -TUNER_POLL
 
     def _define(self, low: lowering.Lowering):
+        """The op of a lowering: one op per text, inputs, outputs and scattered shapes, shared by the subgraphs
+        of the graphs compiled for other shapes (Dynamo's dynamic shapes: backend/shapes.py), so that one
+        kernel of the op serves every size of a dimension that varies (neoflow.dynamic). Its extents are
+        given at each call (``extents``)."""
         from ..op import Op
 
-        digest = hashlib.sha1(low.source.encode()).hexdigest()[:12]
-        # forward only: AOT Autograd traced the backward, so the kernels keep no temporaries for a gradient
-        return Op(
-            low.source,
-            name=f"{self.name}_{digest}",
-            inputs=low.inputs,
-            outputs=low.outputs,
-            sizes=low.sizes,
-            out_shapes=low.scattered or None,
-            forward_only=True,
-        )
+        key = (low.source, tuple(low.inputs), tuple(low.outputs), tuple(sorted(low.scattered.items())))
+        self.extents[low.source] = dict(low.sizes)
+        with _ops_lock:
+            op = _ops.get(key)
+            if op is None:
+                digest = hashlib.sha1(low.source.encode()).hexdigest()[:12]
+                # forward only: AOT Autograd traced the backward, so the kernels keep no temporaries for a gradient
+                op = Op(
+                    low.source,
+                    name=f"{self.name}_{digest}",
+                    inputs=low.inputs,
+                    outputs=low.outputs,
+                    out_shapes=low.scattered or None,
+                    forward_only=True,
+                )
+                _ops[key] = op
+        return op
 
     def __call__(self, *args):  # straight to forward: a subgraph has no hooks (nn.Module's call checks them)
         return self.forward(*args)
@@ -182,8 +195,10 @@ class Subgraph(torch.nn.Module):
         """The kernel for these inputs, built now; None when the build fails: the first build (the subgraph
         then runs in eager from now on) or a strided variant's (this call runs in eager, later ones copy
         their views)."""
+        op = self.variants[sig]
+        before = op.kernel_shapes()
         try:
-            kernel = self.variants[sig].specialize(*flat)
+            kernel = op.specialize(*flat, sizes=self.extents[op.source], symbolic=True)
         except Error as e:
             if sig:
                 log.debug("neoflow: a subgraph's strided variant failed to build; its views are copied: %s", e)
@@ -195,6 +210,12 @@ class Subgraph(torch.nn.Module):
             self.op = None
             return None
         self.kernels[key] = kernel
+        if self.report is not None:
+            built = op.kernel_shapes()[len(before) :]
+            kernels = self.report["kernels"]
+            kernels["built"] += len(built)
+            kernels["every_size"] += sum(1 for shapes in built if any(isinstance(n, str) for s in shapes for n in s))
+            kernels["reused"] += not built
         return kernel
 
     def _mend(self, outs: list) -> list:
@@ -212,3 +233,7 @@ class Subgraph(torch.nn.Module):
 
 
 _contiguous = torch.Tensor.is_contiguous
+
+# The ops of the subgraphs, by lowering (Subgraph._define); an op goes when no subgraph holds it.
+_ops: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_ops_lock = threading.Lock()
