@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gc
 import random
 import statistics
 import sys
@@ -87,7 +88,10 @@ def run_variant(torch, neoflow, variant: str, lengths: list[int], args) -> dict:
     for _ in range(args.warm):  # as the fresh model below: past the measured choice's trial of a new shape
         step(args.length)
     varied = [_timed(step, args.length) for _ in range(args.repeat)]
+    kernels = _kernels(neoflow.compile_report())
+    del step  # and with it the compiled graphs, their subgraphs and neoflow ops: the fresh model builds its own
     torch._dynamo.reset()
+    gc.collect()
     neoflow.compile_report(clear=True)
     fresh = _model(torch, neoflow, variant, args.seed)
     for _ in range(args.warm):  # past the measured choice's trial (neoflow) and any warm-up
@@ -100,10 +104,20 @@ def run_variant(torch, neoflow, variant: str, lengths: list[int], args) -> dict:
         "steady": _stats(repeat),
         "dynamo_graphs": graphs,
         "neoflow_shapes": shapes if variant == "neoflow" else None,
+        "neoflow_kernels": kernels if variant == "neoflow" else None,
         "varied": _stats(varied),
         "static": _stats(static),
         "varied_over_static": statistics.median(varied) / statistics.median(static),
     }
+
+
+def _kernels(reports: list[dict]) -> dict:
+    """The kernels neoflow's graphs built (those for every size among them) and the subgraphs that reused one."""
+    out = {"built": 0, "every_size": 0, "reused": 0}
+    for r in reports:
+        for k in out:
+            out[k] += r.get("kernels", {}).get(k, 0)
+    return out
 
 
 def _stats(seconds: list[float]) -> dict:
@@ -128,17 +142,21 @@ def render_markdown(result: dict) -> str:
         f"at {s['length']}: {s['repeat']} steps of the same model at length {s['length']} after the run and "
         f"{s['warm']} untimed ones, "
         f"against a fresh model that only saw length {s['length']} (static). Dynamo graphs: graphs Dynamo "
-        "compiled; neoflow shapes: graphs neoflow compiled, per shape. Compile caches as the machine had them.",
+        "compiled; neoflow shapes: graphs neoflow compiled, per shape; kernels: the kernels those graphs' "
+        "subgraphs built (of them, for every size of a dimension that varies), and the subgraph compiles that "
+        "reused a kernel built before. Compile caches as the machine had them.",
         "",
-        f"| variant | run s | first step s | steady ms | Dynamo graphs | neoflow shapes | at {s['length']} ms "
-        "| static ms | varied / static |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| variant | run s | first step s | steady ms | Dynamo graphs | neoflow shapes | kernels built (every size) "
+        f"| reused | at {s['length']} ms | static ms | varied / static |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         shapes = "-" if r["neoflow_shapes"] is None else str(r["neoflow_shapes"])
+        k = r.get("neoflow_kernels")
+        built, reused = (f"{k['built']} ({k['every_size']})", str(k["reused"])) if k else ("-", "-")
         lines.append(
             f"| {r['variant']} | {r['total_s']:.1f} | {r['first_s']:.1f} | {_ms(r['steady'])} | "
-            f"{r['dynamo_graphs']} | {shapes} | {_ms(r['varied'])} | {_ms(r['static'])} | "
+            f"{r['dynamo_graphs']} | {shapes} | {built} | {reused} | {_ms(r['varied'])} | {_ms(r['static'])} | "
             f"{r['varied_over_static']:.2f}x |"
         )
     return "\n".join(lines) + "\n"

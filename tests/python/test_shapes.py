@@ -18,9 +18,10 @@ pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 class Net(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, hidden=24):
         super().__init__()
-        self.l1, self.ln, self.l2 = torch.nn.Linear(12, 24), torch.nn.LayerNorm(24), torch.nn.Linear(24, 5)
+        self.l1, self.ln = torch.nn.Linear(12, hidden), torch.nn.LayerNorm(hidden)
+        self.l2 = torch.nn.Linear(hidden, 5)
 
     def forward(self, x):
         return self.l2(self.ln(torch.nn.functional.gelu(self.l1(x))))
@@ -64,6 +65,62 @@ def test_varying_batch_sizes_stay_lowered(dynamic):
         assert (fw["graph"], bw["graph"]) == ("forward", "backward")
         assert fw["lowered"] > 0 and bw["lowered"] > 0, (fw, bw)
         assert not any("dynamic shape" in why for r in (fw, bw) for why in r["fallback"].values())
+
+
+def _kernels(reps) -> list[tuple]:
+    """(built, every_size, reused) of each report."""
+    return [(r["kernels"]["built"], r["kernels"]["every_size"], r["kernels"]["reused"]) for r in reps]
+
+
+def test_one_kernel_for_every_batch_size():
+    """The graphs compiled for each shape share their subgraphs' ops: the second shape builds one kernel
+    for every size per subgraph, later shapes build none (the compile report says so)."""
+    torch.manual_seed(0)
+    m = Net(hidden=20)  # ops of their own: no other test's graphs built their kernels
+    f = neoflow.compile(m, measure=False)
+    for b in (16, 12, 9, 20, 33):
+        _check(m, f, torch.randn(b, 12))
+    reps = neoflow.compile_report()
+    assert (
+        len(reps) == 10 and len({r["lowered"] for r in reps[::2]}) == 1 and len({r["lowered"] for r in reps[1::2]}) == 1
+    )
+    subgraphs = [r["subgraphs"] for r in reps]
+    counts = _kernels(reps)
+    # the first shape: a kernel per subgraph (the same op at two shapes within it gets one for every size)
+    assert [built for built, _, _ in counts[:2]] == subgraphs[:2], counts
+    assert all(built == every for built, every, _ in counts[2:4]), counts  # the second: for every size only
+    assert counts[4:] == [(0, 0, n) for n in subgraphs[4:]], counts  # then none
+    assert "kernels: 0 built" in neoflow.backend.explain_text(reps[-1])
+
+
+class Attention(torch.nn.Module):
+    """Softmax attention over a sequence, with the (B*L, H) <-> (B, L, H) reshapes around its matmuls."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.o = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        b, n, h = x.shape
+        flat = x.reshape(b * n, h)
+        q, k = self.q(flat).reshape(b, n, h), self.k(flat).reshape(b, n, h)
+        a = torch.softmax(q @ k.transpose(1, 2) / 8**0.5, dim=-1)
+        return torch.nn.functional.layer_norm(self.o((a @ x).reshape(b * n, h)), (h,)).reshape(b, n, h)
+
+
+def test_sequence_lengths_share_kernels():
+    """Sequence lengths that vary: the reshapes at the subgraphs' borders stay in eager, so the subgraphs'
+    ops name no length, and after the second length no kernel is built."""
+    torch.manual_seed(0)
+    m = Attention().double()  # float64: softmax's gradient in float32 differs from eager's by rounding
+    f = neoflow.compile(m, measure=False)
+    for n in (16, 24, 9, 31, 5):
+        (y, gs), (y0, g0s) = _step(m, f, torch.randn(2, n, 8, dtype=torch.float64))
+        for got, want in zip([y, *gs], [y0, *g0s]):
+            torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
+    counts = _kernels(neoflow.compile_report())
+    assert all(built == 0 for built, _, _ in counts[4:]), counts
+    assert sum(every for _, every, _ in counts[2:4]) > 0, counts
 
 
 def test_shapes_past_the_limit_run_in_eager(monkeypatch, caplog):

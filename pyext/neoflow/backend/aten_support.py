@@ -123,6 +123,21 @@ _VIEWS = {
     aten.select.int,
     aten.slice.Tensor,
 }
+# The views that only reshape or permute their input's dimensions, whatever its sizes: a subgraph reads
+# such a view of a tensor it takes as the view's own tensor (graphs._views_at_borders).
+REARRANGING = {
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.unsqueeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.squeeze.default,
+    aten.permute.default,
+    aten.transpose.int,
+    aten.t.default,
+    aten.alias.default,
+}
 _OTHER = {
     aten.mm.default,
     aten.bmm.default,

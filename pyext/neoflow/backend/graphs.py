@@ -124,6 +124,22 @@ def _chunks(gm, parts, max_nodes: int) -> list:
 MAX_NODES = 1000
 
 
+def _views_at_borders(gm, part) -> int:
+    """Leaves to eager the views in part that rearrange a tensor part does not make (a graph input, an eager
+    matmul's result): part then takes the view as its input, read plainly, where it read the tensor through
+    index arithmetic with the view's extents (``X[i * L + j, k]`` for a (B*L, H) -> (B, L, H) reshape). Its
+    op's text then does not name those extents, so that one op, and one kernel for every size
+    (neoflow.dynamic), serves every sequence length of a graph with dynamic shapes. In graph order, so
+    that a chain of such views leaves whole. Returns how many views left part."""
+    moved = 0
+    for v in [n for n in gm.graph.nodes if n in part.nodes and n.target in aten_support.REARRANGING]:
+        source = v.args[0] if v.args else None
+        if isinstance(source, torch.fx.Node) and source not in part.nodes:
+            part.remove_node(v)
+            moved += 1
+    return moved
+
+
 def _views_outside(gm, part) -> int:
     """Gives the eager users of a view in part a view of their own, made in eager (where a view costs
     nothing), instead of one the subgraph would have to store: a weight's transpose feeding an eager
@@ -170,7 +186,7 @@ def compile_graph(
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     parts = [p for p in partitioner.propose_partitions() if not all(aten_support.is_view(n) for n in p.nodes)]
     parts = _chunks(gm, parts, max_nodes or MAX_NODES)
-    eager_views = sum(_views_outside(gm, p) for p in parts)
+    eager_views = sum(_views_at_borders(gm, p) + _views_outside(gm, p) for p in parts)
     parts = [p for p in parts if p.nodes and not all(aten_support.is_view(n) for n in p.nodes)]
     lowered, made = sum(len(p.nodes) for p in parts), 0
     if parts:

@@ -2,12 +2,14 @@
 
 Dynamo hands a backend a graph with symbolic sizes under ``torch.compile(..., dynamic=True)``, and by
 default once a graph is called with a second shape (automatic dynamic shapes): a training loop over
-sequences of varying length, or an epoch's smaller last batch. neoflow's kernels are built for static
-shapes, so such a graph is compiled again, as the static graphs are, for each set of input shapes it is
-called with (the graph's code computes its sizes from its inputs, so it traces to a static graph for
-each): up to ``MAX_SHAPES`` of them, after which further shapes run the graph in eager PyTorch (its
-operators without the backend), with one warning. Kernels are not yet shared across shapes: each shape
-builds its own."""
+sequences of varying length, or an epoch's smaller last batch. Such a graph is compiled again, as the
+static graphs are, for each set of input shapes it is called with (the graph's code computes its sizes
+from its inputs, so it traces to a static graph for each). The subgraphs of those graphs share their
+neoflow ops (subgraph.Subgraph._define), and an op whose dimensions vary builds one kernel for every size
+(neoflow.dynamic): from the second shape on, a new shape costs its graph's compile but builds no kernel.
+Up to ``max_shapes()`` shapes are compiled per graph (``MAX_SHAPES``; ``MAX_SHAPES_STATIC`` when ops build
+a kernel per shape, ``configure(dynamic="static")``), after which further shapes run the graph in eager
+PyTorch (its operators without the backend), with one warning."""
 
 from __future__ import annotations
 
@@ -19,8 +21,17 @@ import torch
 
 log = logging.getLogger("neoflow.compile")
 
-# Shapes compiled per graph before further ones run in eager (as Dynamo's own recompile limit, 8).
-MAX_SHAPES = 8
+# Shapes compiled per graph before further ones run in eager: each costs a graph compile (seconds for a
+# transformer); with a kernel per shape also its kernels' builds (then as Dynamo's own recompile limit, 8).
+MAX_SHAPES = 64
+MAX_SHAPES_STATIC = 8
+
+
+def max_shapes() -> int:
+    """How many shapes a graph with dynamic shapes is compiled for (see the module's doc)."""
+    from .. import config
+
+    return MAX_SHAPES if config.dynamic_mode() == "auto" else min(MAX_SHAPES, MAX_SHAPES_STATIC)
 
 
 def symbolic(example_inputs) -> bool:
@@ -63,12 +74,13 @@ class PerShape:
             fn = self.compiled.get(key)
             if fn is not None:
                 return fn
-            if self.shapes >= MAX_SHAPES:
+            limit = max_shapes()
+            if self.shapes >= limit:
                 if len(self.compiled) == self.shapes:  # the first shape past the limit
                     log.warning(
                         "neoflow: a graph with dynamic shapes was compiled for %d shapes; further shapes run it "
                         "in eager (mark the varying dimensions static, or pad them to a few sizes)",
-                        MAX_SHAPES,
+                        limit,
                     )
                 fn = self.gm.forward
             else:
