@@ -110,6 +110,17 @@ func randomSymCase(r *rand.Rand) symCase {
 	}
 	terms = append(terms, fmt.Sprint(r.IntN(5)-2))
 	c.x = strings.Join(terms, " + ")
+	// min, max and where over the affine index and a second one (WithinSize proves them by their
+	// arguments)
+	other := fmt.Sprintf("%s + %d", vars[r.IntN(3)], r.IntN(5)-2)
+	switch r.IntN(6) {
+	case 0:
+		c.x = fmt.Sprintf("min(%s, %s)", c.x, other)
+	case 1:
+		c.x = fmt.Sprintf("max(%s, %s)", c.x, other)
+	case 2:
+		c.x = fmt.Sprintf("where(%s > 0, %s, %s)", vars[r.IntN(3)], c.x, other)
+	}
 	c.size = []string{"s", "t", "s + 2", "s * 2", "s + t", "s + t - 1", "4", "s * 2 + 1"}[r.IntN(8)]
 	switch r.IntN(3) {
 	case 0:
