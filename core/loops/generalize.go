@@ -43,16 +43,9 @@ func IsSize(name string) bool { return len(name) > 0 && name[:1] == SizePrefix }
 // lowered as a loop), and no two sizes may share both values. The bounds
 // of the accesses must have been proven for every size (sema.ProveSymbolic).
 func Generalize(a, b *Func, sizes []Size) (*Func, error) {
-	byPair := map[[2]int64]string{}
-	for _, s := range sizes {
-		if s.A == s.B || s.A < 2 || s.B < 2 {
-			return nil, errors.Errorf("generalize: size %s is %d and %d (two different values of at least 2 are needed)", s.Name, s.A, s.B)
-		}
-		pair := [2]int64{s.A, s.B}
-		if other, dup := byPair[pair]; dup {
-			return nil, errors.Errorf("generalize: sizes %s and %s are both %d and %d", other, s.Name, s.A, s.B)
-		}
-		byPair[pair] = SizePrefix + s.Name
+	byPair, err := CheckSizes(sizes)
+	if err != nil {
+		return nil, err
 	}
 	g := &generalizer{byPair: byPair}
 	tensors, err := g.tensors(a.Spec.Tensors, b.Spec.Tensors)
@@ -80,6 +73,24 @@ func Generalize(a, b *Func, sizes []Size) (*Func, error) {
 		out.Nests = append(out.Nests, &n)
 	}
 	return out, nil
+}
+
+// CheckSizes checks the sizes Generalize takes: each with two different
+// values of at least 2, no two with the same pair. It returns each size's
+// name (with SizePrefix) by its pair.
+func CheckSizes(sizes []Size) (map[[2]int64]string, error) {
+	byPair := map[[2]int64]string{}
+	for _, s := range sizes {
+		if s.A == s.B || s.A < 2 || s.B < 2 {
+			return nil, errors.Errorf("generalize: size %s is %d and %d (two different values of at least 2 are needed)", s.Name, s.A, s.B)
+		}
+		pair := [2]int64{s.A, s.B}
+		if other, dup := byPair[pair]; dup {
+			return nil, errors.Errorf("generalize: sizes %s and %s are both %d and %d", other[len(SizePrefix):], s.Name, s.A, s.B)
+		}
+		byPair[pair] = SizePrefix + s.Name
+	}
+	return byPair, nil
 }
 
 // generalizer holds the size variables by their pair of values.

@@ -28,6 +28,11 @@ import (
 // writes. Subexpressions under a where's branches or the right side of
 // && and ||, and the bodies of Ifs, are not candidates: a guard may be
 // what keeps their reads in bounds.
+// In a fused nest (FuseNests: Members), a read of a tensor is a candidate
+// too: GCC 12 left the lane loop of Y[n, k] = ... Mu[n] ... R[n] scalar
+// ("latch block not empty") when Mu and R were stored earlier in the same
+// iteration of the nest's parallel loop, one erff per element (a layer
+// norm and GELU, 512x256: 1.06 ms against 0.14 unfused).
 // It is placed just before the outermost loop it is invariant in, never
 // outside a parallel loop or between collapsed loops; the loop runs at
 // least once (extents are at least 1), so the call is evaluated no more
@@ -35,14 +40,19 @@ import (
 func HoistInvariants(fn *Func) *Func {
 	for _, n := range fn.Nests {
 		if n.cpuLoops() {
-			h := &hoister{}
+			h := &hoister{reads: len(n.Members) > 1}
 			n.Body = h.body(n.Body)
 		}
 	}
 	return fn
 }
 
-type hoister struct{ next int }
+// hoister numbers the scalars it makes; reads says that tensor reads are
+// candidates too (a fused nest).
+type hoister struct {
+	next  int
+	reads bool
+}
 
 // body hoists out of the loops in nodes, innermost first, and returns
 // nodes with each loop preceded by what was hoisted out of it.
@@ -85,7 +95,7 @@ func (h *hoister) loop(l *Loop) []Node {
 	var before []Node
 	body := l.Body[:0:0]
 	for i := 0; i < len(l.Body); i++ {
-		if loc, st, ok := hoisted(l.Body, i); ok && invariant(st.Value, inner, written) {
+		if loc, st, ok := hoisted(l.Body, i); ok && invariant(st.Value, inner, written, true) {
 			before = append(before, loc, st)
 			i++
 			continue
@@ -118,7 +128,7 @@ func (h *hoister) replace(e ir.Expr, inner, written map[string]bool, before *[]N
 		c.Cond = h.replace(w.Cond, inner, written, before)
 		return &c
 	}
-	if _, ok := e.(*ir.Call); ok && invariant(e, inner, written) {
+	if h.candidate(e) && invariant(e, inner, written, !h.reads) {
 		name := fmt.Sprintf("%sinv%d", LocalPrefix, h.next)
 		h.next++
 		*before = append(*before, &Local{Name: name, Len: 1}, &Store{Dst: &ir.Access{Tensor: name}, Op: ir.Assign, Value: e})
@@ -147,9 +157,21 @@ func (h *hoister) replace(e ir.Expr, inner, written map[string]bool, before *[]N
 	return e // a read (its indices are index arithmetic), a literal or a variable
 }
 
-// invariant reports whether e holds a value-kind call and none of: a
-// variable of inner, a read of a Local, a read of a tensor in written.
-func invariant(e ir.Expr, inner, written map[string]bool) bool {
+// candidate reports whether e is a call, or with h.reads a tensor read.
+func (h *hoister) candidate(e ir.Expr) bool {
+	switch e := e.(type) {
+	case *ir.Call:
+		return true
+	case *ir.Access:
+		return h.reads && !IsLocal(e.Tensor)
+	}
+	return false
+}
+
+// invariant reports whether e holds none of: a variable of inner, a read
+// of a Local, a read of a tensor in written; and, with needCall, a
+// value-kind call.
+func invariant(e ir.Expr, inner, written map[string]bool, needCall bool) bool {
 	ok, call := true, false
 	ir.Walk(e, func(x ir.Expr) bool {
 		switch x := x.(type) {
@@ -162,7 +184,7 @@ func invariant(e ir.Expr, inner, written map[string]bool) bool {
 		}
 		return ok
 	})
-	return ok && call
+	return ok && (call || !needCall)
 }
 
 // hoisted reports whether nodes[i] and nodes[i+1] are a scalar that an

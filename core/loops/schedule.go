@@ -200,6 +200,12 @@ func withParallelLoops(st *ir.BoundStmt, s Schedule) Schedule {
 	if s.Tiling != nil {
 		return s
 	}
+	return withOuterParallel(st, s)
+}
+
+// withOuterParallel is s with the outermost loops collapsed into one
+// parallel loop until they have at least MinParallelIters iterations.
+func withOuterParallel(st *ir.BoundStmt, s Schedule) Schedule {
 	prod := int64(1)
 	for _, c := range parallelCandidates(st, s) {
 		if prod >= MinParallelIters {

@@ -6,9 +6,11 @@ import "github.com/neoflow/neoflow/core/ir"
 // kernel with symbolic extents (Generalize), where sym holds the
 // statement's variables of symbolic extent: the default schedule's lane
 // axis and parallel loops, untiled and without fused groups, and no lane
-// split of a symbolic variable (a split's remainder would follow from the
-// size). A statement of the scatter form is lowered as a scatter, its fill
-// scheduled the same way.
+// split of a variable that runs to a size (a split's remainder would follow
+// from the size). Its outer loops are parallel whatever its work at these
+// sizes: the kernel runs them in parallel only when the work at the sizes
+// of a launch reaches MinParallelWork (kernels/cgen). A statement of the
+// scatter form is lowered as a scatter, its fill scheduled the same way.
 func SymbolicSchedule(spec *ir.Spec, i int, sym map[string]bool) Schedule {
 	st := spec.Stmts[i]
 	_, scatter := matchScatter(st)
@@ -19,7 +21,7 @@ func SymbolicSchedule(spec *ir.Spec, i int, sym map[string]bool) Schedule {
 	if ax, _, ok := s.lane(st); ok && sym[ax.Name] {
 		s = Schedule{VectorWidth: 1}
 	}
-	s = withParallelLoops(st, s)
+	s = withOuterParallel(st, s)
 	s.Scatter = scatter
 	return s
 }

@@ -18,6 +18,9 @@ import (
 // buffer. An error says why the op has no such kernel; its caller then
 // builds a kernel per shape.
 func Symbolic(a, b *ir.Spec, sizes []loops.Size) (*loops.Func, error) {
+	if _, err := loops.CheckSizes(sizes); err != nil {
+		return nil, err
+	}
 	dims, err := inputSizes(a, b, sizes)
 	if err != nil {
 		return nil, err

@@ -232,6 +232,9 @@ type renderer struct {
 	// are sizes (sizes.go).
 	sized bool
 	sizes []string
+	// work is the C expression of the current nest's work in a kernel with
+	// symbolic extents (nestWork), "" otherwise.
+	work string
 	// itype is the C type of index arithmetic.
 	itype         string
 	spec          *ir.Spec
@@ -334,6 +337,7 @@ func (r *renderer) nest(n *loops.Nest) error {
 		r.line(1, "// %s", commentSafe(ir.StmtString(st.Stmt)))
 	}
 	r.line(1, "{")
+	r.work = r.nestWork(n)
 	if err := r.nodes(n.Body, 2); err != nil {
 		return err
 	}
@@ -417,7 +421,7 @@ func (r *renderer) loopBody(l *loops.Loop, v string, depth int) error {
 		if l.Vector {
 			simd = " simd" // the collapsed space is a lane loop
 		}
-		r.line(depth, "#pragma omp parallel for%s num_threads(nf_nt)%s schedule(static)", simd, c)
+		r.line(depth, "#pragma omp parallel for%s%s num_threads(nf_nt)%s schedule(static)", simd, r.parallelIf(), c)
 	case l.Vector:
 		r.line(depth, "#pragma omp simd")
 	}

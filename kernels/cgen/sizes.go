@@ -57,3 +57,51 @@ func shapeText(t *ir.TensorDecl) string {
 	}
 	return "[" + strings.Join(dims, ", ") + "]"
 }
+
+// nestWork is the C expression of nest n's work in a kernel with symbolic
+// extents, the product of its statement's extents with each variable that
+// runs to a size by that size; "" in a kernel of fixed shapes.
+func (r *renderer) nestWork(n *loops.Nest) string {
+	if !r.sized {
+		return ""
+	}
+	sized := map[string]string{}
+	var walk func(nodes []loops.Node)
+	walk = func(nodes []loops.Node) {
+		for _, x := range nodes {
+			switch x := x.(type) {
+			case *loops.Loop:
+				if x.Size != "" {
+					sized[x.Var] = x.Size
+				}
+				walk(x.Body)
+			case *loops.Block:
+				walk(x.Body)
+			case *loops.If:
+				walk(x.Body)
+			}
+		}
+	}
+	walk(n.Body)
+	fixed := int64(1)
+	factors := []string{}
+	for _, v := range n.Stmt.Vars() {
+		if s, ok := sized[v.Name]; ok {
+			factors = append(factors, sizeName(s))
+		} else {
+			fixed *= v.Extent
+		}
+	}
+	return strings.Join(append(factors, fmt.Sprintf("%dLL", fixed)), " * ")
+}
+
+// parallelIf is the if clause of a parallel loop in a kernel with symbolic
+// extents: it runs in parallel only when its nest's work at the sizes of
+// the launch reaches loops.MinParallelWork, as the default schedule decides
+// for fixed shapes.
+func (r *renderer) parallelIf() string {
+	if r.work == "" {
+		return ""
+	}
+	return fmt.Sprintf(" if(%s >= %d)", r.work, loops.MinParallelWork)
+}

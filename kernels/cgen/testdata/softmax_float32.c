@@ -102,15 +102,19 @@ void nf_kernel(void **bufs, int64_t nthreads)
 			}
 			{ // fused: E
 				{ // j in [0, 16)
+					float r_inv0;
+					r_inv0 = t_M[v_i];
 					#pragma omp simd
 					for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
-						t_E[v_i * 19 + vl_j] = expf(t_X[v_i * 19 + vl_j] - t_M[v_i]);
+						t_E[v_i * 19 + vl_j] = expf(t_X[v_i * 19 + vl_j] - r_inv0);
 					}
 				}
 				{ // remainder: j in [16, 19)
+					float r_inv1;
+					r_inv1 = t_M[v_i];
 					#pragma omp simd
 					for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
-						t_E[v_i * 19 + vl_j + 16] = expf(t_X[v_i * 19 + vl_j + 16] - t_M[v_i]);
+						t_E[v_i * 19 + vl_j + 16] = expf(t_X[v_i * 19 + vl_j + 16] - r_inv1);
 					}
 				}
 			}
@@ -149,15 +153,19 @@ void nf_kernel(void **bufs, int64_t nthreads)
 			}
 			{ // fused: Y
 				{ // j in [0, 16)
+					float r_inv2;
+					r_inv2 = t_S[v_i];
 					#pragma omp simd
 					for (int64_t vl_j = 0; vl_j < 16; vl_j++) {
-						t_Y[v_i * 19 + vl_j] = t_E[v_i * 19 + vl_j] / t_S[v_i];
+						t_Y[v_i * 19 + vl_j] = t_E[v_i * 19 + vl_j] / r_inv2;
 					}
 				}
 				{ // remainder: j in [16, 19)
+					float r_inv3;
+					r_inv3 = t_S[v_i];
 					#pragma omp simd
 					for (int64_t vl_j = 0; vl_j < 3; vl_j++) {
-						t_Y[v_i * 19 + vl_j + 16] = t_E[v_i * 19 + vl_j + 16] / t_S[v_i];
+						t_Y[v_i * 19 + vl_j + 16] = t_E[v_i * 19 + vl_j + 16] / r_inv3;
 					}
 				}
 			}
