@@ -24,7 +24,7 @@ func (b *Builder) BuildSymbolic(ctx context.Context, a, bs *ir.Spec, sizes []loo
 	if a == nil || a.Op == nil || bs == nil {
 		return nil, errors.New("kernels: nil spec")
 	}
-	fn, err := pipeline.Symbolic(a, bs, sizes)
+	fn, err := pipeline.Symbolic(a, bs, sizes, pipeline.CPU)
 	if err != nil {
 		return nil, errors.Wrapf(err, "kernel %s with symbolic extents", a.Op.DisplayName())
 	}

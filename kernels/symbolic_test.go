@@ -3,14 +3,19 @@ package kernels
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
+	"github.com/neoflow/neoflow/internal/cudaemu"
 	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/testops"
+	"github.com/neoflow/neoflow/kernels/cgen"
 )
 
 // symbolicCase is an op whose input shapes follow from the values of its
@@ -199,4 +204,61 @@ func TestSymbolicOpTable(t *testing.T) {
 		}
 	}
 	t.Logf("%d symbolic kernels built of %d ops and gradient ops", built, tried)
+}
+
+// TestSymbolicCUDAEmulated renders each case's kernel with symbolic
+// extents as CUDA (pipeline.Symbolic for the GPU: grid-stride loops to the
+// sizes, which the kernels take as parameters) and runs it on the host
+// emulator at sizes it was not lowered at, against the interpreter.
+func TestSymbolicCUDAEmulated(t *testing.T) {
+	for _, dt := range []ir.DType{ir.Float64} { // float32's rounding is the C tests'
+		for _, c := range symbolicCases {
+			t.Run(fmt.Sprintf("%s_%s", c.name, dt), func(t *testing.T) {
+				a, b := []int64{8, 5}, []int64{12, 3}
+				n := nsizes(c)
+				var sizes []loops.Size
+				for i := range n {
+					sizes = append(sizes, loops.Size{Name: fmt.Sprintf("s%d", i), A: a[i], B: b[i]})
+				}
+				fn, err := pipeline.Symbolic(c.spec(t, dt, a[:n]), c.spec(t, dt, b[:n]), sizes, pipeline.GPU)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mod, err := cgen.RenderCUDA(fn, "nf_sym")
+				if err != nil {
+					t.Fatal(err)
+				}
+				k, err := cudaemu.Compile(context.Background(), c.spec(t, dt, a[:n]), mod, t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range [][]int64{{1, 1}, {2, 7}, {33, 9}} {
+					runSymbolicEmulated(t, k, c.spec(t, dt, s[:n]), mod, s[:n])
+				}
+			})
+		}
+	}
+}
+
+// runSymbolicEmulated runs k, mod (a kernel with symbolic extents)
+// compiled for the emulator, at sizes s, against the interpreter's run of
+// spec (the op specialized at s).
+func runSymbolicEmulated(t *testing.T, k *cudaemu.Kernel, spec *ir.Spec, mod *cgen.CUDAModule, s []int64) {
+	t.Helper()
+	inputs := hostbuf.RandomInputs(spec, false, uint64(s[0]))
+	want, err := interp.Run(spec, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufs := hostbuf.New(spec, inputs)
+	defer bufs.Free()
+	bufs.Poison(spec)
+	values := slices.Clone(s)
+	var pin runtime.Pinner
+	pin.Pin(&values[0])
+	defer pin.Unpin()
+	if err := k.Run(append(slices.Clone(bufs.Ptr), unsafe.Pointer(&values[0]))); err != nil {
+		t.Fatal(err)
+	}
+	compareWritten(t, spec, bufs, want, tolerance(spec.DType), mod.Source)
 }

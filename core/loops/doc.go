@@ -212,6 +212,8 @@
 // loops to that size (Loop.Size), the tensors' dimensions likewise
 // (ir.TensorDecl.Sizes, strides by FlatIndexOf). Anything else that
 // differs between the two refuses the kernel, so nothing that follows
-// from a size some other way can be baked in. The sizes' values reach the
-// kernel as one more buffer (Func.Sizes).
+// from a size some other way can be baked in. The sizes' values reach a C
+// kernel as one more buffer (Func.Sizes), a CUDA kernel as parameters
+// (SymbolicGPUSchedule: grid-stride loops over the points, which cover
+// any size).
 package loops

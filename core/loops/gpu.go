@@ -42,13 +42,7 @@ func GPUSchedule(spec *ir.Spec, i int) Schedule {
 	if tiled != nil {
 		return Schedule{GPU: tiled}
 	}
-	s := Schedule{VectorWidth: 1, Threads: DefaultThreads}
-	if _, ok := matchScatter(st); ok {
-		s.Scatter, s.Atomic = true, true
-		st = fillStmt(st)
-	}
-	s.ParallelDepth = len(parallelCandidates(st, s))
-	return s
+	return SymbolicGPUSchedule(spec, i)
 }
 
 // Default GPU tiling parameters: the block size it aims for, the widest

@@ -25,3 +25,20 @@ func SymbolicSchedule(spec *ir.Spec, i int, sym map[string]bool) Schedule {
 	s.Scatter = scatter
 	return s
 }
+
+// SymbolicGPUSchedule is the GPU schedule of statement i of spec in a
+// kernel with symbolic extents: GPUSchedule's schedule of one thread per
+// point, every spatial loop in the parallel (grid-stride) loop, its
+// reductions run by that thread; untiled, without fused groups or Tensor
+// Cores, whose tiles would follow from the sizes. A statement of the
+// scatter form is lowered as an atomic scatter.
+func SymbolicGPUSchedule(spec *ir.Spec, i int) Schedule {
+	st := spec.Stmts[i]
+	s := Schedule{VectorWidth: 1, Threads: DefaultThreads}
+	if _, ok := matchScatter(st); ok {
+		s.Scatter, s.Atomic = true, true
+		st = fillStmt(st)
+	}
+	s.ParallelDepth = len(parallelCandidates(st, s))
+	return s
+}

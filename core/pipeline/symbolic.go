@@ -8,16 +8,18 @@ import (
 	"github.com/neoflow/neoflow/core/sema"
 )
 
-// Symbolic lowers one CPU kernel for every value of sizes: a and b are an
+// Symbolic lowers one kernel for target (CPU or GPU) for every value of
+// sizes: a and b are an
 // op specialized (unfused) at two shapes of its inputs that differ only in
 // the dimensions sizes name, each size A in a and B in b. Every access is
 // proven in bounds for every size of at least 1 (sema.ProveSymbolic), each
-// statement is lowered under loops.SymbolicSchedule at both shapes with
+// statement is lowered under loops.SymbolicSchedule (for the GPU
+// loops.SymbolicGPUSchedule) at both shapes with
 // the same schedules, and the two loop nests are generalized
 // (loops.Generalize): the kernel takes the sizes' values as one more
 // buffer. An error says why the op has no such kernel; its caller then
 // builds a kernel per shape.
-func Symbolic(a, b *ir.Spec, sizes []loops.Size) (*loops.Func, error) {
+func Symbolic(a, b *ir.Spec, sizes []loops.Size, target Target) (*loops.Func, error) {
 	if _, err := loops.CheckSizes(sizes); err != nil {
 		return nil, err
 	}
@@ -40,11 +42,14 @@ func Symbolic(a, b *ir.Spec, sizes []loops.Size) (*loops.Func, error) {
 			sym[v] = true
 		}
 		scheds[i] = loops.SymbolicSchedule(a, i, sym)
+		if target == GPU {
+			scheds[i] = loops.SymbolicGPUSchedule(a, i)
+		}
 	}
 	var fns [2]*loops.Func
 	for k, spec := range []*ir.Spec{a, b} {
 		u := FromSpec(spec)
-		u.Target, u.Sched = CPU, Given(scheds)
+		u.Target, u.Sched = target, Given(scheds)
 		if err := Run(u, Build); err != nil {
 			return nil, err
 		}

@@ -138,7 +138,10 @@ type Kernel struct {
 }
 
 // Compile compiles mod, whose functions take one pointer per entry of
-// spec.Tensors, with g++ into dir.
+// spec.Tensors (and a kernel with symbolic extents, the values of its
+// sizes), with g++ into dir. Run then takes the tensors' pointers, and
+// for a kernel with symbolic extents a pointer to the sizes' values, an
+// int64 array in mod.Sizes order.
 func Compile(ctx context.Context, spec *ir.Spec, mod *cgen.CUDAModule, dir string) (*Kernel, error) {
 	var b strings.Builder
 	b.WriteString(prelude)
@@ -151,6 +154,13 @@ func Compile(ctx context.Context, spec *ir.Spec, mod *cgen.CUDAModule, dir strin
 		}
 		args[i] = fmt.Sprintf("(%s%s *)nf_bufs[%d]", cst, cgen.ElemType(spec.ElemType(t)), i)
 	}
+	nbufs := len(spec.Tensors)
+	for j := range mod.Sizes { // a kernel with symbolic extents: the sizes' values, from the int64 array after the tensors
+		args = append(args, fmt.Sprintf("((const long long *)nf_bufs[%d])[%d]", nbufs, j))
+	}
+	if len(mod.Sizes) > 0 {
+		nbufs++
+	}
 	b.WriteString("\nstatic void **nf_bufs;\n")
 	for i, l := range mod.Launches {
 		fmt.Fprintf(&b, "static void nf_launch%d(void) { %s(%s); }\n", i, l.Entry, strings.Join(args, ", "))
@@ -160,7 +170,7 @@ func Compile(ctx context.Context, spec *ir.Spec, mod *cgen.CUDAModule, dir strin
 	for i, l := range mod.Launches {
 		fmt.Fprintf(&b, "\tif (!err) err = nf_run(nf_launch%d, %d, %d);\n", i, l.Blocks, l.Threads)
 	}
-	fmt.Fprintf(&b, "\tif (err) snprintf((char *)bufs[%d], %d, \"%%s\", err);\n}\n", len(spec.Tensors), errLen)
+	fmt.Fprintf(&b, "\tif (err) snprintf((char *)bufs[%d], %d, \"%%s\", err);\n}\n", nbufs, errLen)
 	out := filepath.Join(dir, fmt.Sprintf("emu-%d-%d.so", os.Getpid(), serial.Add(1)))
 	c := cc.Compiler{Path: "g++", Flags: []string{"-x", "c++", "-O1", "-fPIC", "-shared", "-Wall", "-Wno-unknown-pragmas", "-Wno-unused-variable", "-Wno-unused-parameter", "-Werror"}}
 	if err := c.Compile(ctx, b.String(), out); err != nil {
@@ -174,7 +184,7 @@ func Compile(ctx context.Context, spec *ir.Spec, mod *cgen.CUDAModule, dir strin
 	if err != nil {
 		return nil, err
 	}
-	return &Kernel{fn: fn, nbufs: len(spec.Tensors)}, nil
+	return &Kernel{fn: fn, nbufs: nbufs}, nil
 }
 
 // errLen bounds the error message of a run.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pkg/errors"
 
+	"github.com/neoflow/neoflow/core/bounds"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 )
@@ -32,7 +33,19 @@ type CUDAModule struct {
 	// 16-bit dtype) from the tensors: every pointer passed must be
 	// 16-byte aligned.
 	Aligned bool
+	// Sizes, for a kernel with symbolic extents (loops.Func.Sizes), names
+	// its size variables: every function takes their values after the
+	// tensors' pointers, as long long parameters in this order. A launch's
+	// Blocks then covers the sizes the kernel was lowered at; its
+	// grid-stride loops cover any other.
+	Sizes []string
 }
+
+// SizedBlocks is the least grid of a grid-stride launch whose iteration
+// count follows from sizes (CUDAModule.Sizes): enough blocks to fill a
+// large GPU several times whatever the sizes; a block past the iterations
+// exits at once.
+const SizedBlocks = 1024
 
 // MaxBlocks caps the grid of a launch: a grid-stride loop covers any
 // iteration count, and 65536 blocks fill any current GPU many times.
@@ -68,8 +81,12 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 		}
 		wide = wide || t.Elems() > maxInt32Index
 	}
+	for _, s := range fn.Sizes {
+		params = append(params, "long long "+sizeName(s))
+		wide = true // a size may be up to bounds.MaxSize
+	}
 	sig := strings.Join(params, ", ")
-	mod := &CUDAModule{}
+	mod := &CUDAModule{Sizes: fn.Sizes}
 	var body strings.Builder
 	r.b = &body
 	all := make([][]phase, len(fn.Nests))
@@ -82,7 +99,7 @@ func RenderCUDA(fn *loops.Func, symbol string) (*CUDAModule, error) {
 		}
 	}
 	for k := 0; k < len(fn.Nests); {
-		if m := horizontalRun(fn.Spec, fn.Nests, all, k); m > 1 {
+		if m := horizontalRun(fn.Spec, fn.Nests, all, k); m > 1 && !r.sized {
 			phs := make([]phase, m)
 			for j := range phs {
 				phs[j] = all[k+j][0]
@@ -156,13 +173,16 @@ func (r *renderer) phaseLaunch(n *loops.Nest, ph phase, entry, sig string) (l La
 			l.Threads = loops.DefaultThreads
 		}
 		l.Blocks = min((ph.iters+int64(l.Threads)-1)/int64(l.Threads), MaxBlocks)
+		if r.sized && sizedLoops(ph.loops) {
+			l.Blocks = max(l.Blocks, SizedBlocks) // the sizes of a launch may be larger
+		}
 	}
 	fmt.Fprintf(r.b, "\n// %s\nextern \"C\" __global__ void __launch_bounds__(%d) %s(%s)\n{\n", commentSafe(ir.StmtString(n.Stmt.Stmt)), l.Threads, entry, sig)
 	switch {
 	case ph.blocks:
 		err = r.blockStride(ph.loops, ph.iters)
 	case ph.loops != nil:
-		err = r.gridStride(ph.loops, ph.iters)
+		err = r.gridStride(ph.loops, r.iterText(ph.loops, ph.iters))
 	default:
 		err = r.nodes(ph.nodes, 1)
 	}
@@ -324,9 +344,10 @@ func collapsed(l *loops.Loop) []*loops.Loop {
 }
 
 // gridStride renders the collapsed loops ls of a parallel loop, n
-// iterations in all, as a grid-stride loop, one iteration per thread.
-func (r *renderer) gridStride(ls []*loops.Loop, n int64) error {
-	r.line(1, "for (nf_i nf_g = (nf_i)blockIdx.x * blockDim.x + threadIdx.x; nf_g < %d; nf_g += (nf_i)gridDim.x * blockDim.x) {", n)
+// iterations in all (C text), as a grid-stride loop, one iteration per
+// thread.
+func (r *renderer) gridStride(ls []*loops.Loop, n string) error {
+	r.line(1, "for (nf_i nf_g = (nf_i)blockIdx.x * blockDim.x + threadIdx.x; nf_g < %s; nf_g += (nf_i)gridDim.x * blockDim.x) {", n)
 	err := r.flat(ls, "nf_g", 2)
 	r.line(1, "}")
 	return err
@@ -337,6 +358,9 @@ func (r *renderer) gridStride(ls []*loops.Loop, n int64) error {
 // block: every thread of a block runs it, so a barrier inside is reached
 // by all of them.
 func (r *renderer) blockStride(ls []*loops.Loop, n int64) error {
+	if err := fixedLoops(ls); err != nil {
+		return err
+	}
 	r.line(1, "for (nf_i nf_blk = blockIdx.x; nf_blk < %d; nf_blk += gridDim.x) {", n)
 	err := r.flat(ls, "nf_blk", 2)
 	r.line(1, "}")
@@ -347,6 +371,9 @@ func (r *renderer) blockStride(ls []*loops.Loop, n int64) error {
 // iteration of its collapsed loops, all at once.
 func (r *renderer) threads(l *loops.Loop, depth int) error {
 	ls, n, err := collapsedSpace(l)
+	if err == nil {
+		err = fixedLoops(ls)
+	}
 	if err != nil {
 		return err
 	}
@@ -501,7 +528,7 @@ func (r *renderer) vecStore(s *loops.Store, depth int) error {
 // consecutive iterations of the innermost loop) and renders the innermost
 // body.
 func (r *renderer) flat(ls []*loops.Loop, g string, depth int) error {
-	inner := int64(1)
+	inner, sized := int64(1), []string(nil) // the iterations of the loops inside: a constant times sizes
 	for i := len(ls) - 1; i >= 0; i-- {
 		lp := ls[i]
 		v, err := varName(lp.Var)
@@ -511,23 +538,29 @@ func (r *renderer) flat(ls []*loops.Loop, g string, depth int) error {
 		if _, dup := r.vars[lp.Var]; dup {
 			return errors.Errorf("loop variable %s shadows an enclosing loop", lp.Var)
 		}
+		one, ext, in := lp.Extent == 1 && lp.Size == "", r.extent(lp), innerText(inner, sized)
 		x := g
 		switch {
-		case lp.Extent == 1:
+		case one:
 			x = "0"
-		case i > 0 && inner > 1:
-			x = fmt.Sprintf("(%s / %d) %% %d", g, inner, lp.Extent)
+		case i > 0 && in != "1":
+			x = fmt.Sprintf("(%s / %s) %% %s", g, in, ext)
 		case i > 0:
-			x = fmt.Sprintf("%s %% %d", g, lp.Extent)
-		case inner > 1:
-			x = fmt.Sprintf("%s / %d", g, inner)
+			x = fmt.Sprintf("%s %% %s", g, ext)
+		case in != "1":
+			x = fmt.Sprintf("%s / %s", g, in)
 		}
 		r.line(depth, "const nf_i %s = %s;", v, x)
-		if lp.Extent == 1 {
+		if one {
 			r.line(depth, "(void)%s; // a single iteration, which the body may not use", v)
 		}
 		r.vars[lp.Var] = lp.Extent
-		inner *= lp.Extent
+		if lp.Size != "" {
+			r.vars[lp.Var] = bounds.MaxSize
+			sized = append(sized, sizeName(lp.Size))
+		} else {
+			inner *= lp.Extent
+		}
 	}
 	err := r.nodes(ls[len(ls)-1].Body, depth)
 	for _, lp := range ls {

@@ -165,9 +165,6 @@ func newRenderer(fn *loops.Func, symbol string, cuda bool) (*renderer, error) {
 		r.itype = "nf_i"
 	}
 	if len(fn.Sizes) > 0 {
-		if cuda {
-			return nil, errors.New("cgen: kernels with symbolic extents are rendered for the CPU only")
-		}
 		r.sized, r.sizes = true, fn.Sizes
 		for _, s := range fn.Sizes {
 			r.vars[s] = bounds.MaxSize + 1

@@ -2,7 +2,10 @@ package cgen
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/pkg/errors"
 
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
@@ -104,4 +107,55 @@ func (r *renderer) parallelIf() string {
 		return ""
 	}
 	return fmt.Sprintf(" if(%s >= %d)", r.work, loops.MinParallelWork)
+}
+
+// innerText is the C text of an iteration count that is a constant times
+// sizes (their C names): the constant alone without sizes, else the
+// product, parenthesized when it has several factors.
+func innerText(fixed int64, sizes []string) string {
+	if len(sizes) == 0 {
+		return fmt.Sprint(fixed)
+	}
+	parts := slices.Clone(sizes)
+	if fixed != 1 {
+		parts = append(parts, fmt.Sprint(fixed))
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return "(" + strings.Join(parts, " * ") + ")"
+}
+
+// iterText is the C text of the iteration count of the collapsed loops
+// ls: n, or in a kernel with symbolic extents the product with each
+// loop that runs to a size by that size.
+func (r *renderer) iterText(ls []*loops.Loop, n int64) string {
+	if !r.sized {
+		return fmt.Sprint(n)
+	}
+	fixed, sized := int64(1), []string(nil)
+	for _, lp := range ls {
+		if lp.Size != "" {
+			sized = append(sized, sizeName(lp.Size))
+		} else {
+			fixed *= lp.Extent
+		}
+	}
+	return innerText(fixed, sized)
+}
+
+// fixedLoops refuses loops that run to a size where only fixed extents
+// are rendered: a GPU tiling's block and thread loops.
+func fixedLoops(ls []*loops.Loop) error {
+	for _, lp := range ls {
+		if lp.Size != "" {
+			return errors.Errorf("cgen: block or thread loop %s runs to size %s: only grid-stride loops run to a size", lp.Var, lp.Size)
+		}
+	}
+	return nil
+}
+
+// sizedLoops reports whether one of ls runs to a size.
+func sizedLoops(ls []*loops.Loop) bool {
+	return slices.ContainsFunc(ls, func(lp *loops.Loop) bool { return lp.Size != "" })
 }

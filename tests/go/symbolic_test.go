@@ -3,16 +3,22 @@ package gotests
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
+	"github.com/neoflow/neoflow/core/pipeline"
+	"github.com/neoflow/neoflow/internal/cudaemu"
 	"github.com/neoflow/neoflow/internal/hostbuf"
 	"github.com/neoflow/neoflow/internal/progen"
 	"github.com/neoflow/neoflow/kernels"
+	"github.com/neoflow/neoflow/kernels/cgen"
 )
 
 // symbolicSizes are the values of M a generated program's symbolic kernel
@@ -27,7 +33,8 @@ var symbolicSizes = []int64{1, 2, 7, 19, 33}
 // symbolicSizes against the interpreter on the program specialized there.
 // A program whose kernel would depend on M some other way (a literal M - 1
 // in an index, an access proven only for its own M) is refused, and at
-// least a third of the ops must get a kernel.
+// least a third of the ops must get a kernel. Each kernel built is also
+// lowered for the GPU and run on the CUDA emulator (emulateSymbolic).
 func TestRandomProgramsSymbolic(t *testing.T) {
 	want := 3 * fuzzPrograms()
 	b, err := kernels.NewBuilder(kernels.Options{CacheDir: t.TempDir()})
@@ -69,6 +76,7 @@ func TestRandomProgramsSymbolic(t *testing.T) {
 				for _, m := range symbolicSizes {
 					runSymbolic(t, k, p, m, op == 1)
 				}
+				emulateSymbolic(t, specs[0][op], specs[1][op], p, op == 1)
 			})
 		}
 	}
@@ -76,6 +84,53 @@ func TestRandomProgramsSymbolic(t *testing.T) {
 		t.Fatalf("%d symbolic kernels built of %d ops tried", built, tried)
 	}
 	t.Logf("%d symbolic kernels built of %d ops tried (%d seeds)", built, tried, seed)
+}
+
+// emulateSymbolic lowers the op of a and b (p at M and M + 3, its
+// gradient op when grad) for the GPU with M symbolic, renders it as CUDA
+// and runs it on the emulator at M = 1, 7 and 33 against the interpreter.
+func emulateSymbolic(t *testing.T, a, b *ir.Spec, p progen.Program, grad bool) {
+	t.Helper()
+	fn, err := pipeline.Symbolic(a, b, []loops.Size{{Name: "M", A: p.M, B: p.M + 3}}, pipeline.GPU)
+	if err != nil {
+		t.Fatalf("the CPU kernel was built, the GPU one not: %v\n%s", err, p)
+	}
+	mod, err := cgen.RenderCUDA(fn, "nf_sym")
+	if err != nil {
+		t.Fatalf("CUDA: %v\n%s", err, p)
+	}
+	k, err := cudaemu.Compile(context.Background(), a, mod, t.TempDir())
+	if err != nil {
+		t.Fatalf("emulator: %v\n%s", err, p)
+	}
+	for _, m := range []int64{1, 7, 33} {
+		q := p
+		q.M = m
+		spec, err := q.Spec(ir.Float64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if grad {
+			spec = gradOf(t, spec, q)
+		}
+		inputs := hostbuf.RandomInputs(spec, false, uint64(m))
+		want, err := interp.Run(spec, inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs := hostbuf.New(spec, inputs)
+		bufs.Poison(spec)
+		values := []int64{m}
+		var pin runtime.Pinner
+		pin.Pin(&values[0])
+		err = k.Run(append(slices.Clone(bufs.Ptr), unsafe.Pointer(&values[0])))
+		pin.Unpin()
+		if err != nil {
+			t.Fatalf("M=%d: %v\n%s", m, err, p)
+		}
+		compareOutputs(t, "CUDA (emulated), M="+strconv.FormatInt(m, 10), spec, bufs, want, q, nil)
+		bufs.Free()
+	}
 }
 
 // runSymbolic runs k at M = m against the interpreter on p (its gradient
