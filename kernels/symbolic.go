@@ -9,24 +9,19 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/neoflow/neoflow/core/bounds"
-	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/pipeline"
 )
 
 // BuildSymbolic builds one C kernel for every value of sizes
-// (pipeline.Symbolic): a and b are the op specialized, unfused, at two
-// shapes that differ only in the dimensions the sizes name. The kernel
-// takes its tensors and then the sizes' values, an int64 array in sizes'
-// order (Kernel.Sizes); its caller checks that every tensor's shape
-// follows from those values (Shapes).
-func (b *Builder) BuildSymbolic(ctx context.Context, a, bs *ir.Spec, sizes []loops.Size) (*Kernel, error) {
-	if a == nil || a.Op == nil || bs == nil {
-		return nil, errors.New("kernels: nil spec")
-	}
-	fn, err := pipeline.Symbolic(a, bs, sizes, pipeline.CPU)
+// (pipeline.Symbolic): at specializes the op, unfused, at given values of
+// the sizes. The kernel takes its tensors and then the sizes' values, an
+// int64 array in sizes' order (Kernel.Sizes); its caller checks that
+// every tensor's shape follows from those values (Shapes).
+func (b *Builder) BuildSymbolic(ctx context.Context, at pipeline.SpecAt, sizes []loops.Size) (*Kernel, error) {
+	fn, err := pipeline.Symbolic(at, sizes, pipeline.CPU)
 	if err != nil {
-		return nil, errors.Wrapf(err, "kernel %s with symbolic extents", a.Op.DisplayName())
+		return nil, errors.Wrap(err, "kernel with symbolic extents")
 	}
 	return b.BuildFunc(ctx, fn)
 }

@@ -2,7 +2,9 @@ package torchbridge
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/pkg/errors"
 
@@ -36,43 +38,21 @@ func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in t
 	if err != nil {
 		return nil, err
 	}
-	var specs [2]*ir.Spec
-	for k, t := range []typedInputs{in, other} {
-		extents := req.GetSizes()
-		if k == 1 {
-			extents = req.GetLikeSizes()
-		}
-		u := &pipeline.Unit{Op: op, DType: t.dtype, Shapes: t.shapes, Ints: t.ints, Sizes: extents}
-		if err := pipeline.Run(u, pipeline.Kernel); err != nil {
-			return nil, err
-		}
-		specs[k] = u.Spec
-	}
 	builder, err := r.kernelBuilder()
 	if err != nil {
 		return nil, err
 	}
 	r.noteBuild()
-	k, err := builder.BuildSymbolic(r.buildContext(), specs[0], specs[1], sizes)
+	k, err := builder.BuildSymbolic(r.buildContext(), specAt(op, in, other, req.GetSizes(), sizeOf, sizes), sizes)
 	r.noteBuild()
 	if err != nil {
-		return nil, err
+		return nil, errors.Wrapf(err, "op %s", op.DisplayName())
 	}
-	resp := &api.SpecializeResponse{Dtype: in.dtype.String(), CSource: k.Source(), SizeNames: k.Sizes(), SizeOf: sizeOf, Warnings: r.takeWarnings()}
+	resp := &api.SpecializeResponse{Dtype: in.dtype.String(), CSource: k.Source(), SizeNames: sizeNames(k.Sizes()), SizeOf: sizeOf, Warnings: r.takeWarnings()}
 	resp.CacheHit = k.Outcome() == cache.Hit || k.Outcome() == cache.Bundled
 	for _, t := range k.Spec().Tensors {
 		resp.Buffers = append(resp.Buffers, &api.Buffer{Name: t.Name, Role: t.Role.String(), Shape: t.Shape,
-			Dtype: k.Spec().ElemType(t).String(), Limit: t.Limit, Sizes: t.Sizes})
-	}
-	for i, s := range resp.SizeNames {
-		resp.SizeNames[i] = s[len(loops.SizePrefix):]
-	}
-	for _, b := range resp.Buffers {
-		for d, s := range b.Sizes {
-			if s != "" {
-				b.Sizes[d] = s[len(loops.SizePrefix):]
-			}
-		}
+			Dtype: k.Spec().ElemType(t).String(), Limit: t.Limit, Sizes: sizeNames(t.Sizes)})
 	}
 	r.noteKernel(k)
 	l := &launchable{nbufs: k.NumBufs(), close: func() { _ = k.Close() }}
@@ -136,4 +116,48 @@ func explicitSizes(sizes, like map[string]int64, vars []loops.Size) (map[string]
 		out[name] = vars[i].Name
 	}
 	return out, nil
+}
+
+// specAt specializes op, unfused, at given values of the sizes of a
+// symbolic request: each input dimension where in and other differ takes
+// the value of the size of that pair of values, each explicit extent that
+// is a size's (sizeOf) too; the others stay as in.
+func specAt(op *ir.Op, in, other typedInputs, extents map[string]int64, sizeOf map[string]string, sizes []loops.Size) pipeline.SpecAt {
+	byPair := map[[2]int64]string{}
+	for _, s := range sizes {
+		byPair[[2]int64{s.A, s.B}] = s.Name
+	}
+	return func(values map[string]int64) (*ir.Spec, error) {
+		shapes := make([][]int64, len(in.shapes))
+		for i, sa := range in.shapes {
+			shapes[i] = slices.Clone(sa)
+			for d := range sa {
+				if name, ok := byPair[[2]int64{sa[d], other.shapes[i][d]}]; ok && sa[d] != other.shapes[i][d] {
+					shapes[i][d] = values[name]
+				}
+			}
+		}
+		fixed := maps.Clone(extents)
+		for name, s := range sizeOf {
+			fixed[name] = values[s]
+		}
+		u := &pipeline.Unit{Op: op, DType: in.dtype, Shapes: shapes, Ints: in.ints, Sizes: fixed}
+		if err := pipeline.Run(u, pipeline.Kernel); err != nil {
+			return nil, err
+		}
+		return u.Spec, nil
+	}
+}
+
+// sizeNames are size variables as a response names them, without
+// loops.SizePrefix ("" stays "").
+func sizeNames(sizes []string) []string {
+	out := make([]string, len(sizes))
+	for i, s := range sizes {
+		out[i] = strings.TrimPrefix(s, loops.SizePrefix)
+	}
+	if sizes == nil {
+		return nil
+	}
+	return out
 }

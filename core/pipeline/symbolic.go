@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"reflect"
+	"slices"
+
 	"github.com/pkg/errors"
 
 	"github.com/neoflow/neoflow/core/ir"
@@ -8,21 +11,41 @@ import (
 	"github.com/neoflow/neoflow/core/sema"
 )
 
+// SpecAt specializes one op, unfused, with each size variable at the
+// value values gives it (by name), as its callers' inputs and extents
+// follow from the sizes.
+type SpecAt func(values map[string]int64) (*ir.Spec, error)
+
 // Symbolic lowers one kernel for target (CPU or GPU) for every value of
-// sizes: a and b are an
-// op specialized (unfused) at two shapes of its inputs that differ only in
-// the dimensions sizes name, each size A in a and B in b. Every access is
-// proven in bounds for every size of at least 1 (sema.ProveSymbolic), each
-// statement is lowered under loops.SymbolicSchedule (for the GPU
-// loops.SymbolicGPUSchedule) at both shapes with
-// the same schedules, and the two loop nests are generalized
-// (loops.Generalize): the kernel takes the sizes' values as one more
-// buffer. An error says why the op has no such kernel; its caller then
+// sizes. The op is specialized at the sizes' A values and at their B
+// values; every access is proven in bounds for every size of at least 1
+// (sema.ProveSymbolic), each statement is lowered under
+// loops.SymbolicSchedule (for the GPU loops.SymbolicGPUSchedule) at both
+// with the same schedules, and the two loop nests are generalized
+// (loops.Generalize): the kernel takes the sizes' values at launch. The op
+// is then specialized and lowered at a third value of each size, and
+// generalizing against that must give the same kernel: an extent that
+// followed from another size by chance at the first two (n / 4 where
+// another size was a quarter of n at both) cannot pass for that size at
+// three. An error says why the op has no such kernel; its caller then
 // builds a kernel per shape.
-func Symbolic(a, b *ir.Spec, sizes []loops.Size, target Target) (*loops.Func, error) {
+func Symbolic(at SpecAt, sizes []loops.Size, target Target) (*loops.Func, error) {
 	if _, err := loops.CheckSizes(sizes); err != nil {
 		return nil, err
 	}
+	var specs [3]*ir.Spec
+	for k := range specs {
+		values := map[string]int64{}
+		for i, s := range sizes {
+			values[s.Name] = [3]int64{s.A, s.B, thirdValue(sizes, i)}[k]
+		}
+		spec, err := at(values)
+		if err != nil {
+			return nil, err
+		}
+		specs[k] = spec
+	}
+	a, b := specs[0], specs[1]
 	dims, err := inputSizes(a, b, sizes)
 	if err != nil {
 		return nil, err
@@ -33,6 +56,9 @@ func Symbolic(a, b *ir.Spec, sizes []loops.Size, target Target) (*loops.Func, er
 	}
 	syms, err := sema.ProveSymbolic(a, dims, nil, vary)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkVarying(vary, syms); err != nil {
 		return nil, err
 	}
 	scheds := make([]loops.Schedule, len(a.Stmts))
@@ -46,8 +72,8 @@ func Symbolic(a, b *ir.Spec, sizes []loops.Size, target Target) (*loops.Func, er
 			scheds[i] = loops.SymbolicGPUSchedule(a, i)
 		}
 	}
-	var fns [2]*loops.Func
-	for k, spec := range []*ir.Spec{a, b} {
+	var fns [3]*loops.Func
+	for k, spec := range specs {
 		u := FromSpec(spec)
 		u.Target, u.Sched = target, Given(scheds)
 		if err := Run(u, Build); err != nil {
@@ -55,10 +81,30 @@ func Symbolic(a, b *ir.Spec, sizes []loops.Size, target Target) (*loops.Func, er
 		}
 		fns[k] = u.Func
 	}
-	if err := checkVarying(vary, syms); err != nil {
+	fn, err := loops.Generalize(fns[0], fns[1], sizes)
+	if err != nil {
 		return nil, err
 	}
-	return loops.Generalize(fns[0], fns[1], sizes)
+	third := slices.Clone(sizes)
+	for i := range third {
+		third[i].B = thirdValue(sizes, i)
+	}
+	check, err := loops.Generalize(fns[0], fns[2], third)
+	if err != nil || !reflect.DeepEqual(fn, check) {
+		return nil, errors.Errorf("symbolic extents: the kernel lowered at a third value of the sizes differs (%v)", err)
+	}
+	return fn, nil
+}
+
+// thirdValue is the value size i takes in Symbolic's third
+// specialization: above every value the sizes had, and apart from the
+// others' third values.
+func thirdValue(sizes []loops.Size, i int) int64 {
+	top := int64(0)
+	for _, s := range sizes {
+		top = max(top, s.A, s.B)
+	}
+	return top + 101 + 37*int64(i)
 }
 
 // inputSizes names each input dimension of a that is a size: its value

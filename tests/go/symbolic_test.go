@@ -62,7 +62,7 @@ func TestRandomProgramsSymbolic(t *testing.T) {
 		}
 		for op := range specs[0] {
 			tried++
-			k, err := b.BuildSymbolic(context.Background(), specs[0][op], specs[1][op], []loops.Size{{Name: "M", A: p.M, B: q.M}})
+			k, err := b.BuildSymbolic(context.Background(), programAt(t, p, op == 1), []loops.Size{{Name: "M", A: p.M, B: q.M}})
 			if err != nil {
 				if strings.Contains(err.Error(), "internal") {
 					t.Fatalf("seed %d: %v\n%s", seed, err, p)
@@ -76,7 +76,7 @@ func TestRandomProgramsSymbolic(t *testing.T) {
 				for _, m := range symbolicSizes {
 					runSymbolic(t, k, p, m, op == 1)
 				}
-				emulateSymbolic(t, specs[0][op], specs[1][op], p, op == 1)
+				emulateSymbolic(t, specs[0][op], p, op == 1)
 			})
 		}
 	}
@@ -86,12 +86,12 @@ func TestRandomProgramsSymbolic(t *testing.T) {
 	t.Logf("%d symbolic kernels built of %d ops tried (%d seeds)", built, tried, seed)
 }
 
-// emulateSymbolic lowers the op of a and b (p at M and M + 3, its
-// gradient op when grad) for the GPU with M symbolic, renders it as CUDA
-// and runs it on the emulator at M = 1, 7 and 33 against the interpreter.
-func emulateSymbolic(t *testing.T, a, b *ir.Spec, p progen.Program, grad bool) {
+// emulateSymbolic lowers p (its gradient op when grad; a is it at p.M)
+// for the GPU with M symbolic, renders it as CUDA and runs it on the
+// emulator at M = 1, 7 and 33 against the interpreter.
+func emulateSymbolic(t *testing.T, a *ir.Spec, p progen.Program, grad bool) {
 	t.Helper()
-	fn, err := pipeline.Symbolic(a, b, []loops.Size{{Name: "M", A: p.M, B: p.M + 3}}, pipeline.GPU)
+	fn, err := pipeline.Symbolic(programAt(t, p, grad), []loops.Size{{Name: "M", A: p.M, B: p.M + 3}}, pipeline.GPU)
 	if err != nil {
 		t.Fatalf("the CPU kernel was built, the GPU one not: %v\n%s", err, p)
 	}
@@ -130,6 +130,19 @@ func emulateSymbolic(t *testing.T, a, b *ir.Spec, p progen.Program, grad bool) {
 		}
 		compareOutputs(t, "CUDA (emulated), M="+strconv.FormatInt(m, 10), spec, bufs, want, q, nil)
 		bufs.Free()
+	}
+}
+
+// programAt specializes p (its gradient op when grad) at the value of M.
+func programAt(t *testing.T, p progen.Program, grad bool) pipeline.SpecAt {
+	return func(values map[string]int64) (*ir.Spec, error) {
+		q := p
+		q.M = values["M"]
+		spec, err := q.Spec(ir.Float64)
+		if err != nil || !grad {
+			return spec, err
+		}
+		return gradOf(t, spec, q), nil
 	}
 }
 
