@@ -32,6 +32,8 @@ log = logging.getLogger("neoflow")
 
 # The kernels with symbolic extents an op keeps per signature, newest first.
 MAX_PER_SIGNATURE = 4
+# The shapes an op keeps such a kernel at (Kernel.at, one small object each) before it forgets them all.
+MAX_SIZED = 1024
 
 
 class Sizes:
@@ -127,6 +129,8 @@ def _build(op, tensors, sizes, first) -> Kernel | None:
 def _keep(op, state: Sizes, key, kernel: Kernel, tensors) -> Kernel:
     check_memory(op, kernel, tensors[0].device)
     if key is not None:
+        if len(state.sized) >= MAX_SIZED:
+            state.sized.clear()
         state.sized[key] = kernel
     return kernel
 
