@@ -123,9 +123,10 @@ _VIEWS = {
     aten.select.int,
     aten.slice.Tensor,
 }
-# The views that only reshape or permute their input's dimensions, whatever its sizes: a subgraph reads
-# such a view of a tensor it takes as the view's own tensor (graphs._views_at_borders).
-REARRANGING = {
+# The views that only reshape their input, whatever its sizes: of a contiguous tensor, eager makes them
+# contiguous views, free, and a subgraph that takes such a view reads it plainly (graphs._views_at_borders).
+# Permutations are not among them: a subgraph would take their view as a strided input.
+RESHAPING = {
     aten.view.default,
     aten._unsafe_view.default,
     aten.reshape.default,
@@ -133,9 +134,6 @@ REARRANGING = {
     aten.squeeze.dim,
     aten.squeeze.dims,
     aten.squeeze.default,
-    aten.permute.default,
-    aten.transpose.int,
-    aten.t.default,
     aten.alias.default,
 }
 _OTHER = {

@@ -125,14 +125,14 @@ MAX_NODES = 1000
 
 
 def _views_at_borders(gm, part) -> int:
-    """Leaves to eager the views in part that rearrange a tensor part does not make (a graph input, an eager
+    """Leaves to eager the views in part that reshape a tensor part does not make (a graph input, an eager
     matmul's result): part then takes the view as its input, read plainly, where it read the tensor through
     index arithmetic with the view's extents (``X[i * L + j, k]`` for a (B*L, H) -> (B, L, H) reshape). Its
     op's text then does not name those extents, so that one op, and one kernel for every size
     (neoflow.dynamic), serves every sequence length of a graph with dynamic shapes. In graph order, so
     that a chain of such views leaves whole. Returns how many views left part."""
     moved = 0
-    for v in [n for n in gm.graph.nodes if n in part.nodes and n.target in aten_support.REARRANGING]:
+    for v in [n for n in gm.graph.nodes if n in part.nodes and n.target in aten_support.RESHAPING]:
         source = v.args[0] if v.args else None
         if isinstance(source, torch.fx.Node) and source not in part.nodes:
             part.remove_node(v)
