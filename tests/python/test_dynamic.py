@@ -1,12 +1,17 @@
 """Ops called with dimensions that vary (neoflow.dynamic): a kernel for the first shape, then one kernel for
 every value of the dimensions that varied, whose values and gradients match PyTorch's at every size."""
 
+import dataclasses
+import re
 import threading
 
 import neoflow
 import pytest
 import torch
 from conftest import tol
+from fuzz_programs import programs
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 
 @pytest.fixture
@@ -130,3 +135,22 @@ def test_threads(auto):
         t.join()
     assert not errors, errors
     assert op.kernel_shapes() == [((3, 6), (6,)), (("s0", 6), (6,))]
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(prog=programs(), seed=st.integers(0, 2**16))
+def test_generated_programs_over_sizes(auto, prog, seed):
+    """Generated programs (tests/python/fuzz_programs.py) that do not name M or N, called at four values
+    of M: the kernel for every size (where one is built) against PyTorch at each, and gradcheck at the last."""
+    assume(prog.inputs and not re.search(r"\b[MN]\b", prog.source))
+    op = neoflow.op(prog.source, inputs=prog.inputs, outputs=prog.outputs, M=prog.shapes["M"], N=prog.shapes["N"])
+    gen = torch.Generator().manual_seed(seed)
+    for m in (prog.shapes["M"], prog.shapes["M"] + 3, prog.shapes["M"] + 7, prog.shapes["M"] + 12):
+        p = dataclasses.replace(prog, shapes={**prog.shapes, "M": m})
+        xs = p.tensors(gen)
+        got, want = op(*xs), p.reference(*xs)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want):
+            torch.testing.assert_close(g, w, rtol=1e-9, atol=1e-9, msg=lambda msg, m=m: f"M={m}: {msg}\n{prog.source}")
+    assert len(op.kernel_shapes()) <= 4
+    leaves = [x.clone().requires_grad_(True) for x in xs]
+    assert torch.autograd.gradcheck(lambda *t: op(*t), leaves, atol=1e-6, rtol=1e-5), prog.source
