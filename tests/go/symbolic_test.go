@@ -104,32 +104,13 @@ func emulateSymbolic(t *testing.T, a *ir.Spec, p progen.Program, grad bool) {
 		t.Fatalf("emulator: %v\n%s", err, p)
 	}
 	for _, m := range []int64{1, 7, 33} {
-		q := p
-		q.M = m
-		spec, err := q.Spec(ir.Float64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if grad {
-			spec = gradOf(t, spec, q)
-		}
-		inputs := hostbuf.RandomInputs(spec, false, uint64(m))
-		want, err := interp.Run(spec, inputs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bufs := hostbuf.New(spec, inputs)
-		bufs.Poison(spec)
-		values := []int64{m}
-		var pin runtime.Pinner
-		pin.Pin(&values[0])
-		err = k.Run(append(slices.Clone(bufs.Ptr), unsafe.Pointer(&values[0])))
-		pin.Unpin()
-		if err != nil {
-			t.Fatalf("M=%d: %v\n%s", m, err, p)
-		}
-		compareOutputs(t, "CUDA (emulated), M="+strconv.FormatInt(m, 10), spec, bufs, want, q, nil)
-		bufs.Free()
+		runAtM(t, p, m, grad, "CUDA (emulated)", func(bufs *hostbuf.Buffers) error {
+			values := []int64{m}
+			var pin runtime.Pinner
+			pin.Pin(&values[0])
+			defer pin.Unpin()
+			return k.Run(append(slices.Clone(bufs.Ptr), unsafe.Pointer(&values[0])))
+		})
 	}
 }
 
@@ -150,13 +131,17 @@ func programAt(t *testing.T, p progen.Program, grad bool) pipeline.SpecAt {
 // op when grad) specialized there.
 func runSymbolic(t *testing.T, k *kernels.Kernel, p progen.Program, m int64, grad bool) {
 	t.Helper()
-	p.M = m
-	spec, err := p.Spec(ir.Float64)
+	runAtM(t, p, m, grad, "C", func(bufs *hostbuf.Buffers) error { return k.LaunchSized(bufs.Ptr, []int64{m}, 2) })
+}
+
+// runAtM specializes p (its gradient op when grad) at M = m, runs launch
+// on random inputs with the outputs poisoned, and compares the outputs
+// with the interpreter's.
+func runAtM(t *testing.T, p progen.Program, m int64, grad bool, backend string, launch func(*hostbuf.Buffers) error) {
+	t.Helper()
+	spec, err := programAt(t, p, grad)(map[string]int64{"M": m})
 	if err != nil {
 		t.Fatalf("M=%d: %v\n%s", m, err, p)
-	}
-	if grad {
-		spec = gradOf(t, spec, p)
 	}
 	inputs := hostbuf.RandomInputs(spec, false, uint64(m))
 	want, err := interp.Run(spec, inputs)
@@ -166,8 +151,9 @@ func runSymbolic(t *testing.T, k *kernels.Kernel, p progen.Program, m int64, gra
 	bufs := hostbuf.New(spec, inputs)
 	defer bufs.Free()
 	bufs.Poison(spec)
-	if err := k.LaunchSized(bufs.Ptr, []int64{m}, 2); err != nil {
-		t.Fatalf("M=%d: %v\n%s", m, err, p)
+	if err := launch(bufs); err != nil {
+		t.Fatalf("%s, M=%d: %v\n%s", backend, m, err, p)
 	}
-	compareOutputs(t, "C, M="+strconv.FormatInt(m, 10), spec, bufs, want, p, nil)
+	p.M = m
+	compareOutputs(t, backend+", M="+strconv.FormatInt(m, 10), spec, bufs, want, p, nil)
 }

@@ -107,22 +107,6 @@ CONSTANTS = {
     aten.zeros_like.default,
     aten.ones_like.default,
 }
-_VIEWS = {
-    aten.view.default,
-    aten._unsafe_view.default,
-    aten.reshape.default,
-    aten.unsqueeze.default,
-    aten.squeeze.dim,
-    aten.squeeze.dims,
-    aten.squeeze.default,
-    aten.permute.default,
-    aten.transpose.int,
-    aten.t.default,
-    aten.expand.default,
-    aten.alias.default,
-    aten.select.int,
-    aten.slice.Tensor,
-}
 # The views that only reshape their input, whatever its sizes: of a contiguous tensor, eager makes them
 # contiguous views, free, and a subgraph that takes such a view reads it plainly (graphs._views_at_borders).
 # Permutations are not among them: a subgraph would take their view as a strided input.
@@ -135,6 +119,14 @@ RESHAPING = {
     aten.squeeze.dims,
     aten.squeeze.default,
     aten.alias.default,
+}
+_VIEWS = RESHAPING | {
+    aten.permute.default,
+    aten.transpose.int,
+    aten.t.default,
+    aten.expand.default,
+    aten.select.int,
+    aten.slice.Tensor,
 }
 _OTHER = {
     aten.mm.default,
