@@ -12,6 +12,7 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/pipeline"
+	"github.com/neoflow/neoflow/kernels"
 	"github.com/neoflow/neoflow/kernels/cache"
 )
 
@@ -43,7 +44,13 @@ func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in t
 		return nil, err
 	}
 	r.noteBuild()
-	k, err := builder.BuildSymbolic(r.buildContext(), specAt(op, in, other, req.GetSizes(), sizeOf, sizes), sizes)
+	var k *kernels.Kernel
+	if fused := r.fusedUnit(op); fused != nil { // fused as the op's other kernels are, where the proof allows
+		k, err = builder.BuildSymbolic(r.buildContext(), specAt(fused, in, other, req.GetSizes(), sizeOf, sizes), sizes)
+	}
+	if k == nil {
+		k, err = builder.BuildSymbolic(r.buildContext(), specAt(&pipeline.Unit{Op: op}, in, other, req.GetSizes(), sizeOf, sizes), sizes)
+	}
 	r.noteBuild()
 	if err != nil {
 		return nil, errors.Wrapf(err, "op %s", op.DisplayName())
@@ -118,11 +125,25 @@ func explicitSizes(sizes, like map[string]int64, vars []loops.Size) (map[string]
 	return out, nil
 }
 
-// specAt specializes op, unfused, at given values of the sizes of a
-// symbolic request: each input dimension where in and other differ takes
-// the value of the size of that pair of values, each explicit extent that
-// is a size's (sizeOf) too; the others stay as in.
-func specAt(op *ir.Op, in, other typedInputs, extents map[string]int64, sizeOf map[string]string, sizes []loops.Size) pipeline.SpecAt {
+// fusedUnit is the unit settings under which op's kernels are fused
+// (fusion on, this machine's rates, the temporaries a saving gradient
+// reads kept), nil with fusion off.
+func (r *Runtime) fusedUnit(op *ir.Op) *pipeline.Unit {
+	if !r.config().Fusion {
+		return nil
+	}
+	r.mu.Lock()
+	keepNone := r.keepNone[op]
+	r.mu.Unlock()
+	return &pipeline.Unit{Op: op, Fusion: true, KeepSaved: !keepNone, Machine: r.machineRates()}
+}
+
+// specAt specializes the op of base (with its fusion settings) at given
+// values of the sizes of a symbolic request, to the Kernel plan: each
+// input dimension where in and other differ takes the value of the size
+// of that pair of values, each explicit extent that is a size's (sizeOf)
+// too; the others stay as in.
+func specAt(base *pipeline.Unit, in, other typedInputs, extents map[string]int64, sizeOf map[string]string, sizes []loops.Size) pipeline.SpecAt {
 	byPair := map[[2]int64]string{}
 	for _, s := range sizes {
 		byPair[[2]int64{s.A, s.B}] = s.Name
@@ -141,7 +162,8 @@ func specAt(op *ir.Op, in, other typedInputs, extents map[string]int64, sizeOf m
 		for name, s := range sizeOf {
 			fixed[name] = values[s]
 		}
-		u := &pipeline.Unit{Op: op, DType: in.dtype, Shapes: shapes, Ints: in.ints, Sizes: fixed}
+		u := &pipeline.Unit{Op: base.Op, DType: in.dtype, Shapes: shapes, Ints: in.ints, Sizes: fixed,
+			Fusion: base.Fusion, KeepSaved: base.KeepSaved, Machine: base.Machine}
 		if err := pipeline.Run(u, pipeline.Kernel); err != nil {
 			return nil, err
 		}
