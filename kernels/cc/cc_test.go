@@ -276,6 +276,11 @@ func TestStopAllKillsRunningCompilers(t *testing.T) {
 	if len(started) != 2 {
 		t.Fatalf("the compiler did not start: %v", started)
 	}
+	// The script may write its pids before Compile tracks its process
+	// group (track follows cmd.Start): on a busy machine, wait for that too.
+	for i := 0; i < 3000 && tracked() == 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if n := StopAll(); n != 1 {
 		t.Errorf("StopAll killed %d compilers, want 1", n)
 	}
@@ -287,6 +292,13 @@ func TestStopAllKillsRunningCompilers(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exiting") {
 		t.Errorf("a compile after StopAll: %v, want the process-is-exiting error", err)
 	}
+}
+
+// tracked is how many compilers StopAll would kill now.
+func tracked() int {
+	running.Lock()
+	defer running.Unlock()
+	return len(running.groups)
 }
 
 // slowCompiler writes a fake compiler into dir that runs 600 s with a
