@@ -14,7 +14,7 @@ import (
 )
 
 // BuildSymbolic builds one C kernel for every value of sizes
-// (pipeline.Symbolic): at specializes the op, unfused, at given values of
+// (pipeline.Symbolic): at specializes the op at given values of
 // the sizes. The kernel takes its tensors and then the sizes' values, an
 // int64 array in sizes' order (Kernel.Sizes); its caller checks that
 // every tensor's shape follows from those values (Shapes).

@@ -19,9 +19,10 @@ import (
 // specializeSymbolic answers a request with like set: one C kernel for
 // every value of the input dimensions where like differs from the inputs
 // (pipeline.Symbolic), each distinct pair of values a size variable s0,
-// s1, ... in the order the inputs meet them. The op is specialized
-// unfused at both shapes; the kernel is not tuned (a tuned schedule is
-// chosen for one shape). Its buffers carry their size variables
+// s1, ... in the order the inputs meet them. The op is specialized fused
+// as its other kernels are (fusedUnit), or unfused where the fused op is
+// refused; the kernel is not tuned (a tuned schedule is chosen for one
+// shape). Its buffers carry their size variables
 // (Buffer.sizes) and their shapes at the inputs' values.
 func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in typedInputs) (*api.SpecializeResponse, error) {
 	if req.GetCudaDevice() != 0 || req.GetSourceOnly() || req.GetShapesOnly() {

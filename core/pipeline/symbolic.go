@@ -11,9 +11,10 @@ import (
 	"github.com/neoflow/neoflow/core/sema"
 )
 
-// SpecAt specializes one op, unfused, with each size variable at the
-// value values gives it (by name), as its callers' inputs and extents
-// follow from the sizes.
+// SpecAt specializes one op with each size variable at the value values
+// gives it (by name), as its caller's inputs and extents follow from the
+// sizes. The spec may be fused; one in which a statement writes part of a
+// tensor (fuse-split) gets no kernel (sema.ProveSymbolic refuses it).
 type SpecAt func(values map[string]int64) (*ir.Spec, error)
 
 // Symbolic lowers one kernel for target (CPU or GPU) for every value of

@@ -14,8 +14,9 @@ shape as before.
 
 The setting ``configure(dynamic=...)`` (NEOFLOW_DYNAMIC) chooses: ``"auto"``
 (the default) as above, ``"static"`` one kernel per shape. Kernels with
-symbolic extents are C kernels, unfused and not tuned; CUDA kernels are
-built per shape.
+symbolic extents are C kernels, fused where the Go core's proof allows (else
+unfused), untiled along a size and not tuned; CUDA kernels are built per
+shape.
 """
 
 from __future__ import annotations
