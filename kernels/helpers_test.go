@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
@@ -125,6 +126,14 @@ func runScheduled(t *testing.T, b *Builder, spec *ir.Spec, scheds []loops.Schedu
 		t.Fatal(err)
 	}
 	defer k.Close()
+	onThreads(t, spec, seed, src, k.Launch)
+}
+
+// onThreads runs launch on random inputs of spec (seed), on 1 and 3
+// threads, with the outputs poisoned first, and checks every written
+// tensor against the interpreter; source is shown when one differs.
+func onThreads(t *testing.T, spec *ir.Spec, seed uint64, source string, launch func(bufs []unsafe.Pointer, threads int) error) {
+	t.Helper()
 	inputs := hostbuf.RandomInputs(spec, false, seed)
 	want, err := interp.Run(spec, inputs)
 	if err != nil {
@@ -133,10 +142,10 @@ func runScheduled(t *testing.T, b *Builder, spec *ir.Spec, scheds []loops.Schedu
 	for _, threads := range []int{1, 3} {
 		bufs := hostbuf.New(spec, inputs)
 		bufs.Poison(spec)
-		if err := k.Launch(bufs.Ptr, threads); err != nil {
+		if err := launch(bufs.Ptr, threads); err != nil {
 			t.Fatal(err)
 		}
-		compareWritten(t, spec, bufs, want, tolerance(spec.DType), src)
+		compareWritten(t, spec, bufs, want, tolerance(spec.DType), source)
 		bufs.Free()
 	}
 }

@@ -81,20 +81,9 @@ func runSized(t *testing.T, k *Kernel, spec *ir.Spec, s []int64) {
 			t.Fatalf("sizes %v: the kernel's %s is %v, the specialization's %v", s, td.Name, shapes[i], td.Shape)
 		}
 	}
-	inputs := hostbuf.RandomInputs(spec, false, uint64(s[0]))
-	want, err := interp.Run(spec, inputs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, threads := range []int{1, 3} {
-		bufs := hostbuf.New(spec, inputs)
-		bufs.Poison(spec)
-		if err := k.LaunchSized(bufs.Ptr, s, threads); err != nil {
-			t.Fatal(err)
-		}
-		compareWritten(t, spec, bufs, want, tolerance(spec.DType), k.Source())
-		bufs.Free()
-	}
+	onThreads(t, spec, uint64(s[0]), k.Source(), func(bufs []unsafe.Pointer, threads int) error {
+		return k.LaunchSized(bufs, s, threads)
+	})
 }
 
 var symbolicCases = []symbolicCase{

@@ -36,7 +36,11 @@ func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in t
 	if err != nil {
 		return nil, err
 	}
-	sizeOf, err := explicitSizes(req.GetSizes(), req.GetLikeSizes(), sizes)
+	byPair, err := loops.CheckSizes(sizes)
+	if err != nil {
+		return nil, err
+	}
+	sizeOf, err := explicitSizes(req.GetSizes(), req.GetLikeSizes(), byPair)
 	if err != nil {
 		return nil, err
 	}
@@ -47,10 +51,10 @@ func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in t
 	r.noteBuild()
 	var k *kernels.Kernel
 	if fused := r.fusedUnit(op); fused != nil { // fused as the op's other kernels are, where the proof allows
-		k, err = builder.BuildSymbolic(r.buildContext(), specAt(fused, in, other, req.GetSizes(), sizeOf, sizes), sizes)
+		k, err = builder.BuildSymbolic(r.buildContext(), specAt(fused, in, other, req.GetSizes(), sizeOf, byPair), sizes)
 	}
 	if k == nil {
-		k, err = builder.BuildSymbolic(r.buildContext(), specAt(&pipeline.Unit{Op: op}, in, other, req.GetSizes(), sizeOf, sizes), sizes)
+		k, err = builder.BuildSymbolic(r.buildContext(), specAt(&pipeline.Unit{Op: op}, in, other, req.GetSizes(), sizeOf, byPair), sizes)
 	}
 	r.noteBuild()
 	if err != nil {
@@ -100,8 +104,9 @@ func sizePairs(op *ir.Op, a, b typedInputs) ([]loops.Size, error) {
 
 // explicitSizes maps each explicit extent of a symbolic request whose
 // value differs between the two calls (sizes, like) to the size variable
-// of that pair of values; the two calls must name the same extents.
-func explicitSizes(sizes, like map[string]int64, vars []loops.Size) (map[string]string, error) {
+// of that pair of values (byPair, loops.CheckSizes); the two calls must
+// name the same extents.
+func explicitSizes(sizes, like map[string]int64, byPair map[[2]int64]string) (map[string]string, error) {
 	if len(sizes) != len(like) {
 		return nil, errors.Errorf("symbolic extents: the call gives %d explicit extents, like %d", len(sizes), len(like))
 	}
@@ -114,14 +119,14 @@ func explicitSizes(sizes, like map[string]int64, vars []loops.Size) (map[string]
 		if a == b {
 			continue
 		}
-		i := slices.IndexFunc(vars, func(s loops.Size) bool { return s.A == a && s.B == b })
-		if i < 0 {
+		size, ok := byPair[[2]int64{a, b}]
+		if !ok {
 			return nil, errors.Errorf("symbolic extents: extent %s is %d and %d, no input dimension's values", name, a, b)
 		}
 		if out == nil {
 			out = map[string]string{}
 		}
-		out[name] = vars[i].Name
+		out[name] = size
 	}
 	return out, nil
 }
@@ -142,13 +147,9 @@ func (r *Runtime) fusedUnit(op *ir.Op) *pipeline.Unit {
 // specAt specializes the op of base (with its fusion settings) at given
 // values of the sizes of a symbolic request, to the Kernel plan: each
 // input dimension where in and other differ takes the value of the size
-// of that pair of values, each explicit extent that is a size's (sizeOf)
-// too; the others stay as in.
-func specAt(base *pipeline.Unit, in, other typedInputs, extents map[string]int64, sizeOf map[string]string, sizes []loops.Size) pipeline.SpecAt {
-	byPair := map[[2]int64]string{}
-	for _, s := range sizes {
-		byPair[[2]int64{s.A, s.B}] = s.Name
-	}
+// of that pair of values (byPair), each explicit extent that is a size's
+// (sizeOf) too; the others stay as in.
+func specAt(base *pipeline.Unit, in, other typedInputs, extents map[string]int64, sizeOf map[string]string, byPair map[[2]int64]string) pipeline.SpecAt {
 	return func(values map[string]int64) (*ir.Spec, error) {
 		shapes := make([][]int64, len(in.shapes))
 		for i, sa := range in.shapes {

@@ -47,7 +47,10 @@ func Generalize(a, b *Func, sizes []Size) (*Func, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &generalizer{byPair: byPair}
+	g := &generalizer{byPair: map[[2]int64]string{}}
+	for pair, name := range byPair {
+		g.byPair[pair] = SizePrefix + name
+	}
 	tensors, err := g.tensors(a.Spec.Tensors, b.Spec.Tensors)
 	if err != nil {
 		return nil, err
@@ -77,7 +80,7 @@ func Generalize(a, b *Func, sizes []Size) (*Func, error) {
 
 // CheckSizes checks the sizes Generalize takes: each with two different
 // values of at least 2, no two with the same pair. It returns each size's
-// name (with SizePrefix) by its pair.
+// name by its pair.
 func CheckSizes(sizes []Size) (map[[2]int64]string, error) {
 	byPair := map[[2]int64]string{}
 	for _, s := range sizes {
@@ -86,9 +89,9 @@ func CheckSizes(sizes []Size) (map[[2]int64]string, error) {
 		}
 		pair := [2]int64{s.A, s.B}
 		if other, dup := byPair[pair]; dup {
-			return nil, errors.Errorf("generalize: sizes %s and %s are both %d and %d", other[len(SizePrefix):], s.Name, s.A, s.B)
+			return nil, errors.Errorf("generalize: sizes %s and %s are both %d and %d", other, s.Name, s.A, s.B)
 		}
-		byPair[pair] = SizePrefix + s.Name
+		byPair[pair] = s.Name
 	}
 	return byPair, nil
 }

@@ -31,7 +31,8 @@ type SpecAt func(values map[string]int64) (*ir.Spec, error)
 // three. An error says why the op has no such kernel; its caller then
 // builds a kernel per shape.
 func Symbolic(at SpecAt, sizes []loops.Size, target Target) (*loops.Func, error) {
-	if _, err := loops.CheckSizes(sizes); err != nil {
+	byPair, err := loops.CheckSizes(sizes)
+	if err != nil {
 		return nil, err
 	}
 	var specs [3]*ir.Spec
@@ -47,11 +48,11 @@ func Symbolic(at SpecAt, sizes []loops.Size, target Target) (*loops.Func, error)
 		specs[k] = spec
 	}
 	a, b := specs[0], specs[1]
-	dims, err := inputSizes(a, b, sizes)
+	dims, err := inputSizes(a, b, sizes, byPair)
 	if err != nil {
 		return nil, err
 	}
-	vary, err := varying(a, b, sizes)
+	vary, err := varying(a, b, byPair)
 	if err != nil {
 		return nil, err
 	}
@@ -109,13 +110,10 @@ func thirdValue(sizes []loops.Size, i int) int64 {
 }
 
 // inputSizes names each input dimension of a that is a size: its value
-// in a and b is that size's pair. Every other dimension must be equal in
-// a and b, and every size must name some input dimension.
-func inputSizes(a, b *ir.Spec, sizes []loops.Size) (map[string][]string, error) {
-	byPair := map[[2]int64]string{}
-	for _, s := range sizes {
-		byPair[[2]int64{s.A, s.B}] = s.Name
-	}
+// in a and b is that size's pair (byPair, loops.CheckSizes). Every other
+// dimension must be equal in a and b, and every size must name some input
+// dimension.
+func inputSizes(a, b *ir.Spec, sizes []loops.Size, byPair map[[2]int64]string) (map[string][]string, error) {
 	used := map[string]bool{}
 	dims := map[string][]string{}
 	ia, ib := a.InputsDecl(), b.InputsDecl()
@@ -149,13 +147,9 @@ func inputSizes(a, b *ir.Spec, sizes []loops.Size) (map[string][]string, error) 
 }
 
 // varying names, per statement, the variables whose extent differs
-// between a and b, with the size of that pair of extents; an error when a
-// pair is no size's.
-func varying(a, b *ir.Spec, sizes []loops.Size) ([]map[string]string, error) {
-	byPair := map[[2]int64]string{}
-	for _, s := range sizes {
-		byPair[[2]int64{s.A, s.B}] = s.Name
-	}
+// between a and b, with the size of that pair of extents (byPair); an
+// error when a pair is no size's.
+func varying(a, b *ir.Spec, byPair map[[2]int64]string) ([]map[string]string, error) {
 	if len(a.Stmts) != len(b.Stmts) {
 		return nil, errors.New("symbolic extents: the two specializations have different statements")
 	}

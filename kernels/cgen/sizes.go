@@ -86,8 +86,7 @@ func (r *renderer) nestWork(n *loops.Nest) string {
 		}
 	}
 	walk(n.Body)
-	fixed := int64(1)
-	factors := []string{}
+	fixed, factors := int64(1), []string(nil)
 	for _, v := range n.Stmt.Vars() {
 		if s, ok := sized[v.Name]; ok {
 			factors = append(factors, sizeName(s))
@@ -95,7 +94,7 @@ func (r *renderer) nestWork(n *loops.Nest) string {
 			fixed *= v.Extent
 		}
 	}
-	return strings.Join(append(factors, fmt.Sprintf("%dLL", fixed)), " * ")
+	return innerText(fixed, factors)
 }
 
 // parallelIf is the if clause of a parallel loop in a kernel with symbolic

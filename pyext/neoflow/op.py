@@ -371,11 +371,11 @@ class Op:
             key, kernel = None, None
         if kernel is None and symbolic and key is not None:
             kernel = self._dynamic.sized.get(key)
-            if kernel is None:
-                self.check_inputs(tensors)
-                kernel = dynamic.kernel_for(self, self._dynamic, tensors, sizes, key)
         if kernel is None:
             self.check_inputs(tensors)
+            if symbolic and key is not None:
+                kernel = dynamic.kernel_for(self, self._dynamic, tensors, sizes, key)
+        if kernel is None:
             config.ensure()
             request = self._request(tensors, sizes, cuda_device=_cuda_device(tensors))
             tuning.before_build(request)
