@@ -4,8 +4,9 @@ For each variant (eager; ``torch.compile`` with Inductor; with neoflow's backend
 trained on the same seeded sequence of lengths (``--steps`` steps, lengths drawn from ``--lengths LO HI``,
 batch 2; a training step = zero_grad, forward, loss, backward, Adam), each step timed: the whole run's
 seconds (compiles included), the median step of lengths met before (a length's first step compiles), and
-what was compiled: Dynamo's graphs, and neoflow's graphs compiled per shape (the compile report's
-forward and backward graphs, two per shape). Then the same model's steps at ``--length`` against a fresh
+what was compiled: Dynamo's graphs, and the graphs neoflow lowered (pairs of the compile report's forward
+and backward graphs: the first length's static graph, then the graph with symbolic sizes, lowered once).
+Then the same model's steps at ``--length`` against a fresh
 model's that only ever saw that length (static shapes): the cost of having varied. Variants run one after
 another (each run is one sequence of steps), not in turns as the other benchmarks time them, and with
 the compile caches (Inductor's, neoflow's kernels) as the machine has them: a warm cache shortens the run.
@@ -103,7 +104,7 @@ def run_variant(torch, neoflow, variant: str, lengths: list[int], args) -> dict:
         "first_s": times[0],
         "steady": _stats(repeat),
         "dynamo_graphs": graphs,
-        "neoflow_shapes": shapes if variant == "neoflow" else None,
+        "neoflow_graphs": shapes if variant == "neoflow" else None,
         "neoflow_kernels": kernels if variant == "neoflow" else None,
         "varied": _stats(varied),
         "static": _stats(static),
@@ -142,16 +143,17 @@ def render_markdown(result: dict) -> str:
         f"at {s['length']}: {s['repeat']} steps of the same model at length {s['length']} after the run and "
         f"{s['warm']} untimed ones, "
         f"against a fresh model that only saw length {s['length']} (static). Dynamo graphs: graphs Dynamo "
-        "compiled; neoflow shapes: graphs neoflow compiled, per shape; kernels: the kernels those graphs' "
+        "compiled; neoflow graphs: the graphs neoflow lowered (forward and backward as one); kernels: the "
+        "kernels those graphs' "
         "subgraphs built (of them, for every size of a dimension that varies), and the subgraph compiles that "
         "reused a kernel built before. Compile caches as the machine had them.",
         "",
-        f"| variant | run s | first step s | steady ms | Dynamo graphs | neoflow shapes | kernels built (every size) "
+        f"| variant | run s | first step s | steady ms | Dynamo graphs | neoflow graphs | kernels built (every size) "
         f"| reused | at {s['length']} ms | static ms | varied / static |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
-        shapes = "-" if r["neoflow_shapes"] is None else str(r["neoflow_shapes"])
+        shapes = "-" if r["neoflow_graphs"] is None else str(r["neoflow_graphs"])
         k = r.get("neoflow_kernels")
         built, reused = (f"{k['built']} ({k['every_size']})", str(k["reused"])) if k else ("-", "-")
         lines.append(

@@ -230,6 +230,8 @@ def statement(target: _Access, op: str, rhs) -> str:
 
 def value(x) -> Expr:
     """x (a Python number) as a floating-point literal: ``2`` is ``2.0``, infinities ``inf``, NaN ``nan``."""
+    if type(x).__name__.startswith("Sym"):  # a symbolic size (torch.SymInt, SymFloat): float() would fix its value
+        raise TypeError(f"cannot use {type(x).__name__} in a neoflow expression")
     return _wrap(float(x))
 
 

@@ -1,8 +1,8 @@
 """Graphs with symbolic shapes under backend="neoflow" (backend/shapes.py): Dynamo's automatic dynamic
-shapes and dynamic=True graphs stay lowered, compiled once per concrete shape, with eager's values and
-gradients; past MAX_SHAPES shapes a graph runs in eager."""
+shapes and dynamic=True graphs stay lowered, compiled once for every shape, with eager's values and
+gradients; a node whose statement would hold a size as a value runs in eager; a shape that breaks a fact
+the lowering assumed runs its subgraph in eager."""
 
-import logging
 import sys
 from pathlib import Path
 
@@ -48,23 +48,20 @@ def _check(m, f, x):
 @pytest.mark.parametrize("dynamic", [None, True])
 def test_varying_batch_sizes_stay_lowered(dynamic):
     """Automatic dynamic shapes (Dynamo recompiles the graph with symbolic sizes at the second batch size)
-    and dynamic=True: every batch size runs lowered graphs, each shape compiled once."""
+    and dynamic=True: every batch size runs lowered graphs, the symbolic graph compiled once."""
     torch.manual_seed(0)
     m = Net()
     f = neoflow.compile(m, dynamic=dynamic)
-    seen = 0
     for b in (16, 12, 9, 20, 33, 12):
         _check(m, f, torch.randn(b, 12))
-        reps = neoflow.compile_report()
-        if b == 12 and seen == 10:  # a shape seen before: nothing compiled again
-            assert len(reps) == seen
-            continue
-        assert len(reps) == seen + 2, reps  # this shape's forward and backward graphs
-        seen = len(reps)
-        fw, bw = reps[-2:]
-        assert (fw["graph"], bw["graph"]) == ("forward", "backward")
-        assert fw["lowered"] > 0 and bw["lowered"] > 0, (fw, bw)
-        assert not any("dynamic shape" in why for r in (fw, bw) for why in r["fallback"].values())
+    reps = neoflow.compile_report()
+    # automatic: the first shape's static graph, then the symbolic one; dynamic=True: the symbolic one
+    assert len(reps) == (4 if dynamic is None else 2), reps
+    assert [r["graph"] for r in reps] == ["forward", "backward"] * (len(reps) // 2)
+    fw, bw = reps[-2:]
+    assert fw["lowered"] > 0 and bw["lowered"] > 0, (fw, bw)
+    assert (fw["lowered"], bw["lowered"]) == (reps[0]["lowered"], reps[1]["lowered"]), reps
+    assert not any("size" in why for r in (fw, bw) for why in r["fallback"].values()), (fw, bw)
 
 
 def _kernels(reps) -> list[tuple]:
@@ -73,24 +70,71 @@ def _kernels(reps) -> list[tuple]:
 
 
 def test_one_kernel_for_every_batch_size():
-    """The graphs compiled for each shape share their subgraphs' ops: the second shape builds one kernel
-    for every size per subgraph, later shapes build none (the compile report says so)."""
+    """The symbolic graph's subgraphs build one kernel for every size each at their first shape (the ops
+    of the first shape's static graph, which they share, have seen another), later shapes build none and
+    compile nothing (the compile report says so)."""
     torch.manual_seed(0)
     m = Net(hidden=20)  # ops of their own: no other test's graphs built their kernels
     f = neoflow.compile(m, measure=False)
+    counts = []
     for b in (16, 12, 9, 20, 33):
         _check(m, f, torch.randn(b, 12))
+        counts.append(_kernels(neoflow.compile_report()))
     reps = neoflow.compile_report()
-    assert (
-        len(reps) == 10 and len({r["lowered"] for r in reps[::2]}) == 1 and len({r["lowered"] for r in reps[1::2]}) == 1
-    )
+    assert len(reps) == 4 and (reps[0]["lowered"], reps[1]["lowered"]) == (reps[2]["lowered"], reps[3]["lowered"])
     subgraphs = [r["subgraphs"] for r in reps]
-    counts = _kernels(reps)
     # the first shape: a kernel per subgraph (the same op at two shapes within it gets one for every size)
-    assert [built for built, _, _ in counts[:2]] == subgraphs[:2], counts
-    assert all(built == every for built, every, _ in counts[2:4]), counts  # the second: for every size only
-    assert counts[4:] == [(0, 0, n) for n in subgraphs[4:]], counts  # then none
-    assert "kernels: 0 built" in neoflow.backend.explain_text(reps[-1])
+    assert [built for built, _, _ in counts[0]] == subgraphs[:2], counts
+    assert all(built == every for built, every, _ in counts[1][2:]), counts  # the second: for every size only
+    assert counts[-1][2:] == [(b, e, n * 3) for (b, e, _), n in zip(counts[1][2:], subgraphs[2:])], counts
+    assert "0 built" not in neoflow.backend.explain_text(reps[-1])
+
+
+def test_sizes_as_values_run_in_eager():
+    """A mean over the batch, whose statement would hold 1/N for a batch size that varies, runs in eager;
+    the rest of the symbolic graph is lowered, with eager's values and gradients at every batch size."""
+
+    class Centered(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = torch.nn.Linear(6, 6)
+
+        def forward(self, x):
+            h = torch.tanh(self.l(x))
+            return h - h.mean(dim=0)
+
+    torch.manual_seed(0)
+    m = Centered()
+    f = neoflow.compile(m, dynamic=True, measure=False)
+    for b in (5, 8, 3):
+        _check(m, f, torch.randn(b, 6))
+    fw = neoflow.compile_report()[0]
+    assert fw["lowered"] > 0, fw
+    assert any("symbolic size as a value" in why for why in fw["fallback"].values()), fw
+
+
+def test_facts_the_lowering_assumed_are_checked():
+    """What a comparison of symbolic sizes decides while a graph is lowered is not added to the shape
+    environment's guards (Dynamo would install them) but collected, and checked at each new shape: a shape
+    that breaks a fact runs the graph in eager."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+    env = ShapeEnv()
+    mode = FakeTensorMode(shape_env=env)
+    ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC] * 2)
+    fake = mode.from_tensor(torch.ones(5, 3), symbolic_context=ctx)
+    before = len(env.guards)
+    with shapes.assuming(env) as facts:
+        assert fake.shape[0] > fake.shape[1]
+    assert len(env.guards) == before and len(facts) == 1, (env.guards, facts)
+    gm = torch.fx.symbolic_trace(lambda x: x + 1)
+    next(iter(gm.graph.nodes)).meta["val"] = fake
+    symbols = shapes.Symbols(gm)
+    assert symbols.readable(facts)
+    run = shapes.Guarded(lambda x: "lowered", lambda x: "eager", symbols, facts)
+    assert run(torch.ones(5, 3)) == "lowered" and run(torch.ones(7, 2)) == "lowered"
+    assert run(torch.ones(2, 4)) == "eager" and run(torch.ones(3, 3)) == "eager"
 
 
 class Attention(torch.nn.Module):
@@ -110,7 +154,7 @@ class Attention(torch.nn.Module):
 
 def test_sequence_lengths_share_kernels():
     """Sequence lengths that vary: the reshapes at the subgraphs' borders stay in eager, so the subgraphs'
-    ops name no length, and after the second length no kernel is built."""
+    ops name no length, and after the symbolic graph's first length no kernel is built."""
     torch.manual_seed(0)
     m = Attention().double()  # float64: softmax's gradient in float32 differs from eager's by rounding
     f = neoflow.compile(m, measure=False)
@@ -118,22 +162,12 @@ def test_sequence_lengths_share_kernels():
         (y, gs), (y0, g0s) = _step(m, f, torch.randn(2, n, 8, dtype=torch.float64))
         for got, want in zip([y, *gs], [y0, *g0s]):
             torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
+        if n == 24:
+            after = _kernels(neoflow.compile_report())
     counts = _kernels(neoflow.compile_report())
-    assert all(built == 0 for built, _, _ in counts[4:]), counts
-    assert sum(every for _, every, _ in counts[2:4]) > 0, counts
-
-
-def test_shapes_past_the_limit_run_in_eager(monkeypatch, caplog):
-    monkeypatch.setattr(shapes, "MAX_SHAPES", 2)
-    torch.manual_seed(0)
-    m = Net()
-    f = neoflow.compile(m, dynamic=True, measure=False)
-    with caplog.at_level(logging.WARNING, logger="neoflow.compile"):
-        for b in (4, 5, 6, 7):
-            _check(m, f, torch.randn(b, 12))
-    assert len(neoflow.compile_report()) == 4  # two shapes compiled, forward and backward each
-    warned = [r.getMessage() for r in caplog.records if "dynamic shapes" in r.getMessage()]
-    assert len(warned) == 1 and "2 shapes" in warned[0], warned
+    assert len(counts) == 4 and counts[:2] == after[:2], counts  # the static graph, then the symbolic one
+    assert [c[:2] for c in counts[2:]] == [c[:2] for c in after[2:]], (after, counts)  # nothing built after 24
+    assert sum(every for _, every, _ in counts[2:]) > 0, counts
 
 
 def test_symbolic_inputs():

@@ -2,7 +2,8 @@
 
 Its modules, in the order a graph meets them:
 
-- ``shapes``: a graph with symbolic shapes, compiled once per concrete shape;
+- ``shapes``: a graph with symbolic shapes, lowered once for every shape (its
+  sizes read from the inputs at each new shape);
 - ``graphs``: the Dynamo backend (``backend``) through AOT Autograd, the
   partition of each graph into subgraphs that run as neoflow ops, and the
   per-graph report (``report``, ``explain=True``);

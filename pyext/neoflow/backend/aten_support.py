@@ -7,6 +7,7 @@ from __future__ import annotations
 import operator
 
 import torch
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 from .. import dsl
 from . import convlowering, inlining
@@ -188,7 +189,11 @@ def val_of(node):
     return node.meta.get("val") if hasattr(node, "meta") else None
 
 
-def _static(shape) -> bool:
+def _static(shape, symbolic: bool = False) -> bool:
+    """Whether shape's sizes are numbers, or with symbolic, sizes of Dynamo's symbolic shapes that come from
+    the graph's inputs (not from data: a ``nonzero``'s count)."""
+    if symbolic:
+        return not any(isinstance(d, torch.SymInt) and free_unbacked_symbols(d) for d in shape)
     return all(isinstance(d, int) for d in shape)
 
 
@@ -206,10 +211,12 @@ CONTRACTIONS = {
 EAGER = "neoflow_eager"
 
 
-def unsupported(node, contractions: str = "neoflow") -> str | None:
+def unsupported(node, contractions: str = "neoflow", symbolic: bool = False) -> str | None:
     """Why node cannot be lowered, or None when it can; with contractions
     "eager", matrix products and convolutions are left to PyTorch, but for
-    grouped 1x1 and depthwise convolutions on the CPU (grouped_on_cpu)."""
+    grouped 1x1 and depthwise convolutions on the CPU (grouped_on_cpu);
+    symbolic accepts the symbolic sizes of a graph with dynamic shapes
+    (backend/shapes.py)."""
     if why := node.meta.get(EAGER):
         return why
     user_op = inlining.op_of(node)
@@ -230,8 +237,8 @@ def unsupported(node, contractions: str = "neoflow") -> str | None:
             return "an output that is not a tensor"
         if v.dtype not in FLOATS and not (v.dtype == torch.bool and node.target in _BOOL_OUT):
             return f"a {v.dtype} output (lowered graphs compute in float32 or float64)"
-        if not _static(v.shape):
-            return "a dynamic shape (lowered graphs need static shapes)"
+        if not _static(v.shape, symbolic):
+            return "a size that depends on data" if symbolic else "a symbolic size in a graph of static shapes"
         if 0 in v.shape:
             return "an empty output"
     if node.target is operator.getitem:  # lowered with its producer
@@ -239,8 +246,10 @@ def unsupported(node, contractions: str = "neoflow") -> str | None:
     dtypes = {v.dtype for v in outs if v.dtype in FLOATS}
     for a in _tensor_args(node):
         av = val_of(a)
-        if not isinstance(av, torch.Tensor) or not _static(av.shape):
-            return "an input without a static shape"
+        if not isinstance(av, torch.Tensor):
+            return "a size or number computed in the graph as an argument"
+        if not _static(av.shape, symbolic):
+            return "an input whose size depends on data" if symbolic else "an input of a symbolic size"
         if 0 in av.shape and node.target is not aten.cat.default:  # cat skips its empty parts
             return "an empty input"
         if av.dtype in FLOATS:

@@ -66,27 +66,28 @@ def decomposable(node) -> bool:
     return node.op == "call_function" and node.target in table()
 
 
-def unsupported(node, contractions: str) -> str | None:
-    """Why node's decomposition does not lower whole, or None when it does (node is decomposable)."""
+def unsupported(node, contractions: str, symbolic: bool = False) -> str | None:
+    """Why node's decomposition does not lower whole, or None when it does (node is decomposable); symbolic
+    as for aten_support.unsupported."""
     args = [_val(a) for a in node.args]
     kwargs = {k: _val(a) for k, a in node.kwargs.items()}
     used = None  # of several outputs, those read (the others' parts are dead code, and not checked)
     if isinstance(node.meta.get("val"), (tuple, list)):
         used = tuple(sorted({u.args[1] for u in node.users if u.target is operator.getitem}))
     try:
-        key = (node.target, _signature(args), _signature(kwargs), used, contractions)
+        key = (node.target, _signature(args), _signature(kwargs), used, contractions, symbolic)
         hash(key)
-    except TypeError:  # an argument that cannot be a key: traced every time
-        return _check(node.target, args, kwargs, used, contractions)
+    except TypeError:  # an argument that cannot be a key (a symbolic size): traced every time
+        return _check(node.target, args, kwargs, used, contractions, symbolic)
     if key not in _cache:
-        _cache[key] = _check(node.target, args, kwargs, used, contractions)
+        _cache[key] = _check(node.target, args, kwargs, used, contractions, symbolic)
     return _cache[key]
 
 
 _cache: dict = {}
 
 
-def _check(target, args, kwargs, used, contractions: str) -> str | None:
+def _check(target, args, kwargs, used, contractions: str, symbolic: bool) -> str | None:
     flat, spec = torch.utils._pytree.tree_flatten((args, kwargs))
     tensors = [a for a in flat if isinstance(a, torch.Tensor)]
     if not tensors:
@@ -109,7 +110,7 @@ def _check(target, args, kwargs, used, contractions: str) -> str | None:
     for n in calls:
         if _empty_constant(n):  # made by the subgraph's call (decompose)
             continue
-        if why := aten_support.unsupported(n, contractions):
+        if why := aten_support.unsupported(n, contractions, symbolic):
             return f"its decomposition holds {n.target}: {why}"
     return None
 

@@ -42,6 +42,7 @@ from torch.fx.passes.operator_support import OperatorSupport
 
 from ..errors import Error
 from . import aten_support, choice, decompose, mmsum, shapes
+from .lowering import SizeAsValue
 from .subgraph import ConstantsOnly, Subgraph
 
 log = logging.getLogger("neoflow.compile")
@@ -75,9 +76,10 @@ def report(clear: bool = False) -> list[dict]:
 
 
 class _Support(OperatorSupport):
-    def __init__(self, contractions: str):
+    def __init__(self, contractions: str, symbolic: bool):
         super().__init__()
         self.contractions = contractions
+        self.symbolic = symbolic
         self.reasons: dict[str, str] = {}
         self.views: set = set()  # decomposable operators that only make views, left to eager (not a fallback)
 
@@ -85,9 +87,9 @@ class _Support(OperatorSupport):
         if node.op != "call_function":
             return False
         if decompose.decomposable(node):
-            why = decompose.unsupported(node, self.contractions)
+            why = decompose.unsupported(node, self.contractions, self.symbolic)
         else:
-            why = aten_support.unsupported(node, self.contractions)
+            why = aten_support.unsupported(node, self.contractions, self.symbolic)
         if why is decompose.VIEW:
             self.views.add(node)
         elif why is not None:
@@ -173,22 +175,63 @@ def compile_graph(
     measure: bool = False,
     into=None,
 ):
-    """Lowers what it can of an ATen graph into neoflow ops, in place, and
-    returns it (run it with boxed arguments through make_boxed_func); its
-    report goes to ``report()`` and, with its subgraphs, to ``into`` (a
-    ``choice.Graph``) when given; ``measure`` times each subgraph's kernel
-    against its eager operators over its first calls (``choice.Turns``)."""
+    """Lowers what it can of an ATen graph into neoflow ops, in place (a graph
+    with symbolic shapes: a copy of it), and returns it (run it with boxed
+    arguments through make_boxed_func); its report goes to ``report()`` and,
+    with its subgraphs, to ``into`` (a ``choice.Graph``) when given;
+    ``measure`` times each subgraph's kernel against its eager operators over
+    its first calls (``choice.Turns``)."""
+    env = shapes.shape_env(gm)  # None: static shapes
+    left: dict = {}  # nodes whose statement would hold a symbolic size as a value -> why (shapes)
+    while True:
+        work = gm if env is None else _copy(gm)
+        for node in work.graph.nodes:
+            if node.name in left:
+                node.meta[aten_support.EAGER] = left[node.name]
+        support = _Support(contractions, env is not None)
+        with shapes.assuming(env) as facts:
+            work, rep, sized = _lower_graph(work, support, graph, max_nodes or MAX_NODES, measure)
+        if not sized.keys() - left.keys():
+            break
+        left.update(sized)
+    work.neoflow_assumed = facts  # checked at each new shape (shapes.Guarded)
+    subgraphs = [m for m in work.modules() if isinstance(m, Subgraph)]
+    for m in subgraphs:
+        m.report = rep
+    with _lock:
+        _reports.append(rep)
+        if into is not None:
+            into.reports.append(rep)
+            into.subgraphs += subgraphs
+    if explain:
+        text = explain_text(rep)
+        log.info("%s", text)
+        print(text, file=sys.stderr)
+    return work
+
+
+def _copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of gm's graph (its nodes' names and metadata kept) that lowering can change."""
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(gm.graph, {}))
+    return torch.fx.GraphModule(gm, graph)
+
+
+def _lower_graph(gm, support: _Support, graph: str, max_nodes: int, measure: bool):
+    """gm with its supported nodes partitioned into subgraphs, each a Subgraph; its report; and the nodes
+    whose statements would hold a symbolic size as a value ({name: why}: compile_graph leaves them to eager
+    and lowers the graph again)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
-    support = _Support(contractions)
     products = mmsum.merge(gm)  # sums of matrix products (a shared weight's gradient) as one product
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    names = {n.name for n in calls}
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     parts = [p for p in partitioner.propose_partitions() if not all(aten_support.is_view(n) for n in p.nodes)]
-    parts = _chunks(gm, parts, max_nodes or MAX_NODES)
+    parts = _chunks(gm, parts, max_nodes)
     eager_views = sum(_views_at_borders(gm, p) + _views_outside(gm, p) for p in parts)
     parts = [p for p in parts if p.nodes and not all(aten_support.is_view(n) for n in p.nodes)]
-    lowered, made = sum(len(p.nodes) for p in parts), 0
+    lowered, made, sized = sum(len(p.nodes) for p in parts), 0, {}
     if parts:
         gm = partitioner.fuse_partitions(parts)
         for node in list(gm.graph.nodes):
@@ -205,6 +248,8 @@ def compile_graph(
                     n = sum(1 for x in sub.graph.nodes if x.op == "call_function")
                     lowered -= n
                     why = str(e) if isinstance(e, (Error, ValueError)) else f"{type(e).__name__}: {e}"
+                    if isinstance(e, SizeAsValue) and e.node in names:
+                        sized[e.node] = "its statement would hold a symbolic size as a value"
                     support.reasons[f"a subgraph of {n} operator calls"] = f"not lowered: {why}"
                     level = logging.DEBUG if isinstance(e, ConstantsOnly) else logging.WARNING
                     log.log(level, "neoflow: a subgraph of %d operator calls runs in eager: %s", n, why)
@@ -223,19 +268,7 @@ def compile_graph(
         # that varies), and the subgraphs that found one built before (for another shape: neoflow.dynamic)
         "kernels": {"built": 0, "every_size": 0, "reused": 0},
     }
-    subgraphs = [m for m in gm.modules() if isinstance(m, Subgraph)]
-    for m in subgraphs:
-        m.report = rep
-    with _lock:
-        _reports.append(rep)
-        if into is not None:
-            into.reports.append(rep)
-            into.subgraphs += subgraphs
-    if explain:
-        text = explain_text(rep)
-        log.info("%s", text)
-        print(text, file=sys.stderr)
-    return gm
+    return gm, rep, sized
 
 
 def explain_text(rep: dict) -> str:
@@ -268,16 +301,25 @@ def _compiler(graph: str, explain: bool, contractions: str, measure: bool, into)
     from functorch.compile import make_boxed_func
 
     def compile_(gm, example_inputs):
-        gm = compile_graph(
+        lowered = compile_graph(
             gm, example_inputs, graph=graph, explain=explain, contractions=contractions, measure=measure, into=into
         )
-        # the graph's code itself, not the lazy first forward that compiles it and then calls the module
-        lazy = getattr(getattr(torch.fx, "_lazy_graph_module", None), "_LazyGraphModule", None)
-        if lazy is not None and hasattr(lazy, "force_recompile"):
-            lazy.force_recompile(gm)
-        return make_boxed_func(gm.forward)
+        fn = _code(lowered)
+        facts = getattr(lowered, "neoflow_assumed", None)
+        if facts:  # a graph with symbolic shapes whose lowering assumed facts of its sizes
+            symbols = shapes.Symbols(gm)
+            fn = shapes.Guarded(fn, _code(gm), symbols, facts) if symbols.readable(facts) else _code(gm)
+        return make_boxed_func(fn)
 
     return compile_
+
+
+def _code(gm: torch.fx.GraphModule):
+    """gm's code itself, not the lazy first forward that compiles it and then calls the module."""
+    lazy = getattr(getattr(torch.fx, "_lazy_graph_module", None), "_LazyGraphModule", None)
+    if lazy is not None and hasattr(lazy, "force_recompile"):
+        lazy.force_recompile(gm)
+    return gm.forward
 
 
 def backend(
@@ -317,15 +359,13 @@ def backend(
             f"backend 'neoflow' got unknown options {sorted(options)} (it takes explain, contractions and measure)"
         )
     _check_options(contractions, measure)
-    static = functools.partial(_static, explain=explain, contractions=contractions, measure=measure)
-    if shapes.symbolic(example_inputs):  # compiled again for each shape it is called with
-        return torch._dynamo.disable(shapes.PerShape(gm, static))
-    return static(gm, example_inputs)
+    return _compiled(gm, example_inputs, explain=explain, contractions=contractions, measure=measure)
 
 
-def _static(gm: torch.fx.GraphModule, example_inputs, *, explain: bool, contractions: str, measure: bool):
-    """gm compiled for its example inputs' static shapes: through AOT Autograd, each of its graphs lowered
-    (compile_graph), with the measured choice (choice.Chosen) unless measure is False."""
+def _compiled(gm: torch.fx.GraphModule, example_inputs, *, explain: bool, contractions: str, measure: bool):
+    """gm compiled for its example inputs, static or symbolic shapes (shapes): through AOT Autograd, each
+    of its graphs lowered (compile_graph), with the measured choice (choice.Chosen) unless measure is
+    False."""
     from torch._dynamo.backends.common import aot_autograd
 
     made = choice.Graph()  # its forward's and backward's reports and subgraphs (backward: at its first call)

@@ -44,6 +44,15 @@ from .aten_support import (
 aten = torch.ops.aten
 
 
+class SizeAsValue(ValueError):
+    """A node of a graph with symbolic shapes whose statement would hold a size as a value (a mean's 1 / N,
+    a slice's bounds): ``node`` names it, for the backend to leave it to eager (shapes)."""
+
+    def __init__(self, node: str):
+        super().__init__(f"{node}: its statement would hold a symbolic size as a value")
+        self.node = node
+
+
 class Lowering:
     """Statements for the nodes of one subgraph (a GraphModule of supported
     nodes): ``source``, ``inputs`` (the placeholders' tensor names, in
@@ -85,7 +94,12 @@ class Lowering:
                 self.in_shapes.append(shape_of(node))
                 self.bind(node, name, shape_of(node))
             elif node.op == "call_function":
-                self._lower(k, node)
+                try:
+                    self._lower(k, node)
+                except TypeError as e:
+                    if not str(e).startswith("cannot use Sym"):  # dsl's error for a SymInt or SymFloat
+                        raise
+                    raise SizeAsValue(node.name) from e
             elif node.op == "output":
                 outs = node.args[0]
                 outs = outs if isinstance(outs, (tuple, list)) else [outs]

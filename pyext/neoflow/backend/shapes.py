@@ -1,37 +1,31 @@
-"""Graphs with symbolic shapes: compiled once per concrete shape (``PerShape``).
+"""Graphs with symbolic shapes: lowered once, for every size (``Symbols``).
 
 Dynamo hands a backend a graph with symbolic sizes under ``torch.compile(..., dynamic=True)``, and by
 default once a graph is called with a second shape (automatic dynamic shapes): a training loop over
-sequences of varying length, or an epoch's smaller last batch. Such a graph is compiled again, as the
-static graphs are, for each set of input shapes it is called with (the graph's code computes its sizes
-from its inputs, so it traces to a static graph for each). The subgraphs of those graphs share their
-neoflow ops (subgraph.Subgraph._define), and an op whose dimensions vary builds one kernel for every size
-(neoflow.dynamic): from the second shape on, a new shape costs its graph's compile but builds no kernel.
-Up to ``max_shapes()`` shapes are compiled per graph (``MAX_SHAPES``; ``MAX_SHAPES_STATIC`` when ops build
-a kernel per shape, ``configure(dynamic="static")``), after which further shapes run the graph in eager
-PyTorch (its operators without the backend), with one warning."""
+sequences of varying length, or an epoch's smaller last batch. AOT Autograd traces such a graph once, and
+its forward and backward come to the backend with sizes that are symbols (``s0``, ``s27 * s52``). They are
+lowered once, as static graphs are: a statement's text names no size (its index variables' extents are
+given at each call), so one neoflow op per subgraph serves every shape, and from the op's second shape on
+one kernel for every size of the dimensions that vary (neoflow.dynamic).
+
+A subgraph keeps its extents as expressions in the symbols (``Symbols``), each symbol read at a call from a
+dimension of one of its inputs, and evaluates them once per new shape of its inputs. A node whose lowering
+needs a size as a value (a mean's 1/N over a dimension that varies, a slice's bounds) is left to eager.
+What the lowering's comparisons of sizes decided beyond what Dynamo's guards already ensure is not added
+to Dynamo's guards (``assuming``): those facts are checked at each new shape of the graph's arguments, and
+a shape that breaks one runs the graph in eager (``Guarded``)."""
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import logging
-import threading
 
+import sympy
 import torch
 
+from .aten_support import val_of
+
 log = logging.getLogger("neoflow.compile")
-
-# Shapes compiled per graph before further ones run in eager: each costs a graph compile (seconds for a
-# transformer); with a kernel per shape also its kernels' builds (then as Dynamo's own recompile limit, 8).
-MAX_SHAPES = 64
-MAX_SHAPES_STATIC = 8
-
-
-def max_shapes() -> int:
-    """How many shapes a graph with dynamic shapes is compiled for (see the module's doc)."""
-    from .. import config
-
-    return MAX_SHAPES if config.dynamic_mode() == "auto" else min(MAX_SHAPES, MAX_SHAPES_STATIC)
 
 
 def symbolic(example_inputs) -> bool:
@@ -46,82 +40,111 @@ def symbolic(example_inputs) -> bool:
     return False
 
 
-class PerShape:
-    """A graph with symbolic shapes, called as the static graph compiled (by ``compile_static(gm, args)``) for
-    its arguments' shapes, strides, dtypes and numbers; ``shapes`` counts those compiled."""
+def shape_env(gm: torch.fx.GraphModule):
+    """The shape environment of gm's symbolic sizes, or None for a graph of static shapes."""
+    for node in gm.graph.nodes:
+        v = val_of(node)
+        for d in (*v.shape, *v.stride()) if isinstance(v, torch.Tensor) else (v,):
+            if isinstance(d, torch.SymInt):
+                return d.node.shape_env
+    return None
 
-    def __init__(self, gm: torch.fx.GraphModule, compile_static):
-        self.gm = gm
-        self.compile_static = compile_static
-        # the positions of inputs whose value the graph reads as a number (``item()``: a float attribute
-        # under dynamic=True, such as a layer norm's eps): each compiled graph takes its value as a constant
-        self.values = _read_as_numbers(gm)
-        self.compiled: dict = {}  # key -> the compiled graph (or the graph itself: eager)
-        self.shapes = 0  # of the keys, those compiled
-        self.lock = threading.Lock()
+
+@contextlib.contextmanager
+def assuming(env):
+    """Within: what comparisons of env's symbolic sizes decide is not added to env's guards, which Dynamo
+    would install (a fact such as ``s0 == 5`` would recompile the graph for every size), but collected into
+    the list yielded (sympy expressions in the sizes), for ``Guarded`` to check. Without env, or with a
+    PyTorch whose shape environment cannot say what it suppressed, nothing is collected and the guards are
+    added as usual."""
+    facts: list = []
+    if env is None or not hasattr(env, "_log_guard") or not hasattr(env, "suppress_guards"):
+        yield facts
+        return
+    original = env._log_guard
+
+    def log_guard(prefix, g, forcing_spec):
+        if "suppressed" in prefix:
+            facts.append(g)
+        return original(prefix, g, forcing_spec=forcing_spec)
+
+    cache = getattr(type(env)._inner_evaluate_expr, "cache_clear", None)  # decisions cached before: made again
+    if cache is not None:
+        cache()
+    env._log_guard = log_guard
+    try:
+        with env.suppress_guards():
+            yield facts
+    finally:
+        del env._log_guard
+        if cache is not None:
+            cache()
+
+
+class Symbols:
+    """The symbolic sizes of a graph or subgraph: where a call's arguments hold each (``where``: symbol ->
+    (argument position, its dimension, or None for an argument that is the size itself))."""
+
+    def __init__(self, gm: torch.fx.GraphModule):
+        self.where: dict = {}
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        for pos, node in enumerate(placeholders):
+            v = val_of(node)
+            dims = enumerate(v.shape) if isinstance(v, torch.Tensor) else [(None, v)]
+            for d, n in dims:
+                if isinstance(n, torch.SymInt) and n.node.expr.is_Symbol:
+                    self.where.setdefault(n.node.expr, (pos, d))
+
+    def readable(self, x) -> bool:
+        """Whether every symbol of x (a size, a sympy expression, or nested tuples, lists and dicts of them)
+        is read from the arguments."""
+        return all(s in self.where for s in _free(x))
+
+    def values(self, args) -> dict:
+        """The symbols' values at a call with these arguments."""
+        return {s: sympy.Integer(args[pos] if d is None else args[pos].shape[d]) for s, (pos, d) in self.where.items()}
+
+    def at(self, x, values: dict):
+        """x (a size, or nested tuples, lists and dicts of sizes) with each symbolic size evaluated."""
+        if isinstance(x, torch.SymInt):
+            return int(x.node.expr.xreplace(values))
+        if isinstance(x, dict):
+            return {k: self.at(v, values) for k, v in x.items()}
+        if isinstance(x, (tuple, list)):
+            return type(x)(self.at(v, values) for v in x)
+        return x
+
+
+class Guarded:
+    """A lowered graph whose lowering assumed facts of its symbolic sizes (``assuming``): each new shape of
+    its arguments runs it where the facts hold and the graph as eager runs it where they do not."""
+
+    def __init__(self, lowered, eager, symbols: Symbols, facts: list):
+        self.lowered, self.eager, self.symbols, self.facts = lowered, eager, symbols, facts
+        self.holds: dict = {}  # by the arguments' shapes and numbers
 
     def __call__(self, *args):
-        key = tuple([_key(a) for a in args])
-        if self.values:
-            key += tuple([args[i].item() for i in self.values])
-        fn = self.compiled.get(key)
-        if fn is None:
-            fn = self._new(key, args)
-        return fn(*args)
-
-    def _new(self, key, args):
-        with self.lock:
-            fn = self.compiled.get(key)
-            if fn is not None:
-                return fn
-            limit = max_shapes()
-            if self.shapes >= limit:
-                if len(self.compiled) == self.shapes:  # the first shape past the limit
-                    log.warning(
-                        "neoflow: a graph with dynamic shapes was compiled for %d shapes; further shapes run it "
-                        "in eager (mark the varying dimensions static, or pad them to a few sizes)",
-                        limit,
-                    )
-                fn = self.gm.forward
-            else:
-                shapes = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor)]
-                log.info("neoflow: compiling a graph with dynamic shapes for the inputs' shapes %s", shapes)
-                fn = self.compile_static(_constants(self.gm, {i: args[i].item() for i in self.values}), list(args))
-                self.shapes += 1
-            self.compiled[key] = fn
-            return fn
+        key = tuple([a.shape if isinstance(a, torch.Tensor) else a for a in args])
+        ok = self.holds.get(key)
+        if ok is None:
+            values = self.symbols.values(args)
+            ok = self.holds[key] = all(bool(f.xreplace(values)) for f in self.facts)
+            if not ok:
+                log.info(
+                    "neoflow: a graph runs in eager at sizes %s, where its lowering's assumptions %s break",
+                    values,
+                    self.facts,
+                )
+        return self.lowered(*args) if ok else self.eager(*args)
 
 
-def _key(a):
-    if isinstance(a, torch.Tensor):
-        return (a.shape, a.stride(), a.storage_offset(), a.dtype, a.device, a.requires_grad)
-    if isinstance(a, (int, float, bool)):
-        return (type(a), a)
-    return type(a)
-
-
-def _read_as_numbers(gm: torch.fx.GraphModule) -> list[int]:
-    """The positions of gm's inputs that some node reads as a number (``x.item()``)."""
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    return [i for i, p in enumerate(placeholders) if any(_is_item(u) for u in p.users)]
-
-
-def _is_item(node) -> bool:
-    return (node.op == "call_method" and node.target == "item") or (
-        node.op == "call_function" and node.target in (torch.Tensor.item, torch.ops.aten._local_scalar_dense.default)
-    )
-
-
-def _constants(gm: torch.fx.GraphModule, values: dict) -> torch.fx.GraphModule:
-    """A copy of gm in which the numbers read from the inputs at these positions are these constants."""
-    if not values:
-        return gm
-    graph = copy.deepcopy(gm.graph)
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    for i, value in values.items():
-        for item in [u for u in placeholders[i].users if _is_item(u)]:
-            for user in list(item.users):
-                user.args = torch.fx.map_arg(user.args, lambda n, item=item, v=value: v if n is item else n)
-                user.kwargs = torch.fx.map_arg(user.kwargs, lambda n, item=item, v=value: v if n is item else n)
-            graph.erase_node(item)
-    return torch.fx.GraphModule(gm, graph)
+def _free(x) -> set:
+    if isinstance(x, torch.SymInt):
+        return set(x.node.expr.free_symbols)
+    if isinstance(x, sympy.Basic):
+        return set(x.free_symbols)
+    if isinstance(x, dict):
+        x = list(x.values())
+    if isinstance(x, (tuple, list)):
+        return set().union(*map(_free, x)) if x else set()
+    return set()

@@ -13,7 +13,7 @@ import weakref
 import torch
 
 from ..errors import Error
-from . import choice, decompose, layout, lowering
+from . import choice, decompose, layout, lowering, shapes
 
 log = logging.getLogger("neoflow.compile")
 
@@ -42,6 +42,10 @@ class Subgraph(torch.nn.Module):
         # its fused operators as their parts, which lower, but for the empty tensors they return (made here)
         self.parts, self.empties = decompose.decompose(gm)
         low = lowering.Lowering(self.parts)
+        # the sizes of a graph with symbolic shapes, evaluated at each new shape of the inputs (shapes)
+        self.symbols = shapes.Symbols(gm) if shapes.shape_env(gm) is not None else None
+        if self.symbols is not None and not self.symbols.readable((low.sizes, low.out_strides, self.empties)):
+            raise ValueError("a symbolic size that no input's dimension holds")
         if not low.inputs:
             raise ConstantsOnly("it reads no tensor (constants only, which eager makes as cheaply)")
         self.name = name
@@ -62,6 +66,7 @@ class Subgraph(torch.nn.Module):
         # the subgraph rely on the strides they were traced with (the CPU attention backward reads its saved
         # output's), so the op stores them in that layout and they are returned as views at those strides
         self.physical = [(k, low.out_shapes[k], low.out_strides[k]) for k in low.out_physical]
+        self.mending: dict = {}  # by the inputs' shapes and dtypes: (physical, empties) at those shapes
         self.zero_dim = [k for k, shape in enumerate(low.out_shapes) if not shape]  # returned 0-dimensional
         self.mended = bool(self.bools or self.physical or self.zero_dim or self.empties)
         out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
@@ -152,16 +157,16 @@ class Subgraph(torch.nn.Module):
         key = (sig, tuple([(a.shape, a.dtype) for a in flat]))
         kernel = self.kernels.get(key)
         if kernel is None:
-            kernel = self._kernel(flat, sig, key)
-            if kernel is None:
-                return self.eager(*args)
+            kernel = self._kernel(flat, sig, key, args)
+        if kernel is False:
+            return self.eager(*args)
         try:
             bufs = kernel.run(flat)
         except IndexError:  # an index out of range: eager's operators raise PyTorch's own error for it
             return self.eager(*args)
         outs = [bufs[i] for i in kernel.outputs]
         if self.mended:
-            outs = self._mend(outs)
+            outs = self._mend(outs, key)
         return tuple(outs) if self.many else outs[0]
 
     def _strided(self, flat: list) -> tuple:
@@ -169,7 +174,9 @@ class Subgraph(torch.nn.Module):
         place, and the inputs as it takes them (each such view as the flat memory it spans). Without a
         variant (its lowering failed), () and the inputs as they are: Kernel.run copies the views."""
         sig = tuple((i, a.stride()) for i, a in enumerate(flat) if not a.is_contiguous())
-        if any(0 in flat[i].shape or min(st) < 0 for i, st in sig):
+        # with symbolic shapes, a variant's lowering would compare the sizes outside the graph's compile, where
+        # what it decides is checked by nothing (shapes.assuming)
+        if self.symbols is not None or any(0 in flat[i].shape or min(st) < 0 for i, st in sig):
             return (), flat
         if sig not in self.variants:
             try:
@@ -191,24 +198,29 @@ class Subgraph(torch.nn.Module):
             flat[i] = flat[i].permute(order) if order is not None else flat[i].as_strided((extent,), (1,))
         return sig, flat
 
-    def _kernel(self, flat, sig: tuple, key):
-        """The kernel for these inputs, built now; None when the build fails: the first build (the subgraph
-        then runs in eager from now on) or a strided variant's (this call runs in eager, later ones copy
-        their views)."""
+    def _kernel(self, flat, sig: tuple, key, args):
+        """The kernel for these inputs, built now; False when this call runs in eager: the first build failed
+        (the subgraph then runs in eager from now on) or a strided variant's did (later calls copy their
+        views)."""
         op = self.variants[sig]
+        sizes = self.extents[op.source]
+        if self.symbols is not None:
+            values = self.symbols.values(args)
+            sizes = self.symbols.at(sizes, values)
+            self.mending[key] = self.symbols.at((self.physical, self.empties), values)
         before = op.kernel_shapes()
         try:
-            kernel = op.specialize(*flat, sizes=self.extents[op.source], symbolic=True)
+            kernel = op.specialize(*flat, sizes=sizes, symbolic=True)
         except Error as e:
             if sig:
                 log.debug("neoflow: a subgraph's strided variant failed to build; its views are copied: %s", e)
                 self.variants[sig] = None
-                return None
-            if self.kernels:
+                return False
+            if any(self.kernels.values()):
                 raise
             log.warning("neoflow: a lowered subgraph failed to compile and runs in eager instead: %s", e)
             self.op = None
-            return None
+            return False
         self.kernels[key] = kernel
         if self.report is not None:
             built = op.kernel_shapes()[len(before) :]
@@ -218,16 +230,18 @@ class Subgraph(torch.nn.Module):
             kernels["reused"] += not built
         return kernel
 
-    def _mend(self, outs: list) -> list:
+    def _mend(self, outs: list, key) -> list:
         """The outputs as the graph returned them: 0-dimensional ones reshaped, comparisons as bool tensors,
-        the layouts eager gave them (physical), and the empty tensors of the decompositions put back (empties)."""
+        the layouts eager gave them (physical), and the empty tensors of the decompositions put back (empties),
+        at the inputs' shapes (key)."""
+        physical, empties = self.mending.get(key, (self.physical, self.empties))
         for k in self.zero_dim:
             outs[k] = outs[k].reshape(())
         for k in self.bools:
             outs[k] = outs[k] != 0
-        for k, shape, stride in self.physical:
+        for k, shape, stride in physical:
             outs[k] = outs[k].as_strided(shape, stride)
-        for k, (shape, dtype) in sorted(self.empties.items()):
+        for k, (shape, dtype) in sorted(empties.items()):
             outs.insert(k, torch.empty(shape, dtype=dtype, device=outs[0].device))
         return outs
 
