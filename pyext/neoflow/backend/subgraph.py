@@ -44,7 +44,9 @@ class Subgraph(torch.nn.Module):
         low = lowering.Lowering(self.parts)
         # the sizes of a graph with symbolic shapes, evaluated at each new shape of the inputs (shapes)
         self.symbols = shapes.Symbols(gm) if shapes.shape_env(gm) is not None else None
-        if self.symbols is not None and not self.symbols.readable((low.sizes, low.out_shapes, low.out_strides, self.empties)):
+        if self.symbols is not None and not self.symbols.readable(
+            (low.sizes, low.out_shapes, low.out_strides, self.empties)
+        ):
             raise ValueError("a symbolic size that no input's dimension holds")
         if not low.inputs:
             raise ConstantsOnly("it reads no tensor (constants only, which eager makes as cheaply)")
