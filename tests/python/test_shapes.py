@@ -90,27 +90,65 @@ def test_one_kernel_for_every_batch_size():
     assert "0 built" not in neoflow.backend.explain_text(reps[-1])
 
 
-def test_sizes_as_values_run_in_eager():
-    """A mean over the batch, whose statement would hold 1/N for a batch size that varies, runs in eager;
-    the rest of the symbolic graph is lowered, with eager's values and gradients at every batch size."""
+class Centered(torch.nn.Module):
+    def __init__(self, mod: int = 0):
+        super().__init__()
+        self.l, self.mod = torch.nn.Linear(6, 6), mod
 
-    class Centered(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.l = torch.nn.Linear(6, 6)
+    def forward(self, x):
+        h = torch.tanh(self.l(x))
+        out = h - h.mean(dim=0)  # 1 / N for a batch of N
+        return out * (x.shape[0] % self.mod) if self.mod else out
 
-        def forward(self, x):
-            h = torch.tanh(self.l(x))
-            return h - h.mean(dim=0)
 
+def test_sizes_as_values_are_counted():
+    """A mean over the batch (1 / N for a batch size N that varies) is lowered: the op counts N by a
+    statement of its own, so its text names no size; values and gradients are eager's at every size."""
     torch.manual_seed(0)
     m = Centered()
     f = neoflow.compile(m, dynamic=True, measure=False)
     for b in (5, 8, 3):
         _check(m, f, torch.randn(b, 6))
+    fw, bw = neoflow.compile_report()
+    assert fw["lowered"] > 0 and list(fw["fallback"]) == ["aten.addmm.default"], fw
+    assert bw["lowered"] > 0 and not any("size" in why for why in bw["fallback"].values()), bw
+
+
+def test_sizes_not_counted_run_in_eager():
+    """A size that a count cannot give (N % 3, which may be 0) leaves its node in eager, and the rest of the
+    graph is lowered again without it."""
+    torch.manual_seed(0)
+    m = Centered(mod=3)
+    f = neoflow.compile(m, dynamic=True, measure=False)
+    for b in (5, 7, 4):
+        _check(m, f, torch.randn(b, 6))
     fw = neoflow.compile_report()[0]
     assert fw["lowered"] > 0, fw
     assert any("symbolic size as a value" in why for why in fw["fallback"].values()), fw
+
+
+class ConvBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x))).mean(dim=(2, 3))
+
+
+def test_batch_norm_over_a_varying_batch():
+    """Batch norm in training mode over batches and images of symbolic size: its decomposition's count
+    (sym_numel) is counted, so it is lowered as in a static graph; values and gradients are eager's."""
+    torch.manual_seed(0)
+    m = ConvBlock()
+    f = neoflow.compile(m, dynamic=True, measure=False)
+    for b, n in ((2, 8), (3, 8), (5, 6)):
+        ref = ConvBlock()
+        ref.load_state_dict(m.state_dict())
+        _check(m, f, torch.randn(b, 3, n, n))
+    fw, bw = neoflow.compile_report()
+    assert not any("batch_norm" in k for k in (*fw["fallback"], *bw["fallback"])), (fw, bw)
+    assert fw["lowered"] > 0 and bw["lowered"] > 0, (fw, bw)
 
 
 def test_facts_the_lowering_assumed_are_checked():

@@ -246,6 +246,8 @@ def unsupported(node, contractions: str = "neoflow", symbolic: bool = False) -> 
     dtypes = {v.dtype for v in outs if v.dtype in FLOATS}
     for a in _tensor_args(node):
         av = val_of(a)
+        if symbolic and isinstance(av, (torch.SymInt, torch.SymFloat)) and node.target in _SIZES_READ:
+            continue  # a size as an operand, counted (lowering.size_value), or an expand's: its output's shape
         if not isinstance(av, torch.Tensor):
             return "a size or number computed in the graph as an argument"
         if not _static(av.shape, symbolic):
@@ -261,10 +263,17 @@ def unsupported(node, contractions: str = "neoflow", symbolic: bool = False) -> 
             return f"a {av.dtype} input"
     if len(dtypes) > 1:
         return "inputs of mixed float dtypes"
-    devices = {v.device for v in outs} | {val_of(a).device for a in _tensor_args(node)}
+    devices = {v.device for v in outs} | {
+        val_of(a).device for a in _tensor_args(node) if isinstance(val_of(a), torch.Tensor)
+    }
     if len(devices) > 1:
         return "tensors on several devices"
     return _argument_problem(node)
+
+
+# the operators whose arguments may be sizes of a graph with symbolic shapes: elementwise operands (counted:
+# lowering.size_value) and the sizes of an expand (its output's shape, which the lowering reads instead)
+_SIZES_READ = {*BINARY, *COMPARE, aten.expand.default}
 
 
 def _argument_problem(node) -> str | None:

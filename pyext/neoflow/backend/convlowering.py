@@ -71,6 +71,9 @@ def unsupported(node) -> str | None:
     args = _conv_args(node) if "backward" not in str(node.target) else _backward_args(node)
     if args["transposed"]:
         return "a transposed convolution"
+    image = node.args[1 if "backward" in str(node.target) else 0].meta.get("val")
+    if isinstance(image, torch.Tensor) and any(isinstance(n, torch.SymInt) for n in image.shape[2:]):
+        return "a convolution over an image of symbolic size (its padding's bounds would be sizes as values)"
     return None
 
 

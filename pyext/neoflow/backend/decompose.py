@@ -77,7 +77,7 @@ def unsupported(node, contractions: str, symbolic: bool = False) -> str | None:
     try:
         key = (node.target, _signature(args), _signature(kwargs), used, contractions, symbolic)
         hash(key)
-    except TypeError:  # an argument that cannot be a key (a symbolic size): traced every time
+    except TypeError:  # an argument that cannot be a key: traced every time
         return _check(node.target, args, kwargs, used, contractions, symbolic)
     if key not in _cache:
         _cache[key] = _check(node.target, args, kwargs, used, contractions, symbolic)
@@ -110,6 +110,8 @@ def _check(target, args, kwargs, used, contractions: str, symbolic: bool) -> str
     for n in calls:
         if _empty_constant(n):  # made by the subgraph's call (decompose)
             continue
+        if symbolic and isinstance(n.meta.get("val"), (torch.SymInt, torch.SymFloat)):
+            continue  # a size computed from the inputs' (sym_numel): read as a value where used (lowering.size_value)
         if why := aten_support.unsupported(n, contractions, symbolic):
             return f"its decomposition holds {n.target}: {why}"
     return None
@@ -155,7 +157,9 @@ def _val(a):
 
 def _signature(x):
     if isinstance(x, torch.Tensor):
-        return ("T", tuple(x.shape), tuple(x.stride()), x.dtype, x.device.type)
+        return ("T", _signature(tuple(x.shape)), _signature(tuple(x.stride())), x.dtype, x.device.type)
+    if isinstance(x, (torch.SymInt, torch.SymFloat)):  # a symbolic size, by its expression in the sizes
+        return ("S", str(x.node.expr))
     if isinstance(x, (list, tuple)):
         return tuple(_signature(y) for y in x)
     if isinstance(x, dict):

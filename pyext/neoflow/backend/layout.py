@@ -49,7 +49,7 @@ def preferred(gm: torch.fx.GraphModule, strided: dict) -> dict:
             outs = node.args[0] if isinstance(node.args[0], (tuple, list)) else [node.args[0]]
             for o in outs:
                 val = val_of(o)
-                order = physical_order(tuple(val.shape), val.stride()) if val is not None else None
+                order = physical_order(tuple(val.shape), val.stride()) if isinstance(val, torch.Tensor) else None
                 if order is not None:
                     prefer.setdefault(len(order), order)
     return prefer

@@ -50,6 +50,11 @@ def shape_env(gm: torch.fx.GraphModule):
     return None
 
 
+def shape_env_of(e, env):
+    """env, the shape environment of size e (a sympy expression), when it knows e's sizes; else None."""
+    return env if env is not None and e.free_symbols <= env.var_to_range.keys() else None
+
+
 @contextlib.contextmanager
 def assuming(env):
     """Within: what comparisons of env's symbolic sizes decide is not added to env's guards, which Dynamo
@@ -58,7 +63,10 @@ def assuming(env):
     PyTorch whose shape environment cannot say what it suppressed, nothing is collected and the guards are
     added as usual."""
     facts: list = []
-    if env is None or not hasattr(env, "_log_guard") or not hasattr(env, "suppress_guards"):
+    # the cache of decisions made before (which are not logged again): cleared, so that each is made again
+    cached = getattr(type(env), "_inner_evaluate_expr", None) if env is not None else None
+    cache = getattr(cached, "cache_clear", None)
+    if cache is None or not hasattr(env, "_log_guard") or not hasattr(env, "suppress_guards"):
         yield facts
         return
     original = env._log_guard
@@ -68,21 +76,19 @@ def assuming(env):
             facts.append(g)
         return original(prefix, g, forcing_spec=forcing_spec)
 
-    cache = getattr(type(env)._inner_evaluate_expr, "cache_clear", None)  # decisions cached before: made again
-    if cache is not None:
-        cache()
+    cache()
     env._log_guard = log_guard
     try:
         with env.suppress_guards():
             yield facts
     finally:
         del env._log_guard
-        if cache is not None:
-            cache()
+        cache()
 
 
 class Symbols:
-    """The symbolic sizes of a graph or subgraph: where a call's arguments hold each (``where``: symbol ->
+    """The symbolic sizes of a graph or subgraph: where a call's arguments hold each (``where``: a symbol, or
+    the expression of a dimension that is no symbol alone, such as a convolution's ``(s1 - 1) // 2 + 1`` ->
     (argument position, its dimension, or None for an argument that is the size itself))."""
 
     def __init__(self, gm: torch.fx.GraphModule):
@@ -92,22 +98,24 @@ class Symbols:
             v = val_of(node)
             dims = enumerate(v.shape) if isinstance(v, torch.Tensor) else [(None, v)]
             for d, n in dims:
-                if isinstance(n, torch.SymInt) and n.node.expr.is_Symbol:
+                if isinstance(n, torch.SymInt):
                     self.where.setdefault(n.node.expr, (pos, d))
 
     def readable(self, x) -> bool:
-        """Whether every symbol of x (a size, a sympy expression, or nested tuples, lists and dicts of them)
-        is read from the arguments."""
-        return all(s in self.where for s in _free(x))
+        """Whether every size of x (a size, a sympy expression, or nested tuples, lists and dicts of them) is
+        read from the arguments: an expression in the symbols and dimensions' expressions they hold."""
+        held = {e: sympy.Integer(1) for e in self.where}
+        return all(not e.xreplace(held).free_symbols for e in _exprs(x))
 
     def values(self, args) -> dict:
-        """The symbols' values at a call with these arguments."""
-        return {s: sympy.Integer(args[pos] if d is None else args[pos].shape[d]) for s, (pos, d) in self.where.items()}
+        """The values of the symbols and dimensions' expressions (``where``) at a call with these arguments."""
+        return {e: sympy.Integer(args[pos] if d is None else args[pos].shape[d]) for e, (pos, d) in self.where.items()}
 
     def at(self, x, values: dict):
         """x (a size, or nested tuples, lists and dicts of sizes) with each symbolic size evaluated."""
-        if isinstance(x, torch.SymInt):
-            return int(x.node.expr.xreplace(values))
+        if isinstance(x, (torch.SymInt, sympy.Basic)):
+            e = x.node.expr if isinstance(x, torch.SymInt) else x
+            return int(values[e] if e in values else e.xreplace(values))
         if isinstance(x, dict):
             return {k: self.at(v, values) for k, v in x.items()}
         if isinstance(x, (tuple, list)):
@@ -138,13 +146,14 @@ class Guarded:
         return self.lowered(*args) if ok else self.eager(*args)
 
 
-def _free(x) -> set:
+def _exprs(x) -> list:
+    """The sympy expressions of the symbolic sizes in x (nested tuples, lists and dicts of them)."""
     if isinstance(x, torch.SymInt):
-        return set(x.node.expr.free_symbols)
+        return [x.node.expr]
     if isinstance(x, sympy.Basic):
-        return set(x.free_symbols)
+        return [x]
     if isinstance(x, dict):
         x = list(x.values())
     if isinstance(x, (tuple, list)):
-        return set().union(*map(_free, x)) if x else set()
-    return set()
+        return [e for v in x for e in _exprs(v)]
+    return []
