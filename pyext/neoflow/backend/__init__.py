@@ -3,7 +3,8 @@
 Its modules, in the order a graph meets them:
 
 - ``shapes``: a graph with symbolic shapes, lowered once for every shape (its
-  sizes read from the inputs at each new shape);
+  sizes read from the inputs at each new shape), with ``sizevalues`` for the
+  sizes its statements use as values (counted by the op);
 - ``graphs``: the Dynamo backend (``backend``) through AOT Autograd, the
   partition of each graph into subgraphs that run as neoflow ops, and the
   per-graph report (``report``, ``explain=True``);

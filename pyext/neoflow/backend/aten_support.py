@@ -247,7 +247,7 @@ def unsupported(node, contractions: str = "neoflow", symbolic: bool = False) -> 
     for a in _tensor_args(node):
         av = val_of(a)
         if symbolic and isinstance(av, (torch.SymInt, torch.SymFloat)) and node.target in _SIZES_READ:
-            continue  # a size as an operand, counted (lowering.size_value), or an expand's: its output's shape
+            continue  # a size as an operand, counted (sizevalues.value), or an expand's: its output's shape
         if not isinstance(av, torch.Tensor):
             return "a size or number computed in the graph as an argument"
         if not _static(av.shape, symbolic):
@@ -272,7 +272,7 @@ def unsupported(node, contractions: str = "neoflow", symbolic: bool = False) -> 
 
 
 # the operators whose arguments may be sizes of a graph with symbolic shapes: elementwise operands (counted:
-# lowering.size_value) and the sizes of an expand (its output's shape, which the lowering reads instead)
+# sizevalues.value) and the sizes of an expand (its output's shape, which the lowering reads instead)
 _SIZES_READ = {*BINARY, *COMPARE, aten.expand.default}
 
 

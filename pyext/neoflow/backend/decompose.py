@@ -111,7 +111,7 @@ def _check(target, args, kwargs, used, contractions: str, symbolic: bool) -> str
         if _empty_constant(n):  # made by the subgraph's call (decompose)
             continue
         if symbolic and isinstance(n.meta.get("val"), (torch.SymInt, torch.SymFloat)):
-            continue  # a size computed from the inputs' (sym_numel): read as a value where used (lowering.size_value)
+            continue  # a size computed from the inputs' (sym_numel): read as a value where used (sizevalues.value)
         if why := aten_support.unsupported(n, contractions, symbolic):
             return f"its decomposition holds {n.target}: {why}"
     return None

@@ -41,8 +41,8 @@ import torch
 from torch.fx.passes.operator_support import OperatorSupport
 
 from ..errors import Error
-from . import aten_support, choice, decompose, lowering, mmsum, shapes
-from .lowering import SizeAsValue
+from . import aten_support, choice, decompose, mmsum, shapes, sizevalues
+from .sizevalues import SizeAsValue
 from .subgraph import ConstantsOnly, Subgraph
 
 log = logging.getLogger("neoflow.compile")
@@ -84,7 +84,7 @@ class _Support(OperatorSupport):
         self.views: set = set()  # decomposable operators that only make views, left to eager (not a fallback)
 
     def is_node_supported(self, submodules, node) -> bool:
-        if node.op != "call_function" or lowering.is_size(node):  # a size: computed in eager, read where used
+        if node.op != "call_function" or sizevalues.is_size(node):  # a size: computed in eager, read where used
             return False
         if decompose.decomposable(node):
             why = decompose.unsupported(node, self.contractions, self.symbolic)

@@ -28,7 +28,7 @@ import operator
 import torch
 
 from .. import dsl
-from . import convlowering, indexlowering, inlining, layout, shapes
+from . import convlowering, indexlowering, inlining, layout, shapes, sizevalues
 from .aten_support import (
     BINARY,
     COMPARE,
@@ -42,15 +42,6 @@ from .aten_support import (
 )
 
 aten = torch.ops.aten
-
-
-class SizeAsValue(ValueError):
-    """A node of a graph with symbolic shapes whose statement would hold a size as a value (a mean's 1 / N,
-    a slice's bounds): ``node`` names it, for the backend to leave it to eager (shapes)."""
-
-    def __init__(self, node: str):
-        super().__init__(f"{node}: its statement would hold a symbolic size as a value")
-        self.node = node
 
 
 class Lowering:
@@ -78,7 +69,7 @@ class Lowering:
         self.scattered: dict[str, tuple] = {}  # tensors written through index tensors -> their shapes
         self.env = shapes.shape_env(gm)  # of a graph with symbolic shapes, else None
         self.size_nodes: dict = {}  # nodes whose value is a symbolic size -> its sympy expression
-        self.counts: dict = {}  # symbolic sizes counted by a statement (size_value) -> the count's tensor
+        self.counts: dict = {}  # symbolic sizes counted by statements (sizevalues) -> the count's tensor
         # strided: placeholder position -> the strides its tensor comes with (other than row-major: an
         # unfold's overlapping windows, a permutation). The op takes the memory such a view spans as a flat
         # tensor and reads it at the strides' offsets, so that the view is never copied to be contiguous
@@ -89,7 +80,7 @@ class Lowering:
         inlined = any(inlining.op_of(n) is not None for n in gm.graph.nodes if n.op == "call_function")
         self.prefer = {} if inlined else layout.preferred(gm, strided)
         for k, node in enumerate(gm.graph.nodes):
-            if node.op == "placeholder" and is_size(node):  # a size the graph computed, passed as a number
+            if node.op == "placeholder" and sizevalues.is_size(node):  # a size the graph computed, passed as a number
                 self.inputs.append(f"P{len(self.inputs)}")
                 self.in_shapes.append(())
                 self.size_nodes[node] = val_of(node).node.expr
@@ -101,12 +92,8 @@ class Lowering:
                 self.in_shapes.append(shape_of(node))
                 self.bind(node, name, shape_of(node))
             elif node.op == "call_function":
-                try:
+                with sizevalues.named(node):
                     self._lower(k, node)
-                except TypeError as e:
-                    if not str(e).startswith("cannot use Sym"):  # dsl's error for a SymInt or SymFloat
-                        raise
-                    raise SizeAsValue(node.name) from e
             elif node.op == "output":
                 outs = node.args[0]
                 outs = outs if isinstance(outs, (tuple, list)) else [outs]
@@ -200,61 +187,12 @@ class Lowering:
         """arg (a node or a number) read at output indices idx of an output
         of this shape, broadcasting as PyTorch does."""
         if not isinstance(arg, torch.fx.Node):
-            return self.number(arg)
+            return sizevalues.number(self, arg)
         if arg in self.size_nodes:
-            return self.size_value(self.size_nodes[arg])
+            return sizevalues.value(self, self.size_nodes[arg])
         ash = tuple(shape_of(arg))
         off = len(shape) - len(ash)
         return self.at(arg, [0 if n == 1 else idx[d + off] for d, n in enumerate(ash)])
-
-    def number(self, x) -> dsl.Expr:
-        """A number of the graph as an expression: a Python number's literal, or a symbolic size's value
-        (size_value)."""
-        if isinstance(x, (torch.SymInt, torch.SymFloat)):
-            return self.size_value(x.node.expr)
-        return num(x)
-
-    def size_value(self, e) -> dsl.Expr:
-        """The value of a symbolic size (a sympy expression) as an expression: numbers as literals, products
-        and integer powers as such, sums of sizes as such, and each size of them, or integer expression that
-        is no polynomial in its sizes (a dimension's ``(s - 1) // 2 + 1``), counted by statements of its own,
-        ``One[z] = 1.0`` and ``Cnt[o] += One[r]`` over loops that run to it: the op's text names no size, and
-        a float32 count is exact up to 2**24. Any other expression is a SizeAsValue."""
-        if e.is_Integer or e.is_Rational or e.is_Float:
-            return num(float(e))
-        name = type(e).__name__
-        if name in ("FloatTrueDiv", "IntTrueDiv"):  # PyTorch's true division of sizes
-            return self.size_value(e.args[0]) / self.size_value(e.args[1])
-        if name == "ToFloat":
-            return self.size_value(e.args[0])
-        whole = e.is_integer and e.free_symbols and not e.is_polynomial(*e.free_symbols)
-        if e.is_Mul or (e.is_Add and not whole):
-            parts = [self.size_value(a) for a in e.args]
-            return functools.reduce(operator.add if e.is_Add else operator.mul, parts)
-        if e.is_Pow and e.exp.is_Integer and e.exp != 0:
-            base = functools.reduce(operator.mul, [self.size_value(e.base)] * abs(int(e.exp)))
-            return base if e.exp > 0 else 1.0 / base
-        if (e.is_Symbol or whole) and self._positive(e):  # a size, or a dimension's such as (s - 1) // 2 + 1
-            return _element(self._count(e), [0])
-        raise TypeError(f"cannot use SymInt in a neoflow expression ({e}: a size that is not counted)")
-
-    def _positive(self, e) -> bool:
-        """Whether size e is at least 1 for every value of its sizes the graph allows (a count runs a loop to it)."""
-        env = shapes.shape_env_of(e, self.env)
-        return env is not None and env.bound_sympy(e).lower >= 1
-
-    def _count(self, e) -> str:
-        """The tensor that holds size e's value, counted once per lowering."""
-        name = self.counts.get(e)
-        if name is None:
-            k = len(self.counts)
-            name = self.counts[e] = f"Cnt{k}"
-            (z,) = self.index_vars(k, [e], prefix="zc")
-            (r,) = self.index_vars(k, [e], prefix="rc")
-            (o,) = self.index_vars(k, [1], prefix="oc")
-            self.lines.append(dsl.statement(_element(f"One{k}", [z]), "=", num(1.0)))
-            self.lines.append(dsl.statement(_element(name, [o]), "+=", _element(f"One{k}", [r])))
-        return name
 
     def emit_node(self, k: int, node, rhs_of) -> None:
         """T<k>[its output's indices] = rhs_of(those indices, the output's shape)."""
@@ -266,7 +204,7 @@ class Lowering:
     def _lower(self, k: int, node) -> None:
         t, a = node.target, node.args
         user_op = inlining.op_of(node)
-        if is_size(node):  # sym_numel, a product of sizes: read where used (size_value)
+        if sizevalues.is_size(node):  # sym_numel, a product of sizes: read where used (sizevalues)
             self.size_nodes[node] = val_of(node).node.expr
         elif user_op is not None:
             inlining.inline(self, k, node, user_op)
@@ -403,7 +341,7 @@ class Lowering:
             self.emit(f"S{k}", idx, op, read)
             j = self.index_vars(k, out, prefix="j")
             count = math.prod(xs[d] for d in dims)
-            scale = num(1.0 / count) if isinstance(count, int) else 1.0 / self.number(count)
+            scale = num(1.0 / count) if isinstance(count, int) else 1.0 / sizevalues.number(self, count)
             self.emit(name, j, "=", _element(f"S{k}", j) * scale)
         self.bind(node, name, out)
 
@@ -435,12 +373,12 @@ class Lowering:
         a, ra = self.index_vars(k, out, prefix="a"), self.index_vars(k, [xs[d] for d in dims], prefix="b")
         self.emit(f"S{k}", a, "+=", read(a, ra))
         c = self.index_vars(k, out, prefix="c")
-        self.emit(f"Mu{k}", c, "=", _element(f"S{k}", c) / self.number(count))
+        self.emit(f"Mu{k}", c, "=", _element(f"S{k}", c) / sizevalues.number(self, count))
         d, rd = self.index_vars(k, out, prefix="d"), self.index_vars(k, [xs[d] for d in dims], prefix="e")
         dev = read(d, rd) - _element(f"Mu{k}", d)
         self.emit(f"Q{k}", d, "+=", dev * dev)
         f = self.index_vars(k, out, prefix="f")
-        denom = num(float(max(count - corr, 0))) if isinstance(count, int) else self.number(count - corr)
+        denom = num(float(max(count - corr, 0))) if isinstance(count, int) else sizevalues.number(self, count - corr)
         self.emit(f"V{k}", f, "=", _element(f"Q{k}", f) / denom)
         for name in (f"V{k}", f"Mu{k}"):
             self.shapes[name] = out or (1,)
@@ -596,12 +534,6 @@ class Lowering:
 def _reduced_dims(xs: tuple, dims) -> list:
     """A reduction's dimensions (an int or several, negative from the end) of a tensor of shape xs, sorted."""
     return sorted({d % len(xs) for d in ([dims] if isinstance(dims, int) else dims)}) if xs else []
-
-
-def is_size(node) -> bool:
-    """Whether node's value is a symbolic size (or a number computed from sizes) of a graph with dynamic
-    shapes."""
-    return isinstance(val_of(node), (torch.SymInt, torch.SymFloat))
 
 
 def _element(name: str, parts: list) -> dsl.Expr:
