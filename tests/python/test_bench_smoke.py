@@ -212,9 +212,9 @@ def test_layers_bench_times_each_layer_of_the_backend(tmp_path):
 
 
 def test_shapes_bench_trains_on_varying_lengths(tmp_path):
-    """bench/shapes.py: BERT on a few varying lengths, eager and the backend; the backend lowers the first
-    length's static graph, then the graph with symbolic sizes once (and one more for the static model)."""
-    cmd = [sys.executable, str(ROOT / "bench" / "shapes.py"), "--steps", "5", "--lengths", "8", "11"]
+    """bench/shapes.py: BERT on varying lengths, eager and the backend; the backend lowers the first length's
+    static graph, then the graph with symbolic sizes once."""
+    cmd = [sys.executable, str(ROOT / "bench" / "shapes.py"), "--steps", "6", "--lengths", "8", "13"]
     cmd += ["--repeat", "1", "--warm", "2", "--variants", "eager", "neoflow", "--out", str(tmp_path)]
     env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
@@ -222,4 +222,6 @@ def test_shapes_bench_trains_on_varying_lengths(tmp_path):
     result = json.loads(next(tmp_path.glob("shapes-*.json")).read_text())
     eager, neoflow = result["rows"]
     assert eager["variant"] == "eager" and eager["neoflow_graphs"] is None
-    assert neoflow["neoflow_graphs"] == 2 and neoflow["static"]["median_ms"] > 0
+    # the first length's static graph, the symbolic one, and at most one more: BERT's first call sets its
+    # config's problem_type, which Dynamo's guards see (a graph per length would be 5 or 6)
+    assert 2 <= neoflow["neoflow_graphs"] <= 3 and neoflow["static"]["median_ms"] > 0
