@@ -208,14 +208,18 @@ def test_sequence_lengths_share_kernels():
     assert sum(every for _, every, _ in counts[2:]) > 0, counts
 
 
-def test_symbolic_inputs():
-    assert not shapes.symbolic([torch.ones(2, 3), 4])
+def test_symbolic_graphs():
+    """shapes.shape_env tells a graph with symbolic sizes (a SymInt input) from one of static shapes."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
+    gm = torch.fx.symbolic_trace(lambda x, n: x * n)
+    x, n = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    x.meta["val"], n.meta["val"] = torch.ones(2, 3), 4
+    assert shapes.shape_env(gm) is None
     mode = FakeTensorMode(shape_env=ShapeEnv())
     with mode:
-        fake = mode.from_tensor(torch.ones(4, 3))
-    assert not shapes.symbolic([fake])
-    sym = mode.shape_env.create_unbacked_symint()
-    assert shapes.symbolic([fake, sym])
+        x.meta["val"] = mode.from_tensor(torch.ones(4, 3))
+    assert shapes.shape_env(gm) is None
+    n.meta["val"] = mode.shape_env.create_unbacked_symint()
+    assert shapes.shape_env(gm) is mode.shape_env

@@ -22,7 +22,7 @@ import operator
 
 import torch
 
-from . import aten_support
+from . import aten_support, sizevalues
 
 aten = torch.ops.aten
 
@@ -110,7 +110,7 @@ def _check(target, args, kwargs, used, contractions: str, symbolic: bool) -> str
     for n in calls:
         if _empty_constant(n):  # made by the subgraph's call (decompose)
             continue
-        if symbolic and isinstance(n.meta.get("val"), (torch.SymInt, torch.SymFloat)):
+        if symbolic and sizevalues.is_size(n):
             continue  # a size computed from the inputs' (sym_numel): read as a value where used (sizevalues.value)
         if why := aten_support.unsupported(n, contractions, symbolic):
             return f"its decomposition holds {n.target}: {why}"

@@ -28,18 +28,6 @@ from .aten_support import val_of
 log = logging.getLogger("neoflow.compile")
 
 
-def symbolic(example_inputs) -> bool:
-    """Whether Dynamo's example inputs carry symbolic sizes (a SymInt input, or a tensor with a symbolic size,
-    stride or offset)."""
-    for a in example_inputs:
-        if isinstance(a, torch.SymInt):
-            return True
-        if isinstance(a, torch.Tensor):
-            if any(isinstance(d, torch.SymInt) for d in (*a.shape, *a.stride(), a.storage_offset())):
-                return True
-    return False
-
-
 def shape_env(gm: torch.fx.GraphModule):
     """The shape environment of gm's symbolic sizes, or None for a graph of static shapes."""
     for node in gm.graph.nodes:
