@@ -19,6 +19,7 @@ func ToProto(scheds []loops.Schedule) []*api.StmtSchedule {
 			Scatter:       s.Scatter,
 			Atomic:        s.Atomic,
 			Threads:       int32(s.Threads),
+			LaneSize:      s.LaneSize,
 		}
 		if t := s.Tiling; t != nil {
 			pt := &api.Tiling{Loops: t.Loops, Parallel: int32(t.Parallel), Vector: t.Vector, AccAt: int32(t.AccAt)}
@@ -87,6 +88,7 @@ func FromProto(ps []*api.StmtSchedule) ([]loops.Schedule, error) {
 			Scatter:       p.Scatter,
 			Atomic:        p.Atomic,
 			Threads:       int(p.Threads),
+			LaneSize:      p.LaneSize,
 		}
 		if pt := p.Tiling; pt != nil {
 			t := &loops.Tiling{Loops: pt.Loops, Parallel: int(pt.Parallel), Vector: pt.Vector, AccAt: int(pt.AccAt)}

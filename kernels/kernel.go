@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"github.com/neoflow/neoflow/core/bounds"
 	"unsafe"
 
 	"github.com/neoflow/neoflow/core/ir"
@@ -18,8 +19,10 @@ type Kernel struct {
 	portable, path string
 	outcome        cache.Outcome
 	k              *cc.Kernel
-	// sizes are the size variables of a kernel with symbolic extents.
-	sizes []string
+	// sizes are the size variables of a kernel with symbolic extents, and
+	// guards the conditions on their values a launch must meet.
+	sizes  []string
+	guards []bounds.Guard
 }
 
 // Close releases the kernel's library (one Close per Build that returned
@@ -68,6 +71,11 @@ func (k *Kernel) Profiled() bool {
 // (Builder.BuildSymbolic), in the order of its sizes buffer; nil for a
 // kernel of fixed shapes.
 func (k *Kernel) Sizes() []string { return k.sizes }
+
+// Guards are the launch guards of a kernel with symbolic extents
+// (loops.Func.Guards): conditions on its sizes' values that Shapes and
+// LaunchSized check.
+func (k *Kernel) Guards() []bounds.Guard { return k.guards }
 
 // Addr is the kernel function's address, to call it from C directly or
 // with cc.CallRaw(k.Addr(), bufs, nthreads), which allocates nothing.

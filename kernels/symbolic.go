@@ -27,7 +27,8 @@ func (b *Builder) BuildSymbolic(ctx context.Context, at pipeline.SpecAt, sizes [
 }
 
 // Shapes are the shapes of k's tensors for these values of its sizes (in
-// Sizes order): each dimension a size names takes its value.
+// Sizes order): each dimension a size names takes its value. Values that
+// break a launch guard (Guards) are refused.
 func (k *Kernel) Shapes(values []int64) ([][]int64, error) {
 	if len(values) != len(k.sizes) {
 		return nil, errors.Errorf("kernel %s takes %d sizes, got %d", k.Symbol(), len(k.sizes), len(values))
@@ -38,6 +39,11 @@ func (k *Kernel) Shapes(values []int64) ([][]int64, error) {
 			return nil, errors.Errorf("kernel %s: size %s = %d is outside [1, %d]", k.Symbol(), s[1:], values[i], bounds.MaxSize)
 		}
 		val[s] = values[i]
+	}
+	for _, g := range k.guards {
+		if !g.Holds(val) {
+			return nil, errors.Errorf("kernel %s: sizes %v break its launch guard %s", k.Symbol(), values, g)
+		}
 	}
 	out := make([][]int64, len(k.spec.Tensors))
 	for i, t := range k.spec.Tensors {

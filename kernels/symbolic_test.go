@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -93,6 +94,9 @@ var symbolicCases = []symbolicCase{
 	{"softmax", "M[n] max= X[n, j]\nE[n, j] = exp(X[n, j] - M[n])\nS[n] += E[n, j]\nY[n, j] = E[n, j] / S[n]",
 		func(s []int64) [][]int64 { return [][]int64{{s[0], 7}} }},
 	{"lanes_over_size", "Y[i, j] = X[j, i] + 1.0", func(s []int64) [][]int64 { return [][]int64{{3, s[0]}} }},
+	// reductions whose lane axis runs to the size: vectors and a remainder
+	{"sum_over_size", "S[i] += X[i, j] * X[i, j]", func(s []int64) [][]int64 { return [][]int64{{3, s[0]}} }},
+	{"max_over_size", "M[i] max= X[i, j]", func(s []int64) [][]int64 { return [][]int64{{5, s[0]}} }},
 	{"two_sizes", "Y[n, t] = X[n, t] * B[n]", func(s []int64) [][]int64 { return [][]int64{{s[0], s[1]}, {s[0]}} }},
 	{"guarded", "Y[n, j] = where(j > 0, X[n, j - 1], 0.0) + X[n, j]", func(s []int64) [][]int64 { return [][]int64{{s[0], 4}} }},
 }
@@ -149,8 +153,10 @@ func TestSymbolicRefusals(t *testing.T) {
 // op, with the first dimension of its first input symbolic (every input
 // dimension of that value follows it), from the table's shapes and from
 // that dimension three larger, and runs each kernel built at three other
-// sizes against the interpreter. Ops whose kernel would depend on the
-// size some other way are refused; the test logs how many got a kernel.
+// sizes against the interpreter; where the op does not specialize at a
+// size, the kernel's launch guards must refuse it. Ops whose kernel would
+// depend on the size some other way are refused; the test logs how many
+// got a kernel.
 func TestSymbolicOpTable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
@@ -198,11 +204,15 @@ func TestSymbolicOpTable(t *testing.T) {
 				if _, fwdErr := at(n).Spec(ir.Float64); grad && fwdErr != nil {
 					continue // a gradient op runs only where its forward op does
 				}
-				if err != nil {
-					t.Errorf("%s (gradient %v) at %d: %v", o.Name, grad, n, err)
-					continue
+				_, guarded := k.Shapes([]int64{n})
+				switch {
+				case err != nil && guarded == nil:
+					t.Errorf("%s (gradient %v) at %d: the kernel's launch guards %v accept a size the op refuses: %v", o.Name, grad, n, k.Guards(), err)
+				case err == nil && guarded != nil:
+					t.Logf("%s (gradient %v) at %d: %v", o.Name, grad, n, guarded)
+				case err == nil:
+					runSized(t, k, s, []int64{n})
 				}
-				runSized(t, k, s, []int64{n})
 			}
 			k.Close()
 		}
@@ -261,4 +271,25 @@ func runSymbolicEmulated(t *testing.T, k *cudaemu.Kernel, spec *ir.Spec, mod *cg
 		t.Fatal(err)
 	}
 	compareWritten(t, spec, bufs, want, tolerance(spec.DType), mod.Source)
+}
+
+// TestSymbolicGuards: an access that is in bounds only for some sizes
+// (Z[i + 2], with Z of its own size) gets a launch guard; the kernel runs
+// wherever the guard holds and refuses a launch that breaks it.
+func TestSymbolicGuards(t *testing.T) {
+	c := symbolicCase{"window", "Y[i] = X[i] + Z[i + 2]", func(s []int64) [][]int64 { return [][]int64{{s[0]}, {s[1]}} }}
+	k, err := buildSymbolic(t, c, ir.Float32, []int64{8, 13}, []int64{12, 15})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if g := fmt.Sprint(k.Guards()); g != "[-$s0 + $s1 - 2 >= 0]" {
+		t.Errorf("guards %s", g)
+	}
+	for _, s := range [][]int64{{1, 3}, {5, 9}, {17, 19}, {33, 40}} {
+		runSymbolic(t, k, c, ir.Float32, s)
+	}
+	if _, err := k.Shapes([]int64{9, 10}); err == nil || !strings.Contains(err.Error(), "launch guard") {
+		t.Errorf("sizes 9, 10 (Z too short): %v", err)
+	}
 }

@@ -61,6 +61,13 @@ func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in t
 		return nil, errors.Wrapf(err, "op %s", op.DisplayName())
 	}
 	resp := &api.SpecializeResponse{Dtype: in.dtype.String(), CSource: k.Source(), SizeNames: sizeNames(k.Sizes()), SizeOf: sizeOf, Warnings: r.takeWarnings()}
+	for _, g := range k.Guards() {
+		pg := &api.SizeGuard{Coef: map[string]int64{}, Constant: g.Const}
+		for s, c := range g.Coef {
+			pg.Coef[strings.TrimPrefix(s, loops.SizePrefix)] = c
+		}
+		resp.SizeGuards = append(resp.SizeGuards, pg)
+	}
 	resp.CacheHit = k.Outcome() == cache.Hit || k.Outcome() == cache.Bundled
 	for _, t := range k.Spec().Tensors {
 		resp.Buffers = append(resp.Buffers, &api.Buffer{Name: t.Name, Role: t.Role.String(), Shape: t.Shape,

@@ -26,7 +26,11 @@
 // (s + 2, 2 * s), for every value they take, from those facts (scaled:
 // 2s - 1 - 2i - j under s - 1 - i >= 0 leaves 1 - j). This is the prover
 // of the kernels whose extents are arguments (one kernel for every batch
-// size); sizes_test.go checks it against exhaustive evaluation.
+// size); sizes_test.go checks it against exhaustive evaluation. Where the
+// facts do not suffice, GuardsWithin (guards.go) derives launch guards:
+// linear conditions on the sizes under which the index is in bounds at
+// every point, which the kernel checks per launch; sizes_test.go checks
+// them the same way.
 //
 // The linear form (Linear, Linearize) is the compiler's one: besides the
 // prover, fuse-split reads where a condition changes value from it,

@@ -73,6 +73,11 @@ type Scope struct {
 	// byAtom indexes facts by the atoms they mention, for proveNonneg;
 	// built on first use.
 	byAtom map[string][]int
+	// sized maps each loop variable that runs to a size variable to that
+	// size, and sizes holds the size variables (ForSymbolicExtents), for
+	// GuardsWithin.
+	sized map[string]string
+	sizes map[string]bool
 }
 
 type guardKey struct {
@@ -211,7 +216,7 @@ func (s *Scope) Guard(cond ir.Expr, negate bool) *Scope {
 		}
 	}
 	t := NewScopeInfo(maps.Clone(s.vars), s.info)
-	t.atoms, t.atomExprs, t.dead = maps.Clone(s.atoms), maps.Clone(s.atomExprs), s.dead
+	t.atoms, t.atomExprs, t.dead, t.sized, t.sizes = maps.Clone(s.atoms), maps.Clone(s.atomExprs), s.dead, s.sized, s.sizes
 	narrowed := false // a variable's interval
 	t.facts, t.factIndex = slices.Clone(s.facts), maps.Clone(s.factIndex)
 	for _, f := range fs {

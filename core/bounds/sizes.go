@@ -32,7 +32,12 @@ func ForSymbolicExtents(ext map[string]int64, sym map[string]string, least map[s
 		vars[s] = Interval{lo, MaxSize}
 	}
 	s := NewScope(vars)
+	s.sized, s.sizes = sym, map[string]bool{}
+	for size := range least {
+		s.sizes[size] = true
+	}
 	for v, size := range sym {
+		s.sizes[size] = true
 		if _, ok := vars[size]; !ok {
 			s.vars[size] = Interval{1, MaxSize} // an extent is at least 1
 		}

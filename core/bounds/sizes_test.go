@@ -3,6 +3,7 @@ package bounds
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -134,14 +135,27 @@ func randomSymCase(r *rand.Rand) symCase {
 // exhaustive reports whether c's access stays in bounds wherever its guard
 // holds, for every size from its least value to three past it.
 func (c symCase) exhaustive(t *testing.T) bool {
+	ok, _ := c.exhaustiveWhere(t, nil)
+	return ok
+}
+
+// exhaustiveWhere is exhaustive over the sizes that meet every launch
+// guard of guards; it also counts those sizes.
+func (c symCase) exhaustiveWhere(t *testing.T, guards []Guard) (bool, int) {
 	x, size := index(t, c.x), index(t, c.size)
 	var guard = index(t, "1 > 0")
 	if c.guard != "" {
 		guard = index(t, c.guard)
 	}
+	met := 0
 	for ds := int64(0); ds < 4; ds++ {
 		for dt := int64(0); dt < 4; dt++ {
 			at := map[string]int64{"s": c.least["s"] + ds, "t": c.least["t"] + dt}
+			if !slices.ContainsFunc(guards, func(g Guard) bool { return !g.Holds(at) }) {
+				met++
+			} else {
+				continue
+			}
 			ext := func(v string) int64 {
 				if s, ok := c.sym[v]; ok {
 					return at[s]
@@ -156,12 +170,77 @@ func (c symCase) exhaustive(t *testing.T) bool {
 							continue
 						}
 						if v := evalIndex(x, at); v < 0 || v >= evalIndex(size, at) {
-							return false
+							return false, met
 						}
 					}
 				}
 			}
 		}
 	}
-	return true
+	return true, met
+}
+
+// TestGuardsWithinIsSound draws the accesses of TestWithinSizeIsSound and
+// gives each one the prover does not accept its launch guards: wherever
+// the guards hold, for every size from the least value to three past it,
+// the access must be in bounds at every point. The guards must also hold
+// at some sizes for a good share of the accesses guarded, so that the test
+// cannot pass with guards that nothing meets.
+func TestGuardsWithinIsSound(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 30))
+	guarded, useful := 0, 0
+	for n := 0; n < 3000; n++ {
+		c := randomSymCase(r)
+		sc := ForSymbolicExtents(c.ext, c.sym, c.least)
+		if c.guard != "" {
+			sc = sc.Guard(index(t, c.guard), false)
+		}
+		low, high := sc.WithinSize(index(t, c.x), index(t, c.size))
+		if low && high {
+			continue
+		}
+		gs, ok := sc.GuardsWithin(index(t, c.x), index(t, c.size), !low, !high)
+		if !ok {
+			continue
+		}
+		guarded++
+		in, met := c.exhaustiveWhere(t, gs)
+		if !in {
+			t.Fatalf("out of bounds where its guards %v hold: %s in [0, %s) under %q, ext %v sym %v least %v",
+				gs, c.x, c.size, c.guard, c.ext, c.sym, c.least)
+		}
+		if met > 0 {
+			useful++
+		}
+	}
+	t.Logf("%d accesses guarded, %d of them in bounds at some of the sizes tried", guarded, useful)
+	if guarded < 300 || useful < guarded/3 {
+		t.Errorf("%d accesses guarded, %d of them in bounds at some of the sizes tried", guarded, useful)
+	}
+}
+
+// TestGuardsWithin pins down the guards of a few accesses.
+func TestGuardsWithin(t *testing.T) {
+	s0 := map[string]int64{"s": 1, "t": 1}
+	for _, tc := range []struct {
+		c    symCase
+		want string // the guards, "" when none is derived
+	}{
+		{symCase{x: "i + 2", size: "t", sym: map[string]string{"i": "s"}, least: s0}, "[-s + t - 2 >= 0]"},
+		{symCase{x: "i", size: "8", sym: map[string]string{"i": "s"}, least: s0}, "[-s + 8 >= 0]"},
+		{symCase{x: "i - 1", size: "s", sym: map[string]string{"i": "s"}, least: s0}, ""}, // -1 at i = 0, whatever s
+		{symCase{x: "i / 2", size: "t", sym: map[string]string{"i": "s"}, least: s0}, ""}, // not linear
+		{symCase{x: "2 * i + k", size: "t", ext: map[string]int64{"k": 3}, sym: map[string]string{"i": "s"}, least: s0}, "[-2*s + t - 1 >= 0]"},
+	} {
+		sc := ForSymbolicExtents(tc.c.ext, tc.c.sym, tc.c.least)
+		low, high := sc.WithinSize(index(t, tc.c.x), index(t, tc.c.size))
+		gs, ok := sc.GuardsWithin(index(t, tc.c.x), index(t, tc.c.size), !low, !high)
+		got := ""
+		if ok {
+			got = fmt.Sprint(gs)
+		}
+		if got != tc.want {
+			t.Errorf("%s in [0, %s): guards %q, want %q", tc.c.x, tc.c.size, got, tc.want)
+		}
+	}
 }

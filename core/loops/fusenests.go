@@ -1,6 +1,7 @@
 package loops
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -84,7 +85,15 @@ func fuseNests(a, b *Nest) *Nest {
 		}
 	}
 	loops[len(loops)-1].Body = append(scoped(a, innerA), scoped(b, innerB)...)
-	return &Nest{Index: a.Index, Stmt: a.Stmt, Members: append(nestMembers(a), nestMembers(b)...), Schedule: a.Schedule, Body: []Node{loops[0]}}
+	n := &Nest{Index: a.Index, Stmt: a.Stmt, Members: append(nestMembers(a), nestMembers(b)...), Schedule: a.Schedule, Body: []Node{loops[0]}}
+	if a.SizeValues != nil || b.SizeValues != nil {
+		n.SizeValues = maps.Clone(a.SizeValues)
+		if n.SizeValues == nil {
+			n.SizeValues = map[string]int64{}
+		}
+		maps.Copy(n.SizeValues, b.SizeValues)
+	}
+	return n
 }
 
 // outerLoops lists the loops of n that fusion shares: the collapsed

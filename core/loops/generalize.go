@@ -2,6 +2,7 @@ package loops
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 
@@ -72,7 +73,7 @@ func Generalize(a, b *Func, sizes []Size) (*Func, error) {
 			return nil, errors.Wrapf(err, "generalize: statement %d (%s)", na.Index, na.Stmt.Stmt.Tensor)
 		}
 		n := *na
-		n.Body = body
+		n.Body, n.SizeValues = body, nil
 		out.Nests = append(out.Nests, &n)
 	}
 	return out, nil
@@ -167,7 +168,13 @@ func (g *generalizer) node(x, y Node) (Node, error) {
 		if !ok {
 			return nil, errors.Errorf("loop %s is a %T at the other size", x.Var, y)
 		}
-		s, err := g.extent(x.Extent, ly.Extent, "the extent of loop "+x.Var)
+		s, err := x.Size, error(nil)
+		if s == "" {
+			s, err = g.extent(x.Extent, ly.Extent, "the extent of loop "+x.Var)
+		} else if !slices.Contains(slices.Collect(maps.Values(g.byPair)), s) {
+			// A loop the lowering sized (By) names its size itself.
+			err = errors.Errorf("loop %s runs to %s, which is no size of the kernel", x.Var, s)
+		}
 		if err != nil {
 			return nil, err
 		}

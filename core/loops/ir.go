@@ -1,6 +1,9 @@
 package loops
 
-import "github.com/neoflow/neoflow/core/ir"
+import (
+	"github.com/neoflow/neoflow/core/bounds"
+	"github.com/neoflow/neoflow/core/ir"
+)
 
 // Func is a lowered kernel: one loop nest per statement of Spec, or per
 // fused group of statements lowered together (Schedule.Group), run in
@@ -13,6 +16,10 @@ type Func struct {
 	// values as one more buffer after Spec.Tensors, an int64 array in this
 	// order. Nil for a kernel of fixed shapes.
 	Sizes []string
+	// Guards, in a kernel with symbolic extents, are conditions on the
+	// sizes' values (named as in Sizes) under which every access is in
+	// bounds: a launch at values that break one is refused.
+	Guards []bounds.Guard
 }
 
 // Nest computes one statement, or a fused group of statements.
@@ -29,6 +36,10 @@ type Nest struct {
 	// Schedule is the schedule the nest was lowered with.
 	Schedule Schedule
 	Body     []Node
+	// SizeValues holds the value in this specialization of each size
+	// variable that the body names (Schedule.LaneSize), for the passes
+	// that check the nest at its extents; nil in a generalized kernel.
+	SizeValues map[string]int64
 }
 
 // Node is a *Loop, *Block, *Local, *Store, *If, *Sync or *BlockCombine.
@@ -42,6 +53,12 @@ type Loop struct {
 	// variable the loop runs to; Extent is then that size's value in one
 	// specialization, and the loop is never split, tiled or unrolled.
 	Size string
+	// By, with Size, makes the loop run to Size / By (rounded down), or,
+	// with Rem, to Size % By: the outer loop and the serial remainder of a
+	// lane axis that runs to a size (Schedule.LaneSize). Extent is then
+	// that count in one specialization.
+	By  int64
+	Rem bool
 	// Parallel distributes the iterations over threads. Collapse (>= 1)
 	// is the number of perfectly nested loops, this one first, whose
 	// combined iteration space is distributed; the inner ones carry no

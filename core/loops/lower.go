@@ -105,6 +105,9 @@ func LowerNest(spec *ir.Spec, i int, s Schedule) (*Nest, error) {
 	default:
 		l := &lowerer{st: st, env: map[string]ir.Expr{}}
 		l.build(&nest.Body, s)
+		if ax, _, ok := s.lane(st); ok && s.LaneSize != "" {
+			nest.SizeValues = map[string]int64{s.LaneSize: ax.Extent}
+		}
 		if s.ParallelDepth > 0 {
 			l.chain[0].Parallel = true
 			l.chain[0].Collapse = s.ParallelDepth
@@ -210,7 +213,10 @@ func (l *lowerer) build(root *[]Node, s Schedule) {
 		l.compute(cur, 1, "")
 		return
 	case red:
-		l.reduceLanes(cur, lane, s.VectorWidth)
+		l.reduceLanes(cur, lane, s.VectorWidth, s.LaneSize)
+		return
+	case s.LaneSize != "":
+		l.sizedLanes(cur, lane, s.VectorWidth, s.LaneSize)
 		return
 	}
 	vw := s.VectorWidth
@@ -242,6 +248,29 @@ func (l *lowerer) build(root *[]Node, s Schedule) {
 		}
 		l.compute(&b.Body, t, laneVar)
 	}
+}
+
+// sizedLanes appends the split of spatial lane axis ax, which runs to the
+// size variable size, into vw lanes to *body, the same at every value of
+// the size: the outer loop "<ax>.o" to size / vw around the lane loop, and
+// the remainder loop "<ax>.r" to size % vw, one point at a time.
+func (l *lowerer) sizedLanes(body *[]Node, ax ir.Var, vw int64, size string) {
+	outer, lane, rem := ax.Name+".o", ax.Name+".l", ax.Name+".r"
+	lp := &Loop{Var: outer, Extent: ax.Extent / vw, Size: size, By: vw}
+	*body = append(*body, lp)
+	l.chain = append(l.chain, lp)
+	l.env[ax.Name] = Add(Mul(Var(outer), Lit(vw)), Var(lane))
+	l.compute(&lp.Body, vw, lane)
+	rp := &Loop{Var: rem, Extent: ax.Extent % vw, Size: size, By: vw, Rem: true}
+	*body = append(*body, rp)
+	l.env[ax.Name] = Add(sizedBase(size, vw), Var(rem))
+	l.compute(&rp.Body, 1, "")
+}
+
+// sizedBase is the first point of the remainder of a lane split of vw
+// lanes over an axis that runs to size: (size / vw) * vw.
+func sizedBase(size string, vw int64) ir.Expr {
+	return &ir.Binary{Op: ir.Mul, X: &ir.Binary{Op: ir.Div, X: Var(size), Y: Lit(vw)}, Y: Lit(vw)}
 }
 
 // out is the statement's store target at the current spatial point.
@@ -303,7 +332,11 @@ func (l *lowerer) compute(body *[]Node, w int64, lane string) {
 // ten cycles a vector. A depthwise 3x3 weight gradient (16 lanes and 12,
 // 16 x 60 x 28 x 28) took 2.4 ms so, 1.5 ms with rem (2-core Xeon, the
 // kernels timed in turns).
-func (l *lowerer) reduceLanes(body *[]Node, ax ir.Var, vw int64) {
+//
+// When the axis runs to the size variable size (Schedule.LaneSize), the
+// outer loop runs to size / vw and the remainder is a loop to size % vw
+// at every size, folding into rem[0], combined last.
+func (l *lowerer) reduceLanes(body *[]Node, ax ir.Var, vw int64, size string) {
 	st := l.st.Stmt
 	outer, lane, horiz := ax.Name+".o", ax.Name+".l", ax.Name+".h"
 	acc := func(i ir.Expr) *ir.Access { return &ir.Access{Tensor: accName, Indices: []ir.Expr{i}} }
@@ -312,10 +345,18 @@ func (l *lowerer) reduceLanes(body *[]Node, ax ir.Var, vw int64) {
 	}
 	m, t := ax.Extent/vw, ax.Extent%vw
 	rem := func(i ir.Expr) *ir.Access { return &ir.Access{Tensor: remName, Indices: []ir.Expr{i}} }
+	if size != "" {
+		rem = func(ir.Expr) *ir.Access { return &ir.Access{Tensor: remName} } // a scalar
+	}
 	*body = append(*body,
 		&Local{Name: accName, Len: vw},
 		lanes(vw, &Store{Dst: acc(Var(lane)), Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Reduce)}}))
-	if t > 1 {
+	if size != "" {
+		*body = append(*body,
+			&Local{Name: remName, Len: 1},
+			&Store{Dst: rem(Lit(0)), Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Reduce)}})
+	}
+	if t > 1 && size == "" {
 		*body = append(*body,
 			&Local{Name: remName, Len: t},
 			lanes(t, &Store{Dst: rem(Var(lane)), Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Reduce)}}))
@@ -330,15 +371,24 @@ func (l *lowerer) reduceLanes(body *[]Node, ax ir.Var, vw int64) {
 	}
 	main := cur
 	base := Lit(0)
-	if m > 1 {
-		lp := &Loop{Var: outer, Extent: m}
+	if m > 1 || size != "" {
+		lp := &Loop{Var: outer, Extent: m, Size: size}
+		if size != "" {
+			lp.By = vw
+		}
 		*cur = append(*cur, lp)
 		main = &lp.Body
 		base = Mul(Var(outer), Lit(vw))
 	}
 	l.env[ax.Name] = Add(base, Var(lane))
 	*main = append(*main, lanes(vw, &Store{Dst: acc(Var(lane)), Op: st.Reduce, Value: Subst(st.RHS, l.env)}))
-	if t > 0 {
+	if size != "" {
+		r := ax.Name + ".r"
+		l.env[ax.Name] = Add(sizedBase(size, vw), Var(r))
+		*cur = append(*cur, &Loop{Var: r, Extent: t, Size: size, By: vw, Rem: true,
+			Body: []Node{&Store{Dst: rem(Lit(0)), Op: st.Reduce, Value: Subst(st.RHS, l.env)}}})
+	}
+	if t > 0 && size == "" {
 		b := &Block{Comment: fmt.Sprintf("remainder: %s in [%d, %d)", ax.Name, m*vw, ax.Extent)}
 		*cur = append(*cur, b)
 		if t == 1 {
@@ -350,7 +400,10 @@ func (l *lowerer) reduceLanes(body *[]Node, ax ir.Var, vw int64) {
 		}
 	}
 	red := combineLanes(body, st.Reduce, horiz, vw, func(h ir.Expr) ir.Expr { return acc(h) })
-	if t > 1 {
+	if size != "" {
+		*body = append(*body, &Store{Dst: red, Op: st.Reduce, Value: rem(Lit(0))})
+	}
+	if t > 1 && size == "" {
 		hr := ax.Name + ".hr"
 		*body = append(*body, &Loop{Var: hr, Extent: t, Body: []Node{&Store{Dst: red, Op: st.Reduce, Value: rem(Var(hr))}}})
 	}

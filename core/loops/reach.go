@@ -27,11 +27,19 @@ import (
 // configuration as failed, and no kernel that might read outside a buffer
 // is built.
 func checkReach(spec *ir.Spec, nest *Nest) error {
-	c := &reach{spec: spec}
+	c := &reach{spec: spec, sizes: map[string]ir.Expr{}}
+	for name, v := range nest.SizeValues {
+		c.sizes[name] = Lit(v)
+	}
 	return c.nodes(nest.Body, map[string]int64{}, map[string]int64{}, false)
 }
 
-type reach struct{ spec *ir.Spec }
+// reach checks one nest; sizes maps the size variables its body names to
+// their values (Nest.SizeValues).
+type reach struct {
+	spec  *ir.Spec
+	sizes map[string]ir.Expr
+}
 
 // nodes checks body; ext holds the extents of the loops in scope, locals
 // the lengths of the Locals declared so far, guarded whether an If
@@ -126,6 +134,9 @@ func (c *reach) expr(e ir.Expr, ext, locals map[string]int64, guarded bool) erro
 }
 
 func (c *reach) access(a *ir.Access, ext, locals map[string]int64, guarded bool) error {
+	if len(c.sizes) > 0 {
+		a = Subst(a, c.sizes).(*ir.Access)
+	}
 	for _, x := range a.Indices {
 		if err := c.expr(x, ext, locals, guarded); err != nil {
 			return err

@@ -67,6 +67,14 @@ type Schedule struct {
 	// MMA, when set, runs a 16-bit contraction on Tensor Cores (MMATiling;
 	// CUDA only); every other field must be unset.
 	MMA *MMATiling
+	// LaneSize, in a kernel with symbolic extents (Generalize), names the
+	// size variable (with SizePrefix) that the lane axis runs to: its
+	// split's outer loop then runs to LaneSize / VectorWidth and a serial
+	// remainder loop to LaneSize % VectorWidth, at every value of the
+	// size, whatever the axis's extent in the specialization lowered
+	// (which VectorWidth may exceed). Only the untiled CPU lowering takes
+	// it.
+	LaneSize string
 	// Group, when set on the first statement of a fused group
 	// (ir.BoundStmt.Joined), lowers the group as one CPU loop nest
 	// (GroupTiling); every other field must be unset, and the members'
@@ -107,6 +115,9 @@ func (s Schedule) String() string {
 	}
 	if s.Order != nil {
 		t += fmt.Sprintf(" order %v", s.Order)
+	}
+	if s.LaneSize != "" {
+		t += " to size " + s.LaneSize[len(SizePrefix):]
 	}
 	t += fmt.Sprintf(", parallel %d", s.ParallelDepth)
 	if s.Threads != 0 {
@@ -341,6 +352,12 @@ func (s Schedule) lane(st *ir.BoundStmt) (ax ir.Var, reduction, ok bool) {
 	return axis(st, s.VectorAxis)
 }
 
+// LaneVar names the lane axis of st under s, if s splits one.
+func (s Schedule) LaneVar(st *ir.BoundStmt) (string, bool) {
+	ax, _, ok := s.lane(st)
+	return ax.Name, ok
+}
+
 // axis finds the axis of st named name.
 func axis(st *ir.BoundStmt, name string) (ax ir.Var, reduction, ok bool) {
 	for _, r := range st.Reduction {
@@ -368,13 +385,14 @@ func parallelCandidates(st *ir.BoundStmt, s Schedule) []int64 {
 	for i, ax := range ord {
 		ext := ax.Extent
 		last := split && i == n-1
+		sized := last && s.LaneSize != "" // its loops exist at every size
 		if last {
 			ext = ax.Extent / v
 		}
-		if ext == 1 {
+		if ext == 1 && !sized {
 			continue
 		}
-		if last && ax.Extent%v != 0 && len(out) > 0 {
+		if last && (ax.Extent%v != 0 || sized) && len(out) > 0 {
 			// The remainder block follows the outer split loop inside
 			// the enclosing loop: the nest is no longer perfect.
 			break
@@ -423,6 +441,9 @@ func (s Schedule) check(st *ir.BoundStmt) error {
 	if s.Atomic && !s.Scatter {
 		return errors.New("an atomic schedule must scatter")
 	}
+	if s.LaneSize != "" && (s.Scatter || s.VectorWidth < 2 || !IsSize(s.LaneSize)) {
+		return errors.Errorf("lane size %q: a lane axis that runs to a size needs a size variable, a vector width of at least 2, and no scatter", s.LaneSize)
+	}
 	if s.Scatter {
 		if _, ok := matchScatter(st); !ok {
 			return errors.New("scatter schedule for a statement that is not of the scatter form")
@@ -452,7 +473,7 @@ func (s Schedule) check(st *ir.BoundStmt) error {
 			return errors.Errorf("vector axis %s is not an axis of the statement", s.VectorAxis)
 		case !red && ord[len(ord)-1].Name != ax.Name:
 			return errors.Errorf("spatial vector axis %s is not the innermost spatial loop", s.VectorAxis)
-		case s.VectorWidth > ax.Extent:
+		case s.VectorWidth > ax.Extent && s.LaneSize == "":
 			return errors.Errorf("vector width %d exceeds the extent %d of axis %s", s.VectorWidth, ax.Extent, ax.Name)
 		}
 	} else if s.VectorWidth > 1 {
@@ -460,7 +481,7 @@ func (s Schedule) check(st *ir.BoundStmt) error {
 		if len(ord) == 0 {
 			return errors.Errorf("vector width %d on a statement without spatial axes", s.VectorWidth)
 		}
-		if e := ord[len(ord)-1].Extent; s.VectorWidth > e {
+		if e := ord[len(ord)-1].Extent; s.VectorWidth > e && s.LaneSize == "" {
 			return errors.Errorf("vector width %d exceeds the extent %d of axis %s", s.VectorWidth, e, ord[len(ord)-1].Name)
 		}
 	}

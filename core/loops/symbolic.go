@@ -1,29 +1,62 @@
 package loops
 
-import "github.com/neoflow/neoflow/core/ir"
+import (
+	"slices"
+
+	"github.com/neoflow/neoflow/core/ir"
+)
 
 // SymbolicSchedule is the default CPU schedule of statement i of spec in a
-// kernel with symbolic extents (Generalize), where sym holds the
-// statement's variables of symbolic extent: the default schedule's lane
-// axis and parallel loops, untiled and without fused groups, and no lane
-// split of a variable that runs to a size (a split's remainder would follow
-// from the size). Its outer loops are parallel whatever its work at these
-// sizes: the kernel runs them in parallel only when the work at the sizes
-// of a launch reaches MinParallelWork (kernels/cgen). A statement of the
-// scatter form is lowered as a scatter, its fill scheduled the same way.
-func SymbolicSchedule(spec *ir.Spec, i int, sym map[string]bool) Schedule {
+// kernel with symbolic extents (Generalize), where sym maps the
+// statement's variables of symbolic extent to their size variables
+// (without SizePrefix): the default schedule's lane axis and parallel
+// loops, untiled and without fused groups. A lane axis that runs to a size
+// is split into full vectors and a serial remainder at every size
+// (Schedule.LaneSize), its vector as wide as the dtype's default whatever
+// the axis's extent in spec. Its outer loops are parallel whatever its
+// work at these sizes: the kernel runs them in parallel only when the work
+// at the sizes of a launch reaches MinParallelWork (kernels/cgen). A
+// statement of the scatter form is lowered as a scatter, its fill
+// scheduled the same way, without a lane split of a size.
+func SymbolicSchedule(spec *ir.Spec, i int, sym map[string]string) Schedule {
 	st := spec.Stmts[i]
 	_, scatter := matchScatter(st)
 	if scatter {
 		st = fillStmt(st)
 	}
-	s := laneSchedule(spec, st)
-	if ax, _, ok := s.lane(st); ok && sym[ax.Name] {
-		s = Schedule{VectorWidth: 1}
+	s := laneSchedule(spec, atLeastLanes(spec, st, sym))
+	if ax, _, ok := s.lane(st); ok && sym[ax.Name] != "" {
+		if scatter {
+			s = Schedule{VectorWidth: 1}
+		} else {
+			s.LaneSize = SizePrefix + sym[ax.Name]
+			s.VectorWidth = int64(VectorBytes / max(spec.DType.Size(), 1))
+		}
 	}
 	s = withOuterParallel(st, s)
 	s.Scatter = scatter
 	return s
+}
+
+// atLeastLanes is st with each variable of symbolic extent (sym) at
+// least a default vector wide: the lane axis is chosen for the sizes the
+// kernel serves, not for the value a size had in this specialization
+// (a batch of 8 beside a contiguous row of 3 would put the lanes on the
+// row); where a size is smaller at a launch, its remainder loop runs.
+func atLeastLanes(spec *ir.Spec, st *ir.BoundStmt, sym map[string]string) *ir.BoundStmt {
+	v := int64(VectorBytes / max(spec.DType.Size(), 1))
+	widen := func(vars []ir.Var) []ir.Var {
+		out := slices.Clone(vars)
+		for i := range out {
+			if sym[out[i].Name] != "" {
+				out[i].Extent = max(out[i].Extent, v)
+			}
+		}
+		return out
+	}
+	c := *st
+	c.Spatial, c.Reduction = widen(st.Spatial), widen(st.Reduction)
+	return &c
 }
 
 // SymbolicGPUSchedule is the GPU schedule of statement i of spec in a

@@ -38,7 +38,9 @@
 // Symbolic runs the Build plan twice, on one op specialized at two values
 // of some sizes, under the same schedules, and generalizes the two loop
 // nests into one kernel for every value (loops.Generalize), after
-// sema.ProveSymbolic has proven every access for every size.
+// sema.ProveSymbolic has proven every access for every size, or for the
+// sizes that meet its launch guards (loops.Func.Guards), which must hold
+// at the two values.
 //
 // To add a pass: write it in a file named for it as a function of *Unit,
 // add it to the table where it belongs with the passes it needs, and give

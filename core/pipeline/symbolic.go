@@ -6,6 +6,7 @@ import (
 
 	"github.com/pkg/errors"
 
+	"github.com/neoflow/neoflow/core/bounds"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/sema"
@@ -20,7 +21,8 @@ type SpecAt func(values map[string]int64) (*ir.Spec, error)
 // Symbolic lowers one kernel for target (CPU or GPU) for every value of
 // sizes. The op is specialized at the sizes' A values and at their B
 // values; every access is proven in bounds for every size of at least 1
-// (sema.ProveSymbolic), each statement is lowered under
+// (sema.ProveSymbolic), or for the sizes that meet launch guards
+// (Func.Guards) that hold at both, each statement is lowered under
 // loops.SymbolicSchedule (for the GPU loops.SymbolicGPUSchedule) at both
 // with the same schedules, and the two loop nests are generalized
 // (loops.Generalize): the kernel takes the sizes' values at launch. The op
@@ -56,7 +58,11 @@ func Symbolic(at SpecAt, sizes []loops.Size, target Target) (*loops.Func, error)
 	if err != nil {
 		return nil, err
 	}
-	syms, err := sema.ProveSymbolic(a, dims, nil, vary)
+	syms, guards, err := sema.ProveSymbolic(a, dims, nil, vary)
+	if err != nil {
+		return nil, err
+	}
+	guards, err = launchGuards(guards, sizes)
 	if err != nil {
 		return nil, err
 	}
@@ -65,11 +71,7 @@ func Symbolic(at SpecAt, sizes []loops.Size, target Target) (*loops.Func, error)
 	}
 	scheds := make([]loops.Schedule, len(a.Stmts))
 	for i := range a.Stmts {
-		sym := map[string]bool{}
-		for v := range syms[i] {
-			sym[v] = true
-		}
-		scheds[i] = loops.SymbolicSchedule(a, i, sym)
+		scheds[i] = loops.SymbolicSchedule(a, i, syms[i])
 		if target == GPU {
 			scheds[i] = loops.SymbolicGPUSchedule(a, i)
 		}
@@ -95,7 +97,30 @@ func Symbolic(at SpecAt, sizes []loops.Size, target Target) (*loops.Func, error)
 	if err != nil || !reflect.DeepEqual(fn, check) {
 		return nil, errors.Errorf("symbolic extents: the kernel lowered at a third value of the sizes differs (%v)", err)
 	}
+	fn.Guards = guards
 	return fn, nil
+}
+
+// launchGuards are the distinct guards of the bounds proof, each checked
+// at both values of the sizes: a kernel whose guard fails at a shape it is
+// built from would serve neither.
+func launchGuards(guards []bounds.Guard, sizes []loops.Size) ([]bounds.Guard, error) {
+	a, b := map[string]int64{}, map[string]int64{}
+	for _, s := range sizes {
+		a[loops.SizePrefix+s.Name], b[loops.SizePrefix+s.Name] = s.A, s.B
+	}
+	var out []bounds.Guard
+	seen := map[string]bool{}
+	for _, g := range guards {
+		if !g.Holds(a) || !g.Holds(b) {
+			return nil, errors.Errorf("symbolic extents: the launch guard %s fails at the sizes the kernel is built from", g)
+		}
+		if !seen[g.String()] {
+			seen[g.String()] = true
+			out = append(out, g)
+		}
+	}
+	return out, nil
 }
 
 // thirdValue is the value size i takes in Symbolic's third

@@ -22,6 +22,9 @@ type prover struct {
 	// over size variables (symbolic.go), which the accesses are proven
 	// below for every size.
 	dims map[string][]ir.Expr
+	// guards collects the launch guards of the accesses proven for the
+	// sizes that meet them only (accessSymbolic).
+	guards []bounds.Guard
 }
 
 // proveBounds proves every access of statement s in bounds for the extents

@@ -188,7 +188,9 @@
 // variables that index such a dimension plainly take the size variable as
 // their extent, written dimensions follow from the left-hand sides, and
 // each access is proven below its dimension, an expression over size
-// variables, with core/bounds' WithinSize. It is the proof of kernels
-// whose extents are arguments; the lowering and the renderers do not take
-// such extents yet.
+// variables, with core/bounds' WithinSize. An access it cannot prove for
+// every size but whose index and dimension are linear in the loop and size
+// variables gets launch guards (bounds.GuardsWithin), conditions on the
+// sizes alone that the kernel checks at each launch. It is the proof of
+// kernels whose extents are arguments (core/pipeline's Symbolic).
 package sema

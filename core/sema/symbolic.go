@@ -32,23 +32,34 @@ import (
 // between two specializations, such as a gradient's variable that only
 // its left-hand side and inverted reads use.
 //
+// An access that the facts do not prove for every size but whose index and
+// dimension are linear in the loop and size variables gets launch guards
+// instead (bounds.GuardsWithin): conditions on the sizes alone, such as
+// $s1 - $s0 - 2 >= 0, under which it is in bounds at every point, which
+// the kernel checks at each launch.
+//
 // It returns, per statement, the variables of symbolic extent with their
-// size variables. An error names the first access it cannot prove for
-// every size. spec must be unfused (no statement writes part of a tensor).
-func ProveSymbolic(spec *ir.Spec, dims map[string][]string, least map[string]int64, vary []map[string]string) ([]map[string]string, error) {
+// size variables, and the guards (their size variables named "$s"). An
+// error names the first access it can neither prove nor guard for every
+// size. spec must be unfused (no statement writes part of a tensor).
+func ProveSymbolic(spec *ir.Spec, dims map[string][]string, least map[string]int64, vary []map[string]string) ([]map[string]string, []bounds.Guard, error) {
 	op := spec.Op
 	tdims, rep, err := inputDims(spec, dims)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	leastOf := map[string]int64{}
+	for s := range rep {
+		leastOf[s] = 1 // every size variable is a variable of the proof
+	}
 	for s, lo := range least {
 		leastOf[sizeVar(s)] = lo
 	}
 	var out []map[string]string
+	var guards []bounds.Guard
 	for i, bs := range spec.Stmts {
 		if bs.Offset != nil {
-			return nil, errors.Errorf("symbolic extents: statement writing %s writes part of its tensor (a fused spec)", bs.Stmt.Tensor)
+			return nil, nil, errors.Errorf("symbolic extents: statement writing %s writes part of its tensor (a fused spec)", bs.Stmt.Tensor)
 		}
 		sym := symbolicVars(bs, tdims, rep)
 		if i < len(vary) {
@@ -73,8 +84,9 @@ func ProveSymbolic(spec *ir.Spec, dims map[string][]string, least map[string]int
 		}
 		p := &prover{op: op, info: bounds.NewInfo(), dims: tdims}
 		if err := p.expr(bs.Stmt.RHS, bounds.ForSymbolicExtents(ext, sym, leastOf)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		guards = append(guards, p.guards...)
 		tdims[bs.Stmt.Tensor] = lhs
 		named := map[string]string{}
 		for v, s := range sym {
@@ -82,7 +94,7 @@ func ProveSymbolic(spec *ir.Spec, dims map[string][]string, least map[string]int
 		}
 		out = append(out, named)
 	}
-	return out, nil
+	return out, guards, nil
 }
 
 // sizeVar is the name size variable s has in the proof: "$s", which no
@@ -145,17 +157,24 @@ func symbolicVars(bs *ir.BoundStmt, tdims map[string][]ir.Expr, rep map[string]i
 }
 
 // accessSymbolic proves each index of e below its dimension for every
-// value of the size variables (ProveSymbolic).
+// value of the size variables, or for those that meet the launch guards it
+// adds (ProveSymbolic).
 func (p *prover) accessSymbolic(e *ir.Access, sc *bounds.Scope) error {
 	for d, x := range e.Indices {
 		if ir.IsIndirect(x) {
 			continue
 		}
 		size := p.dims[e.Tensor][d]
-		if low, high := sc.WithinSize(x, size); !low || !high {
-			return p.op.Errorf(e.Pos, "access %s may be out of bounds for some sizes: dimension %d index %s is not proven within [0, %s)",
-				ir.ExprString(e), d, ir.ExprString(x), strings.ReplaceAll(ir.ExprString(size), "$", "size "))
+		low, high := sc.WithinSize(x, size)
+		if low && high {
+			continue
 		}
+		if gs, ok := sc.GuardsWithin(x, size, !low, !high); ok {
+			p.guards = append(p.guards, gs...)
+			continue
+		}
+		return p.op.Errorf(e.Pos, "access %s may be out of bounds for some sizes: dimension %d index %s is neither proven nor guarded within [0, %s)",
+			ir.ExprString(e), d, ir.ExprString(x), strings.ReplaceAll(ir.ExprString(size), "$", "size "))
 	}
 	return nil
 }

@@ -39,7 +39,12 @@ func (r *renderer) sizesPrologue(b *strings.Builder) {
 
 // extent is the C text of loop l's extent: its size or its constant.
 func (r *renderer) extent(l *loops.Loop) string {
-	if l.Size != "" {
+	switch {
+	case l.Size != "" && l.By > 0 && l.Rem:
+		return fmt.Sprintf("(%s %% %d)", sizeName(l.Size), l.By)
+	case l.By > 0:
+		return fmt.Sprintf("(%s / %d)", sizeName(l.Size), l.By)
+	case l.Size != "":
 		return sizeName(l.Size)
 	}
 	return fmt.Sprint(l.Extent)
@@ -69,12 +74,15 @@ func (r *renderer) nestWork(n *loops.Nest) string {
 		return ""
 	}
 	sized := map[string]string{}
+	if ax, ok := n.Schedule.LaneVar(n.Stmt); ok && n.Schedule.LaneSize != "" {
+		sized[ax] = n.Schedule.LaneSize // split into loops that run to parts of it
+	}
 	var walk func(nodes []loops.Node)
 	walk = func(nodes []loops.Node) {
 		for _, x := range nodes {
 			switch x := x.(type) {
 			case *loops.Loop:
-				if x.Size != "" {
+				if x.Size != "" && x.By == 0 {
 					sized[x.Var] = x.Size
 				}
 				walk(x.Body)

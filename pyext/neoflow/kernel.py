@@ -46,6 +46,7 @@ class Kernel:
         "size_names",
         "buffer_sizes",
         "size_of",
+        "size_guards",
         "extents",
         "held",
     )
@@ -75,6 +76,9 @@ class Kernel:
         self.buffer_sizes = [tuple(b.sizes) or ("",) * len(b.shape) for b in resp.buffers] if self.size_names else None
         # and the explicit extents it was built with ({} unless the builder sets them), those that are a size's
         self.size_of = dict(resp.size_of)
+        # conditions on the sizes' values under which every access is in bounds: (coefficients, constant),
+        # the sum of coefficient * size plus the constant at least 0
+        self.size_guards = tuple((tuple(g.coef.items()), g.constant) for g in resp.size_guards)
         self.extents: dict = {}
         self.held = None
         self._set_buffers([(b.name, b.role, tuple(b.shape)) for b in resp.buffers], None)
@@ -107,7 +111,7 @@ class Kernel:
         """This kernel with symbolic extents (``size_names``) for inputs of these shapes and these explicit
         extents: a copy that launches it with its sizes' values read from the shapes, or None when they do not
         fit (a fixed dimension or extent differs, two dimensions of one size differ, an extent that is a size
-        differs from it, or a size is 0)."""
+        differs from it, a size is 0, or the sizes break a launch guard)."""
         values: dict = {}
         for i, shape in enumerate(shapes):
             name, role, rep = self.buffers[i]
@@ -123,6 +127,9 @@ class Kernel:
             return None
         if extents.keys() != self.extents.keys():
             return None
+        for coef, constant in self.size_guards:
+            if sum(c * values[name] for name, c in coef) + constant < 0:
+                return None
         for name, n in extents.items():
             size = self.size_of.get(name)
             if n != (values[size] if size else self.extents[name]):

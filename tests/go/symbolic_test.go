@@ -41,7 +41,7 @@ func TestRandomProgramsSymbolic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tried, built, seed := 0, 0, uint64(0)
+	tried, built, split, seed := 0, 0, 0, uint64(0)
 	for ; tried < want && seed < uint64(20*want); seed++ {
 		p := progen.New(seed)
 		q := p
@@ -71,6 +71,9 @@ func TestRandomProgramsSymbolic(t *testing.T) {
 				continue
 			}
 			built++
+			if fn, err := pipeline.Symbolic(programAt(t, p, op == 1), []loops.Size{{Name: "M", A: p.M, B: q.M}}, pipeline.CPU); err == nil && splitsASize(fn) {
+				split++
+			}
 			t.Run(fmt.Sprintf("%s_%d", []string{"forward", "gradient"}[op], seed), func(t *testing.T) {
 				defer k.Close()
 				for _, m := range symbolicSizes {
@@ -83,7 +86,34 @@ func TestRandomProgramsSymbolic(t *testing.T) {
 	if built*3 < tried {
 		t.Fatalf("%d symbolic kernels built of %d ops tried", built, tried)
 	}
-	t.Logf("%d symbolic kernels built of %d ops tried (%d seeds)", built, tried, seed)
+	if split*4 < built {
+		t.Fatalf("%d of %d symbolic kernels split a lane axis that runs to M", split, built)
+	}
+	t.Logf("%d symbolic kernels built of %d ops tried (%d seeds), %d split M into vectors and a remainder", built, tried, seed, split)
+}
+
+// splitsASize reports whether some loop of fn runs to a part of a size: a
+// lane axis of symbolic extent split into vectors and a remainder.
+func splitsASize(fn *loops.Func) bool {
+	found := false
+	var walk func([]loops.Node)
+	walk = func(nodes []loops.Node) {
+		for _, n := range nodes {
+			switch n := n.(type) {
+			case *loops.Loop:
+				found = found || n.By > 0
+				walk(n.Body)
+			case *loops.Block:
+				walk(n.Body)
+			case *loops.If:
+				walk(n.Body)
+			}
+		}
+	}
+	for _, n := range fn.Nests {
+		walk(n.Body)
+	}
+	return found
 }
 
 // emulateSymbolic lowers p (its gradient op when grad; a is it at p.M)

@@ -90,6 +90,19 @@ def test_refused_op_builds_per_shape(auto):
     assert op.kernel_shapes() == [((8,),), ((12,),), ((10,),)]
 
 
+def test_guarded_window(auto):
+    """A read that is in bounds only for some sizes (Z[i + 2], Z of its own length) gets a kernel for every
+    size with a launch guard: it serves the shapes that meet the guard; a shape that breaks it is not run
+    by that kernel but gets the op's own clear error."""
+    op = neoflow.Op("Y[i] = X[i] + Z[i + 2]", name="dyn_window")
+    for n, m in [(8, 13), (12, 15), (5, 9), (1, 3), (30, 32)]:
+        x, z = torch.randn(n), torch.randn(m)
+        torch.testing.assert_close(op(x, z), x + z[2 : n + 2])
+    assert op.kernel_shapes() == [((8,), (13,)), (("s0",), ("s1",))]
+    with pytest.raises(neoflow.Error, match="out of bounds"):
+        op(torch.randn(9), torch.randn(10))
+
+
 def test_static_setting(auto):
     neoflow.configure(dynamic="static")
     op = neoflow.Op("Y[n] = X[n] * 2.0", name="dyn_static")
