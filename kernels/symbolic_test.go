@@ -97,6 +97,11 @@ var symbolicCases = []symbolicCase{
 	// reductions whose lane axis runs to the size: vectors and a remainder
 	{"sum_over_size", "S[i] += X[i, j] * X[i, j]", func(s []int64) [][]int64 { return [][]int64{{3, s[0]}} }},
 	{"max_over_size", "M[i] max= X[i, j]", func(s []int64) [][]int64 { return [][]int64{{5, s[0]}} }},
+	// a softmax along the size: its remainders read M and S, which the
+	// main loops hoist; a remainder that runs no time at one size must
+	// hoist alike
+	{"softmax_over_size", "M[i] max= X[i, j]\nE[i, j] = exp(X[i, j] - M[i])\nS[i] += E[i, j]\nY[i, j] = E[i, j] / S[i]",
+		func(s []int64) [][]int64 { return [][]int64{{3, s[0]}} }},
 	{"two_sizes", "Y[n, t] = X[n, t] * B[n]", func(s []int64) [][]int64 { return [][]int64{{s[0], s[1]}, {s[0]}} }},
 	{"guarded", "Y[n, j] = where(j > 0, X[n, j - 1], 0.0) + X[n, j]", func(s []int64) [][]int64 { return [][]int64{{s[0], 4}} }},
 }

@@ -82,7 +82,9 @@ func (h *hoister) loop(l *Loop) []Node {
 		return []Node{l}
 	}
 	l.Body = h.body(l.Body)
-	if l.Extent < 1 {
+	if l.Extent < 1 || l.By > 0 {
+		// A loop to part of a size (a lane split's) may run no time at
+		// some sizes: what it reads is read only when it runs.
 		return []Node{l}
 	}
 	inner := loopVarsIn([]Node{l})
