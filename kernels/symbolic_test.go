@@ -298,3 +298,45 @@ func TestSymbolicGuards(t *testing.T) {
 		t.Errorf("sizes 9, 10 (Z too short): %v", err)
 	}
 }
+
+// TestSymbolicMultiples builds each case of one size from two multiples of
+// 16 (float32) or 8 (float64): a lane axis that runs to the size is split
+// without a remainder, under a launch guard that the size is a multiple of
+// the vector width. Each kernel runs at other multiples against the
+// interpreter, and refuses a size that is none.
+func TestSymbolicMultiples(t *testing.T) {
+	exact := 0
+	for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
+		w := int64(64 / dt.Size())
+		for _, c := range symbolicCases {
+			if nsizes(c) != 1 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s_%s", c.name, dt), func(t *testing.T) {
+				k, err := buildSymbolic(t, c, dt, []int64{w}, []int64{3 * w})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer k.Close()
+				for _, n := range []int64{w, 2 * w, 5 * w} {
+					runSymbolic(t, k, c, dt, []int64{n})
+				}
+				for _, g := range k.Guards() {
+					if g.Mod > 0 {
+						exact++
+						if !strings.Contains(k.Source(), fmt.Sprintf("nf_size_s0 / %d", w)) || strings.Contains(k.Source(), "nf_size_s0 %") {
+							t.Errorf("guard %s, but the lanes are not split without a remainder:\n%s", g, k.Source())
+						}
+						if _, err := k.Shapes([]int64{w + 1}); err == nil {
+							t.Errorf("guard %s, but size %d is accepted", g, w+1)
+						}
+					}
+				}
+			})
+		}
+	}
+	t.Logf("%d kernels split a size without a remainder", exact)
+	if exact < 4 {
+		t.Errorf("%d kernels split a size without a remainder", exact)
+	}
+}
