@@ -20,7 +20,6 @@ func ToProto(scheds []loops.Schedule) []*api.StmtSchedule {
 			Atomic:        s.Atomic,
 			Threads:       int32(s.Threads),
 			LaneSize:      s.LaneSize,
-			LaneDivides:   s.LaneDivides,
 		}
 		if t := s.Tiling; t != nil {
 			pt := &api.Tiling{Loops: t.Loops, Parallel: int32(t.Parallel), Vector: t.Vector, AccAt: int32(t.AccAt)}
@@ -90,7 +89,6 @@ func FromProto(ps []*api.StmtSchedule) ([]loops.Schedule, error) {
 			Atomic:        p.Atomic,
 			Threads:       int(p.Threads),
 			LaneSize:      p.LaneSize,
-			LaneDivides:   p.LaneDivides,
 		}
 		if pt := p.Tiling; pt != nil {
 			t := &loops.Tiling{Loops: pt.Loops, Parallel: int(pt.Parallel), Vector: pt.Vector, AccAt: int(pt.AccAt)}

@@ -61,7 +61,7 @@ func TestProtoRoundTrip(t *testing.T) {
 // types and not to the database form: it fills every field and compares.
 func TestProtoRoundTripFields(t *testing.T) {
 	want := []loops.Schedule{{
-		VectorWidth: 8, VectorAxis: "j", Order: []string{"i", "j"}, ParallelDepth: 1, Scatter: true, Atomic: true, Threads: 128, LaneSize: "$s", LaneDivides: true,
+		VectorWidth: 8, VectorAxis: "j", Order: []string{"i", "j"}, ParallelDepth: 1, Scatter: true, Atomic: true, Threads: 128, LaneSize: "$s",
 		Tiling: &loops.Tiling{
 			Splits:   []loops.Split{{Axis: "i", Factors: []int64{2, 4}}},
 			Loops:    []string{"i.t0", "j", "i.t1", "i.t2"},

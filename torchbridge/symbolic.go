@@ -62,7 +62,7 @@ func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in t
 	}
 	resp := &api.SpecializeResponse{Dtype: in.dtype.String(), CSource: k.Source(), SizeNames: sizeNames(k.Sizes()), SizeOf: sizeOf, Warnings: r.takeWarnings()}
 	for _, g := range k.Guards() {
-		pg := &api.SizeGuard{Coef: map[string]int64{}, Constant: g.Const, Modulus: g.Mod}
+		pg := &api.SizeGuard{Coef: map[string]int64{}, Constant: g.Const}
 		for s, c := range g.Coef {
 			pg.Coef[strings.TrimPrefix(s, loops.SizePrefix)] = c
 		}

@@ -18,13 +18,10 @@ import (
 // kernel checks them once per launch, on the host, and a launch that
 // breaks one is refused (its caller builds a kernel for that shape).
 
-// A Guard is a condition on size variables: sum of Coef[s]·s + Const >= 0,
-// or, when Mod > 0, that sum is a multiple of Mod (a divisibility fact: a
-// kernel whose lane splits leave no remainder, core/pipeline's Symbolic).
+// A Guard is a condition on size variables: sum of Coef[s]·s + Const >= 0.
 type Guard struct {
 	Coef  map[string]int64
 	Const int64
-	Mod   int64
 }
 
 // Holds reports whether g holds at values, the size variables' values by
@@ -42,13 +39,10 @@ func (g Guard) Holds(values map[string]int64) bool {
 			return false
 		}
 	}
-	if g.Mod > 0 {
-		return sum%g.Mod == 0
-	}
 	return sum >= 0
 }
 
-// String is g as "2*$s0 - $s1 + 3 >= 0", or "$s0 % 8 == 0".
+// String is g as "2*$s0 - $s1 + 3 >= 0".
 func (g Guard) String() string {
 	var b strings.Builder
 	for _, s := range slices.Sorted(maps.Keys(g.Coef)) {
@@ -73,9 +67,6 @@ func (g Guard) String() string {
 		fmt.Fprintf(&b, " - %d", -g.Const)
 	case g.Const > 0:
 		fmt.Fprintf(&b, " + %d", g.Const)
-	}
-	if g.Mod > 0 {
-		return fmt.Sprintf("%s %% %d == 0", b.String(), g.Mod)
 	}
 	return b.String() + " >= 0"
 }

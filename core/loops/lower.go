@@ -213,10 +213,10 @@ func (l *lowerer) build(root *[]Node, s Schedule) {
 		l.compute(cur, 1, "")
 		return
 	case red:
-		l.reduceLanes(cur, lane, s.VectorWidth, s.LaneSize, s.LaneDivides)
+		l.reduceLanes(cur, lane, s.VectorWidth, s.LaneSize)
 		return
 	case s.LaneSize != "":
-		l.sizedLanes(cur, lane, s.VectorWidth, s.LaneSize, s.LaneDivides)
+		l.sizedLanes(cur, lane, s.VectorWidth, s.LaneSize)
 		return
 	}
 	vw := s.VectorWidth
@@ -253,18 +253,14 @@ func (l *lowerer) build(root *[]Node, s Schedule) {
 // sizedLanes appends the split of spatial lane axis ax, which runs to the
 // size variable size, into vw lanes to *body, the same at every value of
 // the size: the outer loop "<ax>.o" to size / vw around the lane loop, and
-// the remainder loop "<ax>.r" to size % vw, one point at a time; no
-// remainder where the size is a multiple of vw at every launch (exact).
-func (l *lowerer) sizedLanes(body *[]Node, ax ir.Var, vw int64, size string, exact bool) {
+// the remainder loop "<ax>.r" to size % vw, one point at a time.
+func (l *lowerer) sizedLanes(body *[]Node, ax ir.Var, vw int64, size string) {
 	outer, lane, rem := ax.Name+".o", ax.Name+".l", ax.Name+".r"
 	lp := &Loop{Var: outer, Extent: ax.Extent / vw, Size: size, By: vw}
 	*body = append(*body, lp)
 	l.chain = append(l.chain, lp)
 	l.env[ax.Name] = Add(Mul(Var(outer), Lit(vw)), Var(lane))
 	l.compute(&lp.Body, vw, lane)
-	if exact {
-		return
-	}
 	rp := &Loop{Var: rem, Extent: ax.Extent % vw, Size: size, By: vw, Rem: true}
 	*body = append(*body, rp)
 	l.env[ax.Name] = Add(sizedBase(size, vw), Var(rem))
@@ -339,9 +335,8 @@ func (l *lowerer) compute(body *[]Node, w int64, lane string) {
 //
 // When the axis runs to the size variable size (Schedule.LaneSize), the
 // outer loop runs to size / vw and the remainder is a loop to size % vw
-// at every size, folding into rem[0], combined last; none where the size is
-// a multiple of vw at every launch (exact).
-func (l *lowerer) reduceLanes(body *[]Node, ax ir.Var, vw int64, size string, exact bool) {
+// at every size, folding into rem[0], combined last.
+func (l *lowerer) reduceLanes(body *[]Node, ax ir.Var, vw int64, size string) {
 	st := l.st.Stmt
 	outer, lane, horiz := ax.Name+".o", ax.Name+".l", ax.Name+".h"
 	acc := func(i ir.Expr) *ir.Access { return &ir.Access{Tensor: accName, Indices: []ir.Expr{i}} }
@@ -356,8 +351,7 @@ func (l *lowerer) reduceLanes(body *[]Node, ax ir.Var, vw int64, size string, ex
 	*body = append(*body,
 		&Local{Name: accName, Len: vw},
 		lanes(vw, &Store{Dst: acc(Var(lane)), Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Reduce)}}))
-	sizedRem := size != "" && !exact
-	if sizedRem {
+	if size != "" {
 		*body = append(*body,
 			&Local{Name: remName, Len: 1},
 			&Store{Dst: rem(Lit(0)), Op: ir.Assign, Value: &ir.FloatLit{Value: Identity(st.Reduce)}})
@@ -388,7 +382,7 @@ func (l *lowerer) reduceLanes(body *[]Node, ax ir.Var, vw int64, size string, ex
 	}
 	l.env[ax.Name] = Add(base, Var(lane))
 	*main = append(*main, lanes(vw, &Store{Dst: acc(Var(lane)), Op: st.Reduce, Value: Subst(st.RHS, l.env)}))
-	if sizedRem {
+	if size != "" {
 		r := ax.Name + ".r"
 		l.env[ax.Name] = Add(sizedBase(size, vw), Var(r))
 		*cur = append(*cur, &Loop{Var: r, Extent: t, Size: size, By: vw, Rem: true,
@@ -406,7 +400,7 @@ func (l *lowerer) reduceLanes(body *[]Node, ax ir.Var, vw int64, size string, ex
 		}
 	}
 	red := combineLanes(body, st.Reduce, horiz, vw, func(h ir.Expr) ir.Expr { return acc(h) })
-	if sizedRem {
+	if size != "" {
 		*body = append(*body, &Store{Dst: red, Op: st.Reduce, Value: rem(Lit(0))})
 	}
 	if t > 1 && size == "" {

@@ -75,10 +75,6 @@ type Schedule struct {
 	// (which VectorWidth may exceed). Only the untiled CPU lowering takes
 	// it.
 	LaneSize string
-	// LaneDivides, with LaneSize, says that the size is a multiple of
-	// VectorWidth at every launch (a launch guard of the kernel checks
-	// it): the split has no remainder loop.
-	LaneDivides bool
 	// Group, when set on the first statement of a fused group
 	// (ir.BoundStmt.Joined), lowers the group as one CPU loop nest
 	// (GroupTiling); every other field must be unset, and the members'
@@ -122,9 +118,6 @@ func (s Schedule) String() string {
 	}
 	if s.LaneSize != "" {
 		t += " to size " + s.LaneSize[len(SizePrefix):]
-	}
-	if s.LaneDivides {
-		t += " (a multiple)"
 	}
 	t += fmt.Sprintf(", parallel %d", s.ParallelDepth)
 	if s.Threads != 0 {
@@ -399,7 +392,7 @@ func parallelCandidates(st *ir.BoundStmt, s Schedule) []int64 {
 		if ext == 1 && !sized {
 			continue
 		}
-		if last && (ax.Extent%v != 0 || sized && !s.LaneDivides) && len(out) > 0 {
+		if last && (ax.Extent%v != 0 || sized) && len(out) > 0 {
 			// The remainder block follows the outer split loop inside
 			// the enclosing loop: the nest is no longer perfect.
 			break
@@ -447,9 +440,6 @@ func (s Schedule) check(st *ir.BoundStmt) error {
 	}
 	if s.Atomic && !s.Scatter {
 		return errors.New("an atomic schedule must scatter")
-	}
-	if s.LaneDivides && s.LaneSize == "" {
-		return errors.New("lane divides its size, but the lane axis runs to no size")
 	}
 	if s.LaneSize != "" && (s.Scatter || s.VectorWidth < 2 || !IsSize(s.LaneSize)) {
 		return errors.Errorf("lane size %q: a lane axis that runs to a size needs a size variable, a vector width of at least 2, and no scatter", s.LaneSize)

@@ -13,14 +13,12 @@ import (
 // loops, untiled and without fused groups. A lane axis that runs to a size
 // is split into full vectors and a serial remainder at every size
 // (Schedule.LaneSize), its vector as wide as the dtype's default whatever
-// the axis's extent in spec, and without a remainder where the size is a
-// multiple of the vector width at every launch (multiple[size], a launch
-// guard of the kernel, is a multiple of it). Its outer loops are parallel whatever its
+// the axis's extent in spec. Its outer loops are parallel whatever its
 // work at these sizes: the kernel runs them in parallel only when the work
 // at the sizes of a launch reaches MinParallelWork (kernels/cgen). A
 // statement of the scatter form is lowered as a scatter, its fill
 // scheduled the same way, without a lane split of a size.
-func SymbolicSchedule(spec *ir.Spec, i int, sym map[string]string, multiple map[string]int64) Schedule {
+func SymbolicSchedule(spec *ir.Spec, i int, sym map[string]string) Schedule {
 	st := spec.Stmts[i]
 	_, scatter := matchScatter(st)
 	if scatter {
@@ -33,7 +31,6 @@ func SymbolicSchedule(spec *ir.Spec, i int, sym map[string]string, multiple map[
 		} else {
 			s.LaneSize = SizePrefix + sym[ax.Name]
 			s.VectorWidth = int64(VectorBytes / max(spec.DType.Size(), 1))
-			s.LaneDivides = multiple[sym[ax.Name]]%s.VectorWidth == 0
 		}
 	}
 	s = withOuterParallel(st, s)

@@ -40,9 +40,7 @@
 // nests into one kernel for every value (loops.Generalize), after
 // sema.ProveSymbolic has proven every access for every size, or for the
 // sizes that meet its launch guards (loops.Func.Guards), which must hold
-// at the two values. A size whose two values are multiples of a power of
-// two (up to 64) is taken as such a multiple where a lane split over it
-// then leaves no remainder, under one more guard, a divisibility fact.
+// at the two values.
 //
 // To add a pass: write it in a file named for it as a function of *Unit,
 // add it to the table where it belongs with the passes it needs, and give

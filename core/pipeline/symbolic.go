@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"maps"
 	"reflect"
 	"slices"
 
@@ -26,10 +25,7 @@ type SpecAt func(values map[string]int64) (*ir.Spec, error)
 // (Func.Guards) that hold at both, each statement is lowered under
 // loops.SymbolicSchedule (for the GPU loops.SymbolicGPUSchedule) at both
 // with the same schedules, and the two loop nests are generalized
-// (loops.Generalize): the kernel takes the sizes' values at launch. A size
-// whose two values are multiples of a power of two (multiples) is taken as
-// such a multiple where a lane split over it then leaves no remainder,
-// with a launch guard saying so (divides). The op
+// (loops.Generalize): the kernel takes the sizes' values at launch. The op
 // is then specialized and lowered at a third value of each size, and
 // generalizing against that must give the same kernel: an extent that
 // followed from another size by chance at the first two (n / 4 where
@@ -41,12 +37,11 @@ func Symbolic(at SpecAt, sizes []loops.Size, target Target) (*loops.Func, error)
 	if err != nil {
 		return nil, err
 	}
-	multiple := multiples(sizes)
 	var specs [3]*ir.Spec
 	for k := range specs {
 		values := map[string]int64{}
 		for i, s := range sizes {
-			values[s.Name] = [3]int64{s.A, s.B, thirdValue(sizes, i, multiple)}[k]
+			values[s.Name] = [3]int64{s.A, s.B, thirdValue(sizes, i)}[k]
 		}
 		spec, err := at(values)
 		if err != nil {
@@ -76,7 +71,7 @@ func Symbolic(at SpecAt, sizes []loops.Size, target Target) (*loops.Func, error)
 	}
 	scheds := make([]loops.Schedule, len(a.Stmts))
 	for i := range a.Stmts {
-		scheds[i] = loops.SymbolicSchedule(a, i, syms[i], multiple)
+		scheds[i] = loops.SymbolicSchedule(a, i, syms[i])
 		if target == GPU {
 			scheds[i] = loops.SymbolicGPUSchedule(a, i)
 		}
@@ -96,47 +91,14 @@ func Symbolic(at SpecAt, sizes []loops.Size, target Target) (*loops.Func, error)
 	}
 	third := slices.Clone(sizes)
 	for i := range third {
-		third[i].B = thirdValue(sizes, i, multiple)
+		third[i].B = thirdValue(sizes, i)
 	}
 	check, err := loops.Generalize(fns[0], fns[2], third)
 	if err != nil || !reflect.DeepEqual(fn, check) {
 		return nil, errors.Errorf("symbolic extents: the kernel lowered at a third value of the sizes differs (%v)", err)
 	}
-	fn.Guards = append(guards, divides(scheds)...)
+	fn.Guards = guards
 	return fn, nil
-}
-
-// multiples is, per size, the largest power of two up to 64 that divides
-// both its values (1 when none does): sequence lengths padded to a
-// multiple of 8, batches of 32. A kernel may take a size as such a
-// multiple at every launch, with a launch guard (divides).
-func multiples(sizes []loops.Size) map[string]int64 {
-	out := map[string]int64{}
-	for _, s := range sizes {
-		p := int64(1)
-		for p < 64 && s.A%(2*p) == 0 && s.B%(2*p) == 0 {
-			p *= 2
-		}
-		out[s.Name] = p
-	}
-	return out
-}
-
-// divides are the launch guards of the schedules that split a lane axis
-// without a remainder (loops.Schedule.LaneDivides): its size a multiple of
-// the vector width, one guard per size with the largest such width.
-func divides(scheds []loops.Schedule) []bounds.Guard {
-	width := map[string]int64{}
-	for _, s := range scheds {
-		if s.LaneDivides {
-			width[s.LaneSize] = max(width[s.LaneSize], s.VectorWidth)
-		}
-	}
-	var out []bounds.Guard
-	for _, size := range slices.Sorted(maps.Keys(width)) {
-		out = append(out, bounds.Guard{Coef: map[string]int64{size: 1}, Mod: width[size]})
-	}
-	return out
 }
 
 // launchGuards are the distinct guards of the bounds proof, each checked
@@ -162,15 +124,14 @@ func launchGuards(guards []bounds.Guard, sizes []loops.Size) ([]bounds.Guard, er
 }
 
 // thirdValue is the value size i takes in Symbolic's third
-// specialization: above every value the sizes had, apart from the
-// others' third values, and a multiple of the size's multiple.
-func thirdValue(sizes []loops.Size, i int, multiple map[string]int64) int64 {
+// specialization: above every value the sizes had, and apart from the
+// others' third values.
+func thirdValue(sizes []loops.Size, i int) int64 {
 	top := int64(0)
 	for _, s := range sizes {
 		top = max(top, s.A, s.B)
 	}
-	v, p := top+101+131*int64(i), max(multiple[sizes[i].Name], 1)
-	return (v + p - 1) / p * p
+	return top + 101 + 37*int64(i)
 }
 
 // inputSizes names each input dimension of a that is a size: its value

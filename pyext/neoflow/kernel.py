@@ -76,10 +76,9 @@ class Kernel:
         self.buffer_sizes = [tuple(b.sizes) or ("",) * len(b.shape) for b in resp.buffers] if self.size_names else None
         # and the explicit extents it was built with ({} unless the builder sets them), those that are a size's
         self.size_of = dict(resp.size_of)
-        # conditions on the sizes' values the kernel is built for: (coefficients, constant, modulus), the sum
-        # of coefficient * size plus the constant at least 0 (every access in bounds), or a multiple of the
-        # modulus where it is set (a lane split without a remainder)
-        self.size_guards = tuple((tuple(g.coef.items()), g.constant, g.modulus) for g in resp.size_guards)
+        # conditions on the sizes' values under which every access is in bounds: (coefficients, constant),
+        # the sum of coefficient * size plus the constant at least 0
+        self.size_guards = tuple((tuple(g.coef.items()), g.constant) for g in resp.size_guards)
         self.extents: dict = {}
         self.held = None
         self._set_buffers([(b.name, b.role, tuple(b.shape)) for b in resp.buffers], None)
@@ -128,9 +127,8 @@ class Kernel:
             return None
         if extents.keys() != self.extents.keys():
             return None
-        for coef, constant, modulus in self.size_guards:
-            total = sum(c * values[name] for name, c in coef) + constant
-            if (total % modulus != 0) if modulus else (total < 0):
+        for coef, constant in self.size_guards:
+            if sum(c * values[name] for name, c in coef) + constant < 0:
                 return None
         for name, n in extents.items():
             size = self.size_of.get(name)

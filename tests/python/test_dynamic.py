@@ -103,16 +103,6 @@ def test_guarded_window(auto):
         op(torch.randn(9), torch.randn(10))
 
 
-def test_lengths_that_are_multiples(auto):
-    """Lengths seen as multiples of the vector width (16 float32 values) get a kernel whose lanes leave no
-    remainder, for lengths that are such multiples; a length that is none gets a kernel for every length."""
-    op = neoflow.Op("M[b] max= X[b, t]\nY[b, t] = exp(X[b, t] - M[b])", name="dyn_multiple")
-    for n in (16, 32, 48, 64, 33, 7, 80):
-        x = torch.randn(3, n)
-        torch.testing.assert_close(op(x), torch.exp(x - x.amax(-1, keepdim=True)))
-    assert op.kernel_shapes() == [((3, 16),), ((3, "s0"),), ((3, "s0"),)]
-
-
 def test_static_setting(auto):
     neoflow.configure(dynamic="static")
     op = neoflow.Op("Y[n] = X[n] * 2.0", name="dyn_static")
