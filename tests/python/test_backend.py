@@ -2,6 +2,7 @@
 forward and backward, the fallback and its report."""
 
 import importlib.metadata
+import logging
 import sys
 from pathlib import Path
 
@@ -582,6 +583,23 @@ def test_dynamic_shapes_are_lowered_once():
         torch.testing.assert_close(compiled(x), f(x))
     reps = neoflow.compile_report()
     assert len(reps) == 1 and all(r["lowered"] > 0 and not r["fallback"] for r in reps), reps
+
+
+def test_mixed_float_dtypes_are_separate_subgraphs(caplog):
+    """float32 work beside float64 work (a size's square root in a graph of symbolic sizes, GPT-2's attention
+    scale): an op computes in one dtype, so the two are lowered as separate subgraphs, not one that fails."""
+
+    def f(x, s):
+        return torch.nn.functional.layer_norm(x, (8,)) * 2.0, torch.sqrt(2.0 / s)
+
+    compiled = neoflow.compile(f)
+    x, s = torch.randn(4, 8), torch.tensor([3.0], dtype=torch.float64)
+    with caplog.at_level(logging.WARNING, logger="neoflow"):
+        for got, want in zip(compiled(x, s), f(x, s)):
+            torch.testing.assert_close(got, want)
+    assert "failed to compile" not in caplog.text
+    (rep,) = neoflow.compile_report()
+    assert rep["subgraphs"] == 2 and rep["lowered"] == rep["nodes"], rep
 
 
 def test_compiled_model_in_a_fresh_process(tmp_path):

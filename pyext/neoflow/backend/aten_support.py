@@ -185,6 +185,16 @@ def is_view(node) -> bool:
     return node.target in _VIEWS or node.target is operator.getitem
 
 
+def float_dtype(node):
+    """The float dtype a supported node computes in: its float outputs', else its float inputs' (a comparison's);
+    None when it has neither. ``unsupported`` refuses a node of two."""
+    vals = val_of(node)
+    for v in [*(vals if isinstance(vals, (tuple, list)) else [vals]), *map(val_of, _tensor_args(node))]:
+        if isinstance(v, torch.Tensor) and v.dtype in FLOATS:
+            return v.dtype
+    return None
+
+
 def val_of(node):
     return node.meta.get("val") if hasattr(node, "meta") else None
 

@@ -120,6 +120,30 @@ def _chunks(gm, parts, max_nodes: int) -> list:
     return out
 
 
+def _by_dtype(gm, parts) -> list:
+    """The partitions cut, in graph order, where the float dtype their nodes compute in changes: an op
+    computes in one float dtype. A graph of symbolic sizes computes a size's square root in float64 beside
+    float32 work (GPT-2's attention scale); the partitioner, which checks nodes one by one, would put them
+    in one subgraph, which then failed to build. Cut in graph order as _chunks cuts, the runs make no
+    cycle."""
+    from torch.fx.passes.infra.partitioner import Partition
+
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    out = []
+    for p in parts:
+        runs, run, dtype = [], [], None
+        for n in sorted(p.nodes, key=order.__getitem__):
+            dt = aten_support.float_dtype(n) if n.target is not operator.getitem else None
+            if dt is not None and dtype is not None and dt != dtype and run:
+                runs.append(run)
+                run = []
+            dtype = dt or dtype
+            run.append(n)
+        runs.append(run)
+        out += [Partition(id=len(out) + i, nodes=r) for i, r in enumerate(runs)]
+    return out
+
+
 # The most operator calls one subgraph holds. The compiler's passes are
 # near-linear in an op's statements (a 2,000-statement op builds in seconds),
 # so this only bounds one op's C source; a longer run is cut in graph order.
@@ -228,7 +252,7 @@ def _lower_graph(gm, support: _Support, graph: str, max_nodes: int, measure: boo
     names = {n.name for n in calls}
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     parts = [p for p in partitioner.propose_partitions() if not all(aten_support.is_view(n) for n in p.nodes)]
-    parts = _chunks(gm, parts, max_nodes)
+    parts = _by_dtype(gm, _chunks(gm, parts, max_nodes))
     eager_views = sum(_views_at_borders(gm, p) + _views_outside(gm, p) for p in parts)
     parts = [p for p in parts if p.nodes and not all(aten_support.is_view(n) for n in p.nodes)]
     lowered, made, sized = sum(len(p.nodes) for p in parts), 0, {}
