@@ -35,19 +35,23 @@ log = logging.getLogger("neoflow")
 MAX_PER_SIGNATURE = 4
 # The shapes an op keeps such a kernel at (Kernel.at, one small object each) before it forgets them all.
 MAX_SIZED = 1024
+# The builds a pattern of varying dimensions is tried with, each from another pair of shapes, before it is
+# refused for good: whether the core takes it can depend on the values (a launch guard that fails at them).
+MAX_TRIES = 2
 
 
 class Sizes:
     """What one op knows of the shapes it was called with: per signature (dtypes, ranks, device and the
-    call's sizes), the first call's shapes, its kernels with symbolic extents and the patterns of varying
-    dimensions refused one; and, per shape seen, the kernel that serves it."""
+    call's sizes), the first call's shapes (the anchor a kernel with symbolic extents is built from), its
+    kernels with symbolic extents and the builds each pattern of varying dimensions was refused; and, per
+    shape seen, the kernel that serves it."""
 
     __slots__ = ("first", "kernels", "refused", "sized", "lock")
 
     def __init__(self):
         self.first: dict = {}
         self.kernels: dict = {}
-        self.refused: set = set()
+        self.refused: dict = {}  # pattern -> builds refused
         self.sized: dict = {}  # specialization key -> a symbolic kernel at that shape (Kernel.at)
         self.lock = threading.Lock()
 
@@ -86,15 +90,26 @@ def kernel_for(op, state: Sizes, tensors, sizes, key) -> Kernel | None:
     if first is None or first == (shapes, extents):
         return None
     varying = [(i, d) for i, s in enumerate(shapes) for d in range(len(s)) if s[d] != first[0][i][d]]
+    # a size of 1 is no size's value (the core asks for two of at least 2): such a call gets a kernel of its
+    # own, and an anchor with one gives way to these shapes
+    if any(first[0][i][d] < 2 for i, d in varying):
+        with state.lock:
+            state.first[sig] = (shapes, extents)
+        return None
+    if any(shapes[i][d] < 2 for i, d in varying):
+        return None
     pattern = (sig, tuple(varying), tuple(sorted(n for n in extents if extents[n] != first[1][n])))
     with state.lock:  # one build per pattern, however many threads meet it
         kernel = _fitting(state, sig, shapes, extents)
         if kernel is None:
-            if pattern in state.refused or len(state.kernels.get(sig, ())) >= MAX_PER_SIGNATURE:
+            if state.refused.get(pattern, 0) >= MAX_TRIES or len(state.kernels.get(sig, ())) >= MAX_PER_SIGNATURE:
                 return None
             template = _build(op, tensors, sizes, first)
             if template is None:
-                state.refused.add(pattern)
+                # the next try starts from these shapes: shapes seen in another model (an op is shared by
+                # its text) may be what the core refused
+                state.refused[pattern] = state.refused.get(pattern, 0) + 1
+                state.first[sig] = (shapes, extents)
                 return None
             template.extents = extents
             state.kernels[sig] = (template, *state.kernels.get(sig, ()))

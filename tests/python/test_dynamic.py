@@ -103,6 +103,16 @@ def test_guarded_window(auto):
         op(torch.randn(9), torch.randn(10))
 
 
+def test_batch_of_one_first(auto):
+    """A first call with a batch of 1 is no anchor for a kernel for every size (a size takes two values of at
+    least 2): the next shape becomes the anchor, and the one after builds that kernel."""
+    op = neoflow.Op("Y[n, j] = tanh(X[n, j]) * 3.0", name="dyn_one_first")
+    for n in (1, 4, 6, 9, 1):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(op(x), torch.tanh(x) * 3.0)
+    assert op.kernel_shapes() == [((1, 3),), ((4, 3),), (("s0", 3),)]
+
+
 def test_static_setting(auto):
     neoflow.configure(dynamic="static")
     op = neoflow.Op("Y[n] = X[n] * 2.0", name="dyn_static")
