@@ -1,9 +1,9 @@
 package kernels
 
 import (
-	"github.com/neoflow/neoflow/core/bounds"
 	"unsafe"
 
+	"github.com/neoflow/neoflow/core/bounds"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/kernels/cache"
 	"github.com/neoflow/neoflow/kernels/cc"

@@ -87,10 +87,8 @@ func fuseNests(a, b *Nest) *Nest {
 	loops[len(loops)-1].Body = append(scoped(a, innerA), scoped(b, innerB)...)
 	n := &Nest{Index: a.Index, Stmt: a.Stmt, Members: append(nestMembers(a), nestMembers(b)...), Schedule: a.Schedule, Body: []Node{loops[0]}}
 	if a.SizeValues != nil || b.SizeValues != nil {
-		n.SizeValues = maps.Clone(a.SizeValues)
-		if n.SizeValues == nil {
-			n.SizeValues = map[string]int64{}
-		}
+		n.SizeValues = map[string]int64{}
+		maps.Copy(n.SizeValues, a.SizeValues)
 		maps.Copy(n.SizeValues, b.SizeValues)
 	}
 	return n

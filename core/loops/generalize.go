@@ -2,7 +2,6 @@ package loops
 
 import (
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 
@@ -48,9 +47,10 @@ func Generalize(a, b *Func, sizes []Size) (*Func, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &generalizer{byPair: map[[2]int64]string{}}
+	g := &generalizer{byPair: map[[2]int64]string{}, names: map[string]bool{}}
 	for pair, name := range byPair {
 		g.byPair[pair] = SizePrefix + name
+		g.names[SizePrefix+name] = true
 	}
 	tensors, err := g.tensors(a.Spec.Tensors, b.Spec.Tensors)
 	if err != nil {
@@ -97,9 +97,11 @@ func CheckSizes(sizes []Size) (map[[2]int64]string, error) {
 	return byPair, nil
 }
 
-// generalizer holds the size variables by their pair of values.
+// generalizer holds the size variables by their pair of values, and
+// their names.
 type generalizer struct {
 	byPair map[[2]int64]string
+	names  map[string]bool
 }
 
 // extent is the size variable of a pair of extents, "" when they are
@@ -171,7 +173,7 @@ func (g *generalizer) node(x, y Node) (Node, error) {
 		s, err := x.Size, error(nil)
 		if s == "" {
 			s, err = g.extent(x.Extent, ly.Extent, "the extent of loop "+x.Var)
-		} else if !slices.Contains(slices.Collect(maps.Values(g.byPair)), s) {
+		} else if !g.names[s] {
 			// A loop the lowering sized (By) names its size itself.
 			err = errors.Errorf("loop %s runs to %s, which is no size of the kernel", x.Var, s)
 		}

@@ -37,7 +37,7 @@ func DefaultGroupTiling(spec *ir.Spec, members []*ir.BoundStmt) *GroupTiling {
 	if !ok || len(dom.Spatial) == 0 {
 		return nil
 	}
-	v := int64(VectorBytes / max(spec.DType.Size(), 1))
+	v := defaultLanes(spec.DType)
 	var acc []*ir.Access
 	for _, m := range members {
 		acc = append(acc, stmtAccesses(m)...)

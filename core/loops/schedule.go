@@ -12,6 +12,10 @@ import (
 // VectorBytes is the width of the default lane split in bytes.
 const VectorBytes = 64
 
+// defaultLanes is the lane count of the default split for dtype dt: as
+// many elements as VectorBytes holds.
+func defaultLanes(dt ir.DType) int64 { return int64(VectorBytes / max(dt.Size(), 1)) }
+
 // MinParallelIters is the iteration count the default schedule collapses
 // outer loops up to before distributing them over threads.
 const MinParallelIters = 64
@@ -171,7 +175,7 @@ func defaultSchedule(spec *ir.Spec, st *ir.BoundStmt) Schedule {
 // reduction the spatial loops in SpatialOrder.
 func laneSchedule(spec *ir.Spec, st *ir.BoundStmt) Schedule {
 	s := Schedule{VectorWidth: 1}
-	v := int64(VectorBytes / max(spec.DType.Size(), 1))
+	v := defaultLanes(spec.DType)
 	if ax, ok := LaneAxis(spec, st, v); ok {
 		n := len(st.Spatial)
 		switch {

@@ -30,7 +30,7 @@ func SymbolicSchedule(spec *ir.Spec, i int, sym map[string]string) Schedule {
 			s = Schedule{VectorWidth: 1}
 		} else {
 			s.LaneSize = SizePrefix + sym[ax.Name]
-			s.VectorWidth = int64(VectorBytes / max(spec.DType.Size(), 1))
+			s.VectorWidth = defaultLanes(spec.DType)
 		}
 	}
 	s = withOuterParallel(st, s)
@@ -44,7 +44,7 @@ func SymbolicSchedule(spec *ir.Spec, i int, sym map[string]string) Schedule {
 // (a batch of 8 beside a contiguous row of 3 would put the lanes on the
 // row); where a size is smaller at a launch, its remainder loop runs.
 func atLeastLanes(spec *ir.Spec, st *ir.BoundStmt, sym map[string]string) *ir.BoundStmt {
-	v := int64(VectorBytes / max(spec.DType.Size(), 1))
+	v := defaultLanes(spec.DType)
 	widen := func(vars []ir.Var) []ir.Var {
 		out := slices.Clone(vars)
 		for i := range out {

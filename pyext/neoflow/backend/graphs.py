@@ -98,34 +98,13 @@ class _Support(OperatorSupport):
 
 
 def _chunks(gm, parts, max_nodes: int) -> list:
-    """The partitions cut into runs of at most max_nodes nodes, in graph order. A cut never makes a
-    cycle: the graph's order is topological, so what a later run feeds an eager node can only reach
-    later runs. Compiling an op takes more than linear time in its statements: an unrolled LLTM
-    sequence of 907 operator calls in one op took minutes to build."""
-    from torch.fx.passes.infra.partitioner import Partition
-
-    order = {n: i for i, n in enumerate(gm.graph.nodes)}
-    out = []
-    for p in parts:
-        runs, run = [], []
-        for n in sorted(p.nodes, key=order.__getitem__):
-            # a getitem stays with its multi-output producer (which it follows in graph order)
-            if len(run) >= max_nodes and n.target is not operator.getitem:
-                runs.append(run)
-                run = []
-            run.append(n)
-        runs.append(run)
-        views_only = [all(map(aten_support.is_view, r)) for r in runs]
-        out += [Partition(id=len(out) + i, nodes=r) for i, r in enumerate(runs) if not views_only[i]]
-    return out
-
-
-def _by_dtype(gm, parts) -> list:
-    """The partitions cut, in graph order, where the float dtype their nodes compute in changes: an op
-    computes in one float dtype. A graph of symbolic sizes computes a size's square root in float64 beside
-    float32 work (GPT-2's attention scale); the partitioner, which checks nodes one by one, would put them
-    in one subgraph, which then failed to build. Cut in graph order as _chunks cuts, the runs make no
-    cycle."""
+    """The partitions cut into runs in graph order: of at most max_nodes nodes, and where the float dtype
+    their nodes compute in changes. A cut never makes a cycle: the graph's order is topological, so what a
+    later run feeds an eager node can only reach later runs. Compiling an op takes more than linear time in
+    its statements: an unrolled LLTM sequence of 907 operator calls in one op took minutes to build. An op
+    computes in one float dtype: a graph of symbolic sizes computes a size's square root in float64 beside
+    float32 work (GPT-2's attention scale), which the partitioner, checking nodes one by one, would put in
+    one subgraph that then failed to build."""
     from torch.fx.passes.infra.partitioner import Partition
 
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
@@ -133,14 +112,17 @@ def _by_dtype(gm, parts) -> list:
     for p in parts:
         runs, run, dtype = [], [], None
         for n in sorted(p.nodes, key=order.__getitem__):
+            # a getitem stays with its multi-output producer (which it follows in graph order)
             dt = aten_support.float_dtype(n) if n.target is not operator.getitem else None
-            if dt is not None and dtype is not None and dt != dtype and run:
+            full = len(run) >= max_nodes and n.target is not operator.getitem
+            if full or dt is not None and dtype is not None and dt != dtype:
                 runs.append(run)
                 run = []
             dtype = dt or dtype
             run.append(n)
         runs.append(run)
-        out += [Partition(id=len(out) + i, nodes=r) for i, r in enumerate(runs)]
+        views_only = [all(map(aten_support.is_view, r)) for r in runs]
+        out += [Partition(id=len(out) + i, nodes=r) for i, r in enumerate(runs) if not views_only[i]]
     return out
 
 
@@ -252,7 +234,7 @@ def _lower_graph(gm, support: _Support, graph: str, max_nodes: int, measure: boo
     names = {n.name for n in calls}
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     parts = [p for p in partitioner.propose_partitions() if not all(aten_support.is_view(n) for n in p.nodes)]
-    parts = _by_dtype(gm, _chunks(gm, parts, max_nodes))
+    parts = _chunks(gm, parts, max_nodes)
     eager_views = sum(_views_at_borders(gm, p) + _views_outside(gm, p) for p in parts)
     parts = [p for p in parts if p.nodes and not all(aten_support.is_view(n) for n in p.nodes)]
     lowered, made, sized = sum(len(p.nodes) for p in parts), 0, {}
