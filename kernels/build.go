@@ -196,7 +196,7 @@ func (b *Builder) buildFunc(ctx context.Context, fn *loops.Func, canonical strin
 	if err != nil {
 		return nil, errors.Wrapf(err, "kernel %s", spec.Op.DisplayName())
 	}
-	return &Kernel{spec: spec, src: src, key: key, portable: pkey, path: path, outcome: outcome, k: k, sizes: fn.Sizes, guards: fn.Guards}, nil
+	return &Kernel{spec: spec, src: src, key: key, portable: pkey, path: path, outcome: outcome, k: k, sizes: fn.Sizes, guards: fn.Guards, fn: fn}, nil
 }
 
 // load loads the library of a C kernel: from the bundle when it has the

@@ -5,6 +5,7 @@ import (
 
 	"github.com/neoflow/neoflow/core/bounds"
 	"github.com/neoflow/neoflow/core/ir"
+	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/kernels/cache"
 	"github.com/neoflow/neoflow/kernels/cc"
 )
@@ -23,11 +24,18 @@ type Kernel struct {
 	// guards the conditions on their values a launch must meet.
 	sizes  []string
 	guards []bounds.Guard
+	// fn is the loop nests the kernel was rendered from.
+	fn *loops.Func
 }
 
 // Close releases the kernel's library (one Close per Build that returned
 // it); the last Close unloads it. The kernel must not be launched after.
 func (k *Kernel) Close() error { return k.k.Lib.Close() }
+
+// Func is the loop nests the kernel was rendered from (a kernel with
+// symbolic extents is loaded again from them for each size bucket whose
+// schedules are picked, torchbridge/buckets.go).
+func (k *Kernel) Func() *loops.Func { return k.fn }
 
 // Source is the C source the kernel was compiled from.
 func (k *Kernel) Source() string { return k.src }

@@ -298,3 +298,42 @@ func TestSymbolicGuards(t *testing.T) {
 		t.Errorf("sizes 9, 10 (Z too short): %v", err)
 	}
 }
+
+// TestSymbolicCandidates: every schedule a size bucket's kernel is picked
+// among (pipeline.SymbolicPlan.Candidates) that lowers gives a kernel
+// that computes each case right at sizes that divide no vector width;
+// the defaults always lower, and some cases have other candidates.
+func TestSymbolicCandidates(t *testing.T) {
+	others := 0
+	for _, c := range symbolicCases {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := []int64{8, 5}, []int64{12, 3}
+			plan, err := pipeline.PrepareSymbolic(c.at(ir.Float32), sizesOf(a[:nsizes(c)], b[:nsizes(c)]), pipeline.CPU)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, scheds := range plan.Candidates() {
+				fn, err := plan.Lower(scheds)
+				if err != nil {
+					if i == 0 {
+						t.Fatalf("the defaults: %v", err)
+					}
+					t.Logf("candidate %d does not lower: %v", i, err)
+					continue
+				}
+				others += min(i, 1)
+				k, err := testBuilder(t).BuildFunc(context.Background(), fn)
+				if err != nil {
+					t.Fatalf("candidate %d: %v", i, err)
+				}
+				for _, s := range [][]int64{{1, 1}, {17, 3}, {33, 9}} {
+					runSymbolic(t, k, c, ir.Float32, s[:nsizes(c)])
+				}
+				_ = k.Close()
+			}
+		})
+	}
+	if others < len(symbolicCases) {
+		t.Errorf("%d candidates besides the defaults lowered over %d cases", others, len(symbolicCases))
+	}
+}

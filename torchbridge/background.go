@@ -148,6 +148,7 @@ type bgJob struct {
 	err      string
 
 	gpu *gpuJob // a CUDA kernel's device (background_cuda.go); nil for a C kernel
+	sym *symJob // a size bucket of a kernel with symbolic extents (buckets.go); nil for others
 }
 
 // tuneInBackground queues spec's kernel k, launched as kernel id, when k
@@ -236,6 +237,8 @@ func (r *Runtime) runQueue() {
 		switch {
 		case job.gpu != nil:
 			run = r.tuneCUDAJob
+		case job.sym != nil:
+			run = r.pickBucketJob
 		case job.pick:
 			run = r.pickJob
 		case !job.picked:

@@ -105,6 +105,7 @@ func (r *Runtime) unload(id uint64) {
 	r.table.Store(&next)
 	r.publish(id, nil)
 	delete(r.byCache, l.key)
+	delete(r.symbolic, id)
 	if l.close != nil {
 		l.close()
 	}

@@ -36,9 +36,10 @@ type Runtime struct {
 	db          *tunedb.DB                                    // for cfg; nil until first needed
 	sessions    map[uint64]*session                           // tuning sessions by id
 	nextSession uint64
-	tunedFwd    []*tunedKernel  // forward kernels tuned lately, kept for their gradient's joint pass (joint.go)
-	gpus        map[int]gpuInfo // by CUDA device ordinal
-	idle        []uint64        // loaded kernels nobody holds, least recently released first (loaded.go)
+	tunedFwd    []*tunedKernel             // forward kernels tuned lately, kept for their gradient's joint pass (joint.go)
+	gpus        map[int]gpuInfo            // by CUDA device ordinal
+	idle        []uint64                   // loaded kernels nobody holds, least recently released first (loaded.go)
+	symbolic    map[uint64]*symbolicKernel // kernels with symbolic extents by kernel id, for their size buckets (buckets.go)
 
 	interrupt interrupter // cancels builds in flight on Ctrl-C
 

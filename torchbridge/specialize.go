@@ -20,6 +20,9 @@ import (
 // shapes_only it stops after inference, with source_only after generating
 // the C source.
 func (r *Runtime) Specialize(req *api.SpecializeRequest) (*api.SpecializeResponse, error) {
+	if req.GetBucketOf() != 0 {
+		return r.specializeBucket(req)
+	}
 	op, in, err := r.opInputs(req.GetOpId(), req.GetInputs())
 	if err != nil {
 		return nil, err

@@ -21,8 +21,8 @@ import (
 // (pipeline.Symbolic), each distinct pair of values a size variable s0,
 // s1, ... in the order the inputs meet them. The op is specialized fused
 // as its other kernels are (fusedUnit), or unfused where the fused op is
-// refused; the kernel is not tuned (a tuned schedule is chosen for one
-// shape). Its buffers carry their size variables
+// refused; its schedules are the defaults, picked per size bucket later
+// (buckets.go). Its buffers carry their size variables
 // (Buffer.sizes) and their shapes at the inputs' values.
 func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in typedInputs) (*api.SpecializeResponse, error) {
 	if req.GetCudaDevice() != 0 || req.GetSourceOnly() || req.GetShapesOnly() {
@@ -50,11 +50,14 @@ func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in t
 	}
 	r.noteBuild()
 	var k *kernels.Kernel
+	var at pipeline.SpecAt
 	if fused := r.fusedUnit(op); fused != nil { // fused as the op's other kernels are, where the proof allows
-		k, err = builder.BuildSymbolic(r.buildContext(), specAt(fused, in, other, req.GetSizes(), sizeOf, byPair), sizes)
+		at = specAt(fused, in, other, req.GetSizes(), sizeOf, byPair)
+		k, err = builder.BuildSymbolic(r.buildContext(), at, sizes)
 	}
 	if k == nil {
-		k, err = builder.BuildSymbolic(r.buildContext(), specAt(&pipeline.Unit{Op: op}, in, other, req.GetSizes(), sizeOf, byPair), sizes)
+		at = specAt(&pipeline.Unit{Op: op}, in, other, req.GetSizes(), sizeOf, byPair)
+		k, err = builder.BuildSymbolic(r.buildContext(), at, sizes)
 	}
 	r.noteBuild()
 	if err != nil {
@@ -77,6 +80,7 @@ func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in t
 	l := &launchable{nbufs: k.NumBufs(), close: func() { _ = k.Close() }}
 	l.fn.Store(k.Addr())
 	resp.KernelId = r.registerKernel(k.Key(), l)
+	r.keepSymbolic(resp.KernelId, op.DisplayName(), at, sizes, k, resp)
 	return resp, nil
 }
 

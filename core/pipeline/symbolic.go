@@ -33,12 +33,37 @@ type SpecAt func(values map[string]int64) (*ir.Spec, error)
 // three. An error says why the op has no such kernel; its caller then
 // builds a kernel per shape.
 func Symbolic(at SpecAt, sizes []loops.Size, target Target) (*loops.Func, error) {
+	p, err := PrepareSymbolic(at, sizes, target)
+	if err != nil {
+		return nil, err
+	}
+	return p.Lower(p.Defaults())
+}
+
+// SymbolicPlan is an op specialized and proven for a kernel with symbolic
+// extents (PrepareSymbolic), to be lowered under schedules of its
+// caller's choice (Lower): the default ones, or a tuner's candidates.
+type SymbolicPlan struct {
+	sizes  []loops.Size
+	target Target
+	specs  [3]*ir.Spec
+	// syms maps, per statement, each variable of symbolic extent to its
+	// size (without loops.SizePrefix).
+	syms   []map[string]string
+	guards []bounds.Guard
+}
+
+// PrepareSymbolic specializes the op at the sizes' A values, their B
+// values and a third value, and proves its accesses in bounds for every
+// size (or under launch guards that hold at A and B): Symbolic's work
+// before scheduling.
+func PrepareSymbolic(at SpecAt, sizes []loops.Size, target Target) (*SymbolicPlan, error) {
 	byPair, err := loops.CheckSizes(sizes)
 	if err != nil {
 		return nil, err
 	}
-	var specs [3]*ir.Spec
-	for k := range specs {
+	p := &SymbolicPlan{sizes: sizes, target: target}
+	for k := range p.specs {
 		values := map[string]int64{}
 		for i, s := range sizes {
 			values[s.Name] = [3]int64{s.A, s.B, thirdValue(sizes, i)}[k]
@@ -47,9 +72,9 @@ func Symbolic(at SpecAt, sizes []loops.Size, target Target) (*loops.Func, error)
 		if err != nil {
 			return nil, err
 		}
-		specs[k] = spec
+		p.specs[k] = spec
 	}
-	a, b := specs[0], specs[1]
+	a, b := p.specs[0], p.specs[1]
 	dims, err := inputSizes(a, b, sizes, byPair)
 	if err != nil {
 		return nil, err
@@ -62,42 +87,90 @@ func Symbolic(at SpecAt, sizes []loops.Size, target Target) (*loops.Func, error)
 	if err != nil {
 		return nil, err
 	}
-	guards, err = launchGuards(guards, sizes)
-	if err != nil {
+	if p.guards, err = launchGuards(guards, sizes); err != nil {
 		return nil, err
 	}
 	if err := checkVarying(vary, syms); err != nil {
 		return nil, err
 	}
+	p.syms = syms
+	return p, nil
+}
+
+// Spec is the op specialized at the sizes' A values, whose statements
+// Lower's schedules are for.
+func (p *SymbolicPlan) Spec() *ir.Spec { return p.specs[0] }
+
+// Sym maps the variables of statement i that run to a size to that size
+// (without loops.SizePrefix).
+func (p *SymbolicPlan) Sym(i int) map[string]string { return p.syms[i] }
+
+// Defaults is one default schedule per statement: loops.SymbolicSchedule,
+// or for the GPU loops.SymbolicGPUSchedule.
+func (p *SymbolicPlan) Defaults() []loops.Schedule {
+	a := p.specs[0]
 	scheds := make([]loops.Schedule, len(a.Stmts))
 	for i := range a.Stmts {
-		scheds[i] = loops.SymbolicSchedule(a, i, syms[i])
-		if target == GPU {
+		scheds[i] = loops.SymbolicSchedule(a, i, p.syms[i])
+		if p.target == GPU {
 			scheds[i] = loops.SymbolicGPUSchedule(a, i)
 		}
 	}
+	return scheds
+}
+
+// Candidates is the distinct whole-kernel schedules a size bucket's
+// kernel is picked among (autotune.PickSymbolic): variant k
+// (loops.SymbolicVariants) of every statement, the defaults first. Not
+// every candidate lowers (Lower says so). They are CPU schedules.
+func (p *SymbolicPlan) Candidates() [][]loops.Schedule {
+	a := p.specs[0]
+	variants := make([][]loops.Schedule, len(a.Stmts))
+	for i := range a.Stmts {
+		variants[i] = loops.SymbolicVariants(a, i, p.syms[i])
+	}
+	var out [][]loops.Schedule
+	for k := range variants[0] {
+		c := make([]loops.Schedule, len(a.Stmts))
+		for i := range c {
+			c[i] = variants[i][k]
+		}
+		if !slices.ContainsFunc(out, func(o []loops.Schedule) bool { return reflect.DeepEqual(o, c) }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Lower lowers the kernel under scheds (one per statement) at the three
+// specializations and generalizes the loop nests (loops.Generalize): the
+// first two give the kernel, which the third must give too.
+func (p *SymbolicPlan) Lower(scheds []loops.Schedule) (*loops.Func, error) {
+	if len(scheds) != len(p.specs[0].Stmts) {
+		return nil, errors.Errorf("symbolic extents: %d schedules for %d statements", len(scheds), len(p.specs[0].Stmts))
+	}
 	var fns [3]*loops.Func
-	for k, spec := range specs {
+	for k, spec := range p.specs {
 		u := FromSpec(spec)
-		u.Target, u.Sched = target, Given(scheds)
+		u.Target, u.Sched = p.target, Given(scheds)
 		if err := Run(u, Build); err != nil {
 			return nil, err
 		}
 		fns[k] = u.Func
 	}
-	fn, err := loops.Generalize(fns[0], fns[1], sizes)
+	fn, err := loops.Generalize(fns[0], fns[1], p.sizes)
 	if err != nil {
 		return nil, err
 	}
-	third := slices.Clone(sizes)
+	third := slices.Clone(p.sizes)
 	for i := range third {
-		third[i].B = thirdValue(sizes, i)
+		third[i].B = thirdValue(p.sizes, i)
 	}
 	check, err := loops.Generalize(fns[0], fns[2], third)
 	if err != nil || !reflect.DeepEqual(fn, check) {
 		return nil, errors.Errorf("symbolic extents: the kernel lowered at a third value of the sizes differs (%v)", err)
 	}
-	fn.Guards = guards
+	fn.Guards = p.guards
 	return fn, nil
 }
 

@@ -12,11 +12,17 @@ size some other way (an index such as ``N - 1 - i``) is refused such a
 kernel, once per pattern of varying dimensions, and builds one kernel per
 shape as before.
 
+Such a kernel's schedules are chosen per size bucket (each size rounded
+up to a power of two): the first call of a bucket asks the Go core which
+kernel runs it, one built with the tuning database's schedules for that
+bucket, or the default one while the background picks them (as it picks
+a new shape's, under the same NEOFLOW_TUNE modes), so that a new length
+reuses both the kernel and its bucket's schedules.
+
 The setting ``configure(dynamic=...)`` (NEOFLOW_DYNAMIC) chooses: ``"auto"``
 (the default) as above, ``"static"`` one kernel per shape. Kernels with
 symbolic extents are C kernels, fused where the Go core's proof allows (else
-unfused), untiled along a size and not tuned; CUDA kernels are built per
-shape.
+unfused) and untiled along a size; CUDA kernels are built per shape.
 """
 
 from __future__ import annotations
@@ -46,13 +52,14 @@ class Sizes:
     kernels with symbolic extents and the builds each pattern of varying dimensions was refused; and, per
     shape seen, the kernel that serves it."""
 
-    __slots__ = ("first", "kernels", "refused", "sized", "lock")
+    __slots__ = ("first", "kernels", "refused", "sized", "buckets", "lock")
 
     def __init__(self):
         self.first: dict = {}
         self.kernels: dict = {}
         self.refused: dict = {}  # pattern -> builds refused
         self.sized: dict = {}  # specialization key -> a symbolic kernel at that shape (Kernel.at)
+        self.buckets: dict = {}  # (template's kernel id, size bucket) -> the kernel that runs it there (_bucket)
         self.lock = threading.Lock()
 
     def clear(self) -> None:
@@ -60,6 +67,7 @@ class Sizes:
         self.kernels.clear()
         self.refused.clear()
         self.sized.clear()
+        self.buckets.clear()
 
 
 def signature(tensors, extents: dict) -> tuple:
@@ -113,18 +121,40 @@ def kernel_for(op, state: Sizes, tensors, sizes, key) -> Kernel | None:
                 return None
             template.extents = extents
             state.kernels[sig] = (template, *state.kernels.get(sig, ()))
-            kernel = template.at(shapes, extents)
+            kernel = _fitting(state, sig, shapes, extents)
     return None if kernel is None else _keep(op, state, key, kernel, tensors)
 
 
 def _fitting(state: Sizes, sig, shapes, extents: dict) -> Kernel | None:
     """The newest of the signature's kernels with symbolic extents that fits these shapes and extents, at
-    them."""
+    them, as its size bucket runs it (_bucket)."""
     for template in state.kernels.get(sig, ()):
-        kernel = template.at(shapes, extents)
-        if kernel is not None:
-            return kernel
+        values = template.fit(shapes, extents)
+        if values is not None:
+            return _bucket(state, template, values).at(shapes, extents)
     return None
+
+
+def _bucket(state: Sizes, template: Kernel, values: dict) -> Kernel:
+    """The kernel that runs template for the size bucket of these sizes' values (each rounded up to a power
+    of two), asked of the Go core once per bucket: built with the tuning database's schedules for the
+    bucket, or the template's kernel while the background picks them (torchbridge/buckets.go); the
+    template itself where the core says so or fails (logged at debug level)."""
+    ordered = [values[name] for name in template.size_names]
+    key = (template.kernel_id, tuple(1 << (v - 1).bit_length() for v in ordered))
+    kernel = state.buckets.get(key)
+    if kernel is None:
+        request = pb.SpecializeRequest(bucket_of=template.kernel_id, size_values=ordered)
+        try:
+            label = f"neoflow: loading the kernel of size bucket {key[1]}"
+            kernel = Kernel(_lib.call_interruptible("nf_specialize", request, pb.SpecializeResponse, label=label), ())
+            kernel.outputs, kernel.returned, kernel.temps = template.outputs, template.returned, template.temps
+            kernel.extents = template.extents
+        except Error as err:
+            log.debug("neoflow: size bucket %s of kernel %d: %s", key[1], template.kernel_id, err)
+            kernel = template
+        kernel = state.buckets.setdefault(key, kernel)  # a thread that asked too keeps the first answer
+    return kernel
 
 
 def _build(op, tensors, sizes, first) -> Kernel | None:

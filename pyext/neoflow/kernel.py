@@ -107,11 +107,11 @@ class Kernel:
             pack = self.pack
             self.pack = lambda *pointers: pack(*pointers) + tail
 
-    def at(self, shapes, extents: dict) -> Kernel | None:
-        """This kernel with symbolic extents (``size_names``) for inputs of these shapes and these explicit
-        extents: a copy that launches it with its sizes' values read from the shapes, or None when they do not
-        fit (a fixed dimension or extent differs, two dimensions of one size differ, an extent that is a size
-        differs from it, a size is 0, or the sizes break a launch guard)."""
+    def fit(self, shapes, extents: dict) -> dict | None:
+        """The values of this kernel's sizes (``size_names``) at inputs of these shapes and these explicit
+        extents, by name, or None when they do not fit (a fixed dimension or extent differs, two dimensions of
+        one size differ, an extent that is a size differs from it, a size is 0, or the sizes break a launch
+        guard)."""
         values: dict = {}
         for i, shape in enumerate(shapes):
             name, role, rep = self.buffers[i]
@@ -134,6 +134,14 @@ class Kernel:
             size = self.size_of.get(name)
             if n != (values[size] if size else self.extents[name]):
                 return None
+        return values
+
+    def at(self, shapes, extents: dict) -> Kernel | None:
+        """This kernel with symbolic extents for inputs of these shapes and these explicit extents: a copy that
+        launches it with its sizes' values read from the shapes, or None when they do not fit (``fit``)."""
+        values = self.fit(shapes, extents)
+        if values is None:
+            return None
         size_values = array.array("q", [values[s] for s in self.size_names])
         buffers = [
             (name, role, tuple(values[s] if s else n for n, s in zip(shape, sizes)))

@@ -2,7 +2,11 @@
 every value of the dimensions that varied, whose values and gradients match PyTorch's at every size."""
 
 import dataclasses
+import os
 import re
+import subprocess
+import sys
+import textwrap
 import threading
 
 import neoflow
@@ -111,6 +115,43 @@ def test_batch_of_one_first(auto):
         x = torch.randn(n, 3)
         torch.testing.assert_close(op(x), torch.tanh(x) * 3.0)
     assert op.kernel_shapes() == [((1, 3),), ((4, 3),), (("s0", 3),)]
+
+
+BUCKETS = textwrap.dedent(
+    """
+    import sys, torch, neoflow
+    neoflow.configure(tune="background")
+    op = neoflow.op("S[n] += X[n, k] * X[n, k]\\nY[n, k] = X[n, k] / (S[n] + 1.0) + 2.0", name="rows")
+
+    def check(n):
+        x = torch.randn(n, 24, dtype=torch.float64)
+        torch.testing.assert_close(op(x), x / (x.square().sum(1, keepdim=True) + 1) + 2)
+
+    for n in (20, 24, 40, 33, 17):
+        check(n)
+    status = [k for k in neoflow.wait_background(timeout=240) if "[" in k.kernel]
+    if sys.argv[1] == "first":
+        assert sorted(k.kernel for k in status) == ["rows [s0=32]", "rows [s0=64]"], status
+        assert all(k.done and not k.error and k.trials >= 2 and k.best_ms <= k.default_ms for k in status), status
+    else:
+        assert status == [], status  # built from the records
+    for n in (20, 24, 40, 33, 17, 50, 3):
+        check(n)
+    assert len(op.kernel_shapes()) == 2, op.kernel_shapes()
+    print("picked", sum(k.swapped for k in status))
+    """
+)
+
+
+def test_size_buckets_are_picked_and_kept(tmp_path):
+    """A kernel with symbolic extents gets its schedules picked per size bucket in the background (20, 24 and
+    17 rows share bucket 32; 33 and 40 bucket 64), its values right before and after; a later process runs
+    each bucket's picked kernel from the tuning database at once."""
+    env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
+    for run in ("first", "later"):
+        out = subprocess.run([sys.executable, "-c", BUCKETS, run], env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert "picked" in out.stdout
 
 
 def test_static_setting(auto):

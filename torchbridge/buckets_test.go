@@ -1,0 +1,164 @@
+package torchbridge
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/neoflow/neoflow/api"
+)
+
+// A kernel with symbolic extents gets one kernel id per size bucket: in
+// background mode each bucket's schedules are picked by the worker and
+// kept in the database under the bucket's key, sizes of one bucket share
+// its id, and a later runtime builds a bucket's kernel from its record
+// without queuing anything. Every bucket's kernel computes what the op
+// says.
+func TestSizeBuckets(t *testing.T) {
+	dir := t.TempDir()
+	r := New()
+	if _, err := r.Init(&api.InitRequest{CacheDir: dir, NumThreads: 2, Tune: TuneBackground}); err != nil {
+		t.Fatal(err)
+	}
+	template := symbolicRows(t, r)
+	at := func(n int64) uint64 {
+		resp, err := r.Specialize(&api.SpecializeRequest{BucketOf: template, SizeValues: []int64{n}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.KernelId
+	}
+	b32, b32b, b64 := at(20), at(24), at(40)
+	if b32 == template || b32 != b32b || b64 == b32 || b64 == template {
+		t.Fatalf("ids: template %d, 20 -> %d, 24 -> %d, 40 -> %d", template, b32, b32b, b64)
+	}
+	var st *api.TuneStatusResponse
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if st = r.TuneStatus(); len(st.Kernels) == 2 && st.Pending == 0 {
+			break
+		}
+	}
+	if len(st.Kernels) != 2 || st.Pending != 0 {
+		t.Fatalf("status %v", st)
+	}
+	for _, k := range st.Kernels {
+		t.Logf("%s: %d candidates, default %.1f us, best %.1f us, swapped %v", k.Kernel, k.Progress.Trials, k.Progress.DefaultSeconds*1e6, k.Progress.BestSeconds*1e6, k.Swapped)
+		if k.Error != "" || k.Progress.Trials < 2 || k.Progress.BestSeconds > k.Progress.DefaultSeconds || !strings.Contains(k.Kernel, "s0=") {
+			t.Fatalf("bucket pick %v", k)
+		}
+	}
+	for _, c := range []struct {
+		id uint64
+		n  int64
+	}{{b32, 20}, {b32, 24}, {b64, 40}, {b64, 33}, {template, 7}} {
+		checkRows(t, r, c.id, c.n)
+	}
+	db, err := r.tuneDB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := db.List(); len(entries) != 2 {
+		t.Fatalf("database: %d records, want one per bucket", len(entries))
+	}
+
+	// A later runtime builds bucket 32's kernel from its record.
+	r2 := New()
+	if _, err := r2.Init(&api.InitRequest{CacheDir: dir, NumThreads: 2, Tune: TuneBackground}); err != nil {
+		t.Fatal(err)
+	}
+	template2 := symbolicRows(t, r2)
+	resp, err := r2.Specialize(&api.SpecializeRequest{BucketOf: template2, SizeValues: []int64{17}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := r2.TuneStatus(); len(st.Kernels) != 0 {
+		t.Fatalf("a bucket with a record was queued: %v", st)
+	}
+	checkRows(t, r2, resp.KernelId, 17)
+
+	for _, c := range []struct {
+		req  *api.SpecializeRequest
+		want string
+	}{
+		{&api.SpecializeRequest{BucketOf: 999, SizeValues: []int64{4}}, "not a loaded kernel with symbolic extents"},
+		{&api.SpecializeRequest{BucketOf: template, SizeValues: []int64{4, 5}}, "takes 1 sizes, the request gives 2"},
+		{&api.SpecializeRequest{BucketOf: template, SizeValues: []int64{0}}, "size s0 is 0"},
+	} {
+		if _, err := r.Specialize(c.req); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want an error saying %q", c.req, err, c.want)
+		}
+	}
+}
+
+// With NEOFLOW_TUNE=off a bucket runs the kernel's own id.
+func TestSizeBucketsOff(t *testing.T) {
+	r := New()
+	if _, err := r.Init(&api.InitRequest{CacheDir: t.TempDir(), NumThreads: 2, Tune: TuneOff}); err != nil {
+		t.Fatal(err)
+	}
+	template := symbolicRows(t, r)
+	resp, err := r.Specialize(&api.SpecializeRequest{BucketOf: template, SizeValues: []int64{100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.KernelId != template || len(r.TuneStatus().Kernels) != 0 {
+		t.Fatalf("bucket id %d, template %d, queued %v", resp.KernelId, template, r.TuneStatus())
+	}
+	if err := r.ReleaseKernel(resp.KernelId); err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, r, template, 100)
+}
+
+// symbolicRows defines a row-wise op (a norm of each row and an
+// elementwise tail) and builds its kernel for every number of rows.
+func symbolicRows(t *testing.T, r *Runtime) uint64 {
+	t.Helper()
+	def, err := r.Define(&api.DefineRequest{Source: "S[n] += X[n, k] * X[n, k]\nY[n, k] = X[n, k] / (S[n] + 1.0) + 2.0", Name: "rows"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := r.Specialize(&api.SpecializeRequest{OpId: def.OpId, Inputs: []*api.TensorType{f64(20, 24)}, Like: []*api.TensorType{f64(24, 24)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.SizeNames) != 1 {
+		t.Fatalf("sizes %v", resp.SizeNames)
+	}
+	return resp.KernelId
+}
+
+// checkRows launches kernel id (symbolicRows' op) at n rows and checks Y.
+func checkRows(t *testing.T, r *Runtime, id uint64, n int64) {
+	t.Helper()
+	x := make([]float64, n*24)
+	for i := range x {
+		x[i] = float64(i%7) - 3
+	}
+	s, y := make([]float64, n), make([]float64, n*24)
+	sizes := []int64{n}
+	bufs := []unsafe.Pointer{unsafe.Pointer(&x[0]), unsafe.Pointer(&y[0]), unsafe.Pointer(&s[0]), unsafe.Pointer(&sizes[0])} // X, Y, the temporary S
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	for _, p := range bufs {
+		pin.Pin(p)
+	}
+	pin.Pin(&bufs[0])
+	if err := r.Launch(id, unsafe.Pointer(&bufs[0]), len(bufs), 2); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		sum := 0.0
+		for k := range int64(24) {
+			sum += x[i*24+k] * x[i*24+k]
+		}
+		for k := range int64(24) {
+			want := x[i*24+k]/(sum+1) + 2
+			if got := y[i*24+k]; got < want-1e-9 || got > want+1e-9 {
+				t.Fatalf("kernel %d at %d rows: Y[%d, %d] = %g, want %g", id, n, i, k, got, want)
+			}
+		}
+	}
+}
