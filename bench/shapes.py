@@ -7,12 +7,15 @@ seconds (compiles included), the median step of lengths met before (a length's f
 what was compiled: Dynamo's graphs, and the graphs neoflow lowered (pairs of the compile report's forward
 and backward graphs: the first length's static graph, then the graph with symbolic sizes, lowered once).
 Then the same model's steps at ``--length`` against a fresh
-model's that only ever saw that length (static shapes): the cost of having varied. Variants run one after
-another (each run is one sequence of steps), not in turns as the other benchmarks time them, and with
-the compile caches (Inductor's, neoflow's kernels) as the machine has them: a warm cache shortens the run.
+model's that only ever saw that length (static shapes), the two timed in turns: the cost of having
+varied. With ``--settle S`` neoflow's background tuning (NEOFLOW_TUNE) is waited for, at most S
+seconds, before those steps. Variants run one after another (each run is one sequence of steps), and
+with the compile caches (Inductor's, neoflow's kernels) as the machine has them: a warm cache shortens
+the run.
 
     python bench/shapes.py [--steps 60] [--lengths 8 64] [--length 32] [--repeat 10] [--warm 25]
-                           [--variants eager inductor neoflow] [--out bench/results]
+                           [--settle 0] [--variants eager inductor neoflow]
+                           [--out bench/results]
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
+import os
 import random
 import statistics
 import sys
@@ -41,6 +45,9 @@ def parse_args(argv=None):
     ap.add_argument("--length", type=int, default=32, help="the length timed against a static-shape model")
     ap.add_argument("--repeat", type=int, default=10, help="timed steps at --length")
     ap.add_argument("--warm", type=int, default=25, help="untimed steps at --length before those timed")
+    ap.add_argument(
+        "--settle", type=float, default=0, help="seconds of background tuning at most, before timing at --length"
+    )
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
@@ -86,18 +93,24 @@ def run_variant(torch, neoflow, variant: str, lengths: list[int], args) -> dict:
         seen.add(n)
     graphs = int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
     shapes = len(neoflow.compile_report()) // 2
-    for _ in range(args.warm):  # as the fresh model below: past the measured choice's trial of a new shape
-        step(args.length)
-    varied = [_timed(step, args.length) for _ in range(args.repeat)]
     kernels = _kernels(neoflow.compile_report())
-    del step  # and with it the compiled graphs, their subgraphs and neoflow ops: the fresh model builds its own
+    # a fresh model that only ever sees --length (static shapes), built while the first one lives: the two
+    # are then timed in turns, so that the machine's drift falls on both alike
+    neoflow.compile_report(clear=True)
+    fresh = _model(torch, neoflow, variant, args.seed)
+    for _ in range(args.warm):  # past the measured choice's trial of a new shape, and any warm-up
+        step(args.length)
+        fresh(args.length)
+    if args.settle and variant == "neoflow":  # the background's picks and searches land before the timing
+        neoflow.wait_background(timeout=args.settle)
+    varied, static = [], []
+    for _ in range(args.repeat):
+        varied.append(_timed(step, args.length))
+        static.append(_timed(fresh, args.length))
+    del step, fresh  # and with them the compiled graphs, their subgraphs and neoflow ops
     torch._dynamo.reset()
     gc.collect()
     neoflow.compile_report(clear=True)
-    fresh = _model(torch, neoflow, variant, args.seed)
-    for _ in range(args.warm):  # past the measured choice's trial (neoflow) and any warm-up
-        fresh(args.length)
-    static = [_timed(fresh, args.length) for _ in range(args.repeat)]
     return {
         "variant": variant,
         "total_s": sum(times),
@@ -142,7 +155,9 @@ def render_markdown(result: dict) -> str:
         "model, one after another. steady: median (min-max) of the steps whose length came before; "
         f"at {s['length']}: {s['repeat']} steps of the same model at length {s['length']} after the run and "
         f"{s['warm']} untimed ones, "
-        f"against a fresh model that only saw length {s['length']} (static). Dynamo graphs: graphs Dynamo "
+        f"against a fresh model that only saw length {s['length']} (static), timed in turns"
+        + (f" after waiting up to {s['settle']:g} s for background tuning" if s.get("settle") else "")
+        + f" (NEOFLOW_TUNE={s.get('tune') or 'default'}). Dynamo graphs: graphs Dynamo "
         "compiled; neoflow graphs: the graphs neoflow lowered (forward and backward as one); kernels: the "
         "kernels those graphs' "
         "subgraphs built (of them, for every size of a dimension that varies), and the subgraph compiles that "
@@ -182,7 +197,7 @@ def main(argv=None) -> dict:
             file=sys.stderr,
         )
     info = wl.machine_info(torch, neoflow)
-    settings = {**vars(args), "lengths": list(args.lengths)}
+    settings = {**vars(args), "lengths": list(args.lengths), "tune": os.environ.get("NEOFLOW_TUNE", "")}
     result = {"date": datetime.date.today().isoformat(), "machine": info, "settings": settings, "rows": rows}
     md = render_markdown(result)
 

@@ -211,6 +211,17 @@ def test_layers_bench_times_each_layer_of_the_backend(tmp_path):
     assert row["choices"] and set(row["choices"]) <= {"neoflow", "eager"}  # the measured choices were made
 
 
+def test_buckets_bench_times_picked_and_default_schedules(tmp_path):
+    """bench/buckets.py: each case's kernel for every size, picked per bucket and with its defaults, at each
+    size beside eager."""
+    cmd = [sys.executable, str(ROOT / "bench" / "buckets.py"), "--rounds", "1", "--calls", "2", "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(next(tmp_path.glob("buckets-*.json")).read_text())
+    assert len(result["rows"]) == 20
+    assert all(r[f"{v}_us"] > 0 for r in result["rows"] for v in ("default", "picked", "eager"))
+
+
 def test_shapes_bench_trains_on_varying_lengths(tmp_path):
     """bench/shapes.py: BERT on varying lengths, eager and the backend; the backend lowers the first length's
     static graph, then the graph with symbolic sizes once."""
