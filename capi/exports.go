@@ -109,7 +109,8 @@ func nf_launch_go(kernel C.int, bufs unsafe.Pointer, nbufs C.int, nthreads C.int
 
 // nf_launch_cuda runs a CUDA kernel on stream (a CUstream handle, the
 // current stream of PyTorch on the kernel's device): bufs points to nbufs
-// device pointers. In the CPU-only build it returns an error.
+// device pointers (a kernel with symbolic extents: then its sizes' values).
+// In the CPU-only build it returns an error.
 //
 //export nf_launch_cuda
 func nf_launch_cuda(kernel C.uint64_t, bufs unsafe.Pointer, nbufs C.int64_t, stream C.uintptr_t) (errText *C.char) {

@@ -27,6 +27,10 @@ type CUDAKernel struct {
 	image    []byte
 	launches []cgen.Launch
 	aligned  bool
+	// fn is the loop nests the module was rendered from (a kernel with
+	// symbolic extents: its sizes and launch guards, Func.Sizes and
+	// Func.Guards).
+	fn *loops.Func
 }
 
 // Spec is the spec the kernel computes.
@@ -51,9 +55,13 @@ func (k *CUDAKernel) Image() []byte { return k.image }
 // kernel loads 16-byte vectors (cgen.CUDAModule.Aligned).
 func (k *CUDAKernel) Aligned() bool { return k.aligned }
 
+// Func is the loop nests the module was rendered from.
+func (k *CUDAKernel) Func() *loops.Func { return k.fn }
+
 // Launches are the module's functions with their grid and block sizes,
 // to be launched in order on one stream, each with one device pointer
-// per entry of Spec().Tensors.
+// per entry of Spec().Tensors, then, for a kernel with symbolic extents,
+// its sizes' values (Func().Sizes) as long long parameters.
 func (k *CUDAKernel) Launches() []cgen.Launch { return k.launches }
 
 // nvrtcOnce opens NVRTC for a Builder on first use.
@@ -129,7 +137,7 @@ func (b *Builder) BuildCUDAFunc(ctx context.Context, fn *loops.Func, arch int) (
 	if err != nil {
 		return nil, errors.Wrapf(err, "building CUDA kernel %s", spec.Op.DisplayName())
 	}
-	return &CUDAKernel{spec: spec, src: mod.Source, key: key, outcome: outcome, target: target, image: img, launches: mod.Launches, aligned: mod.Aligned}, nil
+	return &CUDAKernel{spec: spec, src: mod.Source, key: key, outcome: outcome, target: target, image: img, launches: mod.Launches, aligned: mod.Aligned, fn: fn}, nil
 }
 
 // BuildCUDATuned is BuildCUDA with tuned schedules (nil: none) that,

@@ -26,6 +26,20 @@ func (b *Builder) BuildSymbolic(ctx context.Context, at pipeline.SpecAt, sizes [
 	return b.BuildFunc(ctx, fn)
 }
 
+// BuildSymbolicCUDA is BuildSymbolic for a CUDA device of compute
+// capability arch: the loop nests lowered for the GPU
+// (loops.SymbolicGPUSchedule) and compiled with NVRTC. Each function of
+// the module takes the tensors' pointers and then the sizes' values, as
+// long long parameters in Func().Sizes order (cgen.CUDAModule.Sizes); its
+// caller checks the launch guards (Func().Guards).
+func (b *Builder) BuildSymbolicCUDA(ctx context.Context, at pipeline.SpecAt, sizes []loops.Size, arch int) (*CUDAKernel, error) {
+	fn, err := pipeline.Symbolic(at, sizes, pipeline.GPU)
+	if err != nil {
+		return nil, errors.Wrap(err, "CUDA kernel with symbolic extents")
+	}
+	return b.BuildCUDAFunc(ctx, fn, arch)
+}
+
 // Shapes are the shapes of k's tensors for these values of its sizes (in
 // Sizes order): each dimension a size names takes its value. Values that
 // break a launch guard (Guards) are refused.

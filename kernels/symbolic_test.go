@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime"
@@ -15,6 +16,7 @@ import (
 	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/internal/cudaemu"
 	"github.com/neoflow/neoflow/internal/hostbuf"
+	"github.com/neoflow/neoflow/internal/nvrtctest"
 	"github.com/neoflow/neoflow/internal/testops"
 	"github.com/neoflow/neoflow/kernels/cgen"
 )
@@ -335,5 +337,41 @@ func TestSymbolicCandidates(t *testing.T) {
 	}
 	if others < len(symbolicCases) {
 		t.Errorf("%d candidates besides the defaults lowered over %d cases", others, len(symbolicCases))
+	}
+}
+
+// TestSymbolicCUDACompiles builds each case's CUDA kernel with symbolic
+// extents through the Builder (BuildSymbolicCUDA: NVRTC, sm_90), in both
+// float dtypes: every function of the module takes the sizes after the
+// tensors, and the image has every launch's entry (the emulator runs the
+// same source, TestSymbolicCUDAEmulated).
+func TestSymbolicCUDACompiles(t *testing.T) {
+	lib := nvrtctest.Library(t)
+	b, err := NewBuilder(Options{CacheDir: t.TempDir(), Version: "test", NVRTCDirs: []string{lib.Path}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dt := range []ir.DType{ir.Float32, ir.Float64} {
+		for _, c := range symbolicCases {
+			t.Run(fmt.Sprintf("%s_%s", c.name, dt), func(t *testing.T) {
+				a, bv := []int64{8, 5}, []int64{12, 3}
+				n := nsizes(c)
+				k, err := b.BuildSymbolicCUDA(context.Background(), c.at(dt), sizesOf(a[:n], bv[:n]), 90)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(k.Func().Sizes) != n || len(k.Launches()) == 0 {
+					t.Fatalf("sizes %v, launches %v", k.Func().Sizes, k.Launches())
+				}
+				for _, l := range k.Launches() {
+					if !bytes.Contains(k.Image(), []byte(l.Entry)) {
+						t.Errorf("the image lacks entry %s", l.Entry)
+					}
+				}
+				if !strings.Contains(k.Source(), "long long nf_size_s0") {
+					t.Errorf("the functions do not take the size s0:\n%s", k.Source())
+				}
+			})
+		}
 	}
 }

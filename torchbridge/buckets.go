@@ -40,7 +40,7 @@ type symbolicKernel struct {
 	sizes []loops.Size
 	fn    *loops.Func             // lowered with the default schedules
 	sized [][]string              // per tensor, per dimension: its size variable or ""
-	resp  *api.SpecializeResponse // the kernel's own response
+	resp  *api.SpecializeResponse // the kernel's own response, completed before its id is handed out
 	ids   map[string]uint64       // the kernel id of each bucket met, by bucketLabel
 }
 
@@ -55,7 +55,7 @@ type symJob struct {
 // keepSymbolic registers k, a kernel with symbolic extents launched as
 // kernel id, for the bucket requests of its calls.
 func (r *Runtime) keepSymbolic(id uint64, name string, at pipeline.SpecAt, sizes []loops.Size, k *kernels.Kernel, resp *api.SpecializeResponse) {
-	sk := &symbolicKernel{name: name, at: at, sizes: sizes, fn: k.Func(), resp: proto.Clone(resp).(*api.SpecializeResponse), ids: map[string]uint64{}}
+	sk := &symbolicKernel{name: name, at: at, sizes: sizes, fn: k.Func(), resp: resp, ids: map[string]uint64{}}
 	for _, t := range k.Spec().Tensors {
 		sk.sized = append(sk.sized, sizeNames(t.Sizes))
 	}
@@ -171,7 +171,7 @@ func (r *Runtime) bucketOf(req *api.SpecializeRequest) (*symbolicKernel, []int64
 // response is the kernel's response for kernel id (its own or a bucket's).
 func (sk *symbolicKernel) response(id uint64) *api.SpecializeResponse {
 	resp := proto.Clone(sk.resp).(*api.SpecializeResponse)
-	resp.KernelId = id
+	resp.KernelId, resp.Warnings = id, nil
 	return resp
 }
 

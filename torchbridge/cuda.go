@@ -118,7 +118,8 @@ func requireCUDA(what string) error {
 }
 
 // LaunchCUDA runs CUDA kernel id on nbufs device pointers (bufs points to
-// an array of them, in the order of the SpecializeResponse's buffers) on
+// an array of them, in the order of the SpecializeResponse's buffers,
+// followed for a kernel with symbolic extents by its sizes' values) on
 // stream, a CUstream handle: PyTorch's current stream on the kernel's
 // device. It neither synchronizes nor allocates device memory.
 func (r *Runtime) LaunchCUDA(id uint64, bufs unsafe.Pointer, nbufs int, stream uintptr) error {
@@ -132,7 +133,7 @@ func (r *Runtime) LaunchCUDA(id uint64, bufs unsafe.Pointer, nbufs int, stream u
 	}
 	ptrs := unsafe.Slice((*uintptr)(bufs), nbufs)
 	if l.aligned {
-		for i, p := range ptrs {
+		for i, p := range ptrs[:nbufs-l.sizes] { // a sized kernel's sizes follow its pointers
 			if p%16 != 0 {
 				return errors.Errorf("kernel %d loads 16-byte vectors, but buffer %d (%#x) is not 16-byte aligned", id, i, p)
 			}

@@ -35,6 +35,10 @@ func TestCUDARequests(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "built without CUDA support") {
 			t.Fatalf("CUDA specialization in the CPU-only build: %v", err)
 		}
+		_, err = r.Specialize(&api.SpecializeRequest{OpId: def.OpId, Inputs: ins, Like: []*api.TensorType{f64(6, 4), f64(4, 5)}, CudaDevice: 1})
+		if err == nil || !strings.Contains(err.Error(), "built without CUDA support") {
+			t.Fatalf("a CUDA kernel for every size in the CPU-only build: %v", err)
+		}
 		_, err = r.TuneBegin(&api.TuneRequest{OpId: def.OpId, Inputs: ins, CudaDevice: 1})
 		if err == nil || !strings.Contains(err.Error(), "tuning a CUDA kernel, but this neoflow library was built without CUDA support") {
 			t.Fatalf("CUDA tuning in the CPU-only build: %v", err)

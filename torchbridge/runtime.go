@@ -67,6 +67,9 @@ type launchable struct {
 	// in (background.go), so launches load it atomically.
 	fn    atomic.Uintptr
 	nbufs int
+	// sizes is how many of the nbufs arguments of a CUDA kernel with
+	// symbolic extents are its sizes' values (after the pointers).
+	sizes int
 	// cuda is a CUDA kernel's module, swapped as fn is
 	// (background_cuda.go); nil for a C kernel.
 	cuda   atomic.Pointer[cudadrv.Module]

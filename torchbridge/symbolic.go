@@ -12,21 +12,22 @@ import (
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/pipeline"
-	"github.com/neoflow/neoflow/kernels"
 	"github.com/neoflow/neoflow/kernels/cache"
+	"github.com/neoflow/neoflow/kernels/cudadrv"
 )
 
-// specializeSymbolic answers a request with like set: one C kernel for
+// specializeSymbolic answers a request with like set: one kernel for
 // every value of the input dimensions where like differs from the inputs
 // (pipeline.Symbolic), each distinct pair of values a size variable s0,
-// s1, ... in the order the inputs meet them. The op is specialized fused
-// as its other kernels are (fusedUnit), or unfused where the fused op is
-// refused; its schedules are the defaults, picked per size bucket later
-// (buckets.go). Its buffers carry their size variables
+// s1, ... in the order the inputs meet them: a C kernel, or with
+// cuda_device a CUDA kernel loaded on that device. The op is specialized
+// fused as its other kernels are (fusedUnit), or unfused where the fused
+// op is refused; its schedules are the defaults, a C kernel's picked per
+// size bucket later (buckets.go). Its buffers carry their size variables
 // (Buffer.sizes) and their shapes at the inputs' values.
 func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in typedInputs) (*api.SpecializeResponse, error) {
-	if req.GetCudaDevice() != 0 || req.GetSourceOnly() || req.GetShapesOnly() {
-		return nil, errors.New("symbolic extents: only a C kernel is built for every size (like with a CUDA device, source_only or shapes_only)")
+	if req.GetSourceOnly() || req.GetShapesOnly() {
+		return nil, errors.New("symbolic extents: a kernel for every size is built, not its source or shapes alone (like with source_only or shapes_only)")
 	}
 	other, err := inputTypes(op, req.GetLike())
 	if err != nil {
@@ -44,44 +45,103 @@ func (r *Runtime) specializeSymbolic(req *api.SpecializeRequest, op *ir.Op, in t
 	if err != nil {
 		return nil, err
 	}
-	builder, err := r.kernelBuilder()
+	var build func(pipeline.SpecAt) (*api.SpecializeResponse, *loops.Func, error)
+	if req.GetCudaDevice() != 0 {
+		build, err = r.symbolicCUDA(req, sizes)
+	} else {
+		build, err = r.symbolicC(op, sizes)
+	}
 	if err != nil {
 		return nil, err
 	}
 	r.noteBuild()
-	var k *kernels.Kernel
-	var at pipeline.SpecAt
+	var resp *api.SpecializeResponse
+	var fn *loops.Func
 	if fused := r.fusedUnit(op); fused != nil { // fused as the op's other kernels are, where the proof allows
-		at = specAt(fused, in, other, req.GetSizes(), sizeOf, byPair)
-		k, err = builder.BuildSymbolic(r.buildContext(), at, sizes)
+		resp, fn, err = build(specAt(fused, in, other, req.GetSizes(), sizeOf, byPair))
 	}
-	if k == nil {
-		at = specAt(&pipeline.Unit{Op: op}, in, other, req.GetSizes(), sizeOf, byPair)
-		k, err = builder.BuildSymbolic(r.buildContext(), at, sizes)
+	if resp == nil {
+		resp, fn, err = build(specAt(&pipeline.Unit{Op: op}, in, other, req.GetSizes(), sizeOf, byPair))
 	}
 	r.noteBuild()
 	if err != nil {
 		return nil, errors.Wrapf(err, "op %s", op.DisplayName())
 	}
-	resp := &api.SpecializeResponse{Dtype: in.dtype.String(), CSource: k.Source(), SizeNames: sizeNames(k.Sizes()), SizeOf: sizeOf, Warnings: r.takeWarnings()}
-	for _, g := range k.Guards() {
+	resp.Dtype, resp.SizeNames, resp.SizeOf, resp.Warnings = in.dtype.String(), sizeNames(fn.Sizes), sizeOf, r.takeWarnings()
+	for _, g := range fn.Guards {
 		pg := &api.SizeGuard{Coef: map[string]int64{}, Constant: g.Const}
 		for s, c := range g.Coef {
 			pg.Coef[strings.TrimPrefix(s, loops.SizePrefix)] = c
 		}
 		resp.SizeGuards = append(resp.SizeGuards, pg)
 	}
-	resp.CacheHit = k.Outcome() == cache.Hit || k.Outcome() == cache.Bundled
-	for _, t := range k.Spec().Tensors {
+	for _, t := range fn.Spec.Tensors {
 		resp.Buffers = append(resp.Buffers, &api.Buffer{Name: t.Name, Role: t.Role.String(), Shape: t.Shape,
-			Dtype: k.Spec().ElemType(t).String(), Limit: t.Limit, Sizes: sizeNames(t.Sizes)})
+			Dtype: fn.Spec.ElemType(t).String(), Limit: t.Limit, Sizes: sizeNames(t.Sizes)})
 	}
-	r.noteKernel(k)
-	l := &launchable{nbufs: k.NumBufs(), close: func() { _ = k.Close() }}
-	l.fn.Store(k.Addr())
-	resp.KernelId = r.registerKernel(k.Key(), l)
-	r.keepSymbolic(resp.KernelId, op.DisplayName(), at, sizes, k, resp)
 	return resp, nil
+}
+
+// symbolicC builds and loads the C kernel of a specialization (SpecAt)
+// for every value of sizes, registered for its size buckets
+// (keepSymbolic): the response's kernel id, source and cache outcome.
+func (r *Runtime) symbolicC(op *ir.Op, sizes []loops.Size) (func(pipeline.SpecAt) (*api.SpecializeResponse, *loops.Func, error), error) {
+	builder, err := r.kernelBuilder()
+	if err != nil {
+		return nil, err
+	}
+	return func(at pipeline.SpecAt) (*api.SpecializeResponse, *loops.Func, error) {
+		k, err := builder.BuildSymbolic(r.buildContext(), at, sizes)
+		if err != nil {
+			return nil, nil, err
+		}
+		resp := &api.SpecializeResponse{CSource: k.Source(), CacheHit: k.Outcome() == cache.Hit || k.Outcome() == cache.Bundled}
+		r.noteKernel(k)
+		l := &launchable{nbufs: k.NumBufs(), close: func() { _ = k.Close() }}
+		l.fn.Store(k.Addr())
+		resp.KernelId = r.registerKernel(k.Key(), l)
+		r.keepSymbolic(resp.KernelId, op.DisplayName(), at, sizes, k, resp)
+		return resp, k.Func(), nil
+	}, nil
+}
+
+// symbolicCUDA builds the CUDA kernel of a specialization for every
+// value of sizes and loads it on the request's device (cuda_device =
+// ordinal + 1): the response's kernel id, CUDA source, alignment and cache
+// outcome. Its launches take the sizes' values after the tensors'
+// pointers (launchable.sizes).
+func (r *Runtime) symbolicCUDA(req *api.SpecializeRequest, sizes []loops.Size) (func(pipeline.SpecAt) (*api.SpecializeResponse, *loops.Func, error), error) {
+	ord := int(req.GetCudaDevice()) - 1
+	if err := requireCUDA("a CUDA tensor"); err != nil {
+		return nil, err
+	}
+	gpu, err := r.gpu(ord)
+	if err != nil {
+		return nil, err
+	}
+	builder, err := r.kernelBuilder()
+	if err != nil {
+		return nil, err
+	}
+	return func(at pipeline.SpecAt) (*api.SpecializeResponse, *loops.Func, error) {
+		k, err := builder.BuildSymbolicCUDA(r.buildContext(), at, sizes, gpu.arch)
+		if err != nil {
+			return nil, nil, err
+		}
+		resp := &api.SpecializeResponse{CudaSource: k.Source(), Aligned: k.Aligned(), CacheHit: k.Outcome() == cache.Hit}
+		loadKey := cudaLoadKey(k, ord)
+		if resp.KernelId = r.acquireKey(loadKey); resp.KernelId == 0 {
+			m, err := cudadrv.Load(ord, k.Image(), k.Launches())
+			if err != nil {
+				return nil, nil, err
+			}
+			n := len(k.Func().Sizes)
+			l := &launchable{nbufs: len(k.Spec().Tensors) + n, sizes: n, device: ord, aligned: k.Aligned(), close: func() { _ = m.Unload() }}
+			l.cuda.Store(m)
+			resp.KernelId = r.registerKernel(loadKey, l)
+		}
+		return resp, k.Func(), nil
+	}, nil
 }
 
 // sizePairs are the size variables of a symbolic request: each distinct

@@ -12,7 +12,7 @@ size some other way (an index such as ``N - 1 - i``) is refused such a
 kernel, once per pattern of varying dimensions, and builds one kernel per
 shape as before.
 
-Such a kernel's schedules are chosen per size bucket (each size rounded
+A C kernel's schedules are chosen per size bucket (each size rounded
 up to a power of two): the first call of a bucket asks the Go core which
 kernel runs it, one built with the tuning database's schedules for that
 bucket, or the default one while the background picks them (as it picks
@@ -21,8 +21,10 @@ reuses both the kernel and its bucket's schedules.
 
 The setting ``configure(dynamic=...)`` (NEOFLOW_DYNAMIC) chooses: ``"auto"``
 (the default) as above, ``"static"`` one kernel per shape. Kernels with
-symbolic extents are C kernels, fused where the Go core's proof allows (else
-unfused) and untiled along a size; CUDA kernels are built per shape.
+symbolic extents are fused where the Go core's proof allows (else unfused)
+and untiled along a size; on a GPU they are CUDA kernels whose grid-stride
+loops run to the sizes, passed at launch, with their default schedules
+(not picked per bucket).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import threading
 from . import _lib, config
 from ._proto import neoflow_pb2 as pb
 from .errors import Error
-from .kernel import DTYPES, Kernel, check_memory
+from .kernel import DTYPES, Kernel, check_memory, cuda_device
 
 log = logging.getLogger("neoflow")
 
@@ -85,8 +87,8 @@ def note_static(op, state: Sizes, tensors, sizes) -> None:
 def kernel_for(op, state: Sizes, tensors, sizes, key) -> Kernel | None:
     """A kernel with symbolic extents that serves these tensors' shapes, built now from the first call's
     shapes when none does yet; None where the signature has no earlier shape, its varying dimensions were
-    refused, the inputs are on a GPU, or the setting is static."""
-    if not tensors or tensors[0].is_cuda or config.dynamic_mode() != "auto":
+    refused, or the setting is static."""
+    if not tensors or config.dynamic_mode() != "auto":
         return None
     extents = op.call_sizes(sizes)
     sig = signature(tensors, extents)
@@ -140,6 +142,8 @@ def _bucket(state: Sizes, template: Kernel, values: dict) -> Kernel:
     of two), asked of the Go core once per bucket: built with the tuning database's schedules for the
     bucket, or the template's kernel while the background picks them (torchbridge/buckets.go); the
     template itself where the core says so or fails (logged at debug level)."""
+    if template.cuda_source:  # a CUDA kernel's schedules are not picked per bucket
+        return template
     ordered = [values[name] for name in template.size_names]
     key = (template.kernel_id, tuple(1 << (v - 1).bit_length() for v in ordered))
     kernel = state.buckets.get(key)
@@ -160,7 +164,7 @@ def _bucket(state: Sizes, template: Kernel, values: dict) -> Kernel:
 def _build(op, tensors, sizes, first) -> Kernel | None:
     """The kernel for every value of the dimensions (and explicit extents) where this call differs from
     first's (shapes, extents), or None when the Go core refuses it (the reason is logged at debug level)."""
-    request = op._request(tensors, sizes)
+    request = op._request(tensors, sizes, cuda_device=cuda_device(tensors))
     request.like.extend(pb.TensorType(dtype=DTYPES[t.dtype], shape=list(s)) for t, s in zip(tensors, first[0]))
     request.like_sizes.update(first[1])
     label = f"neoflow: building {op.name or 'op'} for every size of {', '.join(str(s) for s in first[0])}"

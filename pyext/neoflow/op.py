@@ -15,7 +15,7 @@ from ._proto import neoflow_pb2 as pb
 from .autograd import dual as _dual
 from .checks import check_devices, check_name, check_names, check_text, scalar_of  # noqa: F401 - check_devices: tests
 from .definition import GradDefinition, TextDefinition, consts_of
-from .kernel import DTYPES, TORCH_DTYPES, Kernel, any_autocast, autocast_inputs, check_memory
+from .kernel import DTYPES, TORCH_DTYPES, Kernel, any_autocast, autocast_inputs, check_memory, cuda_device
 from .sizes import check_sizes as _sizes
 from .sizes import parse_sizes_text, sizes_text  # noqa: F401 - part of this module's interface
 from .version import __version__
@@ -26,14 +26,6 @@ from .version import __version__
 # recompute (the save-or-recompute reward). 4: the inputs are one Tensor[]
 # argument.
 _CUSTOM_OP_CONVENTION = 4
-
-
-def _cuda_device(tensors) -> int:
-    """The request's cuda_device: 0 for CPU tensors, ordinal + 1 for CUDA ones."""
-    d = tensors[0].device if tensors else None
-    if d is None or d.type != "cuda":
-        return 0
-    return (d.index if d.index is not None else torch.cuda.current_device()) + 1
 
 
 # Every Op alive, for settings that change what kernels are built from.
@@ -377,7 +369,7 @@ class Op:
                 kernel = dynamic.kernel_for(self, self._dynamic, tensors, sizes, key)
         if kernel is None:
             config.ensure()
-            request = self._request(tensors, sizes, cuda_device=_cuda_device(tensors))
+            request = self._request(tensors, sizes, cuda_device=cuda_device(tensors))
             tuning.before_build(request)
             label = f"neoflow: building {self.name or 'op'} for {', '.join(str(tuple(t.shape)) for t in tensors)}"
             resp = _lib.call_interruptible("nf_specialize", request, pb.SpecializeResponse, label=label)

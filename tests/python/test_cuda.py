@@ -400,3 +400,30 @@ def test_backend_inlines_a_neoflow_op_on_cuda(no_tf32):
         torch.testing.assert_close(g, g0, rtol=1e-4, atol=1e-5)
     fw, bw = neoflow.compile_report()
     assert fw["fallback"] == {} and bw["fallback"] == {}, (fw, bw)
+
+
+def test_dimensions_that_vary_on_cuda():
+    """An op called with varying batch sizes on the GPU builds a kernel for the first shape, then one CUDA
+    kernel for every size (its sizes passed at launch), whose values and gradients match PyTorch's at sizes
+    it was not built at; a launch guard that fails gives the op's own error for that shape."""
+    neoflow.configure(dynamic="auto")
+    op = neoflow.Op("H[n, j] += X[n, k] * W[j, k]\nY[n, j] = tanh(H[n, j] + B[j])", name="cuda_dyn_layer")
+    w = torch.randn(3, 5, device=DEV, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(3, device=DEV, dtype=torch.float64, requires_grad=True)
+    for n in (16, 12, 9, 20, 33, 1, 64, 7):
+        x = torch.randn(n, 5, device=DEV, dtype=torch.float64, requires_grad=True)
+        y = op(x, w, b)
+        y.square().sum().backward()
+        xr, wr, br = (t.detach().requires_grad_() for t in (x, w, b))
+        ref = torch.tanh(xr @ wr.T + br)
+        ref.square().sum().backward()
+        torch.testing.assert_close(y, ref)
+        for got, want in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):
+            torch.testing.assert_close(got, want)
+        w.grad, b.grad = None, None
+    assert op.kernel_shapes() == [((16, 5), (3, 5), (3,)), (("s0", 5), (3, 5), (3,))]
+    window = neoflow.Op("Y[i] = X[i] + Z[i + 2]", name="cuda_dyn_window")
+    for n, m in ((8, 13), (12, 15), (5, 9), (30, 40)):
+        x, z = torch.randn(n, device=DEV), torch.randn(m, device=DEV)
+        torch.testing.assert_close(window(x, z), x + z[2 : n + 2])
+    assert any(isinstance(d, str) for shapes in window.kernel_shapes() for s in shapes for d in s)
