@@ -24,7 +24,7 @@ func ToProto(scheds []loops.Schedule) []*api.StmtSchedule {
 		if t := s.Tiling; t != nil {
 			pt := &api.Tiling{Loops: t.Loops, Parallel: int32(t.Parallel), Vector: t.Vector, AccAt: int32(t.AccAt)}
 			for _, sp := range t.Splits {
-				pt.Splits = append(pt.Splits, &api.Split{Axis: sp.Axis, Factors: sp.Factors})
+				pt.Splits = append(pt.Splits, &api.Split{Axis: sp.Axis, Factors: sp.Factors, Size: sp.Size})
 			}
 			for _, u := range t.Unroll {
 				pt.Unroll = append(pt.Unroll, &api.Unroll{Loop: u.Loop, Factor: int32(u.Factor)})
@@ -93,7 +93,7 @@ func FromProto(ps []*api.StmtSchedule) ([]loops.Schedule, error) {
 		if pt := p.Tiling; pt != nil {
 			t := &loops.Tiling{Loops: pt.Loops, Parallel: int(pt.Parallel), Vector: pt.Vector, AccAt: int(pt.AccAt)}
 			for _, sp := range pt.Splits {
-				t.Splits = append(t.Splits, loops.Split{Axis: sp.Axis, Factors: sp.Factors})
+				t.Splits = append(t.Splits, loops.Split{Axis: sp.Axis, Factors: sp.Factors, Size: sp.GetSize()})
 			}
 			for _, u := range pt.Unroll {
 				t.Unroll = append(t.Unroll, loops.Unroll{Loop: u.Loop, Factor: int(u.Factor)})

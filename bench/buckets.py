@@ -1,12 +1,14 @@
 """Size buckets: a kernel with symbolic extents, its default schedules against those picked for each bucket.
 
-For each case (a softmax over rows, a layer norm, a sum over a sequence length, a GELU; float32, CPU), an
+For each case (a softmax over rows, a layer norm, a sum over a sequence length, a GELU, a linear layer's
+product over a varying batch; float32, CPU), an
 op is called at two anchor sizes (its kernel for every size is built from them) and then at each measured
 size, under ``tune="background"`` in a fresh tuning database: each size's bucket (the size rounded up to a
 power of two) gets its schedules picked behind the calls (torchbridge/buckets.go), which this waits for.
-Then the same op is built again under ``tune="off"`` in another cache (the default schedules, which every
-bucket runs before its pick lands), and both kernels are timed at each size in turns (``--rounds``
-rounds, each the median of ``--calls`` launches), beside PyTorch's eager expression of the case. Writes
+Then the same op is built again under ``tune="off"`` (the default schedules, which every bucket runs before
+its pick lands, and the only ones of a bucket with too little work to pick for), and both kernels are timed
+at each size in turns (``--rounds`` rounds, each the median of ``--calls`` launches), beside PyTorch's eager
+expression of the case. Writes
 ``buckets-DATE-cpu.json`` and ``.md`` into ``--out``. Not a test: speed is reported, not asserted.
 
     python bench/buckets.py [--rounds 7] [--calls 50] [--out bench/results]
@@ -46,6 +48,11 @@ CASES = {
         lambda t, x: (x * x).sum(1),
     ),
     "gelu": (GELU, lambda t, n: [t.randn(n, 512)], lambda t, x: t.nn.functional.gelu(x, approximate="tanh")),
+    "linear": (
+        "Y[n, j] += X[n, k] * W[j, k]",
+        lambda t, n: [t.randn(n, 256), t.randn(256, 256)],
+        lambda t, x, w: x @ w.T,
+    ),
 }
 ANCHORS = (20, 30)
 SIZES = (50, 100, 200, 700, 1000)
@@ -71,6 +78,11 @@ def build(torch, neoflow, name: str, inputs: dict) -> dict:
     return {"op": op, "kernels": kernels}
 
 
+def row_swapped(swapped: dict, name: str, n: int) -> bool:
+    """Whether the pick of size n's bucket replaced the default kernel."""
+    return swapped.get(f"bucket_{name} [s0={1 << (n - 1).bit_length()}]", False)
+
+
 def median_us(fn, calls: int) -> float:
     times = []
     for _ in range(calls):
@@ -87,7 +99,10 @@ def run(torch, neoflow, args) -> list[dict]:
     picked = {name: build(torch, neoflow, name, inputs[name]) for name in CASES}
     status = neoflow.wait_background(timeout=1800)
     swapped = {k.kernel: k.swapped for k in status if "[" in k.kernel}
-    neoflow.configure(cache_dir=tempfile.mkdtemp(prefix="neoflow-buckets-off-"), tune="off")
+    # the same cache (the same fusion rates), its records ignored: each op built again holds the defaults
+    neoflow.configure(tune="off")
+    for p in picked.values():
+        p["op"].forget_kernels()  # the kernels held above stay loaded
     default = {name: build(torch, neoflow, name, inputs[name]) for name in CASES}
     rows = []
     for name, (_, _, eager) in CASES.items():
@@ -99,6 +114,7 @@ def run(torch, neoflow, args) -> list[dict]:
                 "picked": lambda op=p["op"], k=p["kernels"][n], xs=xs: op._launch(xs, None, kernel=k),
                 "eager": lambda eager=eager, xs=xs: eager(torch, *xs),
             }
+            assert d["kernels"][n].kernel_id != p["kernels"][n].kernel_id or not row_swapped(swapped, name, n)
             torch.testing.assert_close(runs["picked"]()[0], runs["default"]()[0])
             times = {v: [] for v in runs}
             for _ in range(3):
@@ -107,8 +123,7 @@ def run(torch, neoflow, args) -> list[dict]:
             for _ in range(args.rounds):
                 for v, fn in runs.items():
                     times[v].append(median_us(fn, args.calls))
-            bucket = f"bucket_{name} [s0={1 << (n - 1).bit_length()}]"
-            row = {"case": name, "size": n, "swapped": swapped.get(bucket, False)}
+            row = {"case": name, "size": n, "swapped": row_swapped(swapped, name, n)}
             for v, ts in times.items():
                 row[f"{v}_us"], row[f"{v}_spread"] = statistics.median(ts), [min(ts), max(ts)]
             rows.append(row)

@@ -23,12 +23,13 @@ import (
 // power of two), for the kernel id of its bucket (SpecializeRequest.
 // bucket_of, with the sizes' values). When the tuning database holds the
 // bucket's record (autotune.BucketKey), the kernel is built with its
-// schedules and that id runs it. When it holds none and the mode tunes the
-// kernel (every kernel with NEOFLOW_TUNE=background or full; in the
-// default mode one with enough work at the bucket's sizes, autotune.Picks),
-// the id runs the default kernel while the background worker picks the
-// bucket's schedules (autotune.PickSymbolic), keeps the record, and swaps
-// the fastest kernel in. Otherwise (NEOFLOW_TUNE=off, too little work) the
+// schedules and that id runs it. When it holds none and the kernel has
+// enough work at the bucket's sizes to pick for (autotune.Picks, as a
+// kernel built per shape: below that, two more builds cost more than it
+// can gain, and timings of microseconds behind a training mislead), the id
+// runs the default kernel while the background worker picks the bucket's
+// schedules (autotune.PickSymbolic), keeps the record, and swaps the
+// fastest kernel in, in every mode but NEOFLOW_TUNE=off. Otherwise the
 // bucket's id is the kernel's own. A size of a bucket met later, in this
 // process or another, runs the bucket's kernel at once.
 
@@ -86,14 +87,6 @@ func (r *Runtime) specializeBucket(req *api.SpecializeRequest) (*api.SpecializeR
 	if err != nil {
 		return nil, err
 	}
-	label := bucketLabel(sk.sizes, bucket)
-	r.mu.Lock()
-	id, ok := sk.ids[label]
-	ok = ok && r.acquire(id)
-	r.mu.Unlock()
-	if ok {
-		return sk.response(id), nil
-	}
 	own := func() (*api.SpecializeResponse, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -102,9 +95,16 @@ func (r *Runtime) specializeBucket(req *api.SpecializeRequest) (*api.SpecializeR
 		}
 		return sk.response(req.GetBucketOf()), nil
 	}
-	mode := r.config().Tune
-	if mode == TuneOff {
+	if r.config().Tune == TuneOff { // the defaults, whatever was picked before
 		return own()
+	}
+	label := bucketLabel(sk.sizes, bucket)
+	r.mu.Lock()
+	id, ok := sk.ids[label]
+	ok = ok && r.acquire(id)
+	r.mu.Unlock()
+	if ok {
+		return sk.response(id), nil
 	}
 	values := map[string]int64{}
 	for i, s := range sk.sizes {
@@ -116,7 +116,7 @@ func (r *Runtime) specializeBucket(req *api.SpecializeRequest) (*api.SpecializeR
 	}
 	key := autotune.BucketKey(spec, sk.sized, Version)
 	fn := r.bucketRecord(sk, key)
-	tune := fn == nil && (mode == TuneBackground || mode == TuneFull || autotune.Picks(spec))
+	tune := fn == nil && autotune.Picks(spec)
 	if fn == nil && !tune {
 		return own()
 	}

@@ -10,16 +10,16 @@ import (
 	"github.com/neoflow/neoflow/api"
 )
 
-// A kernel with symbolic extents gets one kernel id per size bucket: in
-// background mode each bucket's schedules are picked by the worker and
-// kept in the database under the bucket's key, sizes of one bucket share
-// its id, and a later runtime builds a bucket's kernel from its record
-// without queuing anything. Every bucket's kernel computes what the op
-// says.
+// A kernel with symbolic extents gets one kernel id per size bucket: each
+// bucket's schedules are picked by the worker and kept in the database
+// under the bucket's key, sizes of one bucket share its id, and a later
+// runtime builds a bucket's kernel from its record without queuing
+// anything. Every bucket's kernel computes what the op says. A bucket
+// with too little work to pick for runs the kernel's own id.
 func TestSizeBuckets(t *testing.T) {
 	dir := t.TempDir()
 	r := New()
-	if _, err := r.Init(&api.InitRequest{CacheDir: dir, NumThreads: 2, Tune: TuneBackground}); err != nil {
+	if _, err := r.Init(&api.InitRequest{CacheDir: dir, NumThreads: 2}); err != nil {
 		t.Fatal(err)
 	}
 	template := symbolicRows(t, r)
@@ -30,9 +30,9 @@ func TestSizeBuckets(t *testing.T) {
 		}
 		return resp.KernelId
 	}
-	b32, b32b, b64 := at(20), at(24), at(40)
-	if b32 == template || b32 != b32b || b64 == b32 || b64 == template {
-		t.Fatalf("ids: template %d, 20 -> %d, 24 -> %d, 40 -> %d", template, b32, b32b, b64)
+	b32, b32b, b64, b4 := at(20), at(24), at(40), at(3)
+	if b32 == template || b32 != b32b || b64 == b32 || b64 == template || b4 != template {
+		t.Fatalf("ids: template %d, 20 -> %d, 24 -> %d, 40 -> %d, 3 -> %d", template, b32, b32b, b64, b4)
 	}
 	var st *api.TuneStatusResponse
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -52,7 +52,7 @@ func TestSizeBuckets(t *testing.T) {
 	for _, c := range []struct {
 		id uint64
 		n  int64
-	}{{b32, 20}, {b32, 24}, {b64, 40}, {b64, 33}, {template, 7}} {
+	}{{b32, 20}, {b32, 24}, {b64, 40}, {b64, 33}, {template, 7}, {b4, 3}} {
 		checkRows(t, r, c.id, c.n)
 	}
 	db, err := r.tuneDB()
@@ -65,7 +65,7 @@ func TestSizeBuckets(t *testing.T) {
 
 	// A later runtime builds bucket 32's kernel from its record.
 	r2 := New()
-	if _, err := r2.Init(&api.InitRequest{CacheDir: dir, NumThreads: 2, Tune: TuneBackground}); err != nil {
+	if _, err := r2.Init(&api.InitRequest{CacheDir: dir, NumThreads: 2}); err != nil {
 		t.Fatal(err)
 	}
 	template2 := symbolicRows(t, r2)
@@ -112,15 +112,17 @@ func TestSizeBucketsOff(t *testing.T) {
 	checkRows(t, r, template, 100)
 }
 
-// symbolicRows defines a row-wise op (a norm of each row and an
-// elementwise tail) and builds its kernel for every number of rows.
+// symbolicRows defines a linear layer's product, with enough work at
+// every bucket from 32 rows up to pick for (autotune.Picks), and builds
+// its kernel for every number of rows.
 func symbolicRows(t *testing.T, r *Runtime) uint64 {
 	t.Helper()
-	def, err := r.Define(&api.DefineRequest{Source: "S[n] += X[n, k] * X[n, k]\nY[n, k] = X[n, k] / (S[n] + 1.0) + 2.0", Name: "rows"})
+	def, err := r.Define(&api.DefineRequest{Source: "Y[n, j] += X[n, k] * W[j, k]", Name: "rows"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := r.Specialize(&api.SpecializeRequest{OpId: def.OpId, Inputs: []*api.TensorType{f64(20, 24)}, Like: []*api.TensorType{f64(24, 24)}})
+	resp, err := r.Specialize(&api.SpecializeRequest{OpId: def.OpId, Inputs: []*api.TensorType{f64(20, rowsK), f64(rowsJ, rowsK)},
+		Like: []*api.TensorType{f64(24, rowsK), f64(rowsJ, rowsK)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,16 +132,21 @@ func symbolicRows(t *testing.T, r *Runtime) uint64 {
 	return resp.KernelId
 }
 
+// The extents of symbolicRows' op: Y[n, rowsJ] += X[n, rowsK] * W[rowsJ, rowsK].
+const rowsJ, rowsK = 256, 512
+
 // checkRows launches kernel id (symbolicRows' op) at n rows and checks Y.
 func checkRows(t *testing.T, r *Runtime, id uint64, n int64) {
 	t.Helper()
-	x := make([]float64, n*24)
+	x, w, y := make([]float64, n*rowsK), make([]float64, rowsJ*rowsK), make([]float64, n*rowsJ)
 	for i := range x {
 		x[i] = float64(i%7) - 3
 	}
-	s, y := make([]float64, n), make([]float64, n*24)
+	for i := range w {
+		w[i] = float64(i%5) - 2
+	}
 	sizes := []int64{n}
-	bufs := []unsafe.Pointer{unsafe.Pointer(&x[0]), unsafe.Pointer(&y[0]), unsafe.Pointer(&s[0]), unsafe.Pointer(&sizes[0])} // X, Y, the temporary S
+	bufs := []unsafe.Pointer{unsafe.Pointer(&x[0]), unsafe.Pointer(&w[0]), unsafe.Pointer(&y[0]), unsafe.Pointer(&sizes[0])}
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	for _, p := range bufs {
@@ -150,14 +157,13 @@ func checkRows(t *testing.T, r *Runtime, id uint64, n int64) {
 		t.Fatal(err)
 	}
 	for i := range n {
-		sum := 0.0
-		for k := range int64(24) {
-			sum += x[i*24+k] * x[i*24+k]
-		}
-		for k := range int64(24) {
-			want := x[i*24+k]/(sum+1) + 2
-			if got := y[i*24+k]; got < want-1e-9 || got > want+1e-9 {
-				t.Fatalf("kernel %d at %d rows: Y[%d, %d] = %g, want %g", id, n, i, k, got, want)
+		for j := range int64(rowsJ) {
+			want := 0.0
+			for k := range int64(rowsK) {
+				want += x[i*rowsK+k] * w[j*rowsK+k]
+			}
+			if got := y[i*rowsJ+j]; got != want {
+				t.Fatalf("kernel %d at %d rows: Y[%d, %d] = %g, want %g", id, n, i, j, got, want)
 			}
 		}
 	}

@@ -209,7 +209,9 @@
 // at two values of each size, under the same schedules
 // (SymbolicSchedule: untiled; a lane axis that runs to a size s is split
 // at every size into a loop to s / w of w-lane vectors and a serial
-// remainder loop to s % w, Loop.By and Loop.Rem), and keeps the loops whose extents are a size's two values as
+// remainder loop to s % w, Loop.By and Loop.Rem; a tiling may split an
+// axis that runs to a size into tiles, Split.Size, whose remainder block
+// runs at every size), and keeps the loops whose extents are a size's two values as
 // loops to that size (Loop.Size), the tensors' dimensions likewise
 // (ir.TensorDecl.Sizes, strides by FlatIndexOf). Anything else that
 // differs between the two refuses the kernel, so nothing that follows

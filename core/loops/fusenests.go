@@ -72,7 +72,7 @@ func fuseNests(a, b *Nest) *Nest {
 	if !plainCPU(innerA) || !plainCPU(innerB) || usesLoopVar(innerB, outer) {
 		return nil
 	}
-	innerB = cloneNodes(innerB, env, "", 0)
+	innerB = cloneNodes(innerB, env, "", nil)
 	if !rowLocal(innerA, innerB, outer) {
 		return nil
 	}

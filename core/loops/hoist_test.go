@@ -33,7 +33,7 @@ func TestHoistGolden(t *testing.T) {
 		"hoist_default": DefaultSchedule(s, 0),
 		// Straight into dX: the guards go between the tile loops.
 		"hoist_tiled": {Tiling: &Tiling{
-			Splits: []Split{{"k", []int64{4}}},
+			Splits: []Split{{Axis: "k", Factors: []int64{4}}},
 			Loops:  []string{"n", "r", "x", "k.t0", "k.t1"},
 			AccAt:  5,
 		}},

@@ -26,7 +26,7 @@ func peelRemainder(body []Node, o, lane tileLoop, toRem bool) []Node {
 			if n.Var == o.name {
 				env := map[string]ir.Expr{o.name: Lit(o.extent)}
 				lo := o.extent * o.stride
-				copied := cloneNodes(n.Body, env, lane.name, o.rem)
+				copied := cloneNodes(n.Body, env, lane.name, func(l *Loop) { l.Extent = o.rem })
 				if toRem {
 					renameStores(copied, accName, remName)
 				}
@@ -47,28 +47,58 @@ func peelRemainder(body []Node, o, lane tileLoop, toRem bool) []Node {
 	return out
 }
 
+// peelSized finds the outer loop o of an axis split over a size
+// (Split.Size) in body and puts after it a Block running its body once
+// more with o fixed to size / by and the axis's last loop (named last) cut
+// to size % by (Loop.Rem): the remainder, present at every value of the
+// size.
+func peelSized(body []Node, o tileLoop, last string) []Node {
+	out := make([]Node, 0, len(body)+1)
+	for _, n := range body {
+		switch n := n.(type) {
+		case *Loop:
+			if n.Var == o.name {
+				base := &ir.Binary{Op: ir.Div, X: Var(o.size), Y: Lit(o.by)}
+				cut := func(l *Loop) {
+					l.Extent, l.Size, l.By, l.Rem, l.Unroll = o.rem, o.size, o.by, true, 0
+				}
+				copied := cloneNodes(n.Body, map[string]ir.Expr{o.name: base}, last, cut)
+				out = append(out, n, &Block{Comment: fmt.Sprintf("remainder: %s from %s / %d * %d", o.axis, o.size[1:], o.by, o.by), Body: copied})
+				continue
+			}
+			n.Body = peelSized(n.Body, o, last)
+		case *Block:
+			n.Body = peelSized(n.Body, o, last)
+		case *If:
+			n.Body = peelSized(n.Body, o, last)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
 // cloneNodes copies nodes with env substituted into every expression and
-// every loop over variable cut running cutTo times.
-func cloneNodes(nodes []Node, env map[string]ir.Expr, cut string, cutTo int64) []Node {
+// cut applied to every loop over variable cutVar.
+func cloneNodes(nodes []Node, env map[string]ir.Expr, cutVar string, cut func(*Loop)) []Node {
 	out := make([]Node, 0, len(nodes))
 	for _, n := range nodes {
 		switch n := n.(type) {
 		case *Loop:
 			c := *n
-			if c.Var == cut {
-				c.Extent = cutTo
+			if c.Var == cutVar {
+				cut(&c)
 			}
-			c.Body = cloneNodes(n.Body, env, cut, cutTo)
+			c.Body = cloneNodes(n.Body, env, cutVar, cut)
 			out = append(out, &c)
 		case *Block:
-			out = append(out, &Block{Comment: n.Comment, Body: cloneNodes(n.Body, env, cut, cutTo)})
+			out = append(out, &Block{Comment: n.Comment, Body: cloneNodes(n.Body, env, cutVar, cut)})
 		case *Local:
 			c := *n
 			out = append(out, &c)
 		case *Store:
 			out = append(out, &Store{Dst: Subst(n.Dst, env).(*ir.Access), Op: n.Op, Value: Subst(n.Value, env)})
 		case *If:
-			out = append(out, &If{Cond: Subst(n.Cond, env), Body: cloneNodes(n.Body, env, cut, cutTo)})
+			out = append(out, &If{Cond: Subst(n.Cond, env), Body: cloneNodes(n.Body, env, cutVar, cut)})
 		case *Prefetch:
 			out = append(out, &Prefetch{Addr: Subst(n.Addr, env).(*ir.Access), Bytes: n.Bytes})
 		}
@@ -99,12 +129,40 @@ func renameStores(nodes []Node, from, to string) {
 
 // checkRemainder checks the placement of a lane remainder (Splits).
 func (t *Tiling) checkRemainder(st *ir.BoundStmt, ord []tileLoop) error {
+	lanes, sized := 0, 0
 	for i, o := range ord {
-		if o.rem > 0 {
+		switch {
+		case o.sizedOuter():
+			sized++
+			if err := t.checkSizedAt(st, ord, i); err != nil {
+				return err
+			}
+		case o.rem > 0:
+			lanes++
 			if err := t.checkRemainderAt(st, ord, i); err != nil {
 				return err
 			}
 		}
+	}
+	if lanes > 1 || sized > 1 {
+		return errors.New("more than one axis with a lane remainder, or split over a size")
+	}
+	return nil
+}
+
+// checkSizedAt checks the placement of the split of an axis over a size
+// (Split.Size), whose outer loop is ord[i].
+func (t *Tiling) checkSizedAt(st *ir.BoundStmt, ord []tileLoop, i int) error {
+	o, lane := ord[i], ord[len(ord)-1]
+	switch {
+	case !o.spatial:
+		return errors.Errorf("axis %s runs to a size: only a spatial axis is split over a size", o.axis)
+	case i < t.Parallel:
+		return errors.Errorf("axis %s: the outer loop of a split over a size runs in parallel", o.axis)
+	case st.Stmt.Reduce != ir.Assign && i >= t.AccAt:
+		return errors.Errorf("axis %s: the outer loop of a split over a size lies inside the accumulator", o.axis)
+	case t.Vector && lane.axis == o.axis:
+		return errors.Errorf("axis %s: the lane loop of a split over a size", o.axis)
 	}
 	return nil
 }
@@ -131,11 +189,27 @@ func (t *Tiling) checkRemainderAt(st *ir.BoundStmt, ord []tileLoop, i int) error
 // remainderLoop is the position of the loop with a lane remainder.
 func remainderLoop(ord []tileLoop) (int, bool) {
 	for i, l := range ord {
-		if l.rem > 0 {
+		if l.rem > 0 && !l.sizedOuter() {
 			return i, true
 		}
 	}
 	return 0, false
+}
+
+// sizedLoops are the outer loop of the axis split over a size
+// (Split.Size) and its last level's name; ok is false without one.
+func sizedLoops(ord []tileLoop) (outer tileLoop, last string, ok bool) {
+	for _, l := range ord {
+		if l.sizedOuter() {
+			outer, ok = l, true
+		}
+	}
+	for _, l := range ord {
+		if ok && l.size == outer.size && l.axis == outer.axis && !l.sizedOuter() {
+			last = l.name
+		}
+	}
+	return outer, last, ok
 }
 
 // remainderLanes is the lane count of a reduction lane loop's remainder

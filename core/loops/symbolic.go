@@ -79,14 +79,16 @@ func SymbolicGPUSchedule(spec *ir.Spec, i int) Schedule {
 // SymbolicVariants are the schedules of statement i of spec that a kernel
 // with symbolic extents is picked among, for each size bucket
 // (autotune.PickSymbolic): in a fixed order, SymbolicSchedule's default,
-// then without lanes, with half as many lanes, serial, and with one more
-// loop in the parallel loop. Where a variant does not apply (no lanes to
-// drop, no further loop), it is the default, so that variant k of every
-// statement makes one kernel's candidate. A statement of the scatter form
-// has the default only, repeated.
+// then without lanes, with half as many lanes, and with one more loop in
+// the parallel loop. (No serial variant: the parallel loops already run
+// serially below MinParallelWork at the sizes of a launch, and a timing
+// behind a training favours serial kernels.) Where a variant does not
+// apply (no lanes to drop, no further loop), it is the default, so that
+// variant k of every statement makes one kernel's candidate. A statement
+// of the scatter form has the default only, repeated.
 func SymbolicVariants(spec *ir.Spec, i int, sym map[string]string) []Schedule {
 	def := SymbolicSchedule(spec, i, sym)
-	out := []Schedule{def, def, def, def, def}
+	out := []Schedule{def, def, def, def}
 	if def.Scatter {
 		return out
 	}
@@ -96,9 +98,8 @@ func SymbolicVariants(spec *ir.Spec, i int, sym map[string]string) []Schedule {
 	if def.VectorWidth >= 8 {
 		out[2].VectorWidth = def.VectorWidth / 2
 	}
-	out[3].ParallelDepth = 0
 	if def.ParallelDepth < len(parallelCandidates(spec.Stmts[i], def)) {
-		out[4].ParallelDepth = def.ParallelDepth + 1
+		out[3].ParallelDepth = def.ParallelDepth + 1
 	}
 	return out
 }

@@ -71,6 +71,17 @@ type Tiling struct {
 type Split struct {
 	Axis    string
 	Factors []int64
+	// Size, in a kernel with symbolic extents, names the size variable
+	// (with SizePrefix) the axis runs to. Every factor but the last must
+	// then be 1, and the last, f, need not divide the extent: the outer
+	// loop runs to Size / f (Loop.By), and a copy of its body follows it
+	// with the outer loop fixed to Size / f and the last level's loop cut
+	// to Size % f (Loop.Rem), at every value of the size, so that the
+	// lowering has one structure for every size. The outer loop must not
+	// run in parallel, must lie outside the accumulator, and the last
+	// level must not be the lane loop. Only the tiled lowering (Tiling)
+	// takes it.
+	Size string
 }
 
 // Unroll is an unroll factor for one loop.
@@ -105,6 +116,9 @@ func writeTiles(b *strings.Builder, kind string, splits []Split, loops []string,
 	b.WriteString(kind)
 	for _, s := range splits {
 		fmt.Fprintf(b, " %s%v", s.Axis, s.Factors)
+		if s.Size != "" {
+			b.WriteString("@" + s.Size)
+		}
 	}
 	fmt.Fprintf(b, " loops [%s] parallel %d acc %v", strings.Join(loops, " "), parallel, acc)
 	if vector {
@@ -125,7 +139,17 @@ type tileLoop struct {
 	// rem is the lane remainder (Tiling.Splits) of the outer loop of an
 	// axis whose factors do not divide its extent, 0 otherwise.
 	rem int64
+	// size, for the outer and last loops of an axis split over a size
+	// (Split.Size), names that size; by is the split's last factor. The
+	// outer loop runs to size / by and has a remainder at every size,
+	// where the last loop is cut to size % by.
+	size string
+	by   int64
 }
+
+// sizedOuter reports whether l is the outer loop of an axis split over a
+// size (Split.Size).
+func (l tileLoop) sizedOuter() bool { return l.size != "" && l.name == TileLoop(l.axis, 0) }
 
 // TileLoops lists the tile loops of statement st under splits, axes in
 // statement order (spatial, then reduction), levels outermost first.
@@ -157,6 +181,7 @@ func TileExtents(st *ir.BoundStmt, splits []Split) map[string]int64 {
 
 func tileLoops(st *ir.BoundStmt, splits []Split) ([]tileLoop, error) {
 	fs := map[string][]int64{}
+	sized := map[string]string{}
 	for _, s := range splits {
 		if _, _, ok := axis(st, s.Axis); !ok {
 			return nil, errors.Errorf("split of %s, not an axis of the statement", s.Axis)
@@ -165,6 +190,9 @@ func tileLoops(st *ir.BoundStmt, splits []Split) ([]tileLoop, error) {
 			return nil, errors.Errorf("axis %s split twice", s.Axis)
 		}
 		fs[s.Axis] = s.Factors
+		if s.Size != "" {
+			sized[s.Axis] = s.Size
+		}
 	}
 	var out []tileLoop
 	add := func(ax ir.Var, spatial bool) error {
@@ -180,8 +208,11 @@ func tileLoops(st *ir.BoundStmt, splits []Split) ([]tileLoop, error) {
 			}
 			prod *= x
 		}
-		rem := ax.Extent % prod
-		if prod > ax.Extent || rem != 0 && prod != f[len(f)-1] {
+		rem, size := ax.Extent%prod, sized[ax.Name]
+		switch {
+		case size != "" && prod != f[len(f)-1]:
+			return errors.Errorf("axis %s runs to a size: its tile factors %v must be 1 but the last", ax.Name, f)
+		case size == "" && (prod > ax.Extent || rem != 0 && prod != f[len(f)-1]):
 			return errors.Errorf("axis %s: tile factors %v do not divide its extent %d", ax.Name, f, ax.Extent)
 		}
 		exts := append([]int64{ax.Extent / prod}, f...)
@@ -190,6 +221,9 @@ func tileLoops(st *ir.BoundStmt, splits []Split) ([]tileLoop, error) {
 			tl := tileLoop{name: TileLoop(ax.Name, l), axis: ax.Name, extent: e, stride: stride, spatial: spatial}
 			if l == 0 {
 				tl.rem = rem
+			}
+			if size != "" && (l == 0 || l == len(f)) {
+				tl.size, tl.by = size, prod
 			}
 			out = append(out, tl)
 			if l < len(f) {
@@ -318,6 +352,10 @@ func lowerTiled(spec *ir.Spec, nest *Nest, t *Tiling) error {
 	if i, ok := remainderLoop(ord); ok {
 		o, lane := ord[i], ord[len(ord)-1]
 		nest.Body = peelRemainder(nest.Body, o, lane, remainderLanes(nest.Stmt, t, ord) > 0)
+	}
+	if o, last, ok := sizedLoops(ord); ok { // after the lane remainder, which its copy then holds
+		nest.Body = peelSized(nest.Body, o, last)
+		nest.SizeValues = map[string]int64{o.size: o.extent*o.by + o.rem}
 	}
 	return nil
 }
@@ -507,7 +545,7 @@ func tileEnv(st *ir.BoundStmt, ord []tileLoop) map[string]ir.Expr {
 	for _, ax := range st.Vars() {
 		e := Lit(0)
 		for _, l := range ord {
-			if l.axis == ax.Name && (l.extent > 1 || l.rem > 0) {
+			if l.axis == ax.Name && (l.extent > 1 || l.rem > 0 || l.sizedOuter()) {
 				e = Add(e, Mul(Var(l.name), Lit(l.stride)))
 			}
 		}
@@ -539,10 +577,13 @@ func (t *tiler) emitPacks(body *[]Node, at int) {
 // whose variable the axis expressions already omit (unless it has a
 // remainder to peel).
 func (t *tiler) loop(body *[]Node, l tileLoop) *Loop {
-	if l.extent == 1 && l.rem == 0 {
+	if l.extent == 1 && l.rem == 0 && !l.sizedOuter() {
 		return nil
 	}
 	lp := &Loop{Var: l.name, Extent: l.extent, Unroll: t.unroll[l.name], Vector: t.vector && l.name == t.last}
+	if l.sizedOuter() {
+		lp.Size, lp.By = l.size, l.by
+	}
 	*body = append(*body, lp)
 	return lp
 }

@@ -11,7 +11,7 @@ import (
 // two, the accumulator after the middle spatial tiles.
 func gemmTiling(accAt int) *Tiling {
 	return &Tiling{
-		Splits:   []Split{{"i", []int64{2, 2}}, {"j", []int64{2, 4}}, {"k", []int64{3}}},
+		Splits:   []Split{{Axis: "i", Factors: []int64{2, 2}}, {Axis: "j", Factors: []int64{2, 4}}, {Axis: "k", Factors: []int64{3}}},
 		Loops:    []string{"i.t0", "j.t0", "k.t0", "i.t1", "j.t1", "k.t1", "i.t2", "j.t2"},
 		Parallel: 2,
 		Vector:   true,
@@ -26,6 +26,49 @@ func packedGemm() *Tiling {
 	t := gemmTiling(5)
 	t.Packs = []Pack{{Read: 1, At: 3}}
 	return t
+}
+
+// A split over a size (Split.Size) lowers to the same structure whatever
+// the axis's extent: the outer loop to s0 / 3 and a remainder block whose
+// rows loop runs to s0 % 3, with its value for the bounds check
+// (Nest.SizeValues), at an extent the factor divides (12) and at one it
+// does not (13), and at one below the factor (2).
+func TestTiledSplitOverASize(t *testing.T) {
+	for _, m := range []int64{12, 13, 2} {
+		tl := gemmTiling(5)
+		tl.Splits[0] = Split{Axis: "i", Factors: []int64{1, 3}, Size: "$s0"}
+		tl.Loops = []string{"j.t0", "i.t0", "k.t0", "i.t1", "j.t1", "k.t1", "i.t2", "j.t2"}
+		tl.Parallel = 1
+		n, err := LowerStmt(matmulSpec(ir.Float32, m, 16, 6), 0, Schedule{Tiling: tl})
+		if err != nil {
+			t.Fatalf("%d rows: %v", m, err)
+		}
+		if n.SizeValues["$s0"] != m {
+			t.Errorf("%d rows: size values %v", m, n.SizeValues)
+		}
+		var outer, rem *Loop
+		var walk func([]Node)
+		walk = func(ns []Node) {
+			for _, x := range ns {
+				switch x := x.(type) {
+				case *Loop:
+					if x.Var == "i.t0" {
+						outer = x
+					}
+					if x.Var == "i.t2" && x.Rem {
+						rem = x
+					}
+					walk(x.Body)
+				case *Block:
+					walk(x.Body)
+				}
+			}
+		}
+		walk(n.Body)
+		if outer == nil || outer.Size != "$s0" || outer.By != 3 || outer.Extent != m/3 || rem == nil || rem.Extent != m%3 || rem.By != 3 {
+			t.Fatalf("%d rows: outer loop %+v, remainder loop %+v", m, outer, rem)
+		}
+	}
 }
 
 func TestTiledGolden(t *testing.T) {
@@ -116,7 +159,12 @@ func TestTilingErrors(t *testing.T) {
 			t.Parallel = 1
 			t.Packs = []Pack{{Read: 1, At: 1}}
 		}, "whose remainder"},
-		{func(t *Tiling) { t.Splits = append(t.Splits, Split{"i", []int64{2}}) }, "split twice"},
+		{func(t *Tiling) { t.Splits = append(t.Splits, Split{Axis: "i", Factors: []int64{2}}) }, "split twice"},
+		// splits over a size (Split.Size)
+		{func(t *Tiling) { t.Splits[0].Size = "$s0" }, "must be 1 but the last"},
+		{func(t *Tiling) { t.Splits[0].Factors, t.Splits[0].Size = []int64{1, 3}, "$s0" }, "runs in parallel"},
+		{func(t *Tiling) { t.Splits[1].Factors, t.Splits[1].Size, t.Parallel = []int64{1, 4}, "$s0", 1 }, "the lane loop of a split over a size"},
+		{func(t *Tiling) { t.Splits[0].Factors, t.Splits[0].Size, t.Parallel, t.AccAt = []int64{1, 3}, "$s0", 0, 0 }, "inside the accumulator"},
 		{func(t *Tiling) { t.Splits[0].Axis = "z" }, "not an axis"},
 		{func(t *Tiling) { t.Loops = t.Loops[1:] }, "do not list"},
 		{func(t *Tiling) { t.Loops[0] = "j.t0" }, "not a permutation"},

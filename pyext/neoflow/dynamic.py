@@ -21,8 +21,8 @@ reuses both the kernel and its bucket's schedules.
 
 The setting ``configure(dynamic=...)`` (NEOFLOW_DYNAMIC) chooses: ``"auto"``
 (the default) as above, ``"static"`` one kernel per shape. Kernels with
-symbolic extents are fused where the Go core's proof allows (else unfused)
-and untiled along a size; on a GPU they are CUDA kernels whose grid-stride
+symbolic extents are fused where the Go core's proof allows (else unfused);
+on a GPU they are CUDA kernels whose grid-stride
 loops run to the sizes, passed at launch, with their default schedules
 (not picked per bucket).
 """

@@ -218,7 +218,7 @@ def test_buckets_bench_times_picked_and_default_schedules(tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(next(tmp_path.glob("buckets-*.json")).read_text())
-    assert len(result["rows"]) == 20
+    assert len(result["rows"]) == 25
     assert all(r[f"{v}_us"] > 0 for r in result["rows"] for v in ("default", "picked", "eager"))
 
 

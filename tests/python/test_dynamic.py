@@ -120,14 +120,14 @@ def test_batch_of_one_first(auto):
 BUCKETS = textwrap.dedent(
     """
     import sys, torch, neoflow
-    neoflow.configure(tune="background")
-    op = neoflow.op("S[n] += X[n, k] * X[n, k]\\nY[n, k] = X[n, k] / (S[n] + 1.0) + 2.0", name="rows")
+    op = neoflow.op("Y[n, j] += X[n, k] * W[j, k]", name="rows")
+    w = torch.randn(256, 512, dtype=torch.float64)
 
     def check(n):
-        x = torch.randn(n, 24, dtype=torch.float64)
-        torch.testing.assert_close(op(x), x / (x.square().sum(1, keepdim=True) + 1) + 2)
+        x = torch.randn(n, 512, dtype=torch.float64)
+        torch.testing.assert_close(op(x, w), x @ w.T)
 
-    for n in (20, 24, 40, 33, 17):
+    for n in (20, 24, 40, 33, 17, 3):
         check(n)
     status = [k for k in neoflow.wait_background(timeout=240) if "[" in k.kernel]
     if sys.argv[1] == "first":
@@ -144,9 +144,10 @@ BUCKETS = textwrap.dedent(
 
 
 def test_size_buckets_are_picked_and_kept(tmp_path):
-    """A kernel with symbolic extents gets its schedules picked per size bucket in the background (20, 24 and
-    17 rows share bucket 32; 33 and 40 bucket 64), its values right before and after; a later process runs
-    each bucket's picked kernel from the tuning database at once."""
+    """A kernel with symbolic extents gets its schedules picked per size bucket in the background where it has
+    enough work (20, 24 and 17 rows share bucket 32; 33 and 40 bucket 64; 3 rows, bucket 4, too little work),
+    its values right before and after; a later process runs each bucket's picked kernel from the tuning
+    database at once."""
     env = dict(os.environ, NEOFLOW_CACHE_DIR=str(tmp_path / "cache"))
     for run in ("first", "later"):
         out = subprocess.run([sys.executable, "-c", BUCKETS, run], env=env, capture_output=True, text=True, timeout=600)
