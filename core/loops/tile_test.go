@@ -164,7 +164,9 @@ func TestTilingErrors(t *testing.T) {
 		{func(t *Tiling) { t.Splits[0].Size = "$s0" }, "must be 1 but the last"},
 		{func(t *Tiling) { t.Splits[0].Factors, t.Splits[0].Size = []int64{1, 3}, "$s0" }, "runs in parallel"},
 		{func(t *Tiling) { t.Splits[1].Factors, t.Splits[1].Size, t.Parallel = []int64{1, 4}, "$s0", 1 }, "the lane loop of a split over a size"},
-		{func(t *Tiling) { t.Splits[0].Factors, t.Splits[0].Size, t.Parallel, t.AccAt = []int64{1, 3}, "$s0", 0, 0 }, "inside the accumulator"},
+		{func(t *Tiling) {
+			t.Splits[0].Factors, t.Splits[0].Size, t.Parallel, t.AccAt = []int64{1, 3}, "$s0", 0, 0
+		}, "inside the accumulator"},
 		{func(t *Tiling) { t.Splits[0].Axis = "z" }, "not an axis"},
 		{func(t *Tiling) { t.Loops = t.Loops[1:] }, "do not list"},
 		{func(t *Tiling) { t.Loops[0] = "j.t0" }, "not a permutation"},
