@@ -88,19 +88,31 @@ func (r *Runtime) specializeCUDA(req *api.SpecializeRequest, u *pipeline.Unit, r
 	resp.CudaSource = k.Source()
 	resp.Aligned = k.Aligned()
 	resp.CacheHit = k.Outcome() == cache.Hit
-	loadKey := cudaLoadKey(k, ord)
-	if resp.KernelId = r.acquireKey(loadKey); resp.KernelId == 0 {
-		m, err := cudadrv.Load(ord, k.Image(), k.Launches())
-		if err != nil {
-			return nil, errors.Wrapf(err, "kernel %s", spec.Op.DisplayName())
-		}
-		l := &launchable{nbufs: len(spec.Tensors), device: ord, aligned: k.Aligned(), close: func() { _ = m.Unload() }}
-		l.cuda.Store(m)
-		resp.KernelId = r.registerKernel(loadKey, l)
+	if resp.KernelId, err = r.loadCUDA(k, ord); err != nil {
+		return nil, err
 	}
 	r.tuneCUDAInBackground(spec, k, ord, gpu.arch, resp.KernelId)
 	r.remember(req, key, resp)
 	return resp, nil
+}
+
+// loadCUDA loads CUDA kernel k on device ord, or holds the one loaded
+// there already once more, and returns its kernel id. Its launches take
+// one device pointer per tensor, then, for a kernel with symbolic
+// extents, its sizes' values (launchable.sizes).
+func (r *Runtime) loadCUDA(k *kernels.CUDAKernel, ord int) (uint64, error) {
+	loadKey := cudaLoadKey(k, ord)
+	if id := r.acquireKey(loadKey); id != 0 {
+		return id, nil
+	}
+	m, err := cudadrv.Load(ord, k.Image(), k.Launches())
+	if err != nil {
+		return 0, errors.Wrapf(err, "kernel %s", k.Spec().Op.DisplayName())
+	}
+	n := len(k.Func().Sizes)
+	l := &launchable{nbufs: len(k.Spec().Tensors) + n, sizes: n, device: ord, aligned: k.Aligned(), close: func() { _ = m.Unload() }}
+	l.cuda.Store(m)
+	return r.registerKernel(loadKey, l), nil
 }
 
 // cudaLoadKey is the key CUDA kernel k is loaded under on device ord.

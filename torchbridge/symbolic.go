@@ -13,7 +13,6 @@ import (
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/kernels/cache"
-	"github.com/neoflow/neoflow/kernels/cudadrv"
 )
 
 // specializeSymbolic answers a request with like set: one kernel for
@@ -129,16 +128,8 @@ func (r *Runtime) symbolicCUDA(req *api.SpecializeRequest, sizes []loops.Size) (
 			return nil, nil, err
 		}
 		resp := &api.SpecializeResponse{CudaSource: k.Source(), Aligned: k.Aligned(), CacheHit: k.Outcome() == cache.Hit}
-		loadKey := cudaLoadKey(k, ord)
-		if resp.KernelId = r.acquireKey(loadKey); resp.KernelId == 0 {
-			m, err := cudadrv.Load(ord, k.Image(), k.Launches())
-			if err != nil {
-				return nil, nil, err
-			}
-			n := len(k.Func().Sizes)
-			l := &launchable{nbufs: len(k.Spec().Tensors) + n, sizes: n, device: ord, aligned: k.Aligned(), close: func() { _ = m.Unload() }}
-			l.cuda.Store(m)
-			resp.KernelId = r.registerKernel(loadKey, l)
+		if resp.KernelId, err = r.loadCUDA(k, ord); err != nil {
+			return nil, nil, err
 		}
 		return resp, k.Func(), nil
 	}, nil
