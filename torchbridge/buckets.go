@@ -14,6 +14,7 @@ import (
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/kernels"
+	"github.com/neoflow/neoflow/kernels/cache"
 	"github.com/neoflow/neoflow/kernels/cc"
 )
 
@@ -142,7 +143,9 @@ func (r *Runtime) specializeBucket(req *api.SpecializeRequest) (*api.SpecializeR
 		r.enqueue(&bgJob{name: sk.name + " [" + label + "]", spec: spec, key: key, cacheKey: defaultKey + "#" + label, kernelID: id, pick: true,
 			sym: &symJob{kernel: sk, values: bucket, defaultKey: defaultKey}})
 	}
-	return sk.response(id), nil
+	resp := sk.response(id)
+	resp.CSource, resp.CacheHit = k.Source(), k.Outcome() == cache.Hit || k.Outcome() == cache.Bundled
+	return resp, nil
 }
 
 // bucketOf is the kernel with symbolic extents a bucket request names and

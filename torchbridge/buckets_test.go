@@ -59,8 +59,29 @@ func TestSizeBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if entries, _ := db.List(); len(entries) != 2 {
+	entries, _ := db.List()
+	if len(entries) != 2 {
 		t.Fatalf("database: %d records, want one per bucket", len(entries))
+	}
+	tiled := false // bucket 32's pick is not the defaults: a register tile split over the size
+	for _, e := range entries {
+		for _, s := range e.Record.GetSchedules() {
+			tiled = tiled || s.GetTiling() != nil && strings.HasPrefix(e.Record.GetKey().GetTensors()[0], "X:float64[32,")
+		}
+	}
+	t.Logf("bucket 32 picked a tile: %v", tiled)
+	// With NEOFLOW_TUNE=off a bucket runs the defaults, whatever was picked before.
+	if _, err := r.Init(&api.InitRequest{CacheDir: dir, NumThreads: 2, Tune: TuneOff}); err != nil {
+		t.Fatal(err)
+	}
+	if id := at(20); id != template {
+		t.Fatalf("with tuning off, bucket 32 runs kernel %d, not the kernel's own %d", id, template)
+	}
+	if _, err := r.Init(&api.InitRequest{CacheDir: dir, NumThreads: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if id := at(20); id != b32 {
+		t.Fatalf("with tuning on again, bucket 32 runs kernel %d, not its pick %d", id, b32)
 	}
 
 	// A later runtime builds bucket 32's kernel from its record.
@@ -77,6 +98,9 @@ func TestSizeBuckets(t *testing.T) {
 		t.Fatalf("a bucket with a record was queued: %v", st)
 	}
 	checkRows(t, r2, resp.KernelId, 17)
+	if own := r2.symbolic[template2].resp.GetCSource(); tiled && resp.GetCSource() == own {
+		t.Error("the bucket built from its tiled record shows the default kernel's source")
+	}
 
 	for _, c := range []struct {
 		req  *api.SpecializeRequest
