@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/neoflow/neoflow/autotune"
 	"github.com/neoflow/neoflow/core/interp"
 	"github.com/neoflow/neoflow/core/ir"
 	"github.com/neoflow/neoflow/core/loops"
@@ -41,7 +42,7 @@ func TestRandomProgramsSymbolic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tried, built, split, seed := 0, 0, 0, uint64(0)
+	tried, built, split, tiled, seed := 0, 0, 0, 0, uint64(0)
 	for ; tried < want && seed < uint64(20*want); seed++ {
 		p := progen.New(seed)
 		q := p
@@ -80,6 +81,7 @@ func TestRandomProgramsSymbolic(t *testing.T) {
 					runSymbolic(t, k, p, m, op == 1)
 				}
 				emulateSymbolic(t, specs[0][op], p, op == 1)
+				tiled += runTiledOverM(t, b, p, op == 1)
 			})
 		}
 	}
@@ -89,7 +91,47 @@ func TestRandomProgramsSymbolic(t *testing.T) {
 	if split*4 < built {
 		t.Fatalf("%d of %d symbolic kernels split a lane axis that runs to M", split, built)
 	}
-	t.Logf("%d symbolic kernels built of %d ops tried (%d seeds), %d split M into vectors and a remainder", built, tried, seed, split)
+	t.Logf("%d symbolic kernels built of %d ops tried (%d seeds), %d split M into vectors and a remainder, %d candidates into tiles", built, tried, seed, split, tiled)
+}
+
+// runTiledOverM builds the candidates a size bucket of p's kernel for every
+// M (its gradient op's when grad) is picked among that split M into tiles
+// (autotune.SymbolicCandidates, at M = 16; loops.Split.Size), and runs
+// each at symbolicSizes against the interpreter. It returns how many
+// such candidates lowered.
+func runTiledOverM(t *testing.T, b *kernels.Builder, p progen.Program, grad bool) int {
+	t.Helper()
+	at := programAt(t, p, grad)
+	plan, err := pipeline.PrepareSymbolic(at, []loops.Size{{Name: "M", A: p.M, B: p.M + 3}}, pipeline.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket, err := at(map[string]int64{"M": 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, scheds := range autotune.SymbolicCandidates(plan, bucket) {
+		if !slices.ContainsFunc(scheds, func(s loops.Schedule) bool {
+			return s.Tiling != nil && slices.ContainsFunc(s.Tiling.Splits, func(sp loops.Split) bool { return sp.Size != "" })
+		}) {
+			continue
+		}
+		fn, err := plan.Lower(scheds)
+		if err != nil {
+			continue // a placement the tiled lowering refuses over a size
+		}
+		k, err := b.BuildFunc(context.Background(), fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		for _, m := range symbolicSizes {
+			runAtM(t, p, m, grad, "C tiled over M", func(bufs *hostbuf.Buffers) error { return k.LaunchSized(bufs.Ptr, []int64{m}, 2) })
+		}
+		_ = k.Close()
+	}
+	return n
 }
 
 // splitsASize reports whether some loop of fn runs to a part of a size: a
