@@ -11,6 +11,7 @@ import (
 
 	"github.com/neoflow/neoflow/api"
 	"github.com/neoflow/neoflow/autotune"
+	"github.com/neoflow/neoflow/autotune/tunedb"
 	"github.com/neoflow/neoflow/core/loops"
 	"github.com/neoflow/neoflow/core/pipeline"
 	"github.com/neoflow/neoflow/kernels"
@@ -117,6 +118,9 @@ func (r *Runtime) specializeBucket(req *api.SpecializeRequest) (*api.SpecializeR
 	}
 	key := autotune.BucketKey(spec, sk.sized, Version)
 	fn := r.bucketRecord(sk, key)
+	if fn != nil {
+		r.noteRecord(tunedb.ID(key)) // a bundle saved now carries the record that builds the bucket's kernel
+	}
 	tune := fn == nil && autotune.Picks(spec)
 	if fn == nil && !tune {
 		return own()
@@ -136,6 +140,7 @@ func (r *Runtime) specializeBucket(req *api.SpecializeRequest) (*api.SpecializeR
 	l := &launchable{nbufs: k.NumBufs(), close: func() { _ = k.Close() }}
 	l.fn.Store(k.Addr())
 	id = r.registerKernel(k.Key()+"#"+label, l)
+	r.noteKernel(k)
 	r.mu.Lock()
 	sk.ids[label] = id
 	r.mu.Unlock()
@@ -234,6 +239,9 @@ func (r *Runtime) pickBucketJob(job *bgJob) error {
 		unload := func() { _ = k.Close() }
 		if swapped = r.replace(job, func(l *launchable) { l.fn.Store(k.Addr()) }, unload); !swapped {
 			unload()
+		} else {
+			r.noteKernel(k) // a bundle saved now carries the picked kernel and the record that builds it
+			r.noteRecord(job.recordID)
 		}
 	} else {
 		_ = k.Close()
