@@ -19,32 +19,15 @@ import (
 // With toRem, the copy's stores into the accumulator (accName) go to the
 // remainder's own (remName) instead.
 func peelRemainder(body []Node, o, lane tileLoop, toRem bool) []Node {
-	out := make([]Node, 0, len(body)+1)
-	for _, n := range body {
-		switch n := n.(type) {
-		case *Loop:
-			if n.Var == o.name {
-				env := map[string]ir.Expr{o.name: Lit(o.extent)}
-				lo := o.extent * o.stride
-				copied := cloneNodes(n.Body, env, lane.name, func(l *Loop) { l.Extent = o.rem })
-				if toRem {
-					renameStores(copied, accName, remName)
-				}
-				out = append(out, n, &Block{
-					Comment: fmt.Sprintf("remainder: %s in [%d, %d)", o.axis, lo, lo+o.rem),
-					Body:    copied,
-				})
-				continue
-			}
-			n.Body = peelRemainder(n.Body, o, lane, toRem)
-		case *Block:
-			n.Body = peelRemainder(n.Body, o, lane, toRem)
-		case *If:
-			n.Body = peelRemainder(n.Body, o, lane, toRem)
+	return peelAfter(body, o.name, func(n *Loop) *Block {
+		env := map[string]ir.Expr{o.name: Lit(o.extent)}
+		lo := o.extent * o.stride
+		copied := cloneNodes(n.Body, env, lane.name, func(l *Loop) { l.Extent = o.rem })
+		if toRem {
+			renameStores(copied, accName, remName)
 		}
-		out = append(out, n)
-	}
-	return out
+		return &Block{Comment: fmt.Sprintf("remainder: %s in [%d, %d)", o.axis, lo, lo+o.rem), Body: copied}
+	})
 }
 
 // peelSized finds the outer loop o of an axis split over a size
@@ -53,24 +36,32 @@ func peelRemainder(body []Node, o, lane tileLoop, toRem bool) []Node {
 // to size % by (Loop.Rem): the remainder, present at every value of the
 // size.
 func peelSized(body []Node, o tileLoop, last string) []Node {
+	return peelAfter(body, o.name, func(n *Loop) *Block {
+		base := &ir.Binary{Op: ir.Div, X: Var(o.size), Y: Lit(o.by)}
+		cut := func(l *Loop) {
+			l.Extent, l.Size, l.By, l.Rem, l.Unroll = o.rem, o.size, o.by, true, 0
+		}
+		copied := cloneNodes(n.Body, map[string]ir.Expr{o.name: base}, last, cut)
+		return &Block{Comment: fmt.Sprintf("remainder: %s from %s / %d * %d", o.axis, o.size[1:], o.by, o.by), Body: copied}
+	})
+}
+
+// peelAfter finds the loop over variable name in body, at any depth, and
+// puts the block that remainder makes of it right after it.
+func peelAfter(body []Node, name string, remainder func(*Loop) *Block) []Node {
 	out := make([]Node, 0, len(body)+1)
 	for _, n := range body {
 		switch n := n.(type) {
 		case *Loop:
-			if n.Var == o.name {
-				base := &ir.Binary{Op: ir.Div, X: Var(o.size), Y: Lit(o.by)}
-				cut := func(l *Loop) {
-					l.Extent, l.Size, l.By, l.Rem, l.Unroll = o.rem, o.size, o.by, true, 0
-				}
-				copied := cloneNodes(n.Body, map[string]ir.Expr{o.name: base}, last, cut)
-				out = append(out, n, &Block{Comment: fmt.Sprintf("remainder: %s from %s / %d * %d", o.axis, o.size[1:], o.by, o.by), Body: copied})
+			if n.Var == name {
+				out = append(out, n, remainder(n))
 				continue
 			}
-			n.Body = peelSized(n.Body, o, last)
+			n.Body = peelAfter(n.Body, name, remainder)
 		case *Block:
-			n.Body = peelSized(n.Body, o, last)
+			n.Body = peelAfter(n.Body, name, remainder)
 		case *If:
-			n.Body = peelSized(n.Body, o, last)
+			n.Body = peelAfter(n.Body, name, remainder)
 		}
 		out = append(out, n)
 	}
