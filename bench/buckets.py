@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import statistics
 import sys
 import tempfile
@@ -187,12 +186,8 @@ def main(argv=None) -> dict:
         "calls": args.calls,
         "rows": run(torch, neoflow, args),
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"buckets-{result['date']}-cpu"
     md = render_markdown(result)
-    stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    stem.with_suffix(".md").write_text(md)
+    wl.write_results(args.out, f"buckets-{result['date']}-cpu", result, md)
     print(md)
     return result
 

@@ -15,16 +15,16 @@ shape as before.
 A C kernel's schedules are chosen per size bucket (each size rounded
 up to a power of two): the first call of a bucket asks the Go core which
 kernel runs it, one built with the tuning database's schedules for that
-bucket, or the default one while the background picks them (as it picks
-a new shape's, under the same NEOFLOW_TUNE modes), so that a new length
-reuses both the kernel and its bucket's schedules.
+bucket, or the default one while the background picks them where the
+kernel has enough work at the bucket's sizes (in every NEOFLOW_TUNE mode
+but off, which runs the defaults), so that a new length reuses both the
+kernel and its bucket's schedules.
 
 The setting ``configure(dynamic=...)`` (NEOFLOW_DYNAMIC) chooses: ``"auto"``
 (the default) as above, ``"static"`` one kernel per shape. Kernels with
 symbolic extents are fused where the Go core's proof allows (else unfused);
-on a GPU they are CUDA kernels whose grid-stride
-loops run to the sizes, passed at launch, with their default schedules
-(not picked per bucket).
+on a GPU they are CUDA kernels whose grid-stride loops run to the sizes,
+passed at launch, with their default schedules (not picked per bucket).
 """
 
 from __future__ import annotations

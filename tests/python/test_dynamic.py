@@ -12,7 +12,7 @@ import threading
 import neoflow
 import pytest
 import torch
-from conftest import tol
+from conftest import LAYER, tol, train_layer_over_sizes
 from fuzz_programs import programs
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -40,20 +40,8 @@ def test_twenty_batch_sizes_build_two_kernels(auto, dtype):
 def test_training_over_batch_sizes(auto):
     """Forward and gradient ops each build one kernel per shape until a size varies, then one for every
     size; gradients match PyTorch's (float64, gradcheck at a size no kernel was built for)."""
-    op = neoflow.Op("H[n, j] += X[n, k] * W[j, k]\nY[n, j] = tanh(H[n, j] + B[j])", name="dyn_layer")
-    w = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
-    b = torch.randn(3, dtype=torch.float64, requires_grad=True)
-    for n in SIZES[:8]:
-        x = torch.randn(n, 5, dtype=torch.float64, requires_grad=True)
-        y = op(x, w, b)
-        y.square().sum().backward()
-        xr, wr, br = (t.detach().requires_grad_() for t in (x, w, b))
-        ref = torch.tanh(xr @ wr.T + br)
-        ref.square().sum().backward()
-        torch.testing.assert_close(y, ref)
-        for got, want in ((x.grad, xr.grad), (w.grad, wr.grad), (b.grad, br.grad)):
-            torch.testing.assert_close(got, want)
-        w.grad, b.grad = None, None
+    op = neoflow.Op(LAYER, name="dyn_layer")
+    w, b = train_layer_over_sizes(op, SIZES[:8])
     assert len(op.kernel_shapes()) == 2
     gop, _ = op.grad_op(torch.randn(5, 5, dtype=torch.float64), w, b, saved=True)
     assert [s[0] for s in gop.kernel_shapes()] == [(16, 5), ("s0", 5)]
