@@ -26,13 +26,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from setuptools import Distribution, setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
-
-try:
-    from setuptools.command.bdist_wheel import bdist_wheel
-except ImportError:  # setuptools < 70.1
-    from wheel.bdist_wheel import bdist_wheel
 
 ROOT = Path(__file__).resolve().parent
 
@@ -151,19 +146,15 @@ class BuildGo(build_py):
             header.unlink()
 
 
-class PlatformWheel(bdist_wheel):
-    """The library is loaded with ctypes, not imported as an extension module,
-    so one wheel serves every CPython 3 on its platform: py3-none-<platform>."""
-
-    def get_tag(self):
-        return ("py3", "none", super().get_tag()[2])
-
-
-class BinaryDistribution(Distribution):
-    """The wheel carries a native library, so it is platform-specific."""
-
-    def has_ext_modules(self):
-        return True
+# The launch's hot path (neoflow._launch) is an extension module of Python's limited API, and the Go library
+# is loaded with ctypes: one wheel serves every CPython from 3.10 on its platform, cp310-abi3-<platform>.
+LAUNCH = Extension(
+    "neoflow._launch",
+    ["pyext/neoflow/_launch.c"],
+    py_limited_api=True,  # (the source defines Py_LIMITED_API)
+    extra_compile_args=["-O2"],
+    extra_link_args=["-s"],  # stripped, as the Go libraries are
+)
 
 
 CLASSIFIERS = [
@@ -209,7 +200,8 @@ setup(
         "console_scripts": ["neoflow = neoflow.cli:main"],
         "torch_dynamo_backends": ["neoflow = neoflow.backend:backend"],
     },
-    cmdclass={"build_py": BuildGo, "bdist_wheel": PlatformWheel},
-    distclass=BinaryDistribution,
+    ext_modules=[LAUNCH],
+    cmdclass={"build_py": BuildGo},
+    options={"bdist_wheel": {"py_limited_api": "cp310"}},
     zip_safe=False,
 )

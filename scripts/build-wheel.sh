@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds neoflow's release wheel, dist/neoflow-VERSION-py3-none-manylinux_2_17_x86_64.whl,
+# Builds neoflow's release wheel, dist/neoflow-VERSION-cp310-abi3-manylinux_2_17_x86_64.whl,
 # with both libraries (the CPU-only libneoflow.so and the CUDA build
 # libneoflow_cuda.so), checks it and installs it into the virtual
 # environment. No GPU, CUDA toolkit or root is needed: cgo compiles with Zig

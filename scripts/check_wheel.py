@@ -1,6 +1,6 @@
 """Checks a built neoflow wheel: auditwheel finds it consistent with its
 manylinux tag with the CUDA driver (libcuda.so.1) as the only library from
-outside; both libraries are in it, stripped, needing no glibc symbol
+outside; both libraries and the launch's extension module are in it, stripped, needing no glibc symbol
 version newer than the tag's (objdump -T) and no shared library besides
 glibc's parts and the CUDA driver (readelf -d); the license and the
 metadata a package index shows are in it.
@@ -19,7 +19,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-LIBS = ("neoflow/libneoflow.so", "neoflow/libneoflow_cuda.so")
+# the Go libraries (CPU-only and CUDA) and the launch's extension module (neoflow._launch, limited API)
+LIBS = ("neoflow/libneoflow.so", "neoflow/libneoflow_cuda.so", "neoflow/_launch.abi3.so")
+TAG = "-cp310-abi3-"  # one wheel for every CPython from 3.10 on
 # What the libraries may link: glibc's parts (on glibc 2.17 dlopen and
 # pthread_create live in libdl and libpthread) and, for the CUDA build, the
 # driver, which the user's machine provides.
@@ -56,6 +58,8 @@ def audit(path: Path, plat: str) -> list[str]:
         problems.append(f"auditwheel show: libraries from outside the wheel besides the CUDA driver: {outside}")
     if f"{plat}" not in path.name:
         problems.append(f"{path.name} is not tagged {plat}")
+    if TAG not in path.name:
+        problems.append(f"{path.name} is not tagged {TAG.strip('-')}")
     return problems
 
 

@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+from . import _launch
 from .errors import Error, ForkError
 
 _LIB_NAME = "libneoflow.so"
@@ -108,6 +109,7 @@ def _after_fork_in_child() -> None:
     global _lib, _busy
     if _lib is not None:
         _lib = None  # the Go runtime's threads did not survive the fork
+        _launch.init(0, 0, Error)  # launches go through lib() again, which says so
     _busy = None
 
 
@@ -152,6 +154,8 @@ def lib() -> ctypes.CDLL:
             handle = ctypes.CDLL(str(path))
             _bind(handle)
             _busy = ctypes.c_int.in_dll(handle, "nf_worker_busy")
+            launch, free = (ctypes.cast(f, ctypes.c_void_p).value for f in (handle.nf_launch, handle.nf_free))
+            _launch.init(launch, free, Error)  # C kernels launch from C (Kernel.run)
             _loaded_pid = os.getpid()
             _lib = handle
             atexit.register(_shutdown)

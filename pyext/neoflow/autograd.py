@@ -23,6 +23,7 @@ import weakref
 import torch
 
 from . import config
+from ._launch import signature
 from .sizes import parse_sizes_text
 
 # Registration happens when an op is defined (Op._setup), outside any traced
@@ -447,8 +448,7 @@ def make_function(op):
         @staticmethod
         def forward(ctx, sizes, *tensors):
             needs = ctx.needs_input_grad
-            key = [(t.dtype, t.shape, t.device) for t in tensors]
-            key = (*key, needs, *sorted(sizes.items())) if sizes else (*key, needs)
+            key = (signature(tensors), needs, *sorted(sizes.items())) if sizes else (signature(tensors), needs)
             plan = plans.get(key)
             if plan is None:
                 plan = plans.setdefault(key, _Plan(op, tensors, dict(sizes or {}), needs[1:]))

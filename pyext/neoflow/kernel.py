@@ -12,7 +12,7 @@ import weakref
 
 import torch
 
-from . import _lib, memory, threadshare
+from . import _launch, _lib, memory, threadshare
 from ._proto import neoflow_pb2 as pb
 
 _FLOATS = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16", torch.bfloat16: "bfloat16"}
@@ -49,6 +49,7 @@ class Kernel:
         "size_guards",
         "extents",
         "held",
+        "spec",
     )
 
     def __init__(self, resp: pb.SpecializeResponse, outputs=()):
@@ -102,12 +103,21 @@ class Kernel:
         # the C launch's, as bytes: ctypes passes a bytes object as a pointer to its contents, and packing
         # costs half of building a ctypes array (0.42 against 0.87 us for three pointers)
         self.pack = struct.Struct(f"{len(buffers)}Q").pack
+        tail = 0
         if size_values is not None:  # the C kernel takes a pointer to the values, the CUDA kernel the values
-            tail = struct.pack("Q", size_values.buffer_info()[0])
-            pack = self.pack
-            self.pack = lambda *pointers: pack(*pointers) + tail
+            tail = size_values.buffer_info()[0]
+            pack, packed_tail = self.pack, struct.pack("Q", tail)
+            self.pack = lambda *pointers: pack(*pointers) + packed_tail
             array_type, values = ctypes.c_void_p * (len(buffers) + len(size_values)), list(size_values)
             self.pointers = lambda *pointers: array_type(*pointers, *values)
+        # a C kernel's launch in C (neoflow._launch.run): its allocations as (callable, args, kwargs) triples
+        self.spec = None
+        if self.kernel_id and not self.cuda_source and not self.index_checks:
+            allocs = tuple(
+                (torch.empty, tuple(s), {"dtype": dt}) if small else (memory.empty, (s, dt), None)
+                for s, small, dt in self.alloc
+            )
+            self.spec = (self.kernel_id, allocs, threadshare.launch_threads, tail)
 
     def fit(self, shapes, extents: dict) -> dict | None:
         """The values of this kernel's sizes (``size_names``) at inputs of these shapes and these explicit
@@ -169,6 +179,10 @@ class Kernel:
         the outputs and temporaries it allocated. On CUDA those come from
         PyTorch's caching allocator and the kernel runs on PyTorch's current
         stream of the inputs' device."""
+        if self.spec is not None:  # a C kernel: launched in C unless an input needs a copy first
+            bufs = _launch.run(self.spec, tensors)
+            if bufs is not None:
+                return bufs
         # a lazily negated view's memory is not negated (resolve_neg goes through the dispatcher: 0.5 us a tensor)
         if all(map(_contiguous, tensors)) and not any(map(_negated, tensors)):  # the usual case, tested faster
             bufs = list(tensors)

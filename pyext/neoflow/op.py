@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import torch
 
-from . import _lib, config, dynamic, outshapes, tuning
+from . import _launch, _lib, config, dynamic, outshapes, tuning
 from ._proto import neoflow_pb2 as pb
 from .autograd import dual as _dual
 from .checks import check_devices, check_name, check_names, check_text, scalar_of  # noqa: F401 - check_devices: tests
@@ -357,7 +357,7 @@ class Op:
         ones it keeps by name."""
         try:  # the fast path: a specialization seen before, already validated (the key names each device)
             skey = tuple(sorted(sizes.items())) if sizes else ()
-            key = (tuple([(t.dtype, t.shape, t.device) for t in tensors]), skey)
+            key = (_launch.signature(tensors), skey)
             kernel = self._kernels.get(key)
         except (AttributeError, TypeError):  # not tensors, or sizes not a dict: _check explains
             key, kernel = None, None
@@ -433,10 +433,9 @@ class Op:
         # one lookup, without the frames of _call, _launch and specialize
         if sizes is None and out_shapes is None and not self._out_checks and not any_autocast():
             if _mode(tensors) == _DIRECT:
-                key = (tuple([(t.dtype, t.shape, t.device) for t in tensors]), ())
-                kernel = self._kernels.get(key) or self._dynamic.sized.get(key)
-                if kernel is not None:
-                    return kernel.call(tensors)
+                outs = _launch.call(self._kernels, self._dynamic.sized, tensors)
+                if outs is not None:
+                    return outs
         if any_autocast():  # traced by torch.compile too
             tensors = autocast_inputs(tensors)
         checks = self._out_checks

@@ -87,12 +87,12 @@ def test_check_wheel_finds_what_a_wheel_lacks_or_needs(tmp_path):
     src.write_text("#include <dlfcn.h>\nvoid *nf_open(const char *p) { return dlopen(p, RTLD_NOW); }\n")
     so = tmp_path / "libneoflow.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(src), "-ldl"], check=True)
-    wheel = tmp_path / "neoflow-0.1.0-py3-none-linux_x86_64.whl"
+    wheel = tmp_path / "neoflow-0.1.0-cp310-abi3-linux_x86_64.whl"
     with zipfile.ZipFile(wheel, "w") as z:
         z.write(so, "neoflow/libneoflow.so")
         z.writestr("neoflow-0.1.0.dist-info/METADATA", "Name: neoflow\nRequires-Python: >=3.10\n")
     problems = "\n".join(_check_wheel_module().check(wheel, "2.17"))
-    assert "lacks neoflow/libneoflow_cuda.so" in problems
+    assert "lacks neoflow/libneoflow_cuda.so" in problems and "lacks neoflow/_launch.abi3.so" in problems
     assert "METADATA lacks 'License-Expression: MIT'" in problems and "lacks the LICENSE" in problems
     assert "neoflow/libneoflow.so is not stripped" in problems
     glibc = subprocess.run(["ldd", "--version"], capture_output=True, text=True).stdout.split("\n")[0].split()[-1]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import neoflow
 import pytest
 import torch
-from neoflow import _lib
+from neoflow import _launch, _lib
 
 
 def _kernel():
@@ -36,3 +36,65 @@ def test_a_wrong_buffer_count_is_refused():
     y = torch.empty_like(x)
     with pytest.raises(neoflow.Error, match=r"takes 2 buffers, got 3"):
         _lib.launch(k.kernel_id, k.pack(x.data_ptr(), y.data_ptr()) + bytes(8), 1)
+
+
+# neoflow._launch (pyext/neoflow/_launch.c): Kernel.run's launch in C, and Op.__call__'s lookup without autograd.
+
+
+def test_the_c_launch_returns_the_inputs_then_what_it_allocated():
+    _, k, x = _kernel()
+    bufs = _launch.run(k.spec, (x,))
+    assert len(bufs) == 2 and bufs[0] is x
+    torch.testing.assert_close(bufs[1], x * 2 + 1)
+    assert _launch.run(k.spec, [x])[0] is x  # a list of inputs, as Kernel.run takes
+
+
+def test_the_c_launch_leaves_copies_to_python():
+    """A non-contiguous input or a lazily negated view is not launched on in C (None): Kernel.run copies it."""
+    op, k, _ = _kernel()
+    strided = torch.arange(16, dtype=torch.float32)[::2]
+    negated = torch.arange(8, dtype=torch.float32).neg().conj_physical()._neg_view()
+    for t in (strided, negated):
+        assert _launch.run(k.spec, (t,)) is None
+        torch.testing.assert_close(op(t), t.resolve_neg() * 2 + 1)
+
+
+def test_a_failed_c_launch_raises_the_go_core_error():
+    _, k, x = _kernel()
+    spec = (1 << 20, *k.spec[1:])  # an id the Go core never gave
+    with pytest.raises(neoflow.Error, match=f"unknown kernel id {1 << 20}"):
+        _launch.run(spec, (x,))
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: _launch.run((), 1), r"run\(spec: tuple, tensors: tuple \| list\)"),
+        (lambda: _launch.run([]), r"run\(spec: tuple"),
+        (lambda: _launch.call({}, {}, [1]), r"call\(kernels: dict, sized: dict, tensors: tuple\)"),
+        (lambda: _launch.signature(3), r"signature\(tensors: tuple \| list\)"),
+        (lambda: _launch.signature((3,)), "'int' object has no attribute 'dtype'"),
+    ],
+)
+def test_bad_arguments_to_the_c_launch_are_refused(call, message):
+    with pytest.raises((TypeError, AttributeError), match=message):
+        call()
+
+
+def test_ops_of_several_outputs_and_large_buffers_launch_in_c():
+    """Outputs come back in the op's order, and buffers above neoflow.memory's threshold come from it."""
+    op = neoflow.op("Hi[i] = X[i] + 1.0; Lo[i] = X[i] - 1.0", name="launch_two", outputs=["Lo", "Hi"])
+    x = torch.randn(1 << 17)  # 512 KiB: neoflow.memory's
+    lo, hi = op(x)
+    torch.testing.assert_close(lo, x - 1)
+    torch.testing.assert_close(hi, x + 1)
+    k = op.specialize(x)
+    assert k.spec is not None and k.spec[1][0][0] is not torch.empty
+
+
+def test_a_kernel_for_every_size_launches_in_c_with_its_sizes():
+    op = neoflow.op("Y[i, j] = X[i, j] * 3.0", name="launch_sized")
+    for n in (3, 5, 7, 9):  # after the second shape, one kernel for every value of i
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(op(x), x * 3)
+    assert any(k.spec and k.spec[3] for k in op._dynamic.sized.values())
