@@ -28,7 +28,8 @@ static launch_fn nf_launch;
 static free_fn nf_free;
 static PyObject *error_type; /* neoflow._lib.Error */
 static PyObject *s_is_contiguous, *s_is_neg, *s_data_ptr, *s_dtype, *s_shape, *s_device, *s_spec, *s_call,
-	*s_outputs, *empty_tuple;
+	*s_outputs, *s_saves, *s_save_for_backward, *s_plan, *s_kernel, *s_needs_input_grad, *s_requires_grad,
+	*s_out_checks, *s_kernels, *s_dynamic, *s_sized, *s_function, *s_apply, *empty_tuple;
 
 #define MAX_BUFS 512
 
@@ -325,9 +326,237 @@ static PyObject *call(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
 	return result;
 }
 
+/* Saves the buffers at the plan's positions (its saves) for the backward, and the plan, on ctx. 0, or -1 with
+ * an exception set. */
+static int save(PyObject *ctx, PyObject *plan, PyObject *bufs)
+{
+	PyObject *saves = PyObject_GetAttr(plan, s_saves), *saved = NULL, *fn = NULL, *r = NULL;
+	if (saves == NULL)
+		return -1;
+	Py_ssize_t m = PyTuple_Size(saves);
+	if (m < 0 || (saved = PyTuple_New(m)) == NULL)
+		goto done;
+	for (Py_ssize_t j = 0; j < m; j++) {
+		PyObject *b = PyList_GetItem(bufs, PyLong_AsSsize_t(PyTuple_GetItem(saves, j)));
+		if (b == NULL)
+			goto done;
+		PyTuple_SetItem(saved, j, Py_NewRef(b));
+	}
+	if ((fn = PyObject_GetAttr(ctx, s_save_for_backward)) != NULL)
+		r = PyObject_Call(fn, saved, NULL);
+done:
+	Py_DECREF(saves);
+	Py_XDECREF(saved);
+	Py_XDECREF(fn);
+	if (r == NULL)
+		return -1;
+	Py_DECREF(r);
+	return PyObject_SetAttr(ctx, s_plan, plan);
+}
+
+/* forward(plans, ctx, tensors) -> outputs | None
+ *
+ * The forward of an op's autograd.Function (autograd.make_function) called without sizes: the _Plan plans
+ * holds for the key (signature(tensors), ctx.needs_input_grad), its kernel launched in C, the buffers at the
+ * plan's saves saved on ctx with the plan, and the output or tuple of outputs returned. None, having done
+ * nothing, where there is no plan yet or the launch is not one for C (the caller then goes the Python way). */
+static PyObject *forward(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+	if (nargs != 3 || !PyDict_Check(args[0]) || !PyTuple_Check(args[2])) {
+		PyErr_SetString(PyExc_TypeError, "neoflow._launch.forward(plans: dict, ctx, tensors: tuple)");
+		return NULL;
+	}
+	PyObject *ctx = args[1], *tensors = args[2], *key = NULL, *plan = NULL, *kernel = NULL, *spec = NULL;
+	PyObject *bufs = NULL, *result = NULL;
+	PyObject *s = sig(tensors), *needs = PyObject_GetAttr(ctx, s_needs_input_grad);
+	if (s != NULL && needs != NULL)
+		key = PyTuple_Pack(2, s, needs);
+	Py_XDECREF(s);
+	Py_XDECREF(needs);
+	if (key == NULL)
+		return NULL;
+	plan = PyDict_GetItemWithError(args[0], key); /* borrowed */
+	Py_DECREF(key);
+	if (plan == NULL)
+		return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+	Py_INCREF(plan);
+	if ((kernel = PyObject_GetAttr(plan, s_kernel)) == NULL || (spec = PyObject_GetAttr(kernel, s_spec)) == NULL)
+		goto done;
+	bufs = spec == Py_None ? Py_NewRef(Py_None) : run_spec(spec, tensors);
+	if (bufs == NULL || bufs == Py_None) {
+		result = bufs;
+		bufs = NULL;
+		goto done;
+	}
+	if (save(ctx, plan, bufs) == 0)
+		result = outputs_of(kernel, bufs);
+done:
+	Py_DECREF(plan);
+	Py_XDECREF(kernel);
+	Py_XDECREF(spec);
+	Py_XDECREF(bufs);
+	return result;
+}
+
+/* Whether attribute name of o is true: 1, 0, -1 with an exception set. */
+static int truth_attr(PyObject *o, PyObject *name)
+{
+	PyObject *r = PyObject_GetAttr(o, name);
+	if (r == NULL)
+		return -1;
+	int v = PyObject_IsTrue(r);
+	Py_DECREF(r);
+	return v;
+}
+
+/* An op's call without autograd: call(op._kernels, op._dynamic.sized, tensors). */
+static PyObject *direct_call(PyObject *op, PyObject *tensors)
+{
+	PyObject *kernels = PyObject_GetAttr(op, s_kernels), *dynamic = NULL, *sized = NULL, *result = NULL;
+	if (kernels != NULL && (dynamic = PyObject_GetAttr(op, s_dynamic)) != NULL &&
+	    (sized = PyObject_GetAttr(dynamic, s_sized)) != NULL) {
+		PyObject *a[3] = {kernels, sized, tensors};
+		result = call(NULL, a, 3);
+	}
+	Py_XDECREF(kernels);
+	Py_XDECREF(dynamic);
+	Py_XDECREF(sized);
+	return result;
+}
+
+/* An op's call under autograd: op._function.apply(None, *tensors), or None before the Function exists. */
+static PyObject *eager_call(PyObject *op, PyObject *tensors)
+{
+	PyObject *fn = PyObject_GetAttr(op, s_function), *apply = NULL, *a = NULL, *result = NULL;
+	if (fn == NULL)
+		return NULL;
+	if (fn == Py_None) {
+		result = fn;
+		fn = NULL;
+		goto done;
+	}
+	Py_ssize_t n = PyTuple_Size(tensors);
+	if ((apply = PyObject_GetAttr(fn, s_apply)) == NULL || (a = PyTuple_New(n + 1)) == NULL)
+		goto done;
+	PyTuple_SetItem(a, 0, Py_NewRef(Py_None));
+	for (Py_ssize_t i = 0; i < n; i++)
+		PyTuple_SetItem(a, i + 1, Py_NewRef(PyTuple_GetItem(tensors, i)));
+	result = PyObject_Call(apply, a, NULL);
+done:
+	Py_XDECREF(fn);
+	Py_XDECREF(apply);
+	Py_XDECREF(a);
+	return result;
+}
+
+/* What op_call asks of PyTorch, given once by configure(): torch._C._is_any_autocast_enabled,
+ * torch._C._are_functorch_transforms_active, torch.autograd.forward_ad (its _current_level),
+ * torch.is_grad_enabled, and the plain tensor types (torch.Tensor, torch.nn.Parameter). */
+static PyObject *any_autocast, *transforms_active, *forward_ad, *is_grad_enabled, *plain_types;
+
+static PyObject *configure(PyObject *Py_UNUSED(self), PyObject *args)
+{
+	PyObject *v[5];
+	if (!PyArg_ParseTuple(args, "OOOOO!", &v[0], &v[1], &v[2], &v[3], &PyTuple_Type, &v[4]))
+		return NULL;
+	if (PyTuple_Size(v[4]) != 2) {
+		PyErr_SetString(PyExc_ValueError, "neoflow._launch.configure: plain_types holds two types");
+		return NULL;
+	}
+	PyObject **slots[5] = {&any_autocast, &transforms_active, &forward_ad, &is_grad_enabled, &plain_types};
+	for (int i = 0; i < 5; i++) {
+		Py_INCREF(v[i]);
+		Py_XDECREF(*slots[i]);
+		*slots[i] = v[i];
+	}
+	Py_RETURN_NONE;
+}
+
+/* Whether fn() is true: 1, 0, -1 with an exception set. */
+static int called_true(PyObject *fn)
+{
+	PyObject *r = PyObject_CallNoArgs(fn);
+	if (r == NULL)
+		return -1;
+	int v = PyObject_IsTrue(r);
+	Py_DECREF(r);
+	return v;
+}
+
+enum { DIRECT = 0, EAGER = 1, OTHER = 2 }; /* op.py's _DIRECT and _EAGER; OTHER: op.py's _mode decides */
+
+/* The usual calls' mode, as op.py's _mode finds it outside torch.compile's tracing: OTHER under a torch.func
+ * transform or forward-mode AD, or for a tensor not plain; else EAGER when grad mode is on and a tensor
+ * requires grad, DIRECT when none does. -1 with an exception set. */
+static int usual_mode(PyObject *tensors)
+{
+	int v;
+	if ((v = called_true(transforms_active)) != 0)
+		return v < 0 ? -1 : OTHER;
+	PyObject *level = PyObject_GetAttrString(forward_ad, "_current_level");
+	if (level == NULL) { /* a PyTorch without that counter: op.py asks every tensor */
+		PyErr_Clear();
+		return OTHER;
+	}
+	long l = PyLong_AsLong(level);
+	Py_DECREF(level);
+	if (l >= 0 || PyErr_Occurred())
+		return PyErr_Occurred() ? -1 : OTHER;
+	Py_ssize_t n = PyTuple_Size(tensors);
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *type = (PyObject *)Py_TYPE(PyTuple_GetItem(tensors, i));
+		if (type != PyTuple_GetItem(plain_types, 0) && type != PyTuple_GetItem(plain_types, 1))
+			return OTHER;
+	}
+	if ((v = called_true(is_grad_enabled)) <= 0)
+		return v < 0 ? -1 : DIRECT;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		if ((v = truth_attr(PyTuple_GetItem(tensors, i), s_requires_grad)) != 0)
+			return v < 0 ? -1 : EAGER;
+	}
+	return DIRECT;
+}
+
+/* op_call(op, tensors) -> outputs | None
+ *
+ * Op.__call__ without sizes or out_shapes, outside torch.compile's tracing (the caller asks first: Dynamo
+ * cannot trace this function, and traces the custom op instead), in the usual modes: without
+ * autograd the kernel op._kernels or op._dynamic.sized holds for the tensors, launched (call); under autograd
+ * op._function's apply. None where the call is not a usual one, the op has no kernel or Function for it yet,
+ * or it has output checks or autocast is on (Op.__call__ then goes the general way). */
+static PyObject *op_call(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+	if (nargs != 2 || !PyTuple_Check(args[1])) {
+		PyErr_SetString(PyExc_TypeError, "neoflow._launch.op_call(op, tensors: tuple)");
+		return NULL;
+	}
+	if (plain_types == NULL) {
+		PyErr_SetString(PyExc_RuntimeError, "neoflow._launch.op_call before neoflow._launch.configure");
+		return NULL;
+	}
+	PyObject *op = args[0], *tensors = args[1];
+	int v = truth_attr(op, s_out_checks);
+	if (v != 0 || (v = called_true(any_autocast)) != 0)
+		return v < 0 ? NULL : Py_NewRef(Py_None);
+	int mode = usual_mode(tensors);
+	if (mode < 0)
+		return NULL;
+	if (mode == DIRECT)
+		return direct_call(op, tensors);
+	if (mode == EAGER)
+		return eager_call(op, tensors);
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
 	{"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL,
 	 "call(kernels, sized, tensors) -> outputs | None: an op's call without autograd (Op.__call__)."},
+	{"forward", (PyCFunction)(void (*)(void))forward, METH_FASTCALL,
+	 "forward(plans, ctx, tensors) -> outputs | None: an op's autograd forward (autograd.make_function)."},
+	{"configure", configure, METH_VARARGS,
+	 "configure(any_autocast, transforms_active, forward_ad, is_grad_enabled, plain_types): op_call's torch."},
+	{"op_call", (PyCFunction)(void (*)(void))op_call, METH_FASTCALL,
+	 "op_call(op, tensors) -> outputs | None: Op.__call__'s usual calls."},
 	{"signature", signature, METH_O, "signature(tensors) -> ((dtype, shape, device), ...) of each tensor."},
 	{"init", init, METH_VARARGS, "init(launch_address, free_address, error_type): nf_launch, nf_free, the error."},
 	{"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
@@ -351,9 +580,23 @@ PyMODINIT_FUNC PyInit__launch(void)
 	s_spec = PyUnicode_InternFromString("spec");
 	s_call = PyUnicode_InternFromString("call");
 	s_outputs = PyUnicode_InternFromString("outputs");
+	s_saves = PyUnicode_InternFromString("saves");
+	s_save_for_backward = PyUnicode_InternFromString("save_for_backward");
+	s_plan = PyUnicode_InternFromString("plan");
+	s_kernel = PyUnicode_InternFromString("kernel");
+	s_needs_input_grad = PyUnicode_InternFromString("needs_input_grad");
+	s_requires_grad = PyUnicode_InternFromString("requires_grad");
+	s_out_checks = PyUnicode_InternFromString("_out_checks");
+	s_kernels = PyUnicode_InternFromString("_kernels");
+	s_dynamic = PyUnicode_InternFromString("_dynamic");
+	s_sized = PyUnicode_InternFromString("sized");
+	s_function = PyUnicode_InternFromString("_function");
+	s_apply = PyUnicode_InternFromString("apply");
 	empty_tuple = PyTuple_New(0);
 	if (!s_is_contiguous || !s_is_neg || !s_data_ptr || !s_dtype || !s_shape || !s_device || !s_spec || !s_call ||
-	    !s_outputs || !empty_tuple)
+	    !s_outputs || !s_saves || !s_save_for_backward || !s_plan || !s_kernel || !s_needs_input_grad || !empty_tuple)
+		return NULL;
+	if (!s_requires_grad || !s_out_checks || !s_kernels || !s_dynamic || !s_sized || !s_function || !s_apply)
 		return NULL;
 	return PyModule_Create(&module);
 }

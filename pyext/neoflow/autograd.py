@@ -23,6 +23,7 @@ import weakref
 import torch
 
 from . import config
+from ._launch import forward as forward_in_c
 from ._launch import signature
 from .sizes import parse_sizes_text
 
@@ -311,7 +312,9 @@ class _Plan:
     backward may launch that kernel itself (direct). An input whose
     gradient is an output's gradient unchanged (passed: an add's) gets
     that tensor, as from PyTorch's add; the kernel computes the others,
-    and there is none when no other is needed. On the CPU that
+    and there is none when no other is needed (then the forward keeps no
+    tensor, and the backward returns, per input, the output gradient
+    passed_grads names, in any grad mode). On the CPU that
     kernel's build starts when the plan is made (grad_future), on a helper
     thread, before the forward's own build (_build_ahead); the backward
     waits for it and then finds the kernel built."""
@@ -328,6 +331,8 @@ class _Plan:
         "sizes",
         "direct",
         "passed",
+        "passed_grads",
+        "saves",
     )
 
     def __init__(self, op, tensors, sizes: dict, wrt):
@@ -335,7 +340,7 @@ class _Plan:
         self.wrt = [bool(w) for w in wrt]
         self.sizes = sizes  # the call's sizes: part of the plan's key
         self.kept, self.gop, self.gsizes, self.grad_kernel, self.grad_future = [], None, None, None, None
-        self.grad_at, self.direct, self.passed = None, False, {}
+        self.grad_at, self.direct, self.passed, self.passed_grads = None, False, {}, None
         if any(wrt):
             # Derived (and registered) now, as _keep does, for the same reason.
             gop, gsizes = op.grad_op(*tensors, sizes=sizes, wrt=self.wrt, saved=True)
@@ -352,15 +357,18 @@ class _Plan:
                 # while the forward's kernel compiled alone).
                 self.grad_future = _build_ahead(op, self.gop, self.gsizes, tensors, sizes)
         self.kernel = op.specialize(*tensors, sizes=sizes, symbolic=True)
+        self.saves = ()  # the forward's buffers (Kernel.run's list) it saves for the backward
         if not any(wrt):
             return
-        if self.gop is None:  # every gradient is an output's, passed on: no kernel
-            self.grad_at = self._grad_positions(len(tensors), iter(()))
+        if self.gop is None:  # every gradient is an output's, passed on: no kernel, no tensor kept
+            self.passed_grads = [self.passed.get(k) if w else None for k, w in enumerate(self.wrt)]
             self.direct = True
             return
         names = [self.kernel.buffers[i][0] for i in self.kernel.returned]
+        self.saves = tuple(range(len(tensors)))  # the inputs, then what the saving gradient op reads
         if all(n in names for n in self.gop.saved):
             self.kept = [self.kernel.returned[names.index(n)] for n in self.gop.saved]
+            self.saves += tuple(self.kept)
             self.direct = True  # a backward may launch the saving gradient op's kernel directly
         else:
             self.kept = None
@@ -447,16 +455,17 @@ def make_function(op):
     class Function(torch.autograd.Function):
         @staticmethod
         def forward(ctx, sizes, *tensors):
+            if sizes is None:  # the plan's launch in C, once the plan exists and the inputs allow
+                outs = forward_in_c(plans, ctx, tensors)
+                if outs is not None:
+                    return outs
             needs = ctx.needs_input_grad
             key = (signature(tensors), needs, *sorted(sizes.items())) if sizes else (signature(tensors), needs)
             plan = plans.get(key)
             if plan is None:
                 plan = plans.setdefault(key, _Plan(op, tensors, dict(sizes or {}), needs[1:]))
             bufs = plan.kernel.run(tensors)
-            if plan.kept is None:
-                ctx.save_for_backward(*tensors)
-            else:
-                ctx.save_for_backward(*tensors, *[bufs[j] for j in plan.kept])
+            ctx.save_for_backward(*[bufs[j] for j in plan.saves])
             ctx.plan = plan
             if n_outputs == 1:
                 return bufs[plan.kernel.outputs[0]]
@@ -464,7 +473,10 @@ def make_function(op):
 
         @staticmethod
         def backward(ctx, *grads):
-            plan, saved = ctx.plan, ctx.saved_tensors
+            plan = ctx.plan
+            if plan.gop is None and plan.direct:  # every gradient an output's, passed on (None: no gradient)
+                return (None, *[None if j is None else grads[j] for j in plan.passed_grads])
+            saved = ctx.saved_tensors
             if not plan.direct or torch.is_grad_enabled() or _missing(grads, n_outputs):
                 tensors = saved[:n_inputs]
                 kept = None if plan.kept is None else dict(zip(plan.gop.saved if plan.gop else (), saved[n_inputs:]))
@@ -472,10 +484,7 @@ def make_function(op):
                 return (None, *_backward(op, tensors, sizes, list(grads), ctx.needs_input_grad[1:], kept))
             # (grads holds one gradient per output)
             args = (*saved, *grads) if not plan.kept else (*saved[:n_inputs], *grads, *saved[n_inputs:])
-            if plan.gop is None:  # every gradient an output's, passed on
-                bufs = args
-            else:
-                bufs = (plan.grad_kernel or plan.grad_kernel_for(args)).run(args)
+            bufs = (plan.grad_kernel or plan.grad_kernel_for(args)).run(args)
             return (None, *[None if i is None else bufs[i] for i in plan.grad_at])
 
     Function.__name__ = Function.__qualname__ = f"{op.name or 'op'}_Function"

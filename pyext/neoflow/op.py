@@ -429,13 +429,12 @@ class Op:
         return [bufs[i] for i in (kernel.returned if keep else kernel.outputs)]
 
     def __call__(self, *tensors, sizes=None, out_shapes=None):
-        # the direct path (plain tensors, no autograd, no transform, no autocast) to a kernel built for them:
-        # one lookup, without the frames of _call, _launch and specialize
-        if sizes is None and out_shapes is None and not self._out_checks and not any_autocast():
-            if _mode(tensors) == _DIRECT:
-                outs = _launch.call(self._kernels, self._dynamic.sized, tensors)
-                if outs is not None:
-                    return outs
+        # the usual calls (plain tensors, no transform, no autocast, no sizes), in C: without autograd, one
+        # lookup of a kernel built for them and its launch; under autograd, the op's autograd.Function
+        if sizes is None and out_shapes is None and not _is_compiling():
+            outs = _launch.op_call(self, tensors)
+            if outs is not None:
+                return outs
         if any_autocast():  # traced by torch.compile too
             tensors = autocast_inputs(tensors)
         checks = self._out_checks
@@ -557,7 +556,9 @@ _wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # under vmap, grad, 
 _transforms_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: True)
 
 
-_DIRECT, _EAGER, _DISPATCH, _TRANSFORM = 0, 1, 2, 3
+_DIRECT, _EAGER, _DISPATCH, _TRANSFORM = 0, 1, 2, 3  # (_DIRECT and _EAGER: _launch.c's too)
+_is_compiling = torch.compiler.is_compiling
+_launch.configure(any_autocast, _transforms_active, torch.autograd.forward_ad, torch.is_grad_enabled, _PLAIN)
 
 
 def _mode(tensors) -> int:

@@ -74,10 +74,14 @@ def test_a_failed_c_launch_raises_the_go_core_error():
         (lambda: _launch.call({}, {}, [1]), r"call\(kernels: dict, sized: dict, tensors: tuple\)"),
         (lambda: _launch.signature(3), r"signature\(tensors: tuple \| list\)"),
         (lambda: _launch.signature((3,)), "'int' object has no attribute 'dtype'"),
+        (lambda: _launch.forward({}, None, [1]), r"forward\(plans: dict, ctx, tensors: tuple\)"),
+        (lambda: _launch.op_call(None, [1]), r"op_call\(op, tensors: tuple\)"),
+        (lambda: _launch.configure(1, 2, 3, 4, (int,)), "plain_types holds two types"),
+        (lambda: _launch.configure(1, 2, 3, 4, 5), "must be tuple"),
     ],
 )
 def test_bad_arguments_to_the_c_launch_are_refused(call, message):
-    with pytest.raises((TypeError, AttributeError), match=message):
+    with pytest.raises((TypeError, AttributeError, ValueError), match=message):
         call()
 
 
@@ -98,3 +102,27 @@ def test_a_kernel_for_every_size_launches_in_c_with_its_sizes():
         x = torch.randn(n, 4)
         torch.testing.assert_close(op(x), x * 3)
     assert any(k.spec and k.spec[3] for k in op._dynamic.sized.values())
+
+
+def test_the_usual_calls_take_the_c_path_and_others_the_general_way():
+    """op_call launches without autograd and applies the op's Function under it; anything else (sizes,
+    a tensor subclass, forward-mode AD) is left to Op.__call__'s general way, which gives the same values."""
+    op = neoflow.op("Y[i] = X[i] * Z[i]", name="launch_usual")
+    x, z = torch.randn(6), torch.randn(6)
+    torch.testing.assert_close(op(x, z), x * z)  # builds the kernel: the general way
+    torch.testing.assert_close(_launch.op_call(op, (x, z)), x * z)
+    xg = x.clone().requires_grad_()
+    op(xg, z).sum().backward()  # builds the Function and its plan
+    y = _launch.op_call(op, (xg, z))
+    assert y.grad_fn is not None
+    (g,) = torch.autograd.grad(y.sum(), xg)
+    torch.testing.assert_close(g, z)
+
+    class Sub(torch.Tensor):
+        pass
+
+    assert _launch.op_call(op, (x.as_subclass(Sub), z)) is None
+    import torch.autograd.forward_ad as fwAD
+
+    with fwAD.dual_level():
+        assert _launch.op_call(op, (fwAD.make_dual(x, torch.ones(6)), z)) is None
