@@ -1,18 +1,10 @@
 /*
- * neoflow._launch: a C kernel's launch on PyTorch tensors, the hot path of
- * every call (Kernel.run on the CPU).
- *
- * In Python the launch cost 3.7 us for an op of two inputs and one output:
- * the checks of the inputs' layout, allocating the output, packing the data
- * pointers, the ctypes call. Here it is the calls PyTorch needs (its tensors'
- * methods and torch.empty) and nothing else: run() reads each input's
- * layout and data pointer, allocates the outputs and temporaries with the
- * callables Kernel gives it, and calls libneoflow.so's nf_launch (its
- * address given once by init(), so this module links nothing) with the GIL
- * released, as ctypes did.
- *
- * Built against Python's limited API (3.10): one module serves every
- * CPython the wheel does.
+ * neoflow._launch: the hot path of an op's call, a C kernel's launch on PyTorch tensors (Kernel.run on the
+ * CPU), and the lookups before it (Op.__call__'s usual calls, the autograd forward's plan). In Python the
+ * launch alone cost 3.7 us for two inputs and one output; here it is the calls PyTorch needs (its tensors'
+ * methods, torch.empty) and libneoflow.so's nf_launch (its address given by init(), so this module links
+ * nothing), run with the GIL released as ctypes did. Built against Python's limited API (3.10): one module
+ * serves every CPython the wheel does.
  */
 
 #define Py_LIMITED_API 0x030A0000
@@ -29,7 +21,7 @@ static free_fn nf_free;
 static PyObject *error_type; /* neoflow._lib.Error */
 static PyObject *s_is_contiguous, *s_is_neg, *s_data_ptr, *s_dtype, *s_shape, *s_device, *s_spec, *s_call,
 	*s_outputs, *s_saves, *s_save_for_backward, *s_plan, *s_kernel, *s_needs_input_grad, *s_requires_grad,
-	*s_out_checks, *s_kernels, *s_dynamic, *s_sized, *s_function, *s_apply, *empty_tuple;
+	*s_out_checks, *s_kernels, *s_dynamic, *s_sized, *s_function, *s_apply, *s_current_level, *empty_tuple;
 
 #define MAX_BUFS 512
 
@@ -97,7 +89,11 @@ static int allocate(PyObject *allocs, PyObject *bufs, Py_ssize_t n)
 	Py_ssize_t m = PyTuple_Size(allocs);
 	for (Py_ssize_t k = 0; k < m; k++) {
 		PyObject *a = PyTuple_GetItem(allocs, k);
-		PyObject *kw = PyTuple_GetItem(a, 2);
+		PyObject *kw = PyTuple_Check(a) && PyTuple_Size(a) == 3 ? PyTuple_GetItem(a, 2) : NULL;
+		if (kw == NULL || !PyTuple_Check(PyTuple_GetItem(a, 1)) || (kw != Py_None && !PyDict_Check(kw))) {
+			PyErr_SetString(PyExc_TypeError, "neoflow._launch: an alloc is (callable, args: tuple, kwargs)");
+			return -1;
+		}
 		PyObject *b = PyObject_Call(PyTuple_GetItem(a, 0), PyTuple_GetItem(a, 1), kw == Py_None ? NULL : kw);
 		if (b == NULL)
 			return -1;
@@ -137,9 +133,11 @@ static PyObject *run_spec(PyObject *spec, PyObject *tensors)
 	if (nf_launch == NULL) /* not loaded in this process */
 		Py_RETURN_NONE;
 	Py_ssize_t n = PyTuple_Size(tensors);
-	PyObject *allocs = PyTuple_GetItem(spec, 1);
-	if (allocs == NULL)
+	PyObject *allocs = PyTuple_Size(spec) == 4 ? PyTuple_GetItem(spec, 1) : NULL;
+	if (allocs == NULL || !PyTuple_Check(allocs)) {
+		PyErr_SetString(PyExc_TypeError, "neoflow._launch: a spec is (kernel id, allocs: tuple, threads, tail)");
 		return NULL;
+	}
 	Py_ssize_t total = n + PyTuple_Size(allocs);
 	uint64_t tail = PyLong_AsUnsignedLongLong(PyTuple_GetItem(spec, 3));
 	if (PyErr_Occurred())
@@ -257,7 +255,11 @@ static PyObject *outputs_of(PyObject *kernel, PyObject *bufs)
 	if (outs == NULL)
 		return NULL;
 	Py_ssize_t m = PyList_Size(outs);
-	PyObject *result = m == 1 ? NULL : PyTuple_New(m < 0 ? 0 : m);
+	if (m < 0) {
+		Py_DECREF(outs);
+		return NULL;
+	}
+	PyObject *result = m == 1 ? NULL : PyTuple_New(m);
 	for (Py_ssize_t j = 0; j < m; j++) {
 		PyObject *b = PyList_GetItem(bufs, PyLong_AsSsize_t(PyList_GetItem(outs, j)));
 		if (b == NULL) {
@@ -493,7 +495,7 @@ static int usual_mode(PyObject *tensors)
 	int v;
 	if ((v = called_true(transforms_active)) != 0)
 		return v < 0 ? -1 : OTHER;
-	PyObject *level = PyObject_GetAttrString(forward_ad, "_current_level");
+	PyObject *level = PyObject_GetAttr(forward_ad, s_current_level);
 	if (level == NULL) { /* a PyTorch without that counter: op.py asks every tensor */
 		PyErr_Clear();
 		return OTHER;
@@ -569,34 +571,26 @@ static struct PyModuleDef module = {
 	-1, methods, NULL, NULL, NULL, NULL,
 };
 
+/* The attribute names the module asks for, interned once. */
+static const struct {
+	PyObject **name;
+	const char *text;
+} names[] = {
+	{&s_is_contiguous, "is_contiguous"}, {&s_is_neg, "is_neg"}, {&s_data_ptr, "data_ptr"}, {&s_dtype, "dtype"},
+	{&s_shape, "shape"}, {&s_device, "device"}, {&s_spec, "spec"}, {&s_call, "call"}, {&s_outputs, "outputs"},
+	{&s_saves, "saves"}, {&s_save_for_backward, "save_for_backward"}, {&s_plan, "plan"}, {&s_kernel, "kernel"},
+	{&s_needs_input_grad, "needs_input_grad"}, {&s_requires_grad, "requires_grad"},
+	{&s_out_checks, "_out_checks"}, {&s_kernels, "_kernels"}, {&s_dynamic, "_dynamic"}, {&s_sized, "sized"},
+	{&s_function, "_function"}, {&s_apply, "apply"}, {&s_current_level, "_current_level"},
+};
+
 PyMODINIT_FUNC PyInit__launch(void)
 {
-	s_is_contiguous = PyUnicode_InternFromString("is_contiguous");
-	s_is_neg = PyUnicode_InternFromString("is_neg");
-	s_data_ptr = PyUnicode_InternFromString("data_ptr");
-	s_dtype = PyUnicode_InternFromString("dtype");
-	s_shape = PyUnicode_InternFromString("shape");
-	s_device = PyUnicode_InternFromString("device");
-	s_spec = PyUnicode_InternFromString("spec");
-	s_call = PyUnicode_InternFromString("call");
-	s_outputs = PyUnicode_InternFromString("outputs");
-	s_saves = PyUnicode_InternFromString("saves");
-	s_save_for_backward = PyUnicode_InternFromString("save_for_backward");
-	s_plan = PyUnicode_InternFromString("plan");
-	s_kernel = PyUnicode_InternFromString("kernel");
-	s_needs_input_grad = PyUnicode_InternFromString("needs_input_grad");
-	s_requires_grad = PyUnicode_InternFromString("requires_grad");
-	s_out_checks = PyUnicode_InternFromString("_out_checks");
-	s_kernels = PyUnicode_InternFromString("_kernels");
-	s_dynamic = PyUnicode_InternFromString("_dynamic");
-	s_sized = PyUnicode_InternFromString("sized");
-	s_function = PyUnicode_InternFromString("_function");
-	s_apply = PyUnicode_InternFromString("apply");
-	empty_tuple = PyTuple_New(0);
-	if (!s_is_contiguous || !s_is_neg || !s_data_ptr || !s_dtype || !s_shape || !s_device || !s_spec || !s_call ||
-	    !s_outputs || !s_saves || !s_save_for_backward || !s_plan || !s_kernel || !s_needs_input_grad || !empty_tuple)
-		return NULL;
-	if (!s_requires_grad || !s_out_checks || !s_kernels || !s_dynamic || !s_sized || !s_function || !s_apply)
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
+			return NULL;
+	}
+	if ((empty_tuple = PyTuple_New(0)) == NULL)
 		return NULL;
 	return PyModule_Create(&module);
 }
