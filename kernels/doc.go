@@ -1,6 +1,6 @@
 // Package kernels turns a specialized op (ir.Spec) into a callable native
 // kernel: the build passes of core/pipeline (schedule, lower, hoist-guards,
-// version-lanes, fuse-nests, hoist-invariants,
+// version-lanes, fuse-nests, parallel-rows, hoist-invariants,
 // check-bounds) -> cgen.Render -> the on-disk
 // cache (compiling with the system C compiler on a miss) -> dlopen.
 //

@@ -47,9 +47,16 @@ func matmulSpec(dt ir.DType, m, n, k int64) *ir.Spec {
 
 // Lower, LowerWith and LowerStmt give this package's tests the nests as the
 // renderers take them: the loop-level passes of core/pipeline's table
-// (lower, hoist-guards, version-lanes, fuse-nests, hoist-invariants, check-bounds) in its order, which
-// these tests cannot import (the pipeline imports loops).
-func Lower(spec *ir.Spec) (*Func, error) { return LowerWith(spec, DefaultSchedule) }
+// (lower, hoist-guards, version-lanes, fuse-nests, hoist-invariants, check-bounds; Lower, with the
+// default schedules, parallel-rows too) in its order, which these tests cannot import (the pipeline
+// imports loops).
+func Lower(spec *ir.Spec) (*Func, error) {
+	fn, err := LowerNests(spec, DefaultSchedule)
+	if err != nil {
+		return nil, err
+	}
+	return CheckFunc(HoistInvariants(ParallelRows(FuseNests(VersionFunc(HoistFunc(fn))))))
+}
 
 func LowerWith(spec *ir.Spec, sched func(*ir.Spec, int) Schedule) (*Func, error) {
 	fn, err := LowerNests(spec, sched)

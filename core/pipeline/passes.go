@@ -62,6 +62,7 @@ func table() []Pass {
 		Pass{Name: "hoist-guards", Run: hoistGuards, After: []string{"lower"}, Out: LevelLoops},
 		Pass{Name: "version-lanes", Run: versionLanes, After: []string{"hoist-guards"}, Out: LevelLoops},
 		Pass{Name: "fuse-nests", Run: fuseNests, Applies: fusesNests, After: []string{"version-lanes"}, Out: LevelLoops},
+		Pass{Name: "parallel-rows", Run: parallelRows, Applies: withDefaults, After: []string{"fuse-nests"}, Out: LevelLoops},
 		Pass{Name: "hoist-invariants", Run: hoistInvariants, Applies: hostCode, After: []string{"version-lanes"}, Out: LevelLoops},
 		Pass{Name: "check-bounds", Run: checkBounds, After: []string{"version-lanes"}, Out: LevelLoops},
 	)

@@ -99,7 +99,7 @@ func TestForwardAndGradientGoThroughTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	names, _ := dumped(out.String())
-	want := []string{"specialize", "schedule", "lower", "hoist-guards", "version-lanes", "fuse-nests", "hoist-invariants", "check-bounds"}
+	want := []string{"specialize", "schedule", "lower", "hoist-guards", "version-lanes", "fuse-nests", "parallel-rows", "hoist-invariants", "check-bounds"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("forward dumps %v, want %v", names, want)
 	}

@@ -42,7 +42,8 @@ def test_dump_all_shows_every_pass_forward_and_backward(tmp_path):
     headers = _headers(proc.stderr)
     passes = {p for p, _ in headers}
     assert len(passes) >= 6, headers
-    loop_passes = {"lower", "hoist-guards", "version-lanes", "fuse-nests", "hoist-invariants", "check-bounds"}
+    loop_passes = {"lower", "hoist-guards", "version-lanes", "fuse-nests", "parallel-rows", "hoist-invariants"}
+    loop_passes.add("check-bounds")
     assert {"specialize", "autodiff", "schedule"} | loop_passes <= passes
     ops = {op for _, op in headers}
     assert "mmtanh" in ops and any(op != "mmtanh" for op in ops), ops  # the gradient op too

@@ -247,3 +247,39 @@ def test_fusion_dump_shows_groups(tmp_path):
     assert re.search(r"// group: B joins A.s nest \(i < 5; both read X\): R = \+", proc.stderr), proc.stderr
     assert "  & B[i] = exp(X[i])" in proc.stderr
     assert "group [0 1]" in proc.stderr  # one nest in the lowered kernel
+
+
+ROW_OPS = {
+    "softmax": (
+        "M[n] max= X[n, j]\nE[n, j] = exp(X[n, j] - M[n])\nS[n] += E[n, j]\nY[n, j] = E[n, j] / S[n]",
+        lambda x: torch.softmax(x, 1),
+    ),
+    "layernorm": (
+        "M[n] += X[n, j] / 512.0\nD[n, j] = X[n, j] - M[n]\nV[n] += D[n, j] * D[n, j] / 512.0\n"
+        "Y[n, j] = D[n, j] / sqrt(V[n] + 0.00001)",
+        lambda x: torch.nn.functional.layer_norm(x, (512,), eps=1e-5),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROW_OPS))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_small_fused_row_ops_run_their_rows_in_parallel(name, threads):
+    """50 rows of 512: each statement too small for threads alone (loops.MinParallelWork), the fused nest not
+    (parallel-rows). Values and gradients equal PyTorch's on one thread and two."""
+    source, ref = ROW_OPS[name]
+    op = neoflow.op(source, name=f"rows_{name}", outputs=["Y"])
+    x = torch.randn(50, 512, dtype=torch.float64, requires_grad=True)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        y = op(x)
+        g = torch.randn_like(y)
+        (dx,) = torch.autograd.grad(y, x, g)
+        (want,) = torch.autograd.grad(ref(x), x, g)
+        torch.testing.assert_close(y, ref(x))
+        torch.testing.assert_close(dx, want)
+    finally:
+        torch.set_num_threads(before)
+    source_c = op.specialize(x.detach()).c_source
+    assert source_c.count("#pragma omp parallel for") == 1, source_c
