@@ -21,7 +21,8 @@ static free_fn nf_free;
 static PyObject *error_type; /* neoflow._lib.Error */
 static PyObject *s_is_contiguous, *s_is_neg, *s_data_ptr, *s_dtype, *s_shape, *s_device, *s_spec, *s_call,
 	*s_outputs, *s_saves, *s_save_for_backward, *s_plan, *s_kernel, *s_needs_input_grad, *s_requires_grad,
-	*s_out_checks, *s_kernels, *s_dynamic, *s_sized, *s_function, *s_apply, *s_current_level, *empty_tuple;
+	*s_out_checks, *s_kernels, *s_dynamic, *s_sized, *s_function, *s_apply, *s_current_level, *s_is_cpu,
+	*empty_tuple;
 
 #define MAX_BUFS 512
 
@@ -66,12 +67,19 @@ static uint64_t data_ptr(PyObject *t)
 	return p;
 }
 
-/* Whether every input is contiguous and not a lazily negated view (whose memory is not negated): 1, 0 (the
- * caller makes them so, in Python), -1 with an exception set. */
+/* Whether every input is in host memory, contiguous and not a lazily negated view (whose memory is not
+ * negated): 1, 0 (the caller launches in Python, copying first or naming the problem), -1 with an exception
+ * set. */
 static int plain_layout(PyObject *tensors, Py_ssize_t n)
 {
 	for (Py_ssize_t i = 0; i < n; i++) {
 		PyObject *t = PyTuple_GetItem(tensors, i);
+		PyObject *cpu = PyObject_GetAttr(t, s_is_cpu);
+		if (cpu != Py_True) {
+			Py_XDECREF(cpu);
+			return cpu == NULL ? -1 : 0;
+		}
+		Py_DECREF(cpu);
 		int c = truth(t, s_is_contiguous);
 		if (c <= 0)
 			return c;
@@ -120,14 +128,11 @@ static int launch(int kernel, uint64_t *pointers, int nbufs, int nthreads)
 	return -1;
 }
 
-/* run(spec, tensors) -> list | None
- *
- * spec: (kernel id, allocs, threads, tail): allocs a tuple of (callable, args, kwargs or None) returning each
- * output and temporary in the kernel's order, threads a callable returning the launch's thread count, tail
- * 0 or an address passed after the buffers' (a kernel with symbolic extents: its sizes' values). Returns the
- * buffers, the inputs then what it allocated, once the kernel ran; None, without launching, when an input
- * is not contiguous or is a negated view, or the library is not loaded in this process (the caller then
- * launches in Python, copying such inputs first, or raising the error that names the problem). */
+/* run(spec, tensors) -> list | None. spec: (kernel id, allocs, threads, tail): allocs (callable, args, kwargs
+ * or None) making each output and temporary in the kernel's order, threads a callable giving the thread
+ * count, tail 0 or an address passed after the buffers' (a symbolic kernel's sizes). Returns the buffers
+ * (the inputs, then what it allocated) once the kernel ran; None, launching nothing, where plain_layout
+ * refuses or the library is not loaded in this process (Kernel.run then launches in Python). */
 static PyObject *run_spec(PyObject *spec, PyObject *tensors)
 {
 	if (nf_launch == NULL) /* not loaded in this process */
@@ -239,11 +244,9 @@ fail:
 
 static PyObject *signature(PyObject *Py_UNUSED(self), PyObject *tensors)
 {
-	PyObject *t = as_tuple(tensors, "neoflow._launch.signature(tensors: tuple | list)");
-	if (t == NULL)
-		return NULL;
-	PyObject *key = sig(t);
-	Py_DECREF(t);
+	PyObject *t = as_tuple(tensors, "neoflow._launch.signature(tensors: tuple | list)"), *key;
+	key = t == NULL ? NULL : sig(t);
+	Py_XDECREF(t);
 	return key;
 }
 
@@ -582,6 +585,7 @@ static const struct {
 	{&s_needs_input_grad, "needs_input_grad"}, {&s_requires_grad, "requires_grad"},
 	{&s_out_checks, "_out_checks"}, {&s_kernels, "_kernels"}, {&s_dynamic, "_dynamic"}, {&s_sized, "sized"},
 	{&s_function, "_function"}, {&s_apply, "apply"}, {&s_current_level, "_current_level"},
+	{&s_is_cpu, "is_cpu"},
 };
 
 PyMODINIT_FUNC PyInit__launch(void)

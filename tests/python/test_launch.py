@@ -57,6 +57,7 @@ def test_the_c_launch_leaves_copies_to_python():
     for t in (strided, negated):
         assert _launch.run(k.spec, (t,)) is None
         torch.testing.assert_close(op(t), t.resolve_neg() * 2 + 1)
+    assert _launch.run(k.spec, (torch.empty(8, device="meta"),)) is None  # no host memory: never launched in C
 
 
 def test_a_failed_c_launch_raises_the_go_core_error():
