@@ -13,8 +13,30 @@ import threading
 import time
 from pathlib import Path
 
-from . import _launch
 from .errors import Error, ForkError
+
+
+class _MissingExtension:
+    """Stands in for neoflow._launch where it was not built (the package imported from a source tree, as the
+    docs' API pages do): importing works, and a call or launch raises naming the fix."""
+
+    def __init__(self, error: ImportError):
+        self.error = error
+
+    def configure(self, *args) -> None:  # at import: nothing to run yet
+        pass
+
+    def __getattr__(self, name):
+        raise Error(
+            f"neoflow's extension module _launch is missing ({self.error}): neoflow was imported from a source "
+            "tree that was not built; install it (pip install .) or use the wheel"
+        )
+
+
+try:  # the C launcher: Kernel.run's launch and Op.__call__'s usual calls (pyext/neoflow/_launch.c)
+    from . import _launch as launcher
+except ImportError as e:
+    launcher = _MissingExtension(e)
 
 _LIB_NAME = "libneoflow.so"
 _CUDA_LIB_NAME = "libneoflow_cuda.so"
@@ -109,7 +131,7 @@ def _after_fork_in_child() -> None:
     global _lib, _busy
     if _lib is not None:
         _lib = None  # the Go runtime's threads did not survive the fork
-        _launch.init(0, 0, Error)  # launches go through lib() again, which says so
+        launcher.init(0, 0, Error)  # launches go through lib() again, which says so
     _busy = None
 
 
@@ -155,7 +177,7 @@ def lib() -> ctypes.CDLL:
             _bind(handle)
             _busy = ctypes.c_int.in_dll(handle, "nf_worker_busy")
             launch, free = (ctypes.cast(f, ctypes.c_void_p).value for f in (handle.nf_launch, handle.nf_free))
-            _launch.init(launch, free, Error)  # C kernels launch from C (Kernel.run)
+            launcher.init(launch, free, Error)  # C kernels launch from C (Kernel.run)
             _loaded_pid = os.getpid()
             _lib = handle
             atexit.register(_shutdown)

@@ -23,8 +23,7 @@ import weakref
 import torch
 
 from . import config
-from ._launch import forward as forward_in_c
-from ._launch import signature
+from ._lib import launcher
 from .sizes import parse_sizes_text
 
 # Registration happens when an op is defined (Op._setup), outside any traced
@@ -456,11 +455,11 @@ def make_function(op):
         @staticmethod
         def forward(ctx, sizes, *tensors):
             if sizes is None:  # the plan's launch in C, once the plan exists and the inputs allow
-                outs = forward_in_c(plans, ctx, tensors)
+                outs = launcher.forward(plans, ctx, tensors)
                 if outs is not None:
                     return outs
             needs = ctx.needs_input_grad
-            key = (signature(tensors), needs, *sorted(sizes.items())) if sizes else (signature(tensors), needs)
+            key = (launcher.signature(tensors), needs, *(sorted(sizes.items()) if sizes else ()))
             plan = plans.get(key)
             if plan is None:
                 plan = plans.setdefault(key, _Plan(op, tensors, dict(sizes or {}), needs[1:]))

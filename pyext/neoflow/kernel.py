@@ -12,7 +12,8 @@ import weakref
 
 import torch
 
-from . import _launch, _lib, memory, threadshare
+from . import _lib, memory, threadshare
+from ._lib import launcher
 from ._proto import neoflow_pb2 as pb
 
 _FLOATS = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16", torch.bfloat16: "bfloat16"}
@@ -110,7 +111,7 @@ class Kernel:
             self.pack = lambda *pointers: pack(*pointers) + packed_tail
             array_type, values = ctypes.c_void_p * (len(buffers) + len(size_values)), list(size_values)
             self.pointers = lambda *pointers: array_type(*pointers, *values)
-        # a C kernel's launch in C (neoflow._launch.run): its allocations as (callable, args, kwargs) triples
+        # a C kernel's launch in C (_lib.launcher.run): its allocations as (callable, args, kwargs) triples
         self.spec = None
         if self.kernel_id and not self.cuda_source and not self.index_checks:
             allocs = tuple(
@@ -180,7 +181,7 @@ class Kernel:
         PyTorch's caching allocator and the kernel runs on PyTorch's current
         stream of the inputs' device."""
         if self.spec is not None:  # a C kernel: launched in C unless an input needs a copy first
-            bufs = _launch.run(self.spec, tensors)
+            bufs = launcher.run(self.spec, tensors)
             if bufs is not None:
                 return bufs
         # a lazily negated view's memory is not negated (resolve_neg goes through the dispatcher: 0.5 us a tensor)

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 
 import torch
 
-from . import _launch, _lib, config, dynamic, outshapes, tuning
+from . import _lib, config, dynamic, outshapes, tuning
+from ._lib import launcher
 from ._proto import neoflow_pb2 as pb
 from .autograd import dual as _dual
 from .checks import check_devices, check_name, check_names, check_text, scalar_of  # noqa: F401 - check_devices: tests
@@ -357,7 +358,7 @@ class Op:
         ones it keeps by name."""
         try:  # the fast path: a specialization seen before, already validated (the key names each device)
             skey = tuple(sorted(sizes.items())) if sizes else ()
-            key = (_launch.signature(tensors), skey)
+            key = (launcher.signature(tensors), skey)
             kernel = self._kernels.get(key)
         except (AttributeError, TypeError):  # not tensors, or sizes not a dict: _check explains
             key, kernel = None, None
@@ -432,7 +433,7 @@ class Op:
         # the usual calls (plain tensors, no transform, no autocast, no sizes), in C: without autograd, one
         # lookup of a kernel built for them and its launch; under autograd, the op's autograd.Function
         if sizes is None and out_shapes is None and not _is_compiling():
-            outs = _launch.op_call(self, tensors)
+            outs = launcher.op_call(self, tensors)
             if outs is not None:
                 return outs
         if any_autocast():  # traced by torch.compile too
@@ -558,7 +559,7 @@ _transforms_active = getattr(torch._C, "_are_functorch_transforms_active", lambd
 
 _DIRECT, _EAGER, _DISPATCH, _TRANSFORM = 0, 1, 2, 3  # (_DIRECT and _EAGER: _launch.c's too)
 _is_compiling = torch.compiler.is_compiling
-_launch.configure(any_autocast, _transforms_active, torch.autograd.forward_ad, torch.is_grad_enabled, _PLAIN)
+launcher.configure(any_autocast, _transforms_active, torch.autograd.forward_ad, torch.is_grad_enabled, _PLAIN)
 
 
 def _mode(tensors) -> int:

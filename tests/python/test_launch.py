@@ -130,3 +130,27 @@ def test_the_usual_calls_take_the_c_path_and_others_the_general_way():
 
     with fwAD.dual_level():
         assert _launch.op_call(op, (fwAD.make_dual(x, torch.ones(6)), z)) is None
+
+
+def test_a_source_tree_without_the_extension_imports_and_names_the_fix(tmp_path):
+    """The package's Python files alone (a source tree nobody built, as the docs' API pages import it): import
+    works, and the first use of the C launcher raises neoflow.Error naming the fix."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = Path(neoflow.__file__).parent
+    shutil.copytree(src, tmp_path / "neoflow", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    code = (
+        "import neoflow, torch\n"
+        "from neoflow import _lib\n"
+        "assert isinstance(_lib.launcher, _lib._MissingExtension)\n"
+        "try:\n"
+        "    _lib.launcher.run((), (torch.zeros(1),))\n"
+        "except neoflow.Error as e:\n"
+        "    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "extension module _launch is missing" in out.stdout and "pip install ." in out.stdout, out.stdout
