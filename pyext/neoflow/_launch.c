@@ -45,10 +45,10 @@ static PyObject *init(PyObject *Py_UNUSED(self), PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* A method of no arguments whose result is a bool: 1, 0, or -1 with an exception set. */
-static int truth(PyObject *t, PyObject *name)
+/* Whether r, a new reference it releases (a method's or attribute's value, a call's result), is true: 1, 0,
+ * or -1 with an exception set (r NULL). */
+static int is_true(PyObject *r)
 {
-	PyObject *r = PyObject_CallMethodObjArgs(t, name, NULL);
 	if (r == NULL)
 		return -1;
 	int v = PyObject_IsTrue(r);
@@ -74,16 +74,13 @@ static int plain_layout(PyObject *tensors, Py_ssize_t n)
 {
 	for (Py_ssize_t i = 0; i < n; i++) {
 		PyObject *t = PyTuple_GetItem(tensors, i);
-		PyObject *cpu = PyObject_GetAttr(t, s_is_cpu);
-		if (cpu != Py_True) {
-			Py_XDECREF(cpu);
-			return cpu == NULL ? -1 : 0;
-		}
-		Py_DECREF(cpu);
-		int c = truth(t, s_is_contiguous);
+		int c = is_true(PyObject_GetAttr(t, s_is_cpu));
 		if (c <= 0)
 			return c;
-		int neg = truth(t, s_is_neg);
+		c = is_true(PyObject_CallMethodObjArgs(t, s_is_contiguous, NULL));
+		if (c <= 0)
+			return c;
+		int neg = is_true(PyObject_CallMethodObjArgs(t, s_is_neg, NULL));
 		if (neg != 0)
 			return neg < 0 ? -1 : 0;
 	}
@@ -403,17 +400,6 @@ done:
 	return result;
 }
 
-/* Whether attribute name of o is true: 1, 0, -1 with an exception set. */
-static int truth_attr(PyObject *o, PyObject *name)
-{
-	PyObject *r = PyObject_GetAttr(o, name);
-	if (r == NULL)
-		return -1;
-	int v = PyObject_IsTrue(r);
-	Py_DECREF(r);
-	return v;
-}
-
 /* An op's call without autograd: call(op._kernels, op._dynamic.sized, tensors). */
 static PyObject *direct_call(PyObject *op, PyObject *tensors)
 {
@@ -477,17 +463,6 @@ static PyObject *configure(PyObject *Py_UNUSED(self), PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* Whether fn() is true: 1, 0, -1 with an exception set. */
-static int called_true(PyObject *fn)
-{
-	PyObject *r = PyObject_CallNoArgs(fn);
-	if (r == NULL)
-		return -1;
-	int v = PyObject_IsTrue(r);
-	Py_DECREF(r);
-	return v;
-}
-
 enum { DIRECT = 0, EAGER = 1, OTHER = 2 }; /* op.py's _DIRECT and _EAGER; OTHER: op.py's _mode decides */
 
 /* The usual calls' mode, as op.py's _mode finds it outside torch.compile's tracing: OTHER under a torch.func
@@ -496,7 +471,7 @@ enum { DIRECT = 0, EAGER = 1, OTHER = 2 }; /* op.py's _DIRECT and _EAGER; OTHER:
 static int usual_mode(PyObject *tensors)
 {
 	int v;
-	if ((v = called_true(transforms_active)) != 0)
+	if ((v = is_true(PyObject_CallNoArgs(transforms_active))) != 0)
 		return v < 0 ? -1 : OTHER;
 	PyObject *level = PyObject_GetAttr(forward_ad, s_current_level);
 	if (level == NULL) { /* a PyTorch without that counter: op.py asks every tensor */
@@ -513,10 +488,10 @@ static int usual_mode(PyObject *tensors)
 		if (type != PyTuple_GetItem(plain_types, 0) && type != PyTuple_GetItem(plain_types, 1))
 			return OTHER;
 	}
-	if ((v = called_true(is_grad_enabled)) <= 0)
+	if ((v = is_true(PyObject_CallNoArgs(is_grad_enabled))) <= 0)
 		return v < 0 ? -1 : DIRECT;
 	for (Py_ssize_t i = 0; i < n; i++) {
-		if ((v = truth_attr(PyTuple_GetItem(tensors, i), s_requires_grad)) != 0)
+		if ((v = is_true(PyObject_GetAttr(PyTuple_GetItem(tensors, i), s_requires_grad))) != 0)
 			return v < 0 ? -1 : EAGER;
 	}
 	return DIRECT;
@@ -540,8 +515,8 @@ static PyObject *op_call(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
 		return NULL;
 	}
 	PyObject *op = args[0], *tensors = args[1];
-	int v = truth_attr(op, s_out_checks);
-	if (v != 0 || (v = called_true(any_autocast)) != 0)
+	int v = is_true(PyObject_GetAttr(op, s_out_checks));
+	if (v != 0 || (v = is_true(PyObject_CallNoArgs(any_autocast))) != 0)
 		return v < 0 ? NULL : Py_NewRef(Py_None);
 	int mode = usual_mode(tensors);
 	if (mode < 0)
