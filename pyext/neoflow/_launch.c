@@ -22,7 +22,7 @@ static PyObject *error_type; /* neoflow._lib.Error */
 static PyObject *s_is_contiguous, *s_is_neg, *s_data_ptr, *s_dtype, *s_shape, *s_device, *s_spec, *s_call,
 	*s_outputs, *s_saves, *s_save_for_backward, *s_plan, *s_kernel, *s_needs_input_grad, *s_requires_grad,
 	*s_out_checks, *s_kernels, *s_dynamic, *s_sized, *s_function, *s_apply, *s_current_level, *s_is_cpu,
-	*empty_tuple;
+	*s_fast, *s_forward, *empty_tuple;
 
 #define MAX_BUFS 512
 
@@ -528,7 +528,97 @@ static PyObject *op_call(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ss
 	Py_RETURN_NONE;
 }
 
+/* subgraph(sub, *args) -> its outputs
+ *
+ * A lowered subgraph's call (backend/subgraph.py) from the graph's code: where sub.fast holds its one kernel
+ * of static shapes, (spec, used, shapes, dtypes, outputs, many), and the arguments fit it (the used ones of
+ * those shapes and dtypes, contiguous in host memory), the kernel launched (run_spec) and its output or
+ * tuple of outputs returned; otherwise sub.forward(*args), which does everything else. */
+static PyObject *subgraph(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+	if (nargs < 1) {
+		PyErr_SetString(PyExc_TypeError, "neoflow._launch.subgraph(sub, *args)");
+		return NULL;
+	}
+	PyObject *fast = PyObject_GetAttr(args[0], s_fast), *flat = NULL, *bufs = NULL, *result = NULL;
+	if (fast == NULL)
+		return NULL;
+	if (!PyTuple_Check(fast) || PyTuple_Size(fast) != 6)
+		goto slow;
+	PyObject *spec = PyTuple_GetItem(fast, 0), *used = PyTuple_GetItem(fast, 1), *shapes = PyTuple_GetItem(fast, 2),
+		 *dtypes = PyTuple_GetItem(fast, 3), *outs = PyTuple_GetItem(fast, 4);
+	Py_ssize_t n = PyTuple_Size(used);
+	if (n < 0 || (flat = PyTuple_New(n)) == NULL)
+		goto done;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GetItem(used, i));
+		if (k < 0 || k + 1 >= nargs) {
+			PyErr_Clear();
+			goto slow;
+		}
+		PyObject *t = args[k + 1], *v = PyObject_GetAttr(t, s_dtype);
+		if (v == NULL) {
+			PyErr_Clear();
+			goto slow;
+		}
+		int same = v == PyTuple_GetItem(dtypes, i);
+		Py_DECREF(v);
+		if (!same || (v = PyObject_GetAttr(t, s_shape)) == NULL) {
+			PyErr_Clear();
+			goto slow;
+		}
+		same = PyObject_RichCompareBool(v, PyTuple_GetItem(shapes, i), Py_EQ);
+		Py_DECREF(v);
+		if (same != 1) {
+			PyErr_Clear();
+			goto slow;
+		}
+		PyTuple_SetItem(flat, i, Py_NewRef(t));
+	}
+	if ((bufs = run_spec(spec, flat)) == NULL)
+		goto done;
+	if (bufs == Py_None)
+		goto slow;
+	Py_ssize_t m = PyTuple_Size(outs);
+	int many = PyObject_IsTrue(PyTuple_GetItem(fast, 5));
+	if (m < 1 || many < 0)
+		goto done;
+	if (many && (result = PyTuple_New(m)) == NULL)
+		goto done;
+	for (Py_ssize_t j = 0; j < m; j++) {
+		PyObject *b = PyList_GetItem(bufs, PyLong_AsSsize_t(PyTuple_GetItem(outs, j)));
+		if (b == NULL) {
+			Py_CLEAR(result);
+			break;
+		}
+		if (!many) {
+			result = Py_NewRef(b);
+			break;
+		}
+		PyTuple_SetItem(result, j, Py_NewRef(b));
+	}
+	goto done;
+slow:
+	{
+		PyObject *forward = PyObject_GetAttr(args[0], s_forward), *rest = NULL;
+		if (forward != NULL && (rest = PyTuple_New(nargs - 1)) != NULL) {
+			for (Py_ssize_t i = 1; i < nargs; i++)
+				PyTuple_SetItem(rest, i - 1, Py_NewRef(args[i]));
+			result = PyObject_Call(forward, rest, NULL);
+		}
+		Py_XDECREF(forward);
+		Py_XDECREF(rest);
+	}
+done:
+	Py_DECREF(fast);
+	Py_XDECREF(flat);
+	Py_XDECREF(bufs);
+	return result;
+}
+
 static PyMethodDef methods[] = {
+	{"subgraph", (PyCFunction)(void (*)(void))subgraph, METH_FASTCALL,
+	 "subgraph(sub, *args) -> outputs: a lowered subgraph's call (backend/subgraph.py)."},
 	{"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL,
 	 "call(kernels, sized, tensors) -> outputs | None: an op's call without autograd (Op.__call__)."},
 	{"forward", (PyCFunction)(void (*)(void))forward, METH_FASTCALL,
@@ -560,7 +650,7 @@ static const struct {
 	{&s_needs_input_grad, "needs_input_grad"}, {&s_requires_grad, "requires_grad"},
 	{&s_out_checks, "_out_checks"}, {&s_kernels, "_kernels"}, {&s_dynamic, "_dynamic"}, {&s_sized, "sized"},
 	{&s_function, "_function"}, {&s_apply, "apply"}, {&s_current_level, "_current_level"},
-	{&s_is_cpu, "is_cpu"},
+	{&s_is_cpu, "is_cpu"}, {&s_fast, "fast"}, {&s_forward, "forward"},
 };
 
 PyMODINIT_FUNC PyInit__launch(void)

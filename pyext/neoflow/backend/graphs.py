@@ -41,7 +41,7 @@ import torch
 from torch.fx.passes.operator_support import OperatorSupport
 
 from ..errors import Error
-from . import aten_support, choice, decompose, mmsum, shapes, sizevalues
+from . import aten_support, choice, decompose, mmsum, shapes, sizevalues, views
 from .sizevalues import SizeAsValue
 from .subgraph import ConstantsOnly, Subgraph
 
@@ -56,7 +56,9 @@ def report(clear: bool = False) -> list[dict]:
     ``graph`` ("forward", "backward" or "inference"), ``nodes`` (operator
     calls), ``lowered`` (of those, run by neoflow), ``subgraphs`` (neoflow
     ops made), ``eager_views`` (views of a subgraph's tensors that eager
-    users take, made in eager), ``merged_products`` (matrix products
+    users take, made in eager), ``reinterpreted_views`` (of the views left
+    in eager, those made from their input's memory directly: ``views``),
+    ``merged_products`` (matrix products
     merged into others, mmsum), ``fallback`` ({operator: reason} for those
     left in eager), ``choice`` (None until measured, then ``kept``: "neoflow"
     or "eager", by ``neoflow_ms`` and ``eager_ms``, the medians of
@@ -201,6 +203,7 @@ def compile_graph(
             break
         left.update(sized)
     work.neoflow_assumed = facts  # checked at each new shape (shapes.Guarded)
+    rep["reinterpreted_views"] = views.reinterpret(work)
     subgraphs = [m for m in work.modules() if isinstance(m, Subgraph)]
     for m in subgraphs:
         m.report = rep
@@ -246,9 +249,9 @@ def _lower_graph(gm, support: _Support, graph: str, max_nodes: int, measure: boo
                 try:
                     made_sub = Subgraph(sub, f"fx_{graph}", measure)
                     setattr(gm, node.target, made_sub)
-                    # also an instance attribute, which the graph's code (self.fused_0(...)) finds without
-                    # nn.Module.__getattr__
-                    object.__setattr__(gm, node.target, made_sub)
+                    # and its entry (the C call) as an instance attribute, which the graph's code
+                    # (self.fused_0(...)) finds without nn.Module.__getattr__
+                    object.__setattr__(gm, node.target, made_sub.entry())
                     made += 1
                 except Exception as e:  # noqa: BLE001 - whatever went wrong, the subgraph stays an eager GraphModule
                     n = sum(1 for x in sub.graph.nodes if x.op == "call_function")

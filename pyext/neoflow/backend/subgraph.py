@@ -4,6 +4,7 @@ measured choice between the kernel and its own eager operators (``choice.Turns``
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import threading
@@ -12,6 +13,7 @@ import weakref
 
 import torch
 
+from .._lib import _MissingExtension, launcher
 from ..errors import Error
 from . import choice, decompose, layout, lowering, shapes
 
@@ -81,6 +83,10 @@ class Subgraph(torch.nn.Module):
         self.report: dict | None = None  # the graph's, which gets the choice
         self.tuning = False  # whether the background tuner was busy with its kernels when last asked
         self.tuner_checked = -TUNER_POLL
+        # its one kernel as the C call takes it (entry, _arm): (spec, used, shapes, dtypes, outputs, many); None
+        # while anything else applies (several shapes, symbolic sizes, strided or 0-dimensional inputs, mended
+        # outputs, a choice being measured, no C launch), and the call goes to forward
+        self.fast = None
 
     def _define(self, low: lowering.Lowering):
         """The op of a lowering: one op per text, inputs, outputs and scattered shapes, shared by the subgraphs
@@ -110,6 +116,28 @@ class Subgraph(torch.nn.Module):
     def __call__(self, *args):  # straight to forward: a subgraph has no hooks (nn.Module's call checks them)
         return self.forward(*args)
 
+    def entry(self):
+        """What the graph's code calls: the C call (neoflow._launch.subgraph, which launches the kernel of
+        ``fast`` where the arguments fit it and calls forward otherwise), or the subgraph itself where the
+        extension module is not built."""
+        if isinstance(launcher, _MissingExtension):
+            return self
+        return functools.partial(launcher.subgraph, self)
+
+    def _arm(self) -> None:
+        """Sets ``fast`` from the one kernel built, where the C call can launch it as _run would."""
+        self.fast = None
+        if self.turns is not None or self.op is None or self.symbols is not None or self.scalars or self.mended:
+            return
+        if len(self.kernels) != 1:
+            return
+        ((sig, inputs), kernel) = next(iter(self.kernels.items()))
+        if sig or not kernel or kernel.spec is None:
+            return
+        shapes = tuple(shape for shape, _ in inputs)
+        dtypes = tuple(dtype for _, dtype in inputs)
+        self.fast = (kernel.spec, tuple(self.used), shapes, dtypes, tuple(kernel.outputs), self.many)
+
     def forward(self, *args):
         if self.turns is not None:
             return self._turn(args)
@@ -133,6 +161,7 @@ class Subgraph(torch.nn.Module):
             figures, self.turns = self.turns.figures, None
             if figures["kept"] == "eager":
                 self.op = None
+            self._arm()
             if self.report is not None:
                 ops = [str(n.target) for n in self.eager.graph.nodes if n.op == "call_function"]
                 self.report["measured"].append(dict(figures, calls=self.calls, ops=ops, source=self.source))
@@ -224,6 +253,7 @@ class Subgraph(torch.nn.Module):
             self.op = None
             return False
         self.kernels[key] = kernel
+        self._arm()
         if self.report is not None:
             built = op.kernel_shapes()[len(before) :]
             kernels = self.report["kernels"]
