@@ -87,21 +87,65 @@ static int plain_layout(PyObject *tensors, Py_ssize_t n)
 	return 1;
 }
 
-/* Calls alloc[k], a (callable, args, kwargs or None) tuple, for each buffer the caller allocates, appending
- * what it returns to bufs from position n on. 0, or -1 with an exception set. */
-static int allocate(PyObject *allocs, PyObject *bufs, Py_ssize_t n)
+/* Calls a, a (callable, args, kwargs or None) tuple: a new reference, or NULL with an exception set. */
+static PyObject *call_alloc(PyObject *a)
+{
+	PyObject *kw = PyTuple_Check(a) && PyTuple_Size(a) == 3 ? PyTuple_GetItem(a, 2) : NULL;
+	if (kw == NULL || !PyTuple_Check(PyTuple_GetItem(a, 1)) || (kw != Py_None && !PyDict_Check(kw))) {
+		PyErr_SetString(PyExc_TypeError, "neoflow._launch: an alloc is (callable, args: tuple, kwargs)");
+		return NULL;
+	}
+	return PyObject_Call(PyTuple_GetItem(a, 0), PyTuple_GetItem(a, 1), kw == Py_None ? NULL : kw);
+}
+
+/* The scratch block of a launch (Kernel._scratch): the one spare in scratch's list, taken from it, else a new
+ * one from its allocation. A new reference, or NULL with an exception set. */
+static PyObject *take_scratch(PyObject *scratch)
+{
+	PyObject *spare = PyTuple_Check(scratch) && PyTuple_Size(scratch) == 2 ? PyTuple_GetItem(scratch, 0) : NULL;
+	if (spare == NULL || !PyList_Check(spare)) {
+		PyErr_SetString(PyExc_TypeError, "neoflow._launch: a scratch is (spare: list, alloc)");
+		return NULL;
+	}
+	Py_ssize_t n = PyList_Size(spare);
+	if (n == 0)
+		return call_alloc(PyTuple_GetItem(scratch, 1));
+	PyObject *block = Py_NewRef(PyList_GetItem(spare, n - 1));
+	if (PyList_SetSlice(spare, n - 1, n, NULL) < 0) {
+		Py_DECREF(block);
+		return NULL;
+	}
+	return block;
+}
+
+/* Puts block back as scratch's spare unless it has one (another launch's, made while this one held it). */
+static void give_back(PyObject *scratch, PyObject *block)
+{
+	PyObject *spare = PyTuple_GetItem(scratch, 0);
+	if (PyList_Size(spare) == 0 && PyList_Append(spare, block) < 0)
+		PyErr_Clear(); /* out of memory: the block is dropped, the next launch makes another */
+}
+
+/* Fills bufs from position n on with each buffer the caller allocates: alloc[k] called, or for an int, the byte
+ * offset of a temporary in the scratch block, the block itself (its pointer then that offset further: offsets[]
+ * gets it, -1 for the others). 0, or -1 with an exception set. */
+static int allocate(PyObject *allocs, PyObject *block, PyObject *bufs, Py_ssize_t n, int64_t *offsets)
 {
 	Py_ssize_t m = PyTuple_Size(allocs);
 	for (Py_ssize_t k = 0; k < m; k++) {
-		PyObject *a = PyTuple_GetItem(allocs, k);
-		PyObject *kw = PyTuple_Check(a) && PyTuple_Size(a) == 3 ? PyTuple_GetItem(a, 2) : NULL;
-		if (kw == NULL || !PyTuple_Check(PyTuple_GetItem(a, 1)) || (kw != Py_None && !PyDict_Check(kw))) {
-			PyErr_SetString(PyExc_TypeError, "neoflow._launch: an alloc is (callable, args: tuple, kwargs)");
+		PyObject *a = PyTuple_GetItem(allocs, k), *b;
+		offsets[n + k] = -1;
+		if (PyLong_Check(a)) {
+			offsets[n + k] = PyLong_AsLongLong(a);
+			if (block == NULL || offsets[n + k] < 0) {
+				if (!PyErr_Occurred())
+					PyErr_SetString(PyExc_TypeError, "neoflow._launch: a scratch offset without a scratch");
+				return -1;
+			}
+			b = Py_NewRef(block);
+		} else if ((b = call_alloc(a)) == NULL) {
 			return -1;
 		}
-		PyObject *b = PyObject_Call(PyTuple_GetItem(a, 0), PyTuple_GetItem(a, 1), kw == Py_None ? NULL : kw);
-		if (b == NULL)
-			return -1;
 		PyList_SetItem(bufs, n + k, b); /* steals b */
 	}
 	return 0;
@@ -125,19 +169,22 @@ static int launch(int kernel, uint64_t *pointers, int nbufs, int nthreads)
 	return -1;
 }
 
-/* run(spec, tensors) -> list | None. spec: (kernel id, allocs, threads, tail): allocs (callable, args, kwargs
- * or None) making each output and temporary in the kernel's order, threads a callable giving the thread
- * count, tail 0 or an address passed after the buffers' (a symbolic kernel's sizes). Returns the buffers
- * (the inputs, then what it allocated) once the kernel ran; None, launching nothing, where plain_layout
- * refuses or the library is not loaded in this process (Kernel.run then launches in Python). */
+/* run(spec, tensors) -> list | None. spec: (kernel id, allocs, threads, tail, scratch): allocs (callable, args,
+ * kwargs or None) making each output and temporary in the kernel's order, or a temporary's byte offset in the
+ * scratch block; threads a callable giving the thread count; tail 0 or an address passed after the buffers' (a
+ * symbolic kernel's sizes); scratch None or (spare list, allocation) of the block (take_scratch). Returns the
+ * buffers (the inputs, then what it allocated, the block for each temporary in it) once the kernel ran; None,
+ * launching nothing, where plain_layout refuses or the library is not loaded in this process (Kernel.run then
+ * launches in Python). */
 static PyObject *run_spec(PyObject *spec, PyObject *tensors)
 {
 	if (nf_launch == NULL) /* not loaded in this process */
 		Py_RETURN_NONE;
 	Py_ssize_t n = PyTuple_Size(tensors);
-	PyObject *allocs = PyTuple_Size(spec) == 4 ? PyTuple_GetItem(spec, 1) : NULL;
+	PyObject *allocs = PyTuple_Size(spec) == 5 ? PyTuple_GetItem(spec, 1) : NULL;
 	if (allocs == NULL || !PyTuple_Check(allocs)) {
-		PyErr_SetString(PyExc_TypeError, "neoflow._launch: a spec is (kernel id, allocs: tuple, threads, tail)");
+		PyErr_SetString(PyExc_TypeError,
+				"neoflow._launch: a spec is (kernel id, allocs: tuple, threads, tail, scratch)");
 		return NULL;
 	}
 	Py_ssize_t total = n + PyTuple_Size(allocs);
@@ -152,21 +199,27 @@ static PyObject *run_spec(PyObject *spec, PyObject *tensors)
 			return NULL;
 		Py_RETURN_NONE;
 	}
+	PyObject *scratch = PyTuple_GetItem(spec, 4), *block = NULL;
+	if (scratch != Py_None && (block = take_scratch(scratch)) == NULL)
+		return NULL;
 	PyObject *bufs = PyList_New(total);
 	if (bufs == NULL)
-		return NULL;
+		goto fail;
 	for (Py_ssize_t i = 0; i < n; i++) {
 		PyObject *t = PyTuple_GetItem(tensors, i);
 		Py_INCREF(t);
 		PyList_SetItem(bufs, i, t);
 	}
-	if (allocate(allocs, bufs, n) < 0)
+	int64_t offsets[MAX_BUFS];
+	if (allocate(allocs, block, bufs, n, offsets) < 0)
 		goto fail;
 	uint64_t pointers[MAX_BUFS];
 	for (Py_ssize_t i = 0; i < total; i++) {
 		pointers[i] = data_ptr(PyList_GetItem(bufs, i));
 		if (pointers[i] == (uint64_t)-1 && PyErr_Occurred())
 			goto fail;
+		if (i >= n && offsets[i] >= 0)
+			pointers[i] += (uint64_t)offsets[i];
 	}
 	if (tail != 0)
 		pointers[total] = tail;
@@ -180,9 +233,20 @@ static PyObject *run_spec(PyObject *spec, PyObject *tensors)
 		goto fail;
 	if (launch((int)kernel, pointers, (int)(total + (tail != 0)), (int)nthreads) < 0)
 		goto fail;
+	if (block != NULL) {
+		give_back(scratch, block);
+		Py_DECREF(block);
+	}
 	return bufs;
 fail:
-	Py_DECREF(bufs);
+	if (block != NULL) {
+		PyObject *type, *value, *trace;
+		PyErr_Fetch(&type, &value, &trace);
+		give_back(scratch, block);
+		PyErr_Restore(type, value, trace);
+		Py_DECREF(block);
+	}
+	Py_XDECREF(bufs);
 	return NULL;
 }
 

@@ -173,7 +173,7 @@ def _build(op, tensors, sizes, first) -> Kernel | None:
     except Error as err:
         log.debug("neoflow: %s gets a kernel per shape: %s", op.name or "op", err)
         return None
-    return Kernel(resp, op.outputs)
+    return Kernel(resp, op.outputs, scratch=op.forward_only)
 
 
 def _keep(op, state: Sizes, key, kernel: Kernel, tensors) -> Kernel:

@@ -23,6 +23,12 @@ DTYPES = {**_FLOATS, **_INTS}
 TORCH_DTYPES = {v: k for k, v in DTYPES.items()}
 
 
+# The largest scratch block a kernel keeps for its temporaries (Kernel._scratch): held while the kernel lives,
+# so a kernel with more in temporaries allocates them at each launch, as PyTorch's own operators do.
+SCRATCH_BYTES = 1 << 20
+_SCRATCH_ALIGN = 64  # each temporary's offset in the block: torch.empty's alignment on the CPU
+
+
 class Kernel:
     """One specialization of an op: its kernel and the buffers it takes."""
 
@@ -51,10 +57,14 @@ class Kernel:
         "extents",
         "held",
         "spec",
+        "scratch",
     )
 
-    def __init__(self, resp: pb.SpecializeResponse, outputs=()):
+    def __init__(self, resp: pb.SpecializeResponse, outputs=(), scratch: bool = False):
         self.kernel_id = resp.kernel_id
+        # whether no caller reads its temporaries (a forward-only op's kernel): the C launch then places them
+        # in one block of scratch memory that its launches reuse (_set_buffers)
+        self.scratch = scratch
         self.dtype = TORCH_DTYPES[resp.dtype]
         self.c_source = resp.c_source
         self.cuda_source = resp.cuda_source
@@ -111,14 +121,36 @@ class Kernel:
             self.pack = lambda *pointers: pack(*pointers) + packed_tail
             array_type, values = ctypes.c_void_p * (len(buffers) + len(size_values)), list(size_values)
             self.pointers = lambda *pointers: array_type(*pointers, *values)
-        # a C kernel's launch in C (_lib.launcher.run): its allocations as (callable, args, kwargs) triples
+        # a C kernel's launch in C (_lib.launcher.run): its allocations as (callable, args, kwargs) triples, or
+        # for a temporary in the scratch block its byte offset there
         self.spec = None
         if self.kernel_id and not self.cuda_source and not self.index_checks:
-            allocs = tuple(
+            allocs = [
                 (torch.empty, tuple(s), {"dtype": dt}) if small else (memory.empty, (s, dt), None)
                 for s, small, dt in self.alloc
-            )
-            self.spec = (self.kernel_id, allocs, threadshare.launch_threads, tail)
+            ]
+            scratch = self._scratch(allocs)  # puts the temporaries' offsets into allocs
+            self.spec = (self.kernel_id, tuple(allocs), threadshare.launch_threads, tail, scratch)
+
+    def _scratch(self, allocs: list):
+        """Where the kernel's temporaries can share a block of scratch memory (see ``scratch``) of at most
+        SCRATCH_BYTES: puts each one's byte offset in the block into allocs, in place of its allocation, and
+        returns the block's spare list and allocation (what the C launch takes the block from and gives it back
+        to; a launch that finds the list empty, another thread's launch holding the block, makes its own);
+        else None."""
+        if not self.scratch:
+            return None
+        offsets, total = {}, 0
+        allocated = [i for i, (_, role, _) in enumerate(self.buffers) if role != "input"]
+        for k, (i, (_, _, dt)) in enumerate(zip(allocated, self.alloc)):
+            if self.buffers[i][1] == "temp" and i not in self.outputs:
+                offsets[k] = total
+                total += -(-math.prod(self.allocated[k]) * dt.itemsize // _SCRATCH_ALIGN) * _SCRATCH_ALIGN
+        if not offsets or total > SCRATCH_BYTES:
+            return None
+        for k, offset in offsets.items():
+            allocs[k] = offset
+        return ([], (torch.empty, (total,), {"dtype": torch.uint8}))
 
     def fit(self, shapes, extents: dict) -> dict | None:
         """The values of this kernel's sizes (``size_names``) at inputs of these shapes and these explicit
@@ -174,13 +206,17 @@ class Kernel:
         outs = self.outputs
         return bufs[outs[0]] if len(outs) == 1 else tuple([bufs[i] for i in outs])
 
-    def run(self, tensors) -> list[torch.Tensor]:
+    def run(self, tensors, keep: bool = False) -> list[torch.Tensor]:
         """Launches the kernel on these inputs (its specialization's) and
         returns every buffer: the inputs as passed to it (contiguous), then
-        the outputs and temporaries it allocated. On CUDA those come from
-        PyTorch's caching allocator and the kernel runs on PyTorch's current
-        stream of the inputs' device."""
-        if self.spec is not None:  # a C kernel: launched in C unless an input needs a copy first
+        the outputs and temporaries it allocated (with ``scratch``, the C
+        launch gives the scratch block in place of each temporary, unless
+        ``keep`` asks for them). On CUDA those come from PyTorch's caching
+        allocator and the kernel runs on PyTorch's current stream of the
+        inputs' device."""
+        if self.spec is not None and not (
+            keep and self.scratch
+        ):  # a C kernel: launched in C unless an input needs a copy first
             bufs = launcher.run(self.spec, tensors)
             if bufs is not None:
                 return bufs

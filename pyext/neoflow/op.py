@@ -376,7 +376,7 @@ class Op:
             resp = _lib.call_interruptible("nf_specialize", request, pb.SpecializeResponse, label=label)
             for w in resp.warnings:
                 warnings.warn(w, RuntimeWarning, stacklevel=2)
-            kernel = Kernel(resp, self.outputs)
+            kernel = Kernel(resp, self.outputs, scratch=self.forward_only)
             check_memory(self, kernel, tensors[0].device)
             if key is not None:
                 self._kernels[key] = kernel
@@ -406,6 +406,11 @@ class Op:
         out = [tuple(tuple(t[1]) for t in key[0]) for key in self._kernels]
         return out + dynamic.kernel_shapes(self._dynamic)
 
+    @property
+    def forward_only(self) -> bool:
+        """Whether the op was defined ``forward_only`` (no gradient: its kernels' temporaries are never kept)."""
+        return bool(getattr(self._definition, "forward_only", False))
+
     def c_source(self, *tensors, sizes=None) -> str:
         """The generated C source for these inputs under the default schedules
         (with ``NEOFLOW_TUNE=off``, register tiles for contractions with
@@ -426,7 +431,7 @@ class Op:
         already)."""
         if kernel is None:
             kernel = self.specialize(*tensors, sizes=sizes, symbolic=not keep)
-        bufs = kernel.run(tensors)
+        bufs = kernel.run(tensors, keep)
         return [bufs[i] for i in (kernel.returned if keep else kernel.outputs)]
 
     def __call__(self, *tensors, sizes=None, out_shapes=None):

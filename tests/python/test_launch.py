@@ -75,9 +75,14 @@ def test_a_failed_c_launch_raises_the_go_core_error():
         (lambda: _launch.call({}, {}, [1]), r"call\(kernels: dict, sized: dict, tensors: tuple\)"),
         (lambda: _launch.signature(3), r"signature\(tensors: tuple \| list\)"),
         (lambda: _launch.signature((3,)), "'int' object has no attribute 'dtype'"),
-        (lambda: _launch.run((1,), (torch.zeros(2),)), r"a spec is \(kernel id, allocs: tuple, threads, tail\)"),
-        (lambda: _launch.run((1, (1,), int, 0), (torch.zeros(2),)), r"an alloc is \(callable, args: tuple, kwargs\)"),
-        (lambda: _launch.run((1, ((int, (), 3),), int, 0), (torch.zeros(2),)), r"an alloc is"),
+        (
+            lambda: _launch.run((1,), (torch.zeros(2),)),
+            r"a spec is \(kernel id, allocs: tuple, threads, tail, scratch\)",
+        ),
+        (lambda: _launch.run((1, ((1,),), int, 0, None), (torch.zeros(2),)), r"an alloc is \(callable, args: tuple"),
+        (lambda: _launch.run((1, ((int, (), 3),), int, 0, None), (torch.zeros(2),)), r"an alloc is"),
+        (lambda: _launch.run((1, (0,), int, 0, None), (torch.zeros(2),)), "a scratch offset without a scratch"),
+        (lambda: _launch.run((1, (0,), int, 0, (1, 2)), (torch.zeros(2),)), r"a scratch is \(spare: list, alloc\)"),
         (lambda: _launch.forward({}, None, [1]), r"forward\(plans: dict, ctx, tensors: tuple\)"),
         (lambda: _launch.op_call(None, [1]), r"op_call\(op, tensors: tuple\)"),
         (lambda: _launch.configure(1, 2, 3, 4, (int,)), "plain_types holds two types"),
@@ -154,3 +159,42 @@ def test_a_source_tree_without_the_extension_imports_and_names_the_fix(tmp_path)
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "extension module _launch is missing" in out.stdout and "pip install ." in out.stdout, out.stdout
+
+
+def test_a_forward_only_ops_temporaries_share_one_scratch_block():
+    """A forward-only op's kernel places its temporaries in one block that its launches reuse (none is
+    allocated per call); values equal PyTorch's on every call, from one thread and from several at once
+    (a launch that finds the block taken makes its own), and a call that keeps the temporaries gets them."""
+    import threading
+
+    src = "M[i] max= X[i, j]; S[i] += exp(X[i, j] - M[i]); Y[i, j] = exp(X[i, j] - M[i]) / S[i]"
+    op = neoflow.op(src, name="launch_scratch", outputs=["Y"], forward_only=True)
+    x = torch.randn(64, 300)
+    k = op.specialize(x)
+    assert k.scratch and k.spec[4] is not None and any(isinstance(a, int) for a in k.spec[1]), k.spec
+    for _ in range(3):
+        torch.testing.assert_close(op(x), torch.softmax(x, 1))
+    assert len(k.spec[4][0]) == 1  # the spare block, back after each launch
+    xs = [torch.randn(64, 300) for _ in range(8)]
+    got = [None] * len(xs)
+
+    def call(i):
+        for _ in range(20):
+            got[i] = op(xs[i])
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for x_, y in zip(xs, got):
+        torch.testing.assert_close(y, torch.softmax(x_, 1))
+    kept = op._launch((x,), None, keep=True)
+    assert [t.shape for t in kept[1:]] == [k.buffers[i][2] for i in k.temps]
+    torch.testing.assert_close(kept[1].reshape(-1), x.max(1).values)
+
+
+def test_an_op_with_gradients_allocates_its_temporaries():
+    op = neoflow.op("M[i] max= X[i, j]; Y[i, j] = X[i, j] - M[i]", name="launch_no_scratch")
+    x = torch.randn(8, 5)
+    assert not op.specialize(x).scratch and op.specialize(x).spec[4] is None

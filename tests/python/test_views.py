@@ -52,6 +52,15 @@ def test_plans_only_views_of_static_layouts_and_one_dtype():
     assert torch.equal(out[1], x.view(torch.int32)) and torch.equal(out[2], x.relu())
 
 
+def test_an_unsafe_view_is_reinterpreted():
+    """A reshape's _unsafe_view (not a view by its schema) shares its input's memory: it is made so too."""
+    x = torch.randn(4, 6)
+    gm = _graph(lambda a: aten._unsafe_view.default(a * 2.0, [3, 8]), x)
+    assert views.reinterpret(gm) == 1
+    y = gm(x)
+    assert torch.equal(y, (x * 2.0).view(3, 8)) and y.stride() == (8, 1)
+
+
 def test_symbolic_shapes_keep_their_operators():
     gm = make_fx(lambda a: a.t().unsqueeze(0), tracing_mode="symbolic")(torch.randn(4, 6))
     assert views.reinterpret(gm) == 0

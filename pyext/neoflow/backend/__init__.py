@@ -12,7 +12,9 @@ Its modules, in the order a graph meets them:
 - ``decompose``: which fused operators lower as their parts (decomposed
   inside their subgraph), the others staying whole in eager;
 - ``mmsum``: sums of matrix products merged into one product first;
-- ``subgraph``: one lowered subgraph, called as its op's kernel;
+- ``subgraph``: one lowered subgraph, called as its op's kernel (launched in
+  C from the graph's code where its shapes are static);
+- ``views``: the views left in eager, made from their input's memory;
 - ``lowering``: a subgraph's nodes as the statements of one neoflow op, with
   ``convlowering`` for convolutions and pooling, ``indexlowering`` for the
   operators that read or write through index tensors (embedding, gather,

@@ -18,7 +18,8 @@ than eager's) takes the operator as before: the result is the same either
 way.
 
 A node qualifies when its operator is a view by its schema (its result
-aliases its first argument, which it does not write), it returns one
+aliases its first argument, which it does not write) or is
+``_unsafe_view`` (a reshape's view that autograd does not track), it returns one
 tensor of its input's dtype, and both its input's and its result's traced
 sizes, strides and offsets are plain integers (symbolic shapes keep their
 operators).
@@ -34,6 +35,11 @@ except ImportError:  # pragma: no cover - older or trimmed builds
 
     def _reinterpret(x, size, stride, delta):
         return x.as_strided(size, stride, x.storage_offset() + delta)
+
+
+# a view that autograd does not see as one (a reshape's on a tensor of its own): its result shares the input's
+# memory all the same, as a reinterpretation's does (which is not a view to autograd either)
+_UNSAFE_VIEW = torch.ops.aten._unsafe_view.default
 
 
 def view(strides: tuple, size: tuple, stride: tuple, delta: int, op, x, *args, **kwargs):
@@ -61,7 +67,9 @@ def reinterpret(gm: torch.fx.GraphModule) -> int:
 def _plan(node: torch.fx.Node):
     """(input's strides, size, stride, offset from the input's, operator) for a qualifying node, else None."""
     op = node.target
-    if node.op != "call_function" or not isinstance(op, torch._ops.OpOverload) or not op.is_view:
+    if node.op != "call_function" or not isinstance(op, torch._ops.OpOverload):
+        return None
+    if not op.is_view and op is not _UNSAFE_VIEW:
         return None
     returns = op._schema.returns
     if len(returns) != 1 or str(returns[0].type) != "Tensor" or not node.args:
