@@ -150,9 +150,10 @@ class BuildGo(build_py):
 # is loaded with ctypes: one wheel serves every CPython from 3.10 on its platform, cp310-abi3-<platform>.
 LAUNCH = Extension(
     "neoflow._launch",
-    ["pyext/neoflow/_launch.c"],
-    py_limited_api=True,  # (the source defines Py_LIMITED_API)
-    extra_compile_args=["-O2"],
+    ["pyext/neoflow/_launch.c", "pyext/neoflow/_launch_calls.c"],
+    depends=["pyext/neoflow/_launch.h"],
+    py_limited_api=True,  # (the sources define Py_LIMITED_API)
+    extra_compile_args=["-O2", "-fvisibility=hidden"],  # the module exports its init function only
     extra_link_args=["-s"],  # stripped, as the Go libraries are
 )
 

@@ -18,7 +18,7 @@ rm -f dist/neoflow-*.tar.gz
 sdist=$(realpath dist/neoflow-*.tar.gz)
 members=$(tar -tzf "$sdist")
 for f in go.mod go.sum LICENSE README.md setup.py pyproject.toml capi/exports.go torchbridge/version.go \
-  api/neoflow.pb.go internal/testops/ops.json pyext/neoflow/_proto/neoflow_pb2.py pyext/neoflow/_launch.c; do
+  api/neoflow.pb.go internal/testops/ops.json pyext/neoflow/_proto/neoflow_pb2.py pyext/neoflow/_launch.c pyext/neoflow/_launch_calls.c pyext/neoflow/_launch.h; do
   grep -q "^neoflow-[^/]*/$f\$" <<<"$members" || { echo "$(basename "$sdist") lacks $f"; exit 1; }
 done
 if grep -q "_test\.go$" <<<"$members"; then echo "$(basename "$sdist") holds Go tests"; exit 1; fi

@@ -33,7 +33,7 @@ class _MissingExtension:
         )
 
 
-try:  # the C launcher: Kernel.run's launch and Op.__call__'s usual calls (pyext/neoflow/_launch.c)
+try:  # the C launcher: Kernel.run's launch and Op.__call__'s usual calls (pyext/neoflow/_launch*.c)
     from . import _launch as launcher
 except ImportError as e:
     launcher = _MissingExtension(e)

@@ -562,7 +562,7 @@ _wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # under vmap, grad, 
 _transforms_active = getattr(torch._C, "_are_functorch_transforms_active", lambda: True)
 
 
-_DIRECT, _EAGER, _DISPATCH, _TRANSFORM = 0, 1, 2, 3  # (_DIRECT and _EAGER: _launch.c's too)
+_DIRECT, _EAGER, _DISPATCH, _TRANSFORM = 0, 1, 2, 3  # (_DIRECT and _EAGER: _launch_calls.c's too)
 _is_compiling = torch.compiler.is_compiling
 launcher.configure(any_autocast, _transforms_active, torch.autograd.forward_ad, torch.is_grad_enabled, _PLAIN)
 

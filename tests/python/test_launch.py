@@ -38,7 +38,7 @@ def test_a_wrong_buffer_count_is_refused():
         _lib.launch(k.kernel_id, k.pack(x.data_ptr(), y.data_ptr()) + bytes(8), 1)
 
 
-# neoflow._launch (pyext/neoflow/_launch.c): Kernel.run's launch in C, and Op.__call__'s lookup without autograd.
+# neoflow._launch (pyext/neoflow/_launch*.c): Kernel.run's launch in C, and Op.__call__'s lookup without autograd.
 
 
 def test_the_c_launch_returns_the_inputs_then_what_it_allocated():
