@@ -41,6 +41,37 @@ PyObject *signature(PyObject *Py_UNUSED(self), PyObject *tensors)
 	return key;
 }
 
+/* The buffers at positions (a list or tuple of ints) among a launch's: a tuple of them, or with !many the one
+ * tensor (positions then holds one). NULL with an exception set. */
+static PyObject *pick(PyObject *positions, PyObject *bufs, int many)
+{
+	Py_ssize_t m = PySequence_Size(positions);
+	if (m < 0)
+		return NULL;
+	if (!many && m != 1) {
+		PyErr_SetString(PyExc_ValueError, "neoflow._launch: one output expected");
+		return NULL;
+	}
+	PyObject *result = many ? PyTuple_New(m) : NULL;
+	if (many && result == NULL)
+		return NULL;
+	for (Py_ssize_t j = 0; j < m; j++) {
+		PyObject *p = PySequence_GetItem(positions, j), *b = NULL;
+		if (p != NULL) {
+			b = PyList_GetItem(bufs, PyLong_AsSsize_t(p));
+			Py_DECREF(p);
+		}
+		if (b == NULL) {
+			Py_XDECREF(result);
+			return NULL;
+		}
+		if (!many)
+			return Py_NewRef(b);
+		PyTuple_SetItem(result, j, Py_NewRef(b));
+	}
+	return result;
+}
+
 /* The kernel's outputs among the buffers of its launch (Kernel.outputs: their positions): one tensor, or a
  * tuple of them. */
 static PyObject *outputs_of(PyObject *kernel, PyObject *bufs)
@@ -48,23 +79,8 @@ static PyObject *outputs_of(PyObject *kernel, PyObject *bufs)
 	PyObject *outs = PyObject_GetAttr(kernel, s_outputs);
 	if (outs == NULL)
 		return NULL;
-	Py_ssize_t m = PyList_Size(outs);
-	if (m < 0) {
-		Py_DECREF(outs);
-		return NULL;
-	}
-	PyObject *result = m == 1 ? NULL : PyTuple_New(m);
-	for (Py_ssize_t j = 0; j < m; j++) {
-		PyObject *b = PyList_GetItem(bufs, PyLong_AsSsize_t(PyList_GetItem(outs, j)));
-		if (b == NULL) {
-			Py_CLEAR(result);
-			break;
-		}
-		if (m == 1)
-			result = Py_NewRef(b);
-		else
-			PyTuple_SetItem(result, j, Py_NewRef(b));
-	}
+	Py_ssize_t m = PySequence_Size(outs);
+	PyObject *result = m < 0 ? NULL : pick(outs, bufs, m != 1);
 	Py_DECREF(outs);
 	return result;
 }
@@ -373,24 +389,9 @@ PyObject *subgraph(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t 
 		goto done;
 	if (bufs == Py_None)
 		goto slow;
-	Py_ssize_t m = PyTuple_Size(outs);
 	int many = PyObject_IsTrue(PyTuple_GetItem(fast, 5));
-	if (m < 1 || many < 0)
-		goto done;
-	if (many && (result = PyTuple_New(m)) == NULL)
-		goto done;
-	for (Py_ssize_t j = 0; j < m; j++) {
-		PyObject *b = PyList_GetItem(bufs, PyLong_AsSsize_t(PyTuple_GetItem(outs, j)));
-		if (b == NULL) {
-			Py_CLEAR(result);
-			break;
-		}
-		if (!many) {
-			result = Py_NewRef(b);
-			break;
-		}
-		PyTuple_SetItem(result, j, Py_NewRef(b));
-	}
+	if (many >= 0)
+		result = pick(outs, bufs, many);
 	goto done;
 slow:
 	{
