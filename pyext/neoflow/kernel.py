@@ -214,9 +214,9 @@ class Kernel:
         ``keep`` asks for them). On CUDA those come from PyTorch's caching
         allocator and the kernel runs on PyTorch's current stream of the
         inputs' device."""
-        if self.spec is not None and not (
-            keep and self.scratch
-        ):  # a C kernel: launched in C unless an input needs a copy first
+        # a C kernel: launched in C unless an input needs a copy first (or the scratch block would stand in for
+        # temporaries the caller keeps)
+        if self.spec is not None and not (keep and self.scratch):
             bufs = launcher.run(self.spec, tensors)
             if bufs is not None:
                 return bufs

@@ -82,8 +82,8 @@ def _plan(node: torch.fx.Node):
         return None
     if a.dtype != out.dtype or a.layout != torch.strided or out.layout != torch.strided or a.device != out.device:
         return None
-    figures = (tuple(a.stride()), tuple(out.shape), tuple(out.stride()), a.storage_offset(), out.storage_offset())
-    if not all(type(v) is int for f in figures for v in (f if isinstance(f, tuple) else (f,))):
+    strides, size, stride = tuple(a.stride()), tuple(out.shape), tuple(out.stride())
+    offset_in, offset_out = a.storage_offset(), out.storage_offset()
+    if not all(type(v) is int for v in (*strides, *size, *stride, offset_in, offset_out)):
         return None
-    strides, size, stride, offset_in, offset_out = figures
     return strides, size, stride, offset_out - offset_in, op
